@@ -1,0 +1,36 @@
+"""ipse keeps an AI agent itself across context resets, and makes each reset cheaper.
+
+Public names are re-exported here; the mechanisms live in their own subpackages
+(``ipse.transcript``, ``ipse.handoff``, ``ipse.prefix``, ``ipse.twin``, ``ipse.statedir``).
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from ipse.errors import (
+    CheckFailed,
+    InputError,
+    InvalidConversation,
+    IpseError,
+    MissingExtra,
+    StaleWriter,
+    StoreError,
+    UnknownFormat,
+    UsageError,
+    WriterConflict,
+)
+
+__all__ = [
+    "CheckFailed",
+    "InputError",
+    "InvalidConversation",
+    "IpseError",
+    "MissingExtra",
+    "StaleWriter",
+    "StoreError",
+    "UnknownFormat",
+    "UsageError",
+    "WriterConflict",
+    "__version__",
+]

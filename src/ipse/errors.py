@@ -1,0 +1,105 @@
+"""The one exception tree of ipse.
+
+Every error ipse raises on purpose is an `IpseError`. Each class carries the process exit code
+the command line uses for it (0 ok, 1 a check found a problem, 2 bad input or usage), so the CLI
+needs exactly one handler. Foreign exceptions (OSError, JSON decoding, sqlite3, psycopg) are
+translated where they are caught, with ``raise ... from exc``, so callers only ever catch this tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class IpseError(Exception):
+    """Root of every error ipse raises on purpose."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(IpseError):
+    """The caller asked for something that does not make sense (bad option, bad argument)."""
+
+
+class InputError(IpseError):
+    """Input that cannot be used: missing, unreadable, malformed, or of an unknown format.
+
+    ``path`` names the file and ``position`` where in it (``line 12``, ``byte 3051``,
+    ``message 4``), when known; both become part of the one-line message.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, position: str | None = None
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.position = position
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{position}" if position else "") + ": "
+        elif position:
+            where = f"{position}: "
+        super().__init__(where + message)
+        self.detail = message
+
+
+class UnknownFormat(InputError):
+    """The format of an input could not be detected or is not supported."""
+
+
+class InvalidConversation(InputError):
+    """A conversation breaks its provider's rules (orphan tool result, bad roles, ...)."""
+
+
+class CheckFailed(IpseError):
+    """A check ran and found a problem (verification, lint, canary). Exit code 1."""
+
+    exit_code = 1
+
+
+class StoreError(IpseError):
+    """A storage backend failed or holds data it cannot use."""
+
+
+class WriterConflict(StoreError):
+    """Another writer holds the lease for this twin; exit code 1."""
+
+    exit_code = 1
+
+
+class StaleWriter(StoreError):
+    """This writer's lease expired and was taken over; its write was refused. Exit code 1."""
+
+    exit_code = 1
+
+
+class MissingExtra(IpseError):
+    """An optional part of ipse needs a package extra that is not installed."""
+
+    def __init__(self, extra: str, package: str) -> None:
+        super().__init__(
+            f"this needs the optional package {package!r}; install it with: "
+            f"pip install 'ipse[{extra}]'"
+        )
+        self.extra = extra
+        self.package = package
+
+
+__all__ = [
+    "CheckFailed",
+    "InputError",
+    "InvalidConversation",
+    "IpseError",
+    "MissingExtra",
+    "StaleWriter",
+    "StoreError",
+    "UnknownFormat",
+    "UsageError",
+    "WriterConflict",
+]

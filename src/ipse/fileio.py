@@ -1,0 +1,72 @@
+"""Reading input files with clear errors, and writing output files atomically.
+
+Every file ipse writes goes through `atomic_write`: a temporary file in the same folder,
+fsync, rename over the target, fsync of the folder. A crash leaves either the old file or the
+new one, never a torn mix, and bad input never leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from ipse.errors import InputError
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """Read a whole file, translating OS errors into `InputError` naming the file."""
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError("no such file", path=p) from exc
+    except IsADirectoryError as exc:
+        raise InputError("is a folder, not a file", path=p) from exc
+    except PermissionError as exc:
+        raise InputError("permission denied", path=p) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """Flush a folder's entries to disk (after a rename), where the platform allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder."""
+    target = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
