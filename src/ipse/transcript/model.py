@@ -20,11 +20,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar
 
-Dialect: TypeAlias = Literal["anthropic", "openai-chat"]
+Dialect: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses"]
 ContentForm: TypeAlias = Literal["string", "blocks", "none"]
 
 
-class Origin(str, enum.Enum):
+class Origin(enum.StrEnum):
     """Who wrote a piece of text."""
 
     HUMAN = "human"

@@ -1,0 +1,113 @@
+"""``ipse inspect``: what a session or request log is made of."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ipse.cli._output import console, emit_json, warn
+from ipse.tokens import default_counter
+from ipse.transcript import FORMATS, load
+from ipse.transcript.inspect import inspect_report
+
+
+@click.command("inspect")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="Name the input format instead of detecting it.",
+)
+@click.option(
+    "--thread",
+    help="A Claude Code thread other than the main one (e.g. sidechain-1, agent-a2898e3).",
+)
+@click.option(
+    "--skip-bad-lines",
+    is_flag=True,
+    help="Continue past JSONL lines that do not parse (each is reported).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def inspect_command(
+    file: Path, fmt: str | None, thread: str | None, skip_bad_lines: bool, as_json: bool
+) -> None:
+    """Show what a session is made of: messages, turns, tool calls by tool, tokens by kind.
+
+    FILE is a Claude Code session (.jsonl), an Anthropic or OpenAI chat request body (.json),
+    a Codex rollout, or an HTTP log (JSONL, a folder of exchanges, or HAR; one row per request).
+
+    \b
+    Examples:
+      ipse inspect ~/.claude/projects/myproj/4d5611e5.jsonl
+      ipse inspect request.json --json
+      ipse inspect session.jsonl --thread sidechain-1
+    """
+    source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
+    report = inspect_report(source, default_counter())
+    if as_json:
+        emit_json(report)
+        return
+    for line in report.get("warnings", []):
+        warn(line)
+    _render(report)
+
+
+def _render(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = console()
+    title = f"{report['path']}  ({report['format']}"
+    if "thread" in report:
+        title += f", thread {report['thread']}, {report['compactions']} compaction(s)"
+    out.print(title + ")", style="bold")
+    out.print(
+        f"messages {report['messages']}   human turns {report['turns']}   "
+        f"tool calls {report['tool_calls']}"
+    )
+    if "after_last_compaction" in report and report["compactions"]:
+        last = report["after_last_compaction"]
+        out.print(
+            f"after the last compaction: messages {last['messages']}, "
+            f"tool calls {last['tool_calls']}"
+        )
+    if report["tool_calls_by_name"]:
+        tools = Table(title="tool calls by tool", title_justify="left")
+        tools.add_column("tool")
+        tools.add_column("calls", justify="right")
+        for name, count in report["tool_calls_by_name"].items():
+            tools.add_row(name, str(count))
+        out.print(tools)
+    tokens = report["tokens"]
+    table = Table(title=f"tokens by kind ({tokens['tokenizer']})", title_justify="left")
+    table.add_column("kind")
+    table.add_column("tokens", justify="right")
+    table.add_column("share", justify="right")
+    for kind, count in tokens["by_kind"].items():
+        if count:
+            table.add_row(kind, f"{count:,}", f"{tokens['shares'][kind]:.1%}")
+    table.add_row("total", f"{tokens['total']:,}", "100%", style="bold")
+    out.print(table)
+    if "requests" in report:
+        rows = Table(title="requests", title_justify="left")
+        for column in ("#", "time", "model", "input tokens", "usage: in / cache read / write"):
+            rows.add_column(column)
+        for row in report["requests"]:
+            usage = row["usage"] or {}
+            recorded = (
+                f"{usage.get('input_tokens', usage.get('prompt_tokens', '-'))} / "
+                f"{usage.get('cache_read_input_tokens', '-')} / "
+                f"{usage.get('cache_creation_input_tokens', '-')}"
+                if row["usage"]
+                else "-"
+            )
+            rows.add_row(
+                str(row["index"]),
+                row["time"] or "-",
+                row["model"] or "-",
+                f"{row['input_tokens']:,}",
+                recorded,
+            )
+        out.print(rows)

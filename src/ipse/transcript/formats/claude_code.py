@@ -1,0 +1,355 @@
+"""Claude Code session files (JSONL): the record tree, its threads, and their conversations.
+
+A session file is a tree, not a list. Each record names its parent in ``parentUuid``; a rewind,
+an edited message or a retry leaves an abandoned branch behind. A thread's conversation is the
+path from its last record back to its root. A ``compact_boundary`` record starts a new root and
+points back across the compaction with ``logicalParentUuid`` (when that record is in the file):
+the path is cut there into segments, and the last segment is what the model saw last.
+
+Threads: ``main`` (records without ``isSidechain``), one per inline sidechain root (older
+versions write subagents inline with ``isSidechain: true``; named ``sidechain-1``, ``-2``, ... in
+order of appearance), and one per file in the ``subagents/`` folder beside the session (named by
+the file's stem, e.g. ``agent-a2898e3``).
+
+Records become messages like this: records that are not messages (progress, snapshots, queue
+operations, system records) are skipped; the ``assistant`` records that share ``message.id`` (one
+content block each) are merged into one message; consecutive ``user`` records holding only tool
+results are merged into one message, as the harness sends them. Every tool result must follow
+its call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ipse.errors import InputError, UsageError
+from ipse.transcript.formats.anthropic import read_message
+from ipse.transcript.jsonl import JsonlRecord, read_jsonl
+from ipse.transcript.links import check_links
+from ipse.transcript.model import Conversation, Message, Origin, Text, ToolResult
+
+MAIN = "main"
+_MESSAGE_TYPES = ("user", "assistant")
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One stretch of a thread between compaction boundaries."""
+
+    conversation: Conversation
+    boundary: Mapping[str, Any] | None  # the compact_boundary record that opened it, if any
+
+
+@dataclass(frozen=True)
+class Thread:
+    """A thread's live path, cut into segments at compaction boundaries (oldest first)."""
+
+    name: str
+    segments: tuple[Segment, ...]
+    path: str
+
+    @property
+    def conversation(self) -> Conversation:
+        """What the model saw last: the segment after the last compaction boundary."""
+        return self.segments[-1].conversation
+
+    @property
+    def compactions(self) -> int:
+        return sum(1 for s in self.segments if s.boundary is not None)
+
+    def all_messages(self) -> Iterator[Message]:
+        for segment in self.segments:
+            yield from segment.conversation.messages
+
+
+@dataclass
+class ClaudeCodeSession:
+    """A parsed session file: its records, and its threads on demand."""
+
+    path: Path
+    records: list[JsonlRecord]
+    subagent_files: dict[str, Path] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skip_bad_lines: bool = False
+
+    @property
+    def session_id(self) -> str | None:
+        for record in self.records:
+            value = record.data.get("sessionId")
+            if isinstance(value, str):
+                return value
+        return None
+
+    @property
+    def summaries(self) -> list[str]:
+        return [
+            str(r.data.get("summary"))
+            for r in self.records
+            if r.data.get("type") == "summary" and r.data.get("summary")
+        ]
+
+    def thread_names(self) -> list[str]:
+        names = [MAIN]
+        if self._has_main_messages():
+            names.extend(f"sidechain-{i}" for i in range(1, len(self._sidechain_roots()) + 1))
+        names.extend(sorted(self.subagent_files))
+        return names
+
+    def thread(self, name: str = MAIN) -> Thread:
+        """One thread by name (``main``, ``sidechain-N``, or a subagent file's stem)."""
+        if name == MAIN:
+            records = [r for r in self.records if not r.data.get("isSidechain")]
+            if not any(r.data.get("type") in _MESSAGE_TYPES for r in records):
+                records = self.records  # a subagent's own file: its sidechain is its thread
+            return _build_thread(name, records, self.path)
+        if name.startswith("sidechain-"):
+            roots = self._sidechain_roots()
+            try:
+                number = int(name.removeprefix("sidechain-"))
+                root = roots[number - 1]
+            except (ValueError, IndexError):
+                raise self._unknown_thread(name) from None
+            members = _members(self._sidechain_records(), root)
+            return _build_thread(name, members, self.path)
+        candidates = [name, f"agent-{name}"]
+        for candidate in candidates:
+            if candidate in self.subagent_files:
+                sub = self.subagent_files[candidate]
+                records = list(
+                    read_jsonl(sub, skip_bad_lines=self.skip_bad_lines, warnings=self.warnings)
+                )
+                return _build_thread(candidate, records, sub)
+        raise self._unknown_thread(name)
+
+    def _unknown_thread(self, name: str) -> UsageError:
+        return UsageError(
+            f"{self.path}: no thread named {name!r}; threads: {', '.join(self.thread_names())}"
+        )
+
+    def _has_main_messages(self) -> bool:
+        return any(
+            r.data.get("type") in _MESSAGE_TYPES and not r.data.get("isSidechain")
+            for r in self.records
+        )
+
+    def _sidechain_records(self) -> list[JsonlRecord]:
+        return [r for r in self.records if r.data.get("isSidechain")]
+
+    def _sidechain_roots(self) -> list[str]:
+        records = self._sidechain_records()
+        uuids = {r.data.get("uuid") for r in records}
+        roots: list[str] = []
+        for record in records:
+            parent = record.data.get("parentUuid")
+            uuid = record.data.get("uuid")
+            if isinstance(uuid, str) and (parent is None or parent not in uuids):
+                roots.append(uuid)
+        return roots
+
+
+def read_session(
+    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+) -> ClaudeCodeSession:
+    """Parse a Claude Code session file (and find its ``subagents/`` folder, if any)."""
+    p = Path(path)
+    sink = warnings if warnings is not None else []
+    records = list(read_jsonl(p, skip_bad_lines=skip_bad_lines, warnings=sink))
+    if not records:
+        raise InputError("no records in the session file", path=p)
+    folder = p.with_suffix("") / "subagents"
+    subagents: dict[str, Path] = {}
+    if folder.is_dir():
+        subagents = {f.stem: f for f in sorted(folder.glob("*.jsonl"))}
+    return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
+
+
+def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
+    """Sniff: does this first JSONL object look like a Claude Code record?"""
+    kind = first.get("type")
+    if kind == "summary" and "leafUuid" in first:
+        return True
+    if kind in ("file-history-snapshot", "queue-operation") and (
+        "messageId" in first or "sessionId" in first
+    ):
+        return True
+    return kind in ("user", "assistant", "system", "progress", "attachment") and (
+        "parentUuid" in first or "sessionId" in first or "uuid" in first
+    )
+
+
+# ------------------------------------------------------------------------------------ the tree
+
+
+def _members(records: list[JsonlRecord], root: str) -> list[JsonlRecord]:
+    """The records whose ancestry reaches ``root``."""
+    parent_of = {r.data.get("uuid"): r.data.get("parentUuid") for r in records}
+    cache: dict[Any, bool] = {root: True}
+
+    def reaches(uuid: Any) -> bool:
+        trail = []
+        current = uuid
+        while current is not None and current not in cache and current in parent_of:
+            trail.append(current)
+            current = parent_of[current]
+        result = cache.get(current, False)
+        for item in trail:
+            cache[item] = result
+        return result
+
+    return [r for r in records if reaches(r.data.get("uuid"))]
+
+
+def _live_path(records: list[JsonlRecord]) -> list[JsonlRecord]:
+    """From the last record with a uuid back to the root, across compaction boundaries."""
+    by_uuid: dict[str, JsonlRecord] = {}
+    position: dict[str, int] = {}
+    with_uuid = [r for r in records if isinstance(r.data.get("uuid"), str)]
+    for index, record in enumerate(with_uuid):
+        by_uuid[record.data["uuid"]] = record
+        position[record.data["uuid"]] = index
+    if not with_uuid:
+        return []
+    path: list[JsonlRecord] = []
+    seen: set[str] = set()
+    current: JsonlRecord | None = with_uuid[-1]
+    while current is not None:
+        uuid = current.data["uuid"]
+        if uuid in seen:  # a cycle: stop rather than loop forever
+            break
+        seen.add(uuid)
+        path.append(current)
+        parent = current.data.get("parentUuid")
+        if parent is None and _is_boundary(current.data):
+            logical = current.data.get("logicalParentUuid")
+            if isinstance(logical, str) and logical in by_uuid:
+                parent = logical
+            elif position[uuid] > 0:
+                # The logical parent is not in the file: the part before the boundary ends
+                # with the last record written before it.
+                parent = with_uuid[position[uuid] - 1].data["uuid"]
+        current = by_uuid.get(parent) if isinstance(parent, str) else None
+    path.reverse()
+    return path
+
+
+def _is_boundary(data: Mapping[str, Any]) -> bool:
+    return data.get("type") == "system" and data.get("subtype") == "compact_boundary"
+
+
+def _build_thread(name: str, records: list[JsonlRecord], path: Path) -> Thread:
+    live = _live_path(records)
+    segments: list[tuple[Mapping[str, Any] | None, list[JsonlRecord]]] = [(None, [])]
+    for record in live:
+        if _is_boundary(record.data):
+            segments.append((record.data, []))
+        else:
+            segments[-1][1].append(record)
+    if segments[0][0] is None and not segments[0][1] and len(segments) > 1:
+        segments.pop(0)
+    known_calls: set[str] = set()
+    built = []
+    for number, (boundary, members) in enumerate(segments):
+        messages = _messages(members, path)
+        check_links(messages, path=path, known=known_calls)
+        model = next((m.meta.get("model") for m in reversed(messages) if m.meta.get("model")), None)
+        conversation = Conversation(
+            messages=tuple(messages),
+            settings={"model": model} if model else {},
+            dialect="anthropic",
+            meta={
+                "format": "claude-code",
+                "path": str(path),
+                "thread": name,
+                "segment": number,
+                "boundary": boundary,
+            },
+        )
+        built.append(Segment(conversation, boundary))
+    return Thread(name, tuple(built), str(path))
+
+
+def _messages(records: Iterable[JsonlRecord], path: Path) -> list[Message]:
+    """Message records as messages: assistant parts merged by id, tool results grouped."""
+    out: list[Message] = []
+    by_id: dict[str, int] = {}
+    for record in records:
+        data = record.data
+        kind = data.get("type")
+        payload = data.get("message")
+        if kind not in _MESSAGE_TYPES or not isinstance(payload, Mapping):
+            continue
+        try:
+            message = read_message(payload, source=str(path))
+        except InputError as exc:
+            raise InputError(exc.detail, path=path, position=f"line {record.line}") from exc
+        meta = _meta(record)
+        if data.get("isMeta") or data.get("isCompactSummary"):
+            message = _as_harness(message)
+        if kind == "assistant":
+            message_id = payload.get("id")
+            if isinstance(message_id, str) and message_id in by_id:
+                index = by_id[message_id]
+                out[index] = _merge(out[index], message, meta)
+                continue
+            if isinstance(message_id, str):
+                by_id[message_id] = len(out)
+        elif out and _only_results(message) and _only_results(out[-1]):
+            out[-1] = _merge(out[-1], message, meta)
+            continue
+        out.append(_with_meta(message, meta))
+    return out
+
+
+def _meta(record: JsonlRecord) -> dict[str, Any]:
+    data = record.data
+    payload = data.get("message") or {}
+    meta: dict[str, Any] = {
+        "uuids": [data.get("uuid")],
+        "lines": [record.line],
+        "timestamp": data.get("timestamp"),
+    }
+    for key, target in (("model", "model"), ("id", "message_id"), ("usage", "usage")):
+        if isinstance(payload, Mapping) and payload.get(key) is not None:
+            meta[target] = payload[key]
+    for key, target in (
+        ("isMeta", "is_meta"),
+        ("isCompactSummary", "is_compact_summary"),
+        ("requestId", "request_id"),
+        ("isSidechain", "is_sidechain"),
+    ):
+        if data.get(key):
+            meta[target] = data[key]
+    return meta
+
+
+def _with_meta(message: Message, meta: dict[str, Any]) -> Message:
+    # The record's message is an API response (id, model, usage, ...); as part of a request it
+    # is only its role and content, so no message-level raw is kept.
+    return Message(message.role, message.blocks, message.content_form, None, meta)
+
+
+def _merge(first: Message, second: Message, meta: dict[str, Any]) -> Message:
+    merged_meta = dict(first.meta)
+    merged_meta["uuids"] = [*first.meta.get("uuids", []), *meta["uuids"]]
+    merged_meta["lines"] = [*first.meta.get("lines", []), *meta["lines"]]
+    if "usage" in meta:
+        merged_meta["usage"] = meta["usage"]
+    return Message(first.role, first.blocks + second.blocks, "blocks", None, merged_meta)
+
+
+def _only_results(message: Message) -> bool:
+    return (
+        message.role == "user"
+        and bool(message.blocks)
+        and all(isinstance(b, ToolResult) for b in message.blocks)
+    )
+
+
+def _as_harness(message: Message) -> Message:
+    blocks = tuple(
+        Text(b.text, Origin.HARNESS, b.raw) if isinstance(b, Text) else b for b in message.blocks
+    )
+    return Message(message.role, blocks, message.content_form, message.raw, message.meta)

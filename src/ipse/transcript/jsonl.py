@@ -1,0 +1,96 @@
+"""Reading input bytes as JSON or JSONL, with errors that name the file and the position.
+
+Binary files, empty files, truncated JSON and bad JSONL lines all become `InputError` with the
+file and the line (or character) where reading stopped. ``skip_bad_lines`` lets a JSONL reader
+continue past lines that fail to parse, recording a warning for each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ipse.errors import InputError
+from ipse.fileio import read_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlRecord:
+    """One JSON object of a JSONL file, with its 1-based line number."""
+
+    line: int
+    data: Mapping[str, Any]
+
+
+def read_text_bytes(path: str | Path) -> bytes:
+    """The file's bytes, refusing empty and binary files."""
+    data = read_bytes(path)
+    if not data.strip():
+        raise InputError("the file is empty", path=path)
+    head = data[:8192]
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise InputError("a binary file, not JSON or JSONL", path=path, position=f"byte {nul}")
+    return data
+
+
+_POS_RE = re.compile(r"line (\d+) column (\d+)")
+
+
+def parse_json(data: bytes, path: str | Path) -> Any:
+    """Parse a whole JSON document; a failure names the line and column."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        match = _POS_RE.search(str(exc))
+        position = f"line {match.group(1)} column {match.group(2)}" if match else None
+        reason = str(exc).split(":")[0]
+        raise InputError(f"not valid JSON ({reason})", path=path, position=position) from exc
+
+
+def iter_jsonl(
+    data: bytes,
+    path: str | Path,
+    *,
+    skip_bad_lines: bool = False,
+    warnings: list[str] | None = None,
+) -> Iterator[JsonlRecord]:
+    """JSON objects of JSONL bytes, one per non-blank line."""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if skip_bad_lines:
+                if warnings is not None:
+                    warnings.append(f"{path}:line {number}: skipped a line that is not JSON")
+                continue
+            raise InputError(
+                "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
+                path=path,
+                position=f"line {number}",
+            ) from exc
+        if not isinstance(value, Mapping):
+            if skip_bad_lines:
+                if warnings is not None:
+                    warnings.append(f"{path}:line {number}: skipped a line that is not an object")
+                continue
+            raise InputError(
+                "a JSONL line that is not a JSON object", path=path, position=f"line {number}"
+            )
+        yield JsonlRecord(number, value)
+
+
+def read_jsonl(
+    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+) -> Iterator[JsonlRecord]:
+    """The JSON objects of a JSONL file."""
+    yield from iter_jsonl(
+        read_text_bytes(path), path, skip_bad_lines=skip_bad_lines, warnings=warnings
+    )
