@@ -1,0 +1,123 @@
+"""The storage protocol every backend implements, and the records it trades in.
+
+A backend knows nothing about twin state types: it stores opaque JSON bodies with their
+identity hash and schema version, as an append-only history per twin, and it enforces one
+writer per twin with leases whose fencing token grows with every new lease. The twin layer
+(`ipse.twin`) turns states into bodies and back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+JSONDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The right to write one twin, until ``expires_at`` (seconds since the epoch).
+
+    ``token`` is the fencing token: every new lease of a twin gets a larger one, and a write
+    carrying a token older than the current lease's is refused.
+    """
+
+    twin_id: str
+    holder: str
+    token: int
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    """One stored snapshot, exactly as written (reading never rewrites it)."""
+
+    twin_id: str
+    version: int
+    state_hash: str
+    schema: int
+    body: JSONDict
+    created_at: float
+    writer: str
+    token: int
+    notes: tuple[JSONDict, ...] = field(default=())
+
+    def to_json(self) -> JSONDict:
+        """A JSON-ready dict of the record (body included)."""
+        return {
+            "twin_id": self.twin_id,
+            "version": self.version,
+            "state_hash": self.state_hash,
+            "schema": self.schema,
+            "created_at": self.created_at,
+            "writer": self.writer,
+            "token": self.token,
+            "notes": list(self.notes),
+            "body": self.body,
+        }
+
+
+@runtime_checkable
+class SnapshotBackend(Protocol):
+    """What a storage backend offers: leases with fencing, and append-only snapshot history."""
+
+    url: str
+
+    def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
+        """Take the lease of ``twin_id`` for ``ttl`` seconds; `WriterConflict` if held."""
+        ...
+
+    def renew(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a still-current lease (same token); `StaleWriter` if it expired or was taken."""
+        ...
+
+    def release(self, lease: Lease) -> None:
+        """Give a lease up early; a no-op if it is no longer current."""
+        ...
+
+    def append(
+        self,
+        lease: Lease,
+        *,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+    ) -> SnapshotRecord:
+        """Store the next version; `StaleWriter` (nothing stored) unless ``lease`` is current."""
+        ...
+
+    def latest(self, twin_id: str) -> SnapshotRecord | None:
+        """The newest snapshot of a twin, or None."""
+        ...
+
+    def history(self, twin_id: str) -> list[SnapshotRecord]:
+        """Every snapshot of a twin, oldest first."""
+        ...
+
+    def twins(self) -> list[str]:
+        """Ids of every twin with at least one snapshot, sorted."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def check_ttl(ttl: float) -> float:
+    """Validate a lease duration in seconds."""
+    from ipse.errors import InputError
+
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+        raise InputError(f"ttl: must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
+
+
+def check_twin_id(twin_id: str) -> str:
+    """Validate a twin id: a non-empty string without control characters."""
+    from ipse.errors import InputError
+
+    if not isinstance(twin_id, str) or not twin_id or any(ord(c) < 32 for c in twin_id):
+        raise InputError(f"twin_id: must be a non-empty printable string, got {twin_id!r}")
+    return twin_id

@@ -1,0 +1,244 @@
+"""The PostgreSQL backend: the same tables shared by many processes on many machines.
+
+One writer per twin is enforced inside the database. ``acquire`` is one atomic
+``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` that only takes the lease row when it is free
+or expired and always increments the fencing token. ``append`` locks the lease row
+(``SELECT ... FOR UPDATE``) and inserts the snapshot with an ``INSERT ... SELECT`` that only
+produces a row when the caller's token, holder and expiry still match, in the same
+transaction; so a taken-over writer can never add to the history, whatever its clock says.
+Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``) and
+its errors are translated into `StoreError` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ipse.errors import IpseError, MissingExtra, StaleWriter, StoreError, WriterConflict
+from ipse.store.base import Lease, SnapshotRecord, check_ttl, check_twin_id
+from ipse.store.migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
+
+if TYPE_CHECKING:
+    import psycopg
+
+_MIGRATION_LOCK = 0x1F5E_7717  # advisory lock key for applying migrations
+_COLUMNS = (
+    "twin_id, version, state_hash, schema, body, extract(epoch from created_at)::float8,"
+    " writer, token, notes"
+)
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise MissingExtra("postgres", "psycopg") from exc
+    return psycopg
+
+
+class PostgresBackend:
+    """Leases and snapshot history in PostgreSQL."""
+
+    def __init__(self, url: str, *, upto: Mapping[str, int] | None = None) -> None:
+        self.url = url
+        pg = _psycopg()
+        self._pg = pg
+        try:
+            self._conn: psycopg.Connection[Any] = pg.connect(url, autocommit=True)
+        except pg.Error as exc:
+            raise StoreError(f"cannot connect to {redact(url)}: {_first_line(exc)}") from exc
+        self.migrate(upto)
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """One transaction; psycopg errors become `StoreError`, ipse errors roll back."""
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                yield cur
+        except IpseError:
+            raise
+        except self._pg.Error as exc:
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {_first_line(exc)}") from exc
+
+    def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
+        """Apply pending migration steps under an advisory lock (only up to ``upto``)."""
+        done: list[str] = []
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute(MIGRATIONS_TABLE_POSTGRES)
+            cur.execute("SELECT component, step, name FROM ipse_migrations")
+            applied = {(str(c), int(n)): str(name) for c, n, name in cur.fetchall()}
+            for component, step in plan(applied, registered()):
+                if upto is not None and step.number > upto.get(component, 0):
+                    continue
+                for statement in step.postgres:
+                    cur.execute(statement)
+                cur.execute(
+                    "INSERT INTO ipse_migrations (component, step, name) VALUES (%s, %s, %s)",
+                    (component, step.number, step.name),
+                )
+                done.append(f"{component}#{step.number} {step.name}")
+        return done
+
+    def applied_migrations(self) -> list[tuple[str, int, str]]:
+        """The recorded migration steps, in order."""
+        with self._tx() as cur:
+            cur.execute("SELECT component, step, name FROM ipse_migrations ORDER BY 1, 2")
+            return [(str(c), int(n), str(name)) for c, n, name in cur.fetchall()]
+
+    def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
+        check_twin_id(twin_id)
+        ttl = check_ttl(ttl)
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
+                " VALUES (%(t)s, %(h)s, 1, clock_timestamp() + make_interval(secs => %(s)s))"
+                " ON CONFLICT (twin_id) DO UPDATE SET holder = EXCLUDED.holder,"
+                " token = l.token + 1, expires_at = EXCLUDED.expires_at"
+                " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
+                " RETURNING token, extract(epoch from expires_at)::float8",
+                {"t": twin_id, "h": holder, "s": ttl},
+            )
+            row = cur.fetchone()
+            if row is None:
+                cur.execute("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
+                other = cur.fetchone() or ("another writer", "?")
+                raise WriterConflict(
+                    f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
+                )
+        return Lease(twin_id, holder, int(row[0]), float(row[1]))
+
+    def _lock_current(self, cur: Any, lease: Lease) -> None:
+        """Lock the lease row and check the caller still holds it."""
+        cur.execute(
+            "SELECT holder, token, expires_at > clock_timestamp() FROM twin_leases"
+            " WHERE twin_id = %s FOR UPDATE",
+            (lease.twin_id,),
+        )
+        row = cur.fetchone()
+        if row is None or int(row[1]) != lease.token or row[0] != lease.holder:
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} was taken over; "
+                "nothing was written"
+            )
+        if not row[2]:
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} expired; nothing was written"
+            )
+
+    def renew(self, lease: Lease, ttl: float) -> Lease:
+        ttl = check_ttl(ttl)
+        with self._tx() as cur:
+            self._lock_current(cur, lease)
+            cur.execute(
+                "UPDATE twin_leases SET expires_at = clock_timestamp()"
+                " + make_interval(secs => %s) WHERE twin_id = %s AND token = %s"
+                " RETURNING extract(epoch from expires_at)::float8",
+                (ttl, lease.twin_id, lease.token),
+            )
+            (expires,) = cur.fetchone()
+        return Lease(lease.twin_id, lease.holder, lease.token, float(expires))
+
+    def release(self, lease: Lease) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                "UPDATE twin_leases SET expires_at = to_timestamp(0)"
+                " WHERE twin_id = %s AND token = %s",
+                (lease.twin_id, lease.token),
+            )
+
+    def append(
+        self,
+        lease: Lease,
+        *,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+    ) -> SnapshotRecord:
+        from psycopg.types.json import Jsonb
+
+        with self._tx() as cur:
+            self._lock_current(cur, lease)
+            cur.execute(
+                "INSERT INTO twin_snapshots"
+                " (twin_id, version, state_hash, schema, body, writer, token, notes)"
+                " SELECT l.twin_id, COALESCE((SELECT MAX(version) FROM twin_snapshots s"
+                "   WHERE s.twin_id = l.twin_id), 0) + 1, %(hash)s, %(schema)s, %(body)s,"
+                "   l.holder, l.token, %(notes)s"
+                " FROM twin_leases l WHERE l.twin_id = %(t)s AND l.token = %(token)s"
+                "   AND l.holder = %(holder)s AND l.expires_at > clock_timestamp()"
+                f" RETURNING {_COLUMNS}",
+                {
+                    "hash": state_hash,
+                    "schema": schema,
+                    "body": Jsonb(dict(body)),
+                    "notes": Jsonb([dict(n) for n in notes]),
+                    "t": lease.twin_id,
+                    "token": lease.token,
+                    "holder": lease.holder,
+                },
+            )
+            row = cur.fetchone()
+            if row is None:
+                raise StaleWriter(
+                    f"lease token {lease.token} of twin {lease.twin_id!r} is no longer current; "
+                    "nothing was written"
+                )
+        return _record(row)
+
+    def latest(self, twin_id: str) -> SnapshotRecord | None:
+        with self._tx() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s"
+                " ORDER BY version DESC LIMIT 1",
+                (twin_id,),
+            )
+            row = cur.fetchone()
+        return _record(row) if row is not None else None
+
+    def history(self, twin_id: str) -> list[SnapshotRecord]:
+        with self._tx() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s ORDER BY version",
+                (twin_id,),
+            )
+            rows = cur.fetchall()
+        return [_record(r) for r in rows]
+
+    def twins(self) -> list[str]:
+        with self._tx() as cur:
+            cur.execute("SELECT DISTINCT twin_id FROM twin_snapshots ORDER BY twin_id")
+            return [str(r[0]) for r in cur.fetchall()]
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _record(row: Sequence[Any]) -> SnapshotRecord:
+    twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
+    return SnapshotRecord(
+        twin_id=str(twin_id),
+        version=int(version),
+        state_hash=str(state_hash),
+        schema=int(schema),
+        body=dict(body),
+        created_at=float(created_at),
+        writer=str(writer),
+        token=int(token),
+        notes=tuple(notes),
+    )

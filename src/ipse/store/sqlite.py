@@ -1,0 +1,251 @@
+"""The SQLite backend (the default): one file, WAL mode, every write in ``BEGIN IMMEDIATE``.
+
+``BEGIN IMMEDIATE`` takes SQLite's single writer lock at the start of the transaction, so the
+lease check and the snapshot insert happen atomically with respect to every other process
+using the same file. Lease times come from SQLite's own clock. sqlite3 errors are translated
+into `StoreError` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ipse.errors import IpseError, StaleWriter, StoreError, WriterConflict
+from ipse.store.base import Lease, SnapshotRecord, check_ttl, check_twin_id
+from ipse.store.migrations import MIGRATIONS_TABLE_SQLITE, plan, registered
+
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+_COLUMNS = "twin_id, version, state_hash, schema, body, created_at, writer, token, notes"
+
+
+class SqliteBackend:
+    """Leases and snapshot history in one SQLite file."""
+
+    def __init__(self, path: str | Path, *, upto: Mapping[str, int] | None = None) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self._conn.execute("PRAGMA busy_timeout = 30000")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
+        self.migrate(upto)
+
+    @contextlib.contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding SQLite's writer lock; errors become `StoreError`."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: cannot start a transaction: {exc}") from exc
+        try:
+            yield conn
+        except IpseError:
+            conn.execute("ROLLBACK")
+            raise
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: commit failed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        try:
+            return list(self._conn.execute(sql, params).fetchall())
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+
+    def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
+        """Apply pending migration steps (only up to ``upto[component]`` when given)."""
+        applied_names: list[str] = []
+        with self._immediate() as conn:
+            conn.execute(MIGRATIONS_TABLE_SQLITE)
+            applied = {
+                (c, int(n)): str(name)
+                for c, n, name in conn.execute("SELECT component, step, name FROM ipse_migrations")
+            }
+            for component, step in plan(applied, registered()):
+                if upto is not None and step.number > upto.get(component, 0):
+                    continue
+                for statement in step.sqlite:
+                    conn.execute(statement)
+                conn.execute(
+                    f"INSERT INTO ipse_migrations (component, step, name, applied_at)"
+                    f" VALUES (?, ?, ?, {_NOW})",
+                    (component, step.number, step.name),
+                )
+                applied_names.append(f"{component}#{step.number} {step.name}")
+        return applied_names
+
+    def applied_migrations(self) -> list[tuple[str, int, str]]:
+        """The recorded migration steps, in order."""
+        rows = self._read(
+            "SELECT component, step, name FROM ipse_migrations ORDER BY component, step", ()
+        )
+        return [(str(c), int(n), str(name)) for c, n, name in rows]
+
+    def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
+        check_twin_id(twin_id)
+        ttl = check_ttl(ttl)
+        with self._immediate() as conn:
+            now = float(conn.execute(f"SELECT {_NOW}").fetchone()[0])
+            row = conn.execute(
+                "SELECT holder, token, expires_at FROM twin_leases WHERE twin_id = ?", (twin_id,)
+            ).fetchone()
+            if row is None:
+                token = 1
+                conn.execute(
+                    "INSERT INTO twin_leases (twin_id, holder, token, expires_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (twin_id, holder, token, now + ttl),
+                )
+            else:
+                current_holder, current_token, expires_at = row
+                if float(expires_at) > now and current_holder != holder:
+                    raise WriterConflict(
+                        f"twin {twin_id!r} is being written by {current_holder!r} "
+                        f"(lease token {current_token})"
+                    )
+                token = int(current_token) + 1
+                conn.execute(
+                    "UPDATE twin_leases SET holder = ?, token = ?, expires_at = ?"
+                    " WHERE twin_id = ?",
+                    (holder, token, now + ttl, twin_id),
+                )
+        return Lease(twin_id, holder, token, now + ttl)
+
+    def _check_current(self, conn: sqlite3.Connection, lease: Lease) -> float:
+        row = conn.execute(
+            f"SELECT holder, token, expires_at, {_NOW} FROM twin_leases WHERE twin_id = ?",
+            (lease.twin_id,),
+        ).fetchone()
+        if row is None or int(row[1]) != lease.token or row[0] != lease.holder:
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} was taken over; "
+                "nothing was written"
+            )
+        if float(row[2]) <= float(row[3]):
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} expired; nothing was written"
+            )
+        return float(row[3])
+
+    def renew(self, lease: Lease, ttl: float) -> Lease:
+        ttl = check_ttl(ttl)
+        with self._immediate() as conn:
+            now = self._check_current(conn, lease)
+            conn.execute(
+                "UPDATE twin_leases SET expires_at = ? WHERE twin_id = ?",
+                (now + ttl, lease.twin_id),
+            )
+        return Lease(lease.twin_id, lease.holder, lease.token, now + ttl)
+
+    def release(self, lease: Lease) -> None:
+        with self._immediate() as conn:
+            conn.execute(
+                "UPDATE twin_leases SET expires_at = 0 WHERE twin_id = ? AND token = ?",
+                (lease.twin_id, lease.token),
+            )
+
+    def append(
+        self,
+        lease: Lease,
+        *,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+    ) -> SnapshotRecord:
+        body_text = json.dumps(body, ensure_ascii=False, sort_keys=True)
+        notes_text = json.dumps([dict(n) for n in notes], ensure_ascii=False, sort_keys=True)
+        with self._immediate() as conn:
+            now = self._check_current(conn, lease)
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM twin_snapshots WHERE twin_id = ?",
+                (lease.twin_id,),
+            ).fetchone()
+            version = int(last) + 1
+            conn.execute(
+                f"INSERT INTO twin_snapshots ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    lease.twin_id,
+                    version,
+                    state_hash,
+                    schema,
+                    body_text,
+                    now,
+                    lease.holder,
+                    lease.token,
+                    notes_text,
+                ),
+            )
+        return SnapshotRecord(
+            twin_id=lease.twin_id,
+            version=version,
+            state_hash=state_hash,
+            schema=schema,
+            body=json.loads(body_text),
+            created_at=now,
+            writer=lease.holder,
+            token=lease.token,
+            notes=tuple(json.loads(notes_text)),
+        )
+
+    def latest(self, twin_id: str) -> SnapshotRecord | None:
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = ? ORDER BY version DESC"
+            " LIMIT 1",
+            (twin_id,),
+        )
+        return _record(rows[0]) if rows else None
+
+    def history(self, twin_id: str) -> list[SnapshotRecord]:
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = ? ORDER BY version",
+            (twin_id,),
+        )
+        return [_record(r) for r in rows]
+
+    def twins(self) -> list[str]:
+        rows = self._read("SELECT DISTINCT twin_id FROM twin_snapshots ORDER BY twin_id", ())
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+
+
+def _record(row: tuple[Any, ...]) -> SnapshotRecord:
+    twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
+    try:
+        body_value = json.loads(body)
+        notes_value = json.loads(notes)
+    except ValueError as exc:
+        raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
+    return SnapshotRecord(
+        twin_id=str(twin_id),
+        version=int(version),
+        state_hash=str(state_hash),
+        schema=int(schema),
+        body=body_value,
+        created_at=float(created_at),
+        writer=str(writer),
+        token=int(token),
+        notes=tuple(notes_value),
+    )

@@ -1,0 +1,52 @@
+"""The twin tables' migration steps: leases (one writer per twin) and snapshot history.
+
+Step 1 is the first schema: leases and an append-only snapshot table. Step 2 adds the
+``notes`` column (why facts left a snapshot, e.g. relevance decay) and a writer index. New
+steps are appended, never edited.
+"""
+
+from __future__ import annotations
+
+from ipse.store.migrations import Step, register
+
+STEPS: tuple[Step, ...] = (
+    Step(
+        number=1,
+        name="twin leases and snapshots",
+        sqlite=(
+            "CREATE TABLE twin_leases ("
+            " twin_id TEXT PRIMARY KEY, holder TEXT NOT NULL,"
+            " token INTEGER NOT NULL CHECK (token > 0), expires_at REAL NOT NULL)",
+            "CREATE TABLE twin_snapshots ("
+            " twin_id TEXT NOT NULL, version INTEGER NOT NULL CHECK (version > 0),"
+            " state_hash TEXT NOT NULL, schema INTEGER NOT NULL, body TEXT NOT NULL,"
+            " created_at REAL NOT NULL, writer TEXT NOT NULL, token INTEGER NOT NULL,"
+            " PRIMARY KEY (twin_id, version))",
+        ),
+        postgres=(
+            "CREATE TABLE twin_leases ("
+            " twin_id TEXT PRIMARY KEY, holder TEXT NOT NULL,"
+            " token BIGINT NOT NULL CHECK (token > 0), expires_at TIMESTAMPTZ NOT NULL)",
+            "CREATE TABLE twin_snapshots ("
+            " twin_id TEXT NOT NULL, version INTEGER NOT NULL CHECK (version > 0),"
+            " state_hash TEXT NOT NULL, schema INTEGER NOT NULL, body JSONB NOT NULL,"
+            " created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),"
+            " writer TEXT NOT NULL, token BIGINT NOT NULL,"
+            " PRIMARY KEY (twin_id, version))",
+        ),
+    ),
+    Step(
+        number=2,
+        name="snapshot notes and writer index",
+        sqlite=(
+            "ALTER TABLE twin_snapshots ADD COLUMN notes TEXT NOT NULL DEFAULT '[]'",
+            "CREATE INDEX twin_snapshots_token ON twin_snapshots (twin_id, token)",
+        ),
+        postgres=(
+            "ALTER TABLE twin_snapshots ADD COLUMN notes JSONB NOT NULL DEFAULT '[]'::jsonb",
+            "CREATE INDEX twin_snapshots_token ON twin_snapshots (twin_id, token)",
+        ),
+    ),
+)
+
+register("twin", STEPS)
