@@ -19,6 +19,7 @@ from ipse.errors import IpseError
 # command name -> "module:attribute"; each module owns one command or command group.
 _COMMANDS: dict[str, str] = {
     "inspect": "ipse.cli.inspect:inspect_command",
+    "state": "ipse.cli.state:state_group",
     "twin": "ipse.cli.twin:twin_group",
 }
 

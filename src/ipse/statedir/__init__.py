@@ -1,0 +1,53 @@
+"""The state directory: goal, append-only invariants, next step, write-ahead log, receipts,
+canary, and the hooks that make an agent re-read it after compaction.
+
+A small folder in the repository (``state/`` by default), read in a fixed order at start and
+again right after every compaction, turns compaction into a hot restart. Modules, one job each:
+`files` (layout, reading order, lock), `wal` (the log), `gitinfo`, `ops` (init, invariant,
+next, checkpoint), `resume` and `budget` (reading it back), `receipts`, `verify`, `rotate`,
+`canary`, `install`.
+"""
+
+from __future__ import annotations
+
+from ipse.statedir.budget import Section, fit
+from ipse.statedir.canary import CanaryResult, canary
+from ipse.statedir.files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
+from ipse.statedir.install import Change, install, uninstall
+from ipse.statedir.ops import add_invariant, checkpoint, init, set_next
+from ipse.statedir.receipts import check_receipts, stamp
+from ipse.statedir.resume import NextStep, ResumeView, hook_json, resume
+from ipse.statedir.rotate import rotate
+from ipse.statedir.verify import Report, verify
+from ipse.statedir.wal import Record
+
+__all__ = [
+    "DEFAULT_DIR",
+    "GOAL",
+    "INVARIANTS",
+    "NEXT",
+    "RECEIPTS",
+    "WAL",
+    "CanaryResult",
+    "Change",
+    "NextStep",
+    "Record",
+    "Report",
+    "ResumeView",
+    "Section",
+    "add_invariant",
+    "canary",
+    "check_receipts",
+    "checkpoint",
+    "fit",
+    "hook_json",
+    "init",
+    "install",
+    "resume",
+    "rotate",
+    "set_next",
+    "stamp",
+    "state_files",
+    "uninstall",
+    "verify",
+]

@@ -1,0 +1,96 @@
+"""Fitting a rendered state into a token budget: a pure function from sections to sections.
+
+Sections keep their reading order in the output, but are admitted by priority (goal, then
+invariants, then the next step, ...): each one whole if it fits, else its first lines (or its
+last lines, for an append-only file whose newest entries matter most) with a marker, else not
+at all. A closing note names what was trimmed. The whole rendered text is
+counted every time (token counts do not add up across joins), and the result never exceeds
+the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+TRIM_MARK = "[... trimmed by ipse to fit the token budget ...]"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One titled block of output; lower ``priority`` is admitted first."""
+
+    title: str
+    body: str
+    priority: int
+    order: int
+    keep_tail: bool = False  # trim from the start (keep the newest lines) instead of the end
+
+
+def render(header: str, sections: list[Section], note: str = "") -> str:
+    """The output text: the header, then the sections in reading order, then the note."""
+    parts = [header] if header else []
+    for section in sorted(sections, key=lambda s: s.order):
+        parts.append(f"=== {section.title} ===\n{section.body.rstrip()}\n")
+    if note:
+        parts.append(note + "\n")
+    return "\n".join(parts)
+
+
+def _note(budget: int, trimmed: list[str], dropped: list[str]) -> str:
+    bits = []
+    if trimmed:
+        bits.append("trimmed " + ", ".join(trimmed))
+    if dropped:
+        bits.append("left out " + ", ".join(dropped))
+    return f"[ipse: output kept within {budget} tokens: {'; '.join(bits)}]"
+
+
+def _head(section: Section, lines: int) -> Section:
+    """The section cut to ``lines`` lines (its first, or its last with ``keep_tail``)."""
+    all_lines = section.body.splitlines()
+    if section.keep_tail:
+        return replace(section, body="\n".join([TRIM_MARK, *all_lines[len(all_lines) - lines :]]))
+    return replace(section, body="\n".join([*all_lines[:lines], TRIM_MARK]))
+
+
+def fit(
+    header: str, sections: list[Section], budget: int, count: Callable[[str], int]
+) -> tuple[str, list[str]]:
+    """Render within ``budget`` tokens; returns the text and the titles trimmed or left out."""
+    full = render(header, sections)
+    if count(full) <= budget:
+        return full, []
+
+    def attempt(candidate: list[Section], trimmed: list[str]) -> str:
+        titles = {c.title for c in candidate}
+        dropped = [s.title for s in sections if s.title not in titles]
+        return render(header, candidate, _note(budget, trimmed, dropped))
+
+    kept: list[Section] = []
+    trimmed: list[str] = []
+    for section in sorted(sections, key=lambda s: (s.priority, s.order)):
+        if count(attempt([*kept, section], trimmed)) <= budget:
+            kept.append(section)
+            continue
+        with_it = [*trimmed, section.title]
+        low, high = 0, len(section.body.splitlines()) - 1  # most head lines that still fit
+        while low < high:
+            mid = (low + high + 1) // 2
+            if count(attempt([*kept, _head(section, mid)], with_it)) <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        if low > 0 and count(attempt([*kept, _head(section, low)], with_it)) <= budget:
+            kept.append(_head(section, low))
+            trimmed = with_it
+    text = attempt(kept, trimmed)
+    while count(text) > budget and kept:
+        worst = max(kept, key=lambda s: (s.priority, s.order))
+        kept.remove(worst)
+        trimmed = [t for t in trimmed if t != worst.title]
+        text = attempt(kept, trimmed)
+    if count(text) > budget:
+        return "", [s.title for s in sections]
+    kept_titles = {k.title for k in kept}
+    return text, [*trimmed, *(s.title for s in sections if s.title not in kept_titles)]

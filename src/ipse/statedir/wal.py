@@ -1,0 +1,244 @@
+"""The write-ahead log: one JSON line per state transition, checksummed, chained, appended.
+
+Each line is a JSON object (ASCII, sorted keys) with ``seq`` (1-based within this log),
+``t`` (UTC time), ``rev`` (git short revision or ``no-git``), ``kind``, ``text``, kind-specific
+fields, ``prev`` (a hash of the previous valid line, so a deleted or edited line breaks the
+chain) and ``c`` (a checksum of the rest, so a torn or corrupted line is recognised and
+skipped). Lines are appended with one ``write`` under the folder lock and fsynced before the
+caller touches the file the line describes.
+
+Readers that need only the newest records (``resume``) read the file from its end in blocks,
+so their cost does not grow with the log's length; ``verify`` reads it forward, whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ipse.errors import InputError
+
+KINDS_WITH_NEXT = ("init", "next", "rotate")
+LONG_WAL_LINES = 10_000
+_BLOCK = 64 * 1024
+
+
+def utc_now() -> str:
+    """The current UTC time as ``2025-01-31T12:00:00.123Z``."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _canonical(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode(
+        "ascii"
+    )
+
+
+def _checksum(canonical: bytes) -> str:
+    return hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def line_hash(raw: bytes) -> str:
+    """The chain hash of one line (its bytes without the newline)."""
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """One WAL line (without its newline) for ``body``, with the checksum ``c`` added."""
+    clean = {k: v for k, v in body.items() if k != "c"}
+    return _canonical({**clean, "c": _checksum(_canonical(clean))})
+
+
+def decode(raw: bytes) -> dict[str, Any] | None:
+    """The record a line holds, or None when the line is torn, corrupted or not a record."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    check = data.pop("c", None)
+    if not isinstance(check, str) or _checksum(_canonical(data)) != check:
+        return None
+    if not isinstance(data.get("kind"), str) or not isinstance(data.get("seq"), int):
+        return None
+    return data
+
+
+@dataclass(frozen=True)
+class Record:
+    """One valid WAL line: its decoded fields and its raw bytes."""
+
+    data: dict[str, Any]
+    raw: bytes
+    line: int | None = None  # 1-based line number, known when the log was read forward
+
+    @property
+    def kind(self) -> str:
+        return str(self.data["kind"])
+
+    @property
+    def seq(self) -> int:
+        return int(self.data["seq"])
+
+    @property
+    def text(self) -> str:
+        return str(self.data.get("text", ""))
+
+    def next_step(self) -> tuple[str, str] | None:
+        """(text, sha256 of 99_next.md) when this record sets the next step."""
+        if self.kind == "next":
+            return str(self.data["text"]), str(self.data["sha256"])
+        if self.kind in ("init", "rotate"):
+            return str(self.data["next_text"]), str(self.data["next_sha256"])
+        return None
+
+    def summary(self) -> str:
+        """The record as one human line: time, revision, kind and text."""
+        text = " ".join(self.text.split())
+        return f"{self.data.get('t', '?')} {self.data.get('rev', '?')} {self.kind}: {text}"
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that is not a valid record; ``torn`` when it looks like an interrupted write."""
+
+    line: int | None
+    raw: bytes
+    torn: bool
+
+
+def _is_torn(raw: bytes) -> bool:
+    return raw.startswith(b'{"') and not raw.rstrip().endswith(b"}")
+
+
+def iter_lines_reversed(path: Path) -> Iterator[bytes]:
+    """The non-empty lines of a file, last first, read in blocks from the end."""
+    with open(path, "rb") as handle:
+        pos = handle.seek(0, os.SEEK_END)
+        rest = b""
+        while pos > 0:
+            size = min(_BLOCK, pos)
+            pos -= size
+            handle.seek(pos)
+            chunk = handle.read(size) + rest
+            parts = chunk.split(b"\n")
+            rest = parts[0]
+            for part in reversed(parts[1:]):
+                if part:
+                    yield part
+        if rest:
+            yield rest
+
+
+@dataclass
+class Tail:
+    """What a backward read found: the last record, the wanted one, and bad lines on the way."""
+
+    last: Record | None = None
+    match: Record | None = None
+    bad: list[BadLine] = field(default_factory=list)
+
+
+def tail(path: Path, want: Callable[[Record], bool] | None = None) -> Tail:
+    """Read from the end until the last valid record (and the newest one ``want`` accepts)."""
+    found = Tail()
+    try:
+        for raw in iter_lines_reversed(path):
+            data = decode(raw)
+            if data is None:
+                found.bad.append(BadLine(None, raw, _is_torn(raw)))
+                continue
+            record = Record(data, raw)
+            if found.last is None:
+                found.last = record
+            if want is None or want(record):
+                found.match = record
+                break
+    except FileNotFoundError:
+        return found
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    return found
+
+
+def last_next(path: Path) -> Tail:
+    """The newest record that set the next step, read from the end."""
+    return tail(path, lambda r: r.kind in KINDS_WITH_NEXT)
+
+
+@dataclass
+class Scan:
+    """A whole log read forward: its valid records and its bad lines, in order."""
+
+    records: list[Record] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+
+
+def read_all(path: Path) -> Scan:
+    """Every line of the log, forward."""
+    scan = Scan()
+    try:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                raw = line.rstrip(b"\n")
+                if not raw:
+                    continue
+                data = decode(raw)
+                if data is None:
+                    scan.bad.append(BadLine(number, raw, _is_torn(raw)))
+                else:
+                    scan.records.append(Record(data, raw, number))
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    return scan
+
+
+def new_body(kind: str, text: str, rev: str, **fields: Any) -> dict[str, Any]:
+    """A record body before ``seq``/``prev``/``c`` are filled in by `append`."""
+    return {"kind": kind, "t": utc_now(), "rev": rev, "text": text, **fields}
+
+
+def first_line(body: dict[str, Any]) -> bytes:
+    """The first line of a new log (seq 1, no predecessor), with its newline."""
+    return encode({**body, "seq": 1, "prev": None}) + b"\n"
+
+
+def append(path: Path, body: dict[str, Any]) -> Record:
+    """Append one record (caller holds the folder lock), fsync, and return it.
+
+    ``seq`` and ``prev`` follow the last valid record; a torn last line is closed with a
+    newline first so it stays one bad line and never swallows the new record.
+    """
+    last = tail(path).last
+    seq = last.seq + 1 if last is not None else 1
+    prev = line_hash(last.raw) if last is not None else None
+    raw = encode({**body, "seq": seq, "prev": prev})
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror or exc}", path=path) from exc
+    try:
+        size = os.fstat(fd).st_size
+        lead = b""
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    lead = b"\n"
+        data = memoryview(lead + raw + b"\n")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise InputError(f"cannot append: {exc.strerror or exc}", path=path) from exc
+    finally:
+        os.close(fd)
+    return Record(decode(raw) or {}, raw)
