@@ -1,0 +1,140 @@
+"""Migrations: from an empty database, from the first schema, idempotent, and refusing a
+database that belongs to another version; another component can register its own steps."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipse.errors import StoreError
+from ipse.store import Step, open_backend, register
+from ipse.store.migrations import _REGISTRY, registered
+from ipse.store.twin_tables import STEPS
+
+TWIN_STEPS = [("twin", s.number, s.name) for s in STEPS]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
+
+
+def raw_exec(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    if url.startswith("sqlite:"):
+        conn = sqlite3.connect(url[len("sqlite://") :])
+        with conn:
+            conn.execute(sql, params)
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+
+
+def test_from_empty_applies_every_step_once(url: str) -> None:
+    b = open_backend(url)
+    assert b.applied_migrations() == TWIN_STEPS  # type: ignore[attr-defined]
+    assert b.migrate() == []  # type: ignore[attr-defined]
+    b.close()
+    again = open_backend(url)
+    assert again.applied_migrations() == TWIN_STEPS  # type: ignore[attr-defined]
+    again.close()
+
+
+def test_from_first_schema_keeps_data(url: str) -> None:
+    old = open_backend(url, upto={"twin": 1})
+    assert old.applied_migrations() == TWIN_STEPS[:1]  # type: ignore[attr-defined]
+    lease = old.acquire("t1", "alice", 30)
+    old.close()
+    body = '{"schema": 1, "twin_id": "t1"}'
+    now = "0" if url.startswith("sqlite:") else "now()"
+    raw_exec(
+        url,
+        "INSERT INTO twin_snapshots (twin_id, version, state_hash, schema, body, created_at,"
+        f" writer, token) VALUES ('t1', 1, 'sha256:x', 1, ?, {now}, 'alice', 1)",
+        (body,),
+    )
+    new = open_backend(url)
+    assert new.applied_migrations() == TWIN_STEPS  # type: ignore[attr-defined]
+    history = new.history("t1")
+    assert len(history) == 1
+    assert history[0].body == {"schema": 1, "twin_id": "t1"}
+    assert history[0].notes == ()
+    assert history[0].schema == 1
+    # the lease taken under the first schema still fences
+    new.append(lease, body={"schema": 3}, state_hash="sha256:y", schema=3, notes=[{"a": 1}])
+    assert [r.version for r in new.history("t1")] == [1, 2]
+    new.close()
+
+
+def test_renamed_step_is_refused(url: str) -> None:
+    open_backend(url).close()
+    raw_exec(url, "UPDATE ipse_migrations SET name = 'something else' WHERE step = 2")
+    with pytest.raises(StoreError, match="another version"):
+        open_backend(url)
+
+
+def test_newer_database_is_refused(url: str) -> None:
+    open_backend(url).close()
+    raw_exec(
+        url,
+        "INSERT INTO ipse_migrations (component, step, name, applied_at)"
+        " VALUES ('twin', 99, 'from the future', "
+        + ("0)" if url.startswith("sqlite:") else "now())"),
+    )
+    with pytest.raises(StoreError, match="upgrade ipse"):
+        open_backend(url)
+
+
+@pytest.fixture
+def extra_component() -> Iterator[str]:
+    name = "archive_test"
+    steps = [
+        Step(
+            1,
+            "archive blocks",
+            ("CREATE TABLE archive_test_blocks (id INTEGER PRIMARY KEY, body TEXT)",),
+            ("CREATE TABLE archive_test_blocks (id BIGINT PRIMARY KEY, body TEXT)",),
+        )
+    ]
+    register(name, steps)
+    try:
+        yield name
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+def test_another_component_registers_its_own_steps(url: str, extra_component: str) -> None:
+    assert extra_component in registered()
+    b = open_backend(url)
+    applied = b.applied_migrations()  # type: ignore[attr-defined]
+    assert ("archive_test", 1, "archive blocks") in applied
+    assert all(step in applied for step in TWIN_STEPS)
+    b.close()
+    raw_exec(url, "INSERT INTO archive_test_blocks (id, body) VALUES (1, 'x')")
+
+
+def test_register_rejects_bad_numbering() -> None:
+    with pytest.raises(ValueError, match="numbered"):
+        register("bad_component", [Step(2, "x", (), ())])
+    assert "bad_component" not in _REGISTRY
+
+
+def test_bad_urls() -> None:
+    from ipse.errors import InputError
+
+    with pytest.raises(InputError, match="unknown scheme"):
+        open_backend("mysql://x")
+    with pytest.raises(InputError, match="no database path"):
+        open_backend("sqlite:///")
+
+
+def test_unreachable_postgres_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"cannot connect to postgresql://u:\*\*\*@"):
+        open_backend("postgresql://u:secret@127.0.0.1:1/nothing?connect_timeout=2")
