@@ -1,8 +1,9 @@
 """Durable records: the storage protocol, its backends, and the shared migration runner.
 
-`open_backend` picks a backend from a URL: ``memory://``, ``sqlite:///PATH`` (the default,
-``ipse.db`` in IPSE_HOME) or ``postgresql://...`` (extra ``ipse[postgres]``; also taken from
-``IPSE_DATABASE_URL``). Backends are imported only when opened.
+`open_backend` picks a backend from a URL: ``memory://``; ``sqlite:///ABSOLUTE/PATH`` or
+``sqlite://RELATIVE/PATH`` (the default is ``ipse.db`` in IPSE_HOME); ``postgresql://...``
+(extra ``ipse[postgres]``; also taken from ``IPSE_DATABASE_URL``). Backends are imported only
+when opened.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def default_url() -> str:
         return env
     from ipse.home import default_db_path
 
-    return f"sqlite:///{default_db_path()}"
+    return f"sqlite://{default_db_path()}"
 
 
 def open_backend(
@@ -43,6 +44,8 @@ def open_backend(
 
         rest = url[len("sqlite:") :]
         path = rest[2:] if rest.startswith("//") else rest
+        if path.startswith("/"):
+            path = "/" + path.lstrip("/")
         if not path or path == "/":
             raise InputError(f"store URL {url!r}: no database path (use sqlite:///PATH)")
         return SqliteBackend(Path(path), upto=upto)

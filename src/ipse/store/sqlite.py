@@ -28,7 +28,7 @@ class SqliteBackend:
 
     def __init__(self, path: str | Path, *, upto: Mapping[str, int] | None = None) -> None:
         self.path = Path(path)
-        self.url = f"sqlite:///{self.path}"
+        self.url = f"sqlite://{self.path}"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)

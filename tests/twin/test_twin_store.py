@@ -1,0 +1,129 @@
+"""The twin store on every backend: idempotent snapshots, schema handling, notes, fencing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import twin_strategies as ts
+
+from ipse.errors import InputError, StaleWriter, WriterConflict
+from ipse.twin import (
+    CURRENT_SCHEMA,
+    DecayPolicy,
+    TwinState,
+    TwinStore,
+    apply_transitions,
+    maybe_snapshot,
+    open_store,
+    state_hash,
+)
+
+T0 = ts.T0
+V1 = {
+    "twin_id": "ada",
+    "account": "Dana",
+    "facts": ["prefers email"],
+    "commitments": [],
+    "open_loop": None,
+    "as_of": "2024-05-01T10:00:00Z",
+    "schema": 1,
+}
+
+
+@pytest.fixture
+def store(twin_url: str) -> Iterator[TwinStore]:
+    with open_store(twin_url) as s:
+        yield s
+
+
+def turn(state: TwinState, *records: dict[str, object]) -> TwinState:
+    return apply_transitions(state, records, at=T0).state
+
+
+def test_pleasantries_write_nothing_a_new_constraint_writes_once(store: TwinStore) -> None:
+    lease = store.acquire("ada", "w1")
+    state = turn(TwinState.new("ada", "Dana", at=T0), {"op": "establish_fact", "text": "VIP"})
+    last = maybe_snapshot(store, lease, state, None)
+    assert len(store.history("ada")) == 1
+    # a turn of pleasantries: nothing identity-relevant happens, or a fact is merely used
+    for records in (
+        [],
+        [{"op": "use_fact", "fact": "VIP"}],
+        [{"op": "establish_fact", "text": "VIP"}],
+    ):
+        state = turn(state, *records)
+        assert maybe_snapshot(store, lease, state, last) == last
+    assert len(store.history("ada")) == 1
+    # a new constraint
+    state = turn(state, {"op": "make_commitment", "text": "no upselling"})
+    new = maybe_snapshot(store, lease, state, last)
+    assert new != last
+    assert maybe_snapshot(store, lease, state, new) == new
+    history = store.history("ada")
+    assert len(history) == 2
+    assert history[-1].state_hash == new == state_hash(state)
+    assert history[-1].state == state
+
+
+def test_old_schema_is_read_not_rewritten_next_write_is_current(store: TwinStore) -> None:
+    lease = store.acquire("ada", "w1")
+    store.backend.append(lease, body=V1, state_hash="sha256:legacy", schema=1)
+    first = store.latest("ada")
+    assert first is not None
+    assert first.state.counterparty.account == "Dana"
+    assert first.record.body == V1 and first.schema == 1
+    again = store.latest("ada")
+    assert again is not None and again.record.body == V1
+    state = turn(first.state, {"op": "make_commitment", "text": "be brief"})
+    written = store.write(lease, state)
+    assert written.schema == CURRENT_SCHEMA
+    assert written.record.body["schema"] == CURRENT_SCHEMA
+    assert [s.schema for s in store.history("ada")] == [1, CURRENT_SCHEMA]
+
+
+def test_state_of_another_twin_is_refused(store: TwinStore) -> None:
+    lease = store.acquire("ada", "w1")
+    with pytest.raises(InputError, match="twin_id"):
+        store.write(lease, TwinState.new("bob", at=T0))
+    assert store.history("ada") == []
+
+
+def test_decay_reasons_are_recorded_in_history(store: TwinStore) -> None:
+    lease = store.acquire("ada", "w1")
+    policy = DecayPolicy(max_facts=1, half_life=86400)
+    state = TwinState.new("ada", "Dana", at=T0)
+    applied = apply_transitions(
+        state, [{"op": "establish_fact", "text": "A"}], at=T0, policy=policy
+    )
+    last = maybe_snapshot(store, lease, applied.state, None, notes=applied.notes)
+    later = T0.replace(day=5)
+    applied = apply_transitions(
+        applied.state, [{"op": "establish_fact", "text": "B"}], at=later, policy=policy
+    )
+    maybe_snapshot(store, lease, applied.state, last, notes=applied.notes)
+    history = store.history("ada")
+    assert [f.text for f in history[0].state.facts] == ["A"]
+    assert [f.text for f in history[1].state.facts] == ["B"]
+    (note,) = history[1].record.notes
+    assert note["text"] == "A" and note["reason"] == "decayed"
+
+
+def test_lease_context_and_fencing(store: TwinStore) -> None:
+    with store.lease("ada", "w1") as lease, pytest.raises(WriterConflict):
+        store.acquire("ada", "w2")
+    taken = store.acquire("ada", "w2")
+    with pytest.raises(StaleWriter):
+        store.write(lease, TwinState.new("ada", at=T0))
+    store.write(taken, TwinState.new("ada", at=T0))
+    assert [s.record.writer for s in store.history("ada")] == ["w2"]
+    assert store.twins() == ["ada"]
+
+
+def test_default_store_lives_in_ipse_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IPSE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("IPSE_DATABASE_URL", raising=False)
+    with open_store() as store:
+        assert store.url == f"sqlite://{tmp_path / 'home' / 'ipse.db'}"
+    assert (tmp_path / "home" / "ipse.db").exists()
