@@ -22,7 +22,9 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Every test gets its own IPSE_HOME, so nothing touches the user's data."""
     home = tmp_path_factory.mktemp("ipse-home")
     monkeypatch.setenv("IPSE_HOME", str(home))

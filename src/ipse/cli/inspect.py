@@ -81,7 +81,8 @@ def _render(report: dict[str, Any]) -> None:
             tools.add_row(name, str(count))
         out.print(tools)
     tokens = report["tokens"]
-    table = Table(title=f"tokens by kind ({tokens['tokenizer']})", title_justify="left")
+    out.print(f"tokens counted with {tokens['tokenizer']}")
+    table = Table(title="tokens by kind", title_justify="left")
     table.add_column("kind")
     table.add_column("tokens", justify="right")
     table.add_column("share", justify="right")

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ipse.errors import UnknownFormat
+from ipse.errors import InputError, UnknownFormat
 from ipse.transcript.jsonl import parse_json, read_text_bytes
 from ipse.transcript.model import Dialect
 
@@ -89,19 +89,35 @@ def detect(path: str | Path) -> str:
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
     data = read_text_bytes(p)
-    first_line = data.lstrip().split(b"\n", 1)[0]
-    first: Any = None
-    try:
-        first = orjson.loads(first_line)
-    except orjson.JSONDecodeError:
-        first = None
     multi_line = b"\n" in data.strip()
-    if isinstance(first, Mapping) and multi_line:
-        return _jsonl_format(first, p)
-    document = parse_json(data, p)
+    if multi_line:
+        first = _first_jsonl_object(data, tries=1)
+        if first is not None:
+            return _jsonl_format(first, p)
+    if data.lstrip()[:1] not in (b"{", b"["):
+        raise UnknownFormat("neither JSON nor JSONL", path=p, position="line 1")
+    try:
+        document = parse_json(data, p)
+    except InputError:
+        later = _first_jsonl_object(data) if multi_line else None
+        if later is not None:  # JSONL whose first line is bad: its reader names the line
+            return _jsonl_format(later, p)
+        raise
     if not isinstance(document, Mapping):
         raise UnknownFormat("a JSON document that is not an object", path=p)
     return _document_format(document, p)
+
+
+def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None:
+    """The first of the first few non-blank lines that parses as a JSON object, if any."""
+    for line in [ln for ln in data.split(b"\n", 50) if ln.strip()][:tries]:
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, Mapping):
+            return value
+    return None
 
 
 def _jsonl_format(first: Mapping[str, Any], path: Path) -> str:

@@ -153,7 +153,10 @@ def write_body(conversation: Conversation) -> dict[str, Any]:
     """The `Conversation` as a Messages API request body (a new dict)."""
     rendered: dict[str, Any] = {"messages": [write_message(m) for m in conversation.messages]}
     if conversation.tools:
-        rendered["tools"] = [dict(t.raw) if t.raw else {"name": t.name} for t in conversation.tools]
+        rendered["tools"] = [t.raw if t.raw else {"name": t.name} for t in conversation.tools]
+    elif conversation.raw is not None and "tools" in conversation.raw:
+        original = conversation.raw["tools"]
+        rendered["tools"] = original if original in (None, []) else []
     system = _write_system(conversation)
     if system is not None:
         rendered["system"] = system

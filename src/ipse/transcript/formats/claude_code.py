@@ -239,8 +239,76 @@ def _is_boundary(data: Mapping[str, Any]) -> bool:
     return data.get("type") == "system" and data.get("subtype") == "compact_boundary"
 
 
+def _with_parallel_siblings(
+    live: list[JsonlRecord], records: list[JsonlRecord]
+) -> list[JsonlRecord]:
+    """Add the records that a parallel tool call leaves beside the live path.
+
+    The harness writes each block of a response as its own record, chained one after another,
+    and hangs each tool result off the record of its own call. With several calls in one
+    response, the path from the last record passes through only one of those branches; the
+    other calls' records (same ``message.id``) and their results are siblings, not abandoned
+    work. They join the path in file order; a call answered twice keeps one result.
+    """
+    on_path = {id(r) for r in live}
+    response_ids = {
+        r.data["message"].get("id")
+        for r in live
+        if r.data.get("type") == "assistant" and isinstance(r.data.get("message"), Mapping)
+    }
+    response_ids.discard(None)
+    if not response_ids:
+        return live
+    calls: set[str] = set()
+    extra: list[JsonlRecord] = []
+    for record in records:
+        data = record.data
+        payload = data.get("message")
+        if data.get("type") != "assistant" or not isinstance(payload, Mapping):
+            continue
+        if payload.get("id") in response_ids:
+            calls.update(_call_ids(payload))
+            if id(record) not in on_path:
+                extra.append(record)
+    answered = {i for r in live for i in _result_ids(r)}
+    for record in records:
+        if id(record) in on_path or record.data.get("type") != "user":
+            continue
+        ids = _result_ids(record)
+        if ids and ids <= calls and not ids & answered:
+            extra.append(record)
+            answered |= ids
+    if not extra:
+        return live
+    return sorted([*live, *extra], key=lambda r: r.line)
+
+
+def _call_ids(payload: Mapping[str, Any]) -> set[str]:
+    content = payload.get("content")
+    if not isinstance(content, list):
+        return set()
+    return {
+        str(b.get("id")) for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"
+    }
+
+
+def _result_ids(record: JsonlRecord) -> set[str]:
+    payload = record.data.get("message")
+    if record.data.get("type") != "user" or not isinstance(payload, Mapping):
+        return set()
+    content = payload.get("content")
+    if not isinstance(content, list) or not content:
+        return set()
+    ids = set()
+    for block in content:
+        if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+            return set()  # only records that hold nothing but tool results
+        ids.add(str(block.get("tool_use_id")))
+    return ids
+
+
 def _build_thread(name: str, records: list[JsonlRecord], path: Path) -> Thread:
-    live = _live_path(records)
+    live = _with_parallel_siblings(_live_path(records), records)
     segments: list[tuple[Mapping[str, Any] | None, list[JsonlRecord]]] = [(None, [])]
     for record in live:
         if _is_boundary(record.data):

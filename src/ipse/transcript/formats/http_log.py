@@ -246,7 +246,12 @@ def _usage_of_sse(text: str) -> Mapping[str, Any] | None:
                 usage.update(start)
                 found = True
         elif event.get("type") == "message_delta" and isinstance(event.get("usage"), Mapping):
-            usage.update({k: v for k, v in event["usage"].items() if v is not None})
+            # The delta's usage is cumulative over server-tool iterations; the request's own
+            # input usage is the one in message_start. Take the output count, and any field
+            # message_start did not carry.
+            for key, value in event["usage"].items():
+                if value is not None and (key == "output_tokens" or key not in usage):
+                    usage[key] = value
             found = True
         elif isinstance(event.get("usage"), Mapping):  # OpenAI's final chunk
             usage.update(event["usage"])

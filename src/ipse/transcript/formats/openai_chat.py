@@ -192,9 +192,12 @@ def write_body(conversation: Conversation) -> dict[str, Any]:
     rendered: dict[str, Any] = {"messages": messages}
     if conversation.tools:
         rendered["tools"] = [
-            dict(t.raw) if t.raw else {"type": "function", "function": {"name": t.name}}
+            t.raw if t.raw else {"type": "function", "function": {"name": t.name}}
             for t in conversation.tools
         ]
+    elif conversation.raw is not None and "tools" in conversation.raw:
+        original = conversation.raw["tools"]
+        rendered["tools"] = original if original in (None, []) else []
     out: dict[str, Any] = {}
     order = list(conversation.raw) if conversation.raw is not None else []
     for key in order:
@@ -299,7 +302,7 @@ def _write_call(block: ToolCall) -> Mapping[str, Any]:
             isinstance(function, Mapping)
             and raw.get("id") == block.id
             and function.get("name") == block.name
-            and (block.arguments is None or function.get("arguments") == block.arguments)
+            and _same_arguments(function.get("arguments"), block)
         ):
             return raw
     arguments = block.arguments
@@ -310,6 +313,17 @@ def _write_call(block: ToolCall) -> Mapping[str, Any]:
         "type": "function",
         "function": {"name": block.name, "arguments": arguments},
     }
+
+
+def _same_arguments(raw_arguments: Any, block: ToolCall) -> bool:
+    if block.arguments is not None:
+        return bool(raw_arguments == block.arguments)
+    if not isinstance(raw_arguments, str):
+        return False
+    try:
+        return bool(orjson.loads(raw_arguments or "{}") == block.input)
+    except orjson.JSONDecodeError:
+        return block.input is None
 
 
 def _write_tool_message(message: Message) -> Mapping[str, Any]:

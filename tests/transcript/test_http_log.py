@@ -1,0 +1,133 @@
+"""HTTP logs in every accepted shape: JSONL exchanges, bare bodies, HAR, streamed responses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ipse.transcript import load
+
+
+def _sse(*events: dict) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+ANTHROPIC_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 10,
+    "messages": [{"role": "user", "content": "hi"}],
+}
+OPENAI_BODY = {
+    "model": "gpt-5",
+    "messages": [{"role": "system", "content": "be kind"}, {"role": "user", "content": "hi"}],
+}
+
+
+def test_jsonl_exchanges_with_sse_and_json_responses(tmp_path: Path) -> None:
+    stream = _sse(
+        {
+            "type": "message_start",
+            "message": {
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_read_input_tokens": 100,
+                    "cache_creation_input_tokens": 7,
+                    "output_tokens": 1,
+                }
+            },
+        },
+        {"type": "message_delta", "usage": {"output_tokens": 42}},
+    )
+    lines = [
+        {
+            "ts": "2026-01-01T00:00:00Z",
+            "request": {
+                "url": "https://api.anthropic.com/v1/messages",
+                "body": json.dumps(ANTHROPIC_BODY),
+            },
+            "response": {"status": 200, "body": stream},
+        },
+        {
+            "ts": 1767225605.5,
+            "request": {"url": "https://api.openai.com/v1/chat/completions", "body": OPENAI_BODY},
+            "response": {
+                "status": 200,
+                "body": {
+                    "usage": {
+                        "prompt_tokens": 1200,
+                        "prompt_tokens_details": {"cached_tokens": 1024},
+                    }
+                },
+            },
+        },
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    source = load(path)
+    first, second = source.exchanges or []
+    assert first.provider == "anthropic" and second.provider == "openai-chat"
+    assert first.usage == {
+        "input_tokens": 3,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 7,
+        "output_tokens": 42,
+    }
+    assert second.usage is not None and second.usage["prompt_tokens_details"] == {
+        "cached_tokens": 1024
+    }
+    assert first.time is not None and first.time.isoformat() == "2026-01-01T00:00:00+00:00"
+    assert second.time is not None and second.time.timestamp() == 1767225605.5
+    assert second.request.system[0].text == "be kind"
+
+
+def test_bare_bodies_with_ts_and_usage(tmp_path: Path) -> None:
+    path = tmp_path / "bodies.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps({**ANTHROPIC_BODY, "ts": i * 60, "usage": {"input_tokens": i}})
+            for i in range(3)
+        )
+    )
+    exchanges = load(path).exchanges or []
+    assert [e.usage for e in exchanges] == [{"input_tokens": i} for i in range(3)]
+    assert "ts" not in exchanges[0].body and "usage" not in exchanges[0].body
+
+
+def test_har_file(tmp_path: Path) -> None:
+    har = {
+        "log": {
+            "entries": [
+                {
+                    "startedDateTime": "2026-02-01T10:00:00.000Z",
+                    "request": {
+                        "method": "POST",
+                        "url": "https://api.anthropic.com/v1/messages",
+                        "postData": {
+                            "mimeType": "application/json",
+                            "text": json.dumps(ANTHROPIC_BODY),
+                        },
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": [{"name": "Date", "value": "Sun, 01 Feb 2026 10:00:02 GMT"}],
+                        "content": {
+                            "mimeType": "application/json",
+                            "text": json.dumps({"usage": {"input_tokens": 9}}),
+                        },
+                    },
+                },
+                {
+                    "startedDateTime": "2026-02-01T10:00:01.000Z",
+                    "request": {"method": "GET", "url": "https://api.anthropic.com/v1/models"},
+                    "response": {"status": 200, "content": {"text": "{}"}},
+                },
+            ]
+        }
+    }
+    path = tmp_path / "x.har"
+    path.write_text(json.dumps(har))
+    exchanges = load(path).exchanges or []
+    assert len(exchanges) == 1
+    assert exchanges[0].usage == {"input_tokens": 9}
+    assert exchanges[0].response_time is not None
+    assert exchanges[0].response_time.isoformat() == "2026-02-01T10:00:02+00:00"
