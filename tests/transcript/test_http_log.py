@@ -131,3 +131,28 @@ def test_har_file(tmp_path: Path) -> None:
     assert exchanges[0].usage == {"input_tokens": 9}
     assert exchanges[0].response_time is not None
     assert exchanges[0].response_time.isoformat() == "2026-02-01T10:00:02+00:00"
+
+
+def test_response_bodies_as_objects_and_base64_har(tmp_path: Path) -> None:
+    import base64
+
+    usage = {"input_tokens": 5, "cache_read_input_tokens": 2048}
+    lines = [
+        {
+            "request": {"content": ANTHROPIC_BODY},
+            "response": {"content": {"id": "m", "usage": usage}},
+        },
+        {
+            "request": {"content": ANTHROPIC_BODY},
+            "response": {
+                "content": {
+                    "mimeType": "application/json",
+                    "encoding": "base64",
+                    "text": base64.b64encode(json.dumps({"usage": usage}).encode()).decode(),
+                }
+            },
+        },
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    assert [e.usage for e in load(path).exchanges or []] == [usage, usage]

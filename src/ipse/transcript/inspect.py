@@ -25,6 +25,8 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
         report["thread"] = thread.name
         if source.session is not None:
             report["threads"] = source.session.thread_names()
+            if source.session.summaries:
+                report["summaries"] = source.session.summaries
         report["compactions"] = thread.compactions
         report.update(message_counts(thread.all_messages()))
         tally.add_messages(thread.all_messages())

@@ -17,6 +17,7 @@ header. Each request is read by the reader for its provider, chosen by its URL o
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -174,13 +175,8 @@ def _body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
             value = part[key]
             if key == "postData" and isinstance(value, Mapping):
                 value = value.get("text")
-            if (
-                key == "content"
-                and isinstance(value, Mapping)
-                and "text" in value
-                and what == ("response")
-            ):
-                value = value.get("text")  # HAR response content
+            if key == "content" and isinstance(value, Mapping) and _is_har_content(value):
+                value = _har_text(value)
             if isinstance(value, str | bytes):
                 text = value.decode() if isinstance(value, bytes) else value
                 if what == "response":
@@ -191,6 +187,27 @@ def _body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
                     raise InputError(f"the {what} body is not valid JSON", path=where) from exc
             return value
     return None
+
+
+_HAR_CONTENT_KEYS = frozenset({"text", "size", "mimeType", "encoding", "compression", "comment"})
+
+
+def _is_har_content(value: Mapping[str, Any]) -> bool:
+    """A HAR ``content`` object (as opposed to a JSON body stored under ``content``)."""
+    return "mimeType" in value or (bool(value) and set(value) <= _HAR_CONTENT_KEYS)
+
+
+def _har_text(content: Mapping[str, Any]) -> str | None:
+    """A HAR response's text, decoded when the recorder stored it as base64."""
+    text = content.get("text")
+    if not isinstance(text, str):
+        return None
+    if content.get("encoding") == "base64":
+        try:
+            return base64.b64decode(text).decode("utf-8", errors="replace")
+        except ValueError:
+            return None
+    return text
 
 
 def _provider(url: Any, body: Mapping[str, Any]) -> Dialect:
