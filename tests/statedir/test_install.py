@@ -1,0 +1,212 @@
+"""install / uninstall: the marked block and the Claude Code hooks, added and removed exactly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ipse.statedir import install, uninstall
+from ipse.statedir.install import (
+    add_block,
+    hook_groups,
+    merge_hooks,
+    remove_block,
+    rule_block,
+    unmerge_hooks,
+)
+from tests.statedir.conftest import RunIpse
+from tests.statedir.util import as_json, wal_records
+
+RULE = "read 00 through 99 in order before doing anything else"
+texts = st.text(alphabet=st.sampled_from("ab \n#-<>!"), max_size=80)
+
+
+@given(texts)
+def test_remove_undoes_add(text: str) -> None:
+    added = add_block(text, rule_block("state"))
+    assert RULE in added and added.startswith(text)
+    assert add_block(added, rule_block("state")) == added  # idempotent
+    assert remove_block(added)[0] == text
+
+
+def test_remove_undoes_add_for_a_created_file() -> None:
+    added = add_block(None, rule_block("state"))
+    assert remove_block(added)[0] is None
+
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+json_values = st.recursive(
+    json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+groups = st.lists(
+    st.fixed_dictionaries(
+        {
+            "matcher": st.sampled_from(["", "startup", "Edit|Write"]),
+            "hooks": st.lists(
+                st.fixed_dictionaries(
+                    {"type": st.just("command"), "command": st.text(min_size=1, max_size=10)}
+                ),
+                max_size=2,
+            ),
+        }
+    ),
+    min_size=1,
+    max_size=3,
+)
+settings_dicts = st.dictionaries(st.sampled_from(["model", "env", "permissions"]), json_values) | (
+    st.builds(
+        lambda extra, hooks: {**extra, "hooks": hooks},
+        st.dictionaries(st.sampled_from(["model", "env"]), json_values),
+        st.dictionaries(
+            st.sampled_from(["SessionStart", "PreCompact", "Stop"]), groups, min_size=1
+        ),
+    )
+)
+
+
+@given(settings_dicts)
+def test_unmerge_undoes_merge(settings: dict[str, Any]) -> None:
+    ours = hook_groups("")
+    merged = merge_hooks(settings, ours)
+    assert merge_hooks(merged, ours) == merged
+    for event, wanted in ours.items():
+        assert all(group in merged["hooks"][event] for group in wanted)
+    assert unmerge_hooks(merged, ours) == settings
+
+
+@pytest.mark.parametrize(
+    ("agent", "name"),
+    [("generic", "AGENTS.md"), ("codex", "AGENTS.md"), ("gemini", "GEMINI.md")],
+)
+def test_install_writes_the_rule_into_the_agent_file(
+    tmp_path: Path, run_ipse: RunIpse, agent: str, name: str
+) -> None:
+    original = "# Project\n\nBuild with make.\n"
+    (tmp_path / name).write_text(original)
+    done = run_ipse("state", "install", "--agent", agent, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert as_json(done)["changes"] == [{"path": name, "action": "updated"}]
+    text = (tmp_path / name).read_text()
+    assert text.startswith(original) and RULE in text
+    assert "after any context compaction, re-read them before continuing" in text
+    again = run_ipse("state", "install", "--agent", agent, "--json", cwd=tmp_path)
+    assert as_json(again)["changes"] == [{"path": name, "action": "unchanged"}]
+    assert (tmp_path / name).read_text() == text
+    assert run_ipse("state", "uninstall", cwd=tmp_path).returncode == 0
+    assert (tmp_path / name).read_text() == original
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_uninstall_keeps_what_the_user_wrote_after_install(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("intro")
+    install(tmp_path, tmp_path / "state")
+    with open(tmp_path / "AGENTS.md", "a") as handle:
+        handle.write("## Later notes\n")
+    uninstall(tmp_path, tmp_path / "state")
+    assert (tmp_path / "AGENTS.md").read_text() == "intro## Later notes\n"
+
+
+def test_a_file_install_created_is_removed(tmp_path: Path) -> None:
+    install(tmp_path, tmp_path / "state", "gemini")
+    assert RULE in (tmp_path / "GEMINI.md").read_text()
+    uninstall(tmp_path, tmp_path / "state")
+    assert list(tmp_path.iterdir()) == []
+
+
+EXISTING = {
+    "model": "opus",
+    "hooks": {
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def test_claude_code_hooks_are_merged_and_removed_exactly(
+    tmp_path: Path, run_ipse: RunIpse
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.write_text(json.dumps(EXISTING, indent=2) + "\n")
+    (tmp_path / "CLAUDE.md").write_text("# Notes\n")
+    done = run_ipse("state", "install", "--agent", "claude-code", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["hooks"]["Stop"] == EXISTING["hooks"]["Stop"]
+    starts = data["hooks"]["SessionStart"]
+    assert starts[0] == EXISTING["hooks"]["SessionStart"][0]
+    assert {g["matcher"] for g in starts[1:]} == {"startup", "resume", "compact"}
+    assert all(
+        g["hooks"][0]["command"] == "ipse state resume --hook claude-code" for g in starts[1:]
+    )
+    assert "ipse state checkpoint" in data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
+    installed = settings.read_bytes()
+    run_ipse("state", "install", "--agent", "claude-code", cwd=tmp_path)
+    assert settings.read_bytes() == installed
+    done = run_ipse("state", "uninstall", "--json", cwd=tmp_path)
+    assert done.returncode == 0
+    assert json.loads(settings.read_text()) == EXISTING
+    assert (tmp_path / "CLAUDE.md").read_text() == "# Notes\n"
+
+
+def test_settings_install_created_are_removed(tmp_path: Path) -> None:
+    install(tmp_path, tmp_path / "state", "claude-code")
+    assert (tmp_path / ".claude" / "settings.json").is_file()
+    changes = uninstall(tmp_path, tmp_path / "state")
+    assert {c.action for c in changes} == {"removed"}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_broken_settings_are_refused_and_nothing_is_written(
+    tmp_path: Path, run_ipse: RunIpse
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("{not json")
+    done = run_ipse("state", "install", "--agent", "claude-code", cwd=tmp_path)
+    assert done.returncode == 2 and "not valid JSON" in done.stderr
+    assert not (tmp_path / "CLAUDE.md").exists()
+
+
+def test_a_custom_state_folder_is_named_in_the_rule_and_hooks(tmp_path: Path) -> None:
+    install(tmp_path, tmp_path / ".agent" / "state", "claude-code")
+    assert "If .agent/state/ exists" in (tmp_path / "CLAUDE.md").read_text()
+    data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command == 'ipse state resume --hook claude-code --dir ".agent/state"'
+
+
+def _run_hook(command: str, cwd: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    line = command.replace("ipse ", f"{sys.executable} -m ipse.cli.main ", 1)
+    return subprocess.run(
+        line, shell=True, cwd=cwd, input=json.dumps(payload), capture_output=True, text=True
+    )
+
+
+def test_the_installed_hooks_run(state: Path) -> None:
+    root = state.parent
+    install(root, state, "claude-code")
+    data = json.loads((root / ".claude" / "settings.json").read_text())
+    start = data["hooks"]["SessionStart"][2]
+    assert start["matcher"] == "compact"
+    payload = {"hook_event_name": "SessionStart", "source": "compact", "cwd": str(root)}
+    done = _run_hook(start["hooks"][0]["command"], root, payload)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Port the parser" in context
+    pre = data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
+    done = _run_hook(pre, root, {"hook_event_name": "PreCompact", "trigger": "manual"})
+    assert done.returncode == 0, done.stderr
+    assert wal_records(state)[-1]["text"] == "context compaction (PreCompact manual)"
