@@ -1,0 +1,49 @@
+"""Archive payloads: the exact JSON of a removed item, its content address, and compression.
+
+A payload is the provider's original dict serialised as compact JSON in its original key order
+(orjson), so recalling it gives back exactly what was removed. Its address is the sha256 of those
+bytes; equal payloads are stored once. Compression is zlib (stdlib).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ipse.errors import StoreError
+
+CODEC = "zlib"
+
+
+def payload(raw: Mapping[str, Any]) -> bytes:
+    """The exact JSON bytes of a provider dict."""
+    return orjson.dumps(raw)
+
+
+def address(data: bytes) -> str:
+    """The content address of a payload: its sha256, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def compress(data: bytes) -> bytes:
+    return zlib.compress(data, 6)
+
+
+def decompress(data: bytes, codec: str, sha256: str) -> bytes:
+    """The payload back, checked against its address."""
+    if codec != CODEC:
+        raise StoreError(f"archive blob {sha256[:12]} uses unknown codec {codec!r}")
+    try:
+        out = zlib.decompress(bytes(data))
+    except zlib.error as exc:
+        raise StoreError(f"archive blob {sha256[:12]} is corrupt: {exc}") from exc
+    if address(out) != sha256:
+        raise StoreError(f"archive blob {sha256[:12]} does not match its address")
+    return out
+
+
+__all__ = ["CODEC", "address", "compress", "decompress", "payload"]

@@ -1,0 +1,51 @@
+"""The micro-handoff: strip tool traffic and thinking at a checkpoint, keep every authored word.
+
+`strip` rewrites the part before a cut (pure, deterministic, idempotent); `validate` holds the
+provider's rules every output is checked against; `verify` proves nothing authored was lost;
+`notes` defines the checkpoint tool and renders its notes; `narration` measures whether the agent
+narrated enough for the handoff to keep what it knew; `policy` says when a handoff pays off.
+"""
+
+from __future__ import annotations
+
+from ipse.handoff.cut import CHECKPOINT_TOOL, CutError, CutPoint, resolve_cut
+from ipse.handoff.measure import handoff_document, measure
+from ipse.handoff.narration import Narration, narration, narration_prompt
+from ipse.handoff.notes import SCHEMA, check_notes, render_notes, tool_definition
+from ipse.handoff.policy import RATES, CacheRates, Decision, break_even, decide
+from ipse.handoff.report import Removed, Report
+from ipse.handoff.strip import StripOptions, breadcrumb, strip
+from ipse.handoff.validate import Problem, validate
+from ipse.handoff.verify import Lost, Verdict, authored_chars, verify
+
+__all__ = [
+    "CHECKPOINT_TOOL",
+    "RATES",
+    "SCHEMA",
+    "CacheRates",
+    "CutError",
+    "CutPoint",
+    "Decision",
+    "Lost",
+    "Narration",
+    "Problem",
+    "Removed",
+    "Report",
+    "StripOptions",
+    "Verdict",
+    "authored_chars",
+    "breadcrumb",
+    "break_even",
+    "check_notes",
+    "decide",
+    "handoff_document",
+    "measure",
+    "narration",
+    "narration_prompt",
+    "render_notes",
+    "resolve_cut",
+    "strip",
+    "tool_definition",
+    "validate",
+    "verify",
+]
