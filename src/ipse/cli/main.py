@@ -18,7 +18,13 @@ from ipse.errors import IpseError
 
 # command name -> "module:attribute"; each module owns one command or command group.
 _COMMANDS: dict[str, str] = {
+    "archive": "ipse.cli.archive:archive_group",
+    "handoff": "ipse.cli.handoff:handoff_command",
     "inspect": "ipse.cli.inspect:inspect_command",
+    "lint": "ipse.cli.prefix:lint_command",
+    "prefix": "ipse.cli.prefix:prefix_command",
+    "recall": "ipse.cli.archive:recall_command",
+    "verify": "ipse.cli.verify:verify_command",
     "state": "ipse.cli.state:state_group",
     "twin": "ipse.cli.twin:twin_group",
 }

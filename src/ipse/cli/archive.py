@@ -1,0 +1,105 @@
+"""``ipse recall`` and ``ipse archive list``: give back what a handoff removed."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ipse.cli._output import console, emit_json
+
+
+@click.command("recall")
+@click.argument("item_id")
+@click.option("--session", help="The session, when the id is in several.")
+@click.option("--store", help="Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def recall_command(item_id: str, session: str | None, store: str | None, as_json: bool) -> None:
+    """Print a removed tool call and its result exactly as they were (one JSON line each).
+
+    \b
+    Examples:
+      ipse recall toolu_01A2b3C4d5
+      ipse recall call_00_rTMxF5EBqc --session sha256-3f2a... --json
+    """
+    import orjson
+
+    from ipse.archive import open_archive
+
+    archive = open_archive(store)
+    try:
+        found = archive.recall(item_id, session)
+    finally:
+        archive.close()
+    if as_json:
+        emit_json(
+            {
+                **found.item.to_json(),
+                "call": orjson.loads(found.call),
+                "result": orjson.loads(found.result) if found.result is not None else None,
+            }
+        )
+        return
+    stdout = sys.stdout.buffer
+    stdout.write(found.call + b"\n")
+    if found.result is not None:
+        stdout.write(found.result + b"\n")
+    stdout.flush()
+
+
+@click.group("archive")
+def archive_group() -> None:
+    """What handoffs removed and archived.
+
+    \b
+    Examples:
+      ipse archive list
+      ipse archive list 4d5611e5-241a-462a-8d15-5122611a9569 --json
+    """
+
+
+@archive_group.command("list")
+@click.argument("session", required=False)
+@click.option("--store", help="Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def list_command(session: str | None, store: str | None, as_json: bool) -> None:
+    """List the items a session archived (tool, argument preview, size); without SESSION, sessions.
+
+    \b
+    Examples:
+      ipse archive list
+      ipse archive list 4d5611e5-241a-462a-8d15-5122611a9569
+    """
+    from rich.table import Table
+
+    from ipse.archive import open_archive
+    from ipse.errors import InputError
+
+    archive = open_archive(store)
+    try:
+        if session is None:
+            sessions = archive.sessions()
+            if as_json:
+                emit_json({"sessions": [{"session": s, "items": n} for s, n in sessions]})
+                return
+            table = Table(title="archived sessions", title_justify="left")
+            table.add_column("session")
+            table.add_column("items", justify="right")
+            for name, count in sessions:
+                table.add_row(name, str(count))
+            console().print(table)
+            return
+        items = archive.items(session)
+    finally:
+        archive.close()
+    if not items:
+        raise InputError(f"no archived items for session {session!r}")
+    if as_json:
+        emit_json({"session": session, "items": [i.to_json() for i in items]})
+        return
+    table = Table(title=f"archived from {session}", title_justify="left")
+    for column in ("id", "kind", "tool", "preview", "bytes"):
+        table.add_column(column, justify="right" if column == "bytes" else "left")
+    for item in items:
+        table.add_row(item.id, item.kind, item.tool, item.preview, f"{item.size:,}")
+    console().print(table)

@@ -1,0 +1,236 @@
+"""``ipse handoff``: strip a session at a checkpoint, prove nothing authored was lost, archive
+the rest, and print the before/after measurement."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ipse.cli._output import console, emit_json, warn
+from ipse.errors import CheckFailed, InputError, UsageError
+from ipse.handoff import (
+    CHECKPOINT_TOOL,
+    StripOptions,
+    handoff_document,
+    narration,
+    narration_prompt,
+    render_notes,
+    strip,
+    tool_definition,
+    verify,
+)
+from ipse.handoff.measure import KEYS, body_bytes
+from ipse.handoff.policy import cached_share, decide
+from ipse.tokens import default_counter
+from ipse.transcript import FORMATS, Source, load
+from ipse.transcript.stats import TokenTally
+
+_WRITABLE = ("anthropic", "openai-chat")
+
+
+@click.command("handoff")
+@click.argument("file", type=click.Path(path_type=Path), required=False)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Write the stripped request body here."
+)
+@click.option(
+    "--at",
+    default="checkpoint",
+    show_default=True,
+    help="Where to cut: checkpoint (after the last micro_handoff result), now (all but an "
+    "unfinished tool exchange at the end), end (every message), or a message index.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Name the input format.")
+@click.option("--thread", help="A Claude Code thread other than the main one.")
+@click.option(
+    "--checkpoint-tool",
+    default=CHECKPOINT_TOOL,
+    show_default=True,
+    help="The checkpoint tool's name.",
+)
+@click.option("--keep-blocks", is_flag=True, help="Keep neighbouring text blocks separate.")
+@click.option(
+    "--promote-thinking", is_flag=True, help="Keep the text of thinking blocks as agent text."
+)
+@click.option("--breadcrumbs", is_flag=True, help="Leave one short line per removed call.")
+@click.option("--no-archive", is_flag=True, help="Do not archive the removed blocks.")
+@click.option("--store", help="Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME).")
+@click.option("--session", help="Archive under this session id (default: the session's own).")
+@click.option(
+    "--print-prompt", is_flag=True, help="Print the narration system-prompt section and exit."
+)
+@click.option(
+    "--print-tool",
+    type=click.Choice(["anthropic", "openai-chat"]),
+    help="Print the micro_handoff tool definition in this shape and exit.",
+)
+@click.option(
+    "--render-notes",
+    "notes_file",
+    type=click.Path(path_type=Path),
+    help="Render a micro_handoff notes JSON file as the text that stays, and exit.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def handoff_command(
+    file: Path | None,
+    output: Path | None,
+    at: str,
+    fmt: str | None,
+    thread: str | None,
+    checkpoint_tool: str,
+    keep_blocks: bool,
+    promote_thinking: bool,
+    breadcrumbs: bool,
+    no_archive: bool,
+    store: str | None,
+    session: str | None,
+    print_prompt: bool,
+    print_tool: str | None,
+    notes_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Strip tool calls, tool results and thinking before a checkpoint; keep every authored word.
+
+    FILE is an Anthropic or OpenAI chat request body, or a Claude Code session (written out as
+    an Anthropic request body). The removed blocks go to the archive (see ``ipse recall``); the
+    table shows the conversation before and after. Bad input: exit 2, no output, nothing archived.
+
+    \b
+    Examples:
+      ipse handoff request.json -o stripped.json
+      ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now -o out.json --json
+      ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
+      ipse handoff --print-tool anthropic
+    """
+    if _print_only(print_prompt, print_tool, notes_file):
+        return
+    if file is None:
+        raise UsageError("missing FILE (see ipse handoff --help)")
+    source = load(file, fmt, thread=thread)
+    before = source.current()
+    if before.dialect not in _WRITABLE:
+        raise UsageError(f"cannot hand off a {source.format} input: no {before.dialect} writer")
+    at_value = str(len(before.messages)) if at == "end" else at
+    options = StripOptions(
+        checkpoint_tool=checkpoint_tool,
+        join_texts=not keep_blocks,
+        promote_thinking=promote_thinking,
+        breadcrumbs=breadcrumbs,
+    )
+    after, report = strip(before, at_value, options)
+    verdict = verify(before, after, at=report.cut)
+    if not verdict.ok:
+        raise CheckFailed(
+            f"the handoff lost authored text: {verdict.lost[0] if verdict.lost else 'tail changed'}"
+        )
+    tally = TokenTally(default_counter())
+    told = narration(before, report, tally)
+    data = body_bytes(after)
+    archived = 0
+    if not no_archive and report.removed:
+        from ipse.archive import open_archive
+
+        archive = open_archive(store)
+        try:
+            archived = archive.put(session or _session_id(source), report.removed, str(file))
+        finally:
+            archive.close()
+    if output is not None:
+        from ipse.fileio import atomic_write
+
+        atomic_write(output, data)
+    document = handoff_document(before, after, report, verdict, told, tally, archived)
+    document["session"] = session or _session_id(source)
+    document["output"] = str(output) if output is not None else None
+    share = cached_share(before)
+    document["policy"] = decide(
+        before,
+        tokens_now=document["before"]["tokens"],
+        tokens_after=document["after"]["tokens"],
+        cached_share=1.0 if share is None else share,
+        checkpoint_tool=checkpoint_tool,
+    ).to_json()
+    if as_json:
+        emit_json(document)
+    else:
+        _render(document)
+    for line in [told.warning] if told.warning else []:
+        warn(line)
+    for problem in report.carried_problems:
+        warn(f"untouched part, as in the input: {problem}")
+
+
+def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool:
+    if prompt:
+        click.echo(narration_prompt(), nl=False)
+    if tool is not None:
+        emit_json(tool_definition(tool))
+    if notes_file is not None:
+        from ipse.fileio import read_bytes
+        from ipse.transcript.jsonl import parse_json
+
+        notes: Any = parse_json(read_bytes(notes_file), notes_file)
+        try:
+            click.echo(render_notes(notes))
+        except InputError as exc:
+            raise InputError(exc.detail, path=notes_file) from exc
+    return prompt or tool is not None or notes_file is not None
+
+
+def _session_id(source: Source) -> str:
+    """The Claude Code sessionId, else a hash of the input's contents (or path for folders)."""
+    if source.session is not None and source.session.session_id:
+        return source.session.session_id
+    path = source.path
+    digest = hashlib.sha256()
+    if path.is_file():
+        digest.update(path.read_bytes())
+    else:
+        digest.update(str(path.resolve()).encode())
+    return "sha256-" + digest.hexdigest()[:16]
+
+
+_LABELS = {
+    "messages": "messages",
+    "text_blocks": "text blocks",
+    "tool_calls": "tool calls",
+    "tool_results": "tool results",
+    "thinking_blocks": "thinking blocks",
+    "authored_chars": "authored characters",
+    "tokens": "tokens",
+    "bytes": "JSON bytes",
+}
+
+
+def _render(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = console()
+    table = Table(
+        title=f"handoff ({document['cut']['kind']}, cut at message {document['cut']['at']})",
+        title_justify="left",
+    )
+    for column in ("", "before", "after", "saving"):
+        table.add_column(column, justify="left" if not column else "right")
+    for key in KEYS:
+        old, new = document["before"][key], document["after"][key]
+        cut = f"{100.0 * (old - new) / old:.1f}%" if old and key != "authored_chars" else ""
+        table.add_row(_LABELS[key], f"{old:,}", f"{new:,}", cut)
+    out.print(table)
+    preserved = "yes" if document["authored_preserved"] else "NO"
+    narr = document["narration"]
+    out.print(
+        f"saved {document['saved_tokens_pct']}% of tokens; authored text preserved: {preserved}; "
+        f"archived {document['archived']} item(s) under session {document['session']}"
+    )
+    out.print(
+        f"narration coverage {narr['coverage']:.0%} of {narr['removed_calls']} removed calls, "
+        f"{narr['agent_tokens_per_call']:g} agent tokens per removed call"
+    )
+    policy = document["policy"]
+    out.print(f"policy: {'hand off' if policy['handoff'] else 'wait'} ({policy['reason']})")
+    if document["output"]:
+        out.print(f"wrote {document['output']}")
