@@ -92,6 +92,10 @@ class SnapshotBackend(Protocol):
         """The newest snapshot of a twin, or None."""
         ...
 
+    def latest_version(self, twin_id: str) -> int | None:
+        """The newest snapshot's version (a cheap check before reusing a decoded one)."""
+        ...
+
     def history(self, twin_id: str) -> list[SnapshotRecord]:
         """Every snapshot of a twin, oldest first."""
         ...

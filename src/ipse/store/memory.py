@@ -104,6 +104,11 @@ class MemoryBackend:
             history = self._history.get(twin_id)
             return _copy(history[-1]) if history else None
 
+    def latest_version(self, twin_id: str) -> int | None:
+        with self._lock:
+            history = self._history.get(twin_id)
+            return len(history) if history else None
+
     def history(self, twin_id: str) -> list[SnapshotRecord]:
         with self._lock:
             return [_copy(r) for r in self._history.get(twin_id, [])]

@@ -2,10 +2,10 @@
 
 One writer per twin is enforced inside the database. ``acquire`` is one atomic
 ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` that only takes the lease row when it is free
-or expired and always increments the fencing token. ``append`` locks the lease row
-(``SELECT ... FOR UPDATE``) and inserts the snapshot with an ``INSERT ... SELECT`` that only
-produces a row when the caller's token, holder and expiry still match, in the same
-transaction; so a taken-over writer can never add to the history, whatever its clock says.
+or expired and always increments the fencing token. ``append`` is one
+``INSERT ... SELECT ... FROM twin_leases ... FOR UPDATE OF l``: it locks the lease row and
+only produces a snapshot row when the caller's token, holder and expiry still match on the
+server, so a taken-over writer can never add to the history, whatever its clock says.
 Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``) and
 its errors are translated into `StoreError` here.
 """
@@ -16,6 +16,8 @@ import contextlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ipse.errors import IpseError, MissingExtra, StaleWriter, StoreError, WriterConflict
 from ipse.store.base import Lease, SnapshotRecord, check_ttl, check_twin_id
@@ -28,6 +30,19 @@ _MIGRATION_LOCK = 0x1F5E_7717  # advisory lock key for applying migrations
 _COLUMNS = (
     "twin_id, version, state_hash, schema, body, extract(epoch from created_at)::float8,"
     " writer, token, notes"
+)
+
+
+_APPEND = (
+    "INSERT INTO twin_snapshots"
+    " (twin_id, version, state_hash, schema, body, writer, token, notes)"
+    " SELECT l.twin_id, COALESCE((SELECT MAX(version) FROM twin_snapshots s"
+    "   WHERE s.twin_id = l.twin_id), 0) + 1, %(hash)s, %(schema)s, %(body)s,"
+    "   l.holder, l.token, %(notes)s"
+    " FROM twin_leases l WHERE l.twin_id = %(t)s AND l.token = %(token)s"
+    "   AND l.holder = %(holder)s AND l.expires_at > clock_timestamp()"
+    " FOR UPDATE OF l"
+    " RETURNING version, extract(epoch from created_at)::float8"
 )
 
 
@@ -164,36 +179,44 @@ class PostgresBackend:
         schema: int,
         notes: Sequence[Mapping[str, Any]] = (),
     ) -> SnapshotRecord:
-        from psycopg.types.json import Jsonb
-
-        with self._tx() as cur:
-            self._lock_current(cur, lease)
-            cur.execute(
-                "INSERT INTO twin_snapshots"
-                " (twin_id, version, state_hash, schema, body, writer, token, notes)"
-                " SELECT l.twin_id, COALESCE((SELECT MAX(version) FROM twin_snapshots s"
-                "   WHERE s.twin_id = l.twin_id), 0) + 1, %(hash)s, %(schema)s, %(body)s,"
-                "   l.holder, l.token, %(notes)s"
-                " FROM twin_leases l WHERE l.twin_id = %(t)s AND l.token = %(token)s"
-                "   AND l.holder = %(holder)s AND l.expires_at > clock_timestamp()"
-                f" RETURNING {_COLUMNS}",
-                {
-                    "hash": state_hash,
-                    "schema": schema,
-                    "body": Jsonb(dict(body)),
-                    "notes": Jsonb([dict(n) for n in notes]),
-                    "t": lease.twin_id,
-                    "token": lease.token,
-                    "holder": lease.holder,
-                },
+        body_text = orjson.dumps(dict(body)).decode("utf-8")
+        notes_text = orjson.dumps([dict(n) for n in notes]).decode("utf-8")
+        params = {
+            "hash": state_hash,
+            "schema": schema,
+            "body": body_text,
+            "notes": notes_text,
+            "t": lease.twin_id,
+            "token": lease.token,
+            "holder": lease.holder,
+        }
+        # One statement, one transaction: the lease row is locked (FOR UPDATE) and re-checked
+        # by the server; a concurrent takeover either waits for this insert or makes it
+        # produce no row.
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(_APPEND, params)
+                row = cur.fetchone()
+        except self._pg.Error as exc:
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {_first_line(exc)}") from exc
+        if row is None:
+            with self._tx() as cur:
+                self._lock_current(cur, lease)  # raises, saying why
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} is no longer current; "
+                "nothing was written"
             )
-            row = cur.fetchone()
-            if row is None:
-                raise StaleWriter(
-                    f"lease token {lease.token} of twin {lease.twin_id!r} is no longer current; "
-                    "nothing was written"
-                )
-        return _record(row)
+        return SnapshotRecord(
+            twin_id=lease.twin_id,
+            version=int(row[0]),
+            state_hash=state_hash,
+            schema=schema,
+            body=orjson.loads(body_text),
+            created_at=float(row[1]),
+            writer=lease.holder,
+            token=lease.token,
+            notes=tuple(orjson.loads(notes_text)),
+        )
 
     def latest(self, twin_id: str) -> SnapshotRecord | None:
         with self._tx() as cur:
@@ -204,6 +227,17 @@ class PostgresBackend:
             )
             row = cur.fetchone()
         return _record(row) if row is not None else None
+
+    def latest_version(self, twin_id: str) -> int | None:
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(
+                    "SELECT MAX(version) FROM twin_snapshots WHERE twin_id = %s", (twin_id,)
+                )
+                row = cur.fetchone()
+        except self._pg.Error as exc:
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {_first_line(exc)}") from exc
+        return None if row is None or row[0] is None else int(row[0])
 
     def history(self, twin_id: str) -> list[SnapshotRecord]:
         with self._tx() as cur:
@@ -231,14 +265,19 @@ def _first_line(exc: BaseException) -> str:
 
 def _record(row: Sequence[Any]) -> SnapshotRecord:
     twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
+    try:
+        body_value = orjson.loads(body)
+        notes_value = orjson.loads(notes)
+    except orjson.JSONDecodeError as exc:
+        raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
     return SnapshotRecord(
         twin_id=str(twin_id),
         version=int(version),
         state_hash=str(state_hash),
         schema=int(schema),
-        body=dict(body),
+        body=body_value,
         created_at=float(created_at),
         writer=str(writer),
         token=int(token),
-        notes=tuple(notes),
+        notes=tuple(notes_value),
     )

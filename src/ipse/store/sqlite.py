@@ -9,11 +9,12 @@ into `StoreError` here.
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ipse.errors import IpseError, StaleWriter, StoreError, WriterConflict
 from ipse.store.base import Lease, SnapshotRecord, check_ttl, check_twin_id
@@ -172,39 +173,39 @@ class SqliteBackend:
         schema: int,
         notes: Sequence[Mapping[str, Any]] = (),
     ) -> SnapshotRecord:
-        body_text = json.dumps(body, ensure_ascii=False, sort_keys=True)
-        notes_text = json.dumps([dict(n) for n in notes], ensure_ascii=False, sort_keys=True)
+        body_text = orjson.dumps(dict(body)).decode("utf-8")
+        notes_text = orjson.dumps([dict(n) for n in notes]).decode("utf-8")
         with self._immediate() as conn:
-            now = self._check_current(conn, lease)
-            (last,) = conn.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM twin_snapshots WHERE twin_id = ?",
-                (lease.twin_id,),
-            ).fetchone()
-            version = int(last) + 1
-            conn.execute(
-                f"INSERT INTO twin_snapshots ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row = conn.execute(
+                f"INSERT INTO twin_snapshots ({_COLUMNS})"
+                " SELECT l.twin_id, COALESCE((SELECT MAX(version) FROM twin_snapshots s"
+                f"   WHERE s.twin_id = l.twin_id), 0) + 1, ?, ?, ?, {_NOW}, l.holder, l.token, ?"
+                " FROM twin_leases l WHERE l.twin_id = ? AND l.token = ? AND l.holder = ?"
+                f"   AND l.expires_at > {_NOW}"
+                " RETURNING version, created_at",
                 (
-                    lease.twin_id,
-                    version,
                     state_hash,
                     schema,
                     body_text,
-                    now,
-                    lease.holder,
-                    lease.token,
                     notes_text,
+                    lease.twin_id,
+                    lease.token,
+                    lease.holder,
                 ),
-            )
+            ).fetchone()
+            if row is None:
+                self._check_current(conn, lease)  # raises, saying why
+                raise StaleWriter(f"lease token {lease.token} is no longer current")
         return SnapshotRecord(
             twin_id=lease.twin_id,
-            version=version,
+            version=int(row[0]),
             state_hash=state_hash,
             schema=schema,
-            body=json.loads(body_text),
-            created_at=now,
+            body=orjson.loads(body_text),
+            created_at=float(row[1]),
             writer=lease.holder,
             token=lease.token,
-            notes=tuple(json.loads(notes_text)),
+            notes=tuple(orjson.loads(notes_text)),
         )
 
     def latest(self, twin_id: str) -> SnapshotRecord | None:
@@ -214,6 +215,10 @@ class SqliteBackend:
             (twin_id,),
         )
         return _record(rows[0]) if rows else None
+
+    def latest_version(self, twin_id: str) -> int | None:
+        rows = self._read("SELECT MAX(version) FROM twin_snapshots WHERE twin_id = ?", (twin_id,))
+        return None if rows[0][0] is None else int(rows[0][0])
 
     def history(self, twin_id: str) -> list[SnapshotRecord]:
         rows = self._read(
@@ -234,9 +239,9 @@ class SqliteBackend:
 def _record(row: tuple[Any, ...]) -> SnapshotRecord:
     twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
     try:
-        body_value = json.loads(body)
-        notes_value = json.loads(notes)
-    except ValueError as exc:
+        body_value = orjson.loads(body)
+        notes_value = orjson.loads(notes)
+    except orjson.JSONDecodeError as exc:
         raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
     return SnapshotRecord(
         twin_id=str(twin_id),

@@ -10,9 +10,10 @@ a turn of pleasantries (or touching a fact) hashes the same. Which fields count 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from ipse.errors import InputError
 from ipse.twin.state import TwinState
@@ -59,7 +60,7 @@ def identity_view(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> 
 
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, no whitespace, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def state_hash(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> str:

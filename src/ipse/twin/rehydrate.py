@@ -10,10 +10,11 @@ a pure function of (role, state, time), so its bytes are deterministic and cache
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
 
 from ipse.errors import InputError
 from ipse.twin.state import TwinState, utcnow
@@ -106,7 +107,7 @@ class Rehydration:
         value = self.render(fmt)
         if isinstance(value, str):
             return value.encode("utf-8")
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return orjson.dumps(value)
 
 
 def rehydrate_state(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from ipse.errors import InputError
@@ -93,9 +94,14 @@ def parse_time(value: Any, path: str) -> datetime:
     """An ISO-8601 timestamp; one without an offset is taken as UTC."""
     text = _text(value, path)
     try:
-        parsed = datetime.fromisoformat(text)
+        return _parse_iso(text)
     except ValueError as exc:
         raise _fail(path, f"not an ISO-8601 timestamp: {text!r}") from exc
+
+
+@lru_cache(maxsize=4096)
+def _parse_iso(text: str) -> datetime:
+    parsed = datetime.fromisoformat(text)
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 
 CURRENT_SCHEMA = 3
 
@@ -21,6 +22,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@lru_cache(maxsize=4096)
 def format_time(value: datetime) -> str:
     """ISO-8601 in UTC with a ``Z`` suffix: the one way ipse writes timestamps."""
     text = value.astimezone(UTC).isoformat()

@@ -4,6 +4,11 @@
 `TwinState` values: ``write`` serializes the state at the current schema with its identity hash;
 ``latest`` and ``history`` return `Snapshot` values holding the record exactly as stored and the
 state loaded (and migrated) from it. The single-writer rules are the backend's.
+
+Stored snapshots are immutable (the history is append-only), so the store keeps the last
+decoded snapshot of each twin and reuses it while the database's newest version for that twin
+is still the same one: ``latest`` always asks the database, but decodes only what is new.
+Treat returned snapshots as read-only.
 """
 
 from __future__ import annotations
@@ -52,8 +57,10 @@ class Snapshot:
 class TwinStore:
     """Twin snapshots on a backend: leases, writes of states, latest and history."""
 
-    def __init__(self, backend: SnapshotBackend) -> None:
+    def __init__(self, backend: SnapshotBackend, *, cache: bool = True) -> None:
         self.backend = backend
+        self.cache = cache
+        self._decoded: dict[str, Snapshot] = {}
 
     @property
     def url(self) -> str:
@@ -90,6 +97,15 @@ class TwinStore:
         notes: Sequence[Mapping[str, Any]] = (),
     ) -> Snapshot:
         """Store ``state`` as the twin's next snapshot, at the current schema."""
+        return self._write(lease, state, state_hash(state, policy), notes)
+
+    def _write(
+        self,
+        lease: Lease,
+        state: TwinState,
+        identity_hash: str,
+        notes: Sequence[Mapping[str, Any]],
+    ) -> Snapshot:
         if state.twin_id != lease.twin_id:
             raise InputError(
                 f"twin_id: the state is of twin {state.twin_id!r} but the lease is for "
@@ -98,16 +114,26 @@ class TwinStore:
         record = self.backend.append(
             lease,
             body=dump_state(state),
-            state_hash=state_hash(state, policy),
+            state_hash=identity_hash,
             schema=CURRENT_SCHEMA,
             notes=notes,
         )
-        return Snapshot(record)
+        snapshot = Snapshot(record)
+        snapshot.__dict__["state"] = state  # what was written is what loading it gives
+        self._decoded[lease.twin_id] = snapshot
+        return snapshot
 
     def latest(self, twin_id: str) -> Snapshot | None:
         """The twin's newest snapshot, or None (a cold start)."""
+        cached = self._decoded.get(twin_id) if self.cache else None
+        if cached is not None and self.backend.latest_version(twin_id) == cached.version:
+            return cached
         record = self.backend.latest(twin_id)
-        return Snapshot(record) if record is not None else None
+        if record is None:
+            return None
+        snapshot = Snapshot(record)
+        self._decoded[twin_id] = snapshot
+        return snapshot
 
     def history(self, twin_id: str) -> list[Snapshot]:
         """All of the twin's snapshots, oldest first."""
@@ -133,13 +159,13 @@ class TwinStore:
         self.close()
 
 
-def open_store(url: str | None = None) -> TwinStore:
+def open_store(url: str | None = None, *, cache: bool = True) -> TwinStore:
     """Open the twin store at ``url``: ``memory://``, ``sqlite:///PATH``, ``postgresql://...``.
 
     None means ``IPSE_DATABASE_URL`` when set, else ``ipse.db`` in the ipse home folder.
-    Migrations are applied on open.
+    Migrations are applied on open. ``cache=False`` decodes every snapshot read.
     """
-    return TwinStore(open_backend(url))
+    return TwinStore(open_backend(url), cache=cache)
 
 
 def maybe_snapshot(
@@ -158,5 +184,5 @@ def maybe_snapshot(
     """
     current = state_hash(state, policy)
     if current != last_hash or notes:
-        store.write(lease, state, policy=policy, notes=notes)
+        store._write(lease, state, current, notes)
     return current
