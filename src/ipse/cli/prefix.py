@@ -1,0 +1,156 @@
+"""``ipse prefix`` and ``ipse lint``: where and why requests stopped sharing a cached prefix,
+and the lints that keep the front of a request frozen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ipse.cli._output import console, emit_json, progress, warn
+from ipse.errors import CheckFailed, InputError
+from ipse.prefix.lint import Finding, lint
+from ipse.prefix.report import Report, analyze
+from ipse.prefix.requests import read_requests
+from ipse.prefix.rules import PROVIDERS
+
+
+@click.command("prefix")
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    help="The cache to simulate (default: by the requests' shape; vllm must be named).",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Choice(["auto", "o200k", "bytes"]),
+    default="auto",
+    show_default=True,
+    help="How block tokens are estimated: auto uses byte estimates scaled to recorded usage "
+    "when every request has usage, o200k counts otherwise.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def prefix_command(log: Path, provider: str | None, tokenizer: str, as_json: bool) -> None:
+    """Replay a log through the provider's prompt cache: per request the tokens reused,
+    written and uncached, the cause of every lost reuse, and what it cost.
+
+    LOG is an HTTP log (JSONL, a folder of exchanges, HAR), a JSONL of request bodies with
+    optional "ts" and "usage", or a Claude Code session (one request per assistant turn).
+
+    \b
+    Examples:
+      ipse prefix captured/                     # a folder of exchanges
+      ipse prefix requests.jsonl --provider vllm --json
+      ipse prefix ~/.claude/projects/p/4d5611e5.jsonl
+    """
+    requests_log = read_requests(log)
+    report = analyze(
+        requests_log.requests,
+        provider,
+        tokenizer=tokenizer,
+        progress=lambda items: progress(items, "replaying", total=len(requests_log.requests)),
+        warnings=requests_log.warnings,
+    )
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    for line in report.warnings:
+        warn(line)
+    _render(report)
+
+
+def _money(value: float) -> str:
+    return f"${value:,.4f}"
+
+
+def _render(report: Report) -> None:
+    from rich.table import Table
+
+    out = console()
+    table = Table(title=f"prefix cache ({report.provider})", title_justify="left")
+    for column in ("#", "model", "read", "written", "uncached", "actual read", "cause", "lost"):
+        justify: Any = "right" if column not in ("model", "cause") else "left"
+        table.add_column(column, justify=justify)
+    for row in report.rows:
+        cause = f"{row.cause.kind} @ {row.cause.location}" if row.cause else ""
+        table.add_row(
+            str(row.index),
+            row.model or "-",
+            f"{row.predicted.cache_read:,}",
+            f"{row.predicted.cache_write:,}",
+            f"{row.predicted.uncached:,}",
+            f"{row.actual.cache_read:,}" if row.actual else "-",
+            cause,
+            _money(row.cost_lost_usd) if row.cause else "",
+        )
+    out.print(table)
+    for row in report.rows:
+        if row.cause is not None:
+            out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")
+    summary = report.summary()
+    out.print(
+        f"hit rate {summary['hit_rate']:.1%}"
+        + (f" (recorded {summary['actual_hit_rate']:.1%})" if "actual_hit_rate" in summary else "")
+        + f"   cost {_money(summary['cost_usd'])}   ideal {_money(summary['cost_ideal_usd'])}"
+        f"   lost {_money(summary['cost_lost_usd'])}"
+    )
+    for kind, entry in summary["by_cause"].items():
+        out.print(
+            f"  {kind}: {entry['requests']} request(s), {entry['tokens_lost']:,} tokens, "
+            f"{_money(entry['cost_lost_usd'])}"
+        )
+    agreement = summary.get("agreement")
+    if agreement:
+        out.print(
+            f"agreement with recorded usage: {agreement['agreeing']}/{agreement['compared']} "
+            f"requests ({agreement['tolerance']})"
+        )
+    out.print(f"TTL analysis: {summary['ttl_analysis']}; tokens: {summary['tokens_estimated_by']}")
+
+
+@click.command("lint")
+@click.argument("request", type=click.Path(path_type=Path))
+@click.option("--provider", type=click.Choice(PROVIDERS), help="The cache rules to lint against.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def lint_command(request: Path, provider: str | None, as_json: bool) -> None:
+    """Check that the front of a request is frozen: no volatile values in the system prompt or
+    tools, a stable tool order, breakpoints with stable content before them, TTLs in order,
+    at most 4 breakpoints. Exits 1 when it finds a problem.
+
+    REQUEST is a request body (.json), or a log or session (the last request is linted, and
+    its tool order compared with the request before it).
+
+    \b
+    Examples:
+      ipse lint request.json
+      ipse lint captured/ --json
+    """
+    log = read_requests(request)
+    if not log.requests:
+        raise InputError("no request to lint", path=request)
+    last = log.requests[-1]
+    previous = log.requests[-2].body if len(log.requests) > 1 else None
+    findings = lint(last.body, provider, previous=previous)
+    if as_json:
+        emit_json(
+            {
+                "request": last.index,
+                "source": last.source,
+                "findings": [f.as_dict() for f in findings],
+                "ok": not findings,
+            }
+        )
+    else:
+        _render_findings(findings)
+    if findings:
+        raise CheckFailed(f"{len(findings)} problem(s) found")
+
+
+def _render_findings(findings: list[Finding]) -> None:
+    out = console()
+    if not findings:
+        out.print("no problems found")
+    for finding in findings:
+        out.print(f"{finding.code}  {finding.location}: {finding.message}")

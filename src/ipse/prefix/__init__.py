@@ -1,0 +1,1 @@
+"""Prefix discipline: where and why requests stopped sharing a cached prefix, and what it cost."""

@@ -1,0 +1,233 @@
+"""The sequence of requests to analyse, read from a log, a JSONL of bodies, or a session.
+
+A `Request` is a request body (the provider's JSON, as sent) with its time, the time its
+response began, and the usage the provider reported, when the log has them. Sources:
+
+* HTTP logs (a folder of exchanges, JSONL, HAR) and JSONL of bare request bodies with optional
+  ``ts`` and ``usage``: read here directly with orjson, line by line, keeping the body dicts as
+  parsed; building the neutral transcript model of every request would cost several times the
+  parse, and the prefix analysis needs only the bytes. Exchange details (usage from SSE, times
+  from headers) are read with the http-log reader's own helpers, so both agree.
+* Claude Code sessions: one request per assistant turn, rebuilt from the thread's messages
+  before that turn (the system prompt and tools are not recorded in the session, so they are
+  absent), with automatic caching (a top-level ``cache_control``), the turn's usage from the
+  assistant records, its time from the record before it, its response start from its own.
+* A single request body (for ``lint``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ipse.errors import InputError
+from ipse.transcript import Conversation, load, write
+from ipse.transcript.formats import http_log
+from ipse.transcript.jsonl import parse_json, read_text_bytes
+from ipse.transcript.sniff import body_dialect, detect
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request body with what the log knows about it."""
+
+    index: int  # 0-based position in the log
+    body: Mapping[str, Any]
+    provider: str  # anthropic | openai
+    time: datetime | None = None
+    response_start: datetime | None = None
+    usage: Mapping[str, Any] | None = None
+    source: str = ""
+
+    @property
+    def model(self) -> str | None:
+        value = self.body.get("model")
+        return value if isinstance(value, str) else None
+
+
+@dataclass
+class RequestLog:
+    """The requests of one input, in log order, and what was noticed reading them."""
+
+    path: Path
+    format: str
+    requests: list[Request]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _provider_of(dialect: str) -> str:
+    return "anthropic" if dialect == "anthropic" else "openai"
+
+
+def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
+    """Every request of a log, a JSONL of bodies, or a Claude Code session."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or folder", path=p)
+    name = format or detect(p)
+    warnings: list[str] = []
+    if name == "claude-code":
+        requests = list(_session_requests(p, warnings))
+    elif name == "http-log":
+        requests = list(_log_requests(p, warnings))
+    elif name in ("anthropic", "openai-chat"):
+        body = parse_json(read_text_bytes(p), p)
+        if not isinstance(body, Mapping):
+            raise InputError("a request body must be a JSON object", path=p)
+        requests = [Request(0, body, _provider_of(name), source=str(p))]
+    else:
+        raise InputError(f"prefix analysis reads http logs and claude-code sessions, not {name}")
+    kept = [r for r in requests if _has_messages(r, warnings)]
+    if not kept:
+        raise InputError("no request with messages in this input", path=p)
+    return RequestLog(p, name, kept, warnings)
+
+
+def _has_messages(request: Request, warnings: list[str]) -> bool:
+    messages = request.body.get("messages")
+    if isinstance(messages, list) and messages:
+        return True
+    warnings.append(f"request {request.index} ({request.source}) has no messages; skipped")
+    return False
+
+
+# ---------------------------------------------------------------------------------- http logs
+
+
+def _natural(path: Path) -> list[Any]:
+    import re
+
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
+
+
+def _entries(p: Path, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    if p.is_dir():
+        files = sorted(p.glob("*.json"), key=_natural)
+        if not files:
+            raise InputError("a folder with no .json files", path=p)
+        for file in files:
+            value = parse_json(read_text_bytes(file), file)
+            if not isinstance(value, Mapping):
+                raise InputError("an exchange must be a JSON object", path=file)
+            yield str(file), value
+        return
+    data = read_text_bytes(p)
+    lines = data.split(b"\n")
+    first = next((ln for ln in lines if ln.strip()), b"")
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        # one JSON document over several lines (HAR, an array): the http-log reader's business
+        for exchange in http_log.read_http_log(p, warnings=warnings):
+            yield exchange.source, {"_exchange": exchange}
+        return
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc})", path=p, position=f"line {number}") from exc
+        if not isinstance(value, Mapping):
+            raise InputError("a log line must be a JSON object", path=p, position=f"line {number}")
+        if isinstance(value.get("log"), Mapping):  # a HAR document on one line
+            for exchange in http_log.read_http_log(p, warnings=warnings):
+                yield exchange.source, {"_exchange": exchange}
+            return
+        yield f"{p}:line {number}", value
+
+
+def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    for index, (where, entry) in enumerate(_entries(p, warnings)):
+        exchange = entry.get("_exchange")
+        if isinstance(exchange, http_log.Exchange):
+            yield Request(
+                index,
+                exchange.body,
+                _provider_of(exchange.provider),
+                exchange.time,
+                exchange.response_time or exchange.time,
+                exchange.usage,
+                where,
+            )
+            continue
+        yield _request_of(index, where, entry)
+
+
+def _request_of(index: int, where: str, entry: Mapping[str, Any]) -> Request:
+    request = entry.get("request")
+    response = entry.get("response")
+    if isinstance(request, Mapping):
+        body = http_log._body_of(request, where, "request")
+        url = request.get("url") or request.get("path")
+    elif isinstance(entry.get("messages"), list) or "model" in entry:  # a bare request body
+        body = {k: v for k, v in entry.items() if k not in ("ts", "usage", "time", "response")}
+        url = None
+        response = {"usage": entry["usage"]} if isinstance(entry.get("usage"), Mapping) else None
+    else:
+        raise InputError("an exchange needs a 'request' (or a bare request body)", path=where)
+    if not isinstance(body, Mapping):
+        raise InputError("the request body is not a JSON object", path=where)
+    if "count_tokens" in str(url or ""):
+        body = {k: v for k, v in body.items() if k != "messages"}  # not a conversation turn
+    usage, response_time = None, None
+    if isinstance(response, Mapping):
+        usage = http_log._usage(response, where)
+        response_time = http_log._time_of(response) or http_log._header_date(
+            response.get("headers")
+        )
+    time = http_log._time_of(entry) or (
+        http_log._time_of(request) if isinstance(request, Mapping) else None
+    )
+    if time is None:
+        time = response_time
+    provider = _provider_of(http_log._provider(url, body))
+    return Request(index, body, provider, time, response_time or time, usage, where)
+
+
+# ----------------------------------------------------------------------------- claude code
+
+
+def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    source = load(p, "claude-code")
+    warnings.extend(source.warnings)
+    assert source.thread is not None
+    index = 0
+    for segment in source.thread.segments:
+        conversation = segment.conversation
+        body = write(Conversation(conversation.messages, dialect="anthropic"), "anthropic")
+        dicts = body["messages"]
+        messages = conversation.messages
+        for k, message in enumerate(messages):
+            if message.role != "assistant" or k == 0:
+                continue
+            model = message.meta.get("model")
+            if model == "<synthetic>":
+                continue
+            request_body: dict[str, Any] = {
+                "model": model,
+                "messages": dicts[:k],
+                "cache_control": {"type": "ephemeral"},
+            }
+            previous = messages[k - 1].meta.get("timestamp")
+            usage = message.meta.get("usage")
+            yield Request(
+                index,
+                request_body,
+                "anthropic",
+                http_log.parse_time(previous),
+                http_log.parse_time(message.meta.get("timestamp")),
+                usage if isinstance(usage, Mapping) else None,
+                f"{p}:message {k}",
+            )
+            index += 1
+
+
+def body_provider(body: Mapping[str, Any]) -> str:
+    """``anthropic`` or ``openai``, by the body's shape."""
+    return _provider_of(body_dialect(body))

@@ -1,0 +1,128 @@
+"""The provider caching rules and the model prices, read from the data files in ``rules/``.
+
+The rules are data, not code: one JSON table per provider (``anthropic``, ``openai``, ``vllm``),
+each rule a ``{"value", "source"}`` pair, and one price table per model (``prices.json``), so a
+change in a provider's documentation is an edit to a data file, never to the simulator. Models
+are matched by the longest table key that is a prefix of the model name; a model that matches
+no key gets the stated default, and callers warn about it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any, Literal, TypeAlias
+
+from ipse.errors import UsageError
+
+Provider: TypeAlias = Literal["anthropic", "openai", "vllm"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "vllm")
+
+
+def _load(name: str) -> Mapping[str, Any]:
+    text = (
+        resources.files("ipse.prefix").joinpath("rules").joinpath(name).read_text(encoding="utf-8")
+    )
+    data = json.loads(text)
+    assert isinstance(data, Mapping)
+    return data
+
+
+def match_model(model: str | None, table: Mapping[str, Any]) -> str | None:
+    """The longest key of ``table`` that is a prefix of ``model`` (None when none is)."""
+    if not model:
+        return None
+    best: str | None = None
+    for key in table:
+        if model.startswith(key) and (best is None or len(key) > len(best)):
+            best = key
+    return best
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One provider's table of caching rules."""
+
+    provider: Provider
+    table: Mapping[str, Mapping[str, Any]]
+
+    def value(self, name: str) -> Any:
+        return self.table[name]["value"]
+
+    def source(self, name: str) -> str:
+        return str(self.table[name]["source"])
+
+    def _by_model(self, name: str, model: str | None) -> tuple[Any, bool]:
+        entry = self.value(name)
+        key = match_model(model, entry["models"])
+        if key is None:
+            return entry["default"], False
+        return entry["models"][key], True
+
+    def min_tokens(self, model: str | None) -> tuple[int, bool]:
+        """The minimum cacheable length for a model, and whether the model is in the table."""
+        value, known = self._by_model("min_cacheable_tokens", model)
+        return int(value), known
+
+    def read_multiplier(self, model: str | None) -> float:
+        return float(self._by_model("read_multiplier", model)[0])
+
+    def write_multiplier(self, ttl: str | None) -> float:
+        table: Mapping[str, float] = self.value("write_multiplier")
+        if ttl is None or ttl not in table:
+            return float(next(iter(table.values()), 1.0))
+        return float(table[ttl])
+
+    def ttl_seconds(self, ttl: str | None) -> float | None:
+        table: Mapping[str, float] = self.value("ttl_seconds")
+        if not table:
+            return None
+        if ttl is None or ttl not in table:
+            return float(next(iter(table.values())))
+        return float(table[ttl])
+
+    def settings(self) -> Mapping[str, str]:
+        """Cache-relevant settings and the level each invalidates (all, system, messages)."""
+        value: Mapping[str, str] = self.value("settings")
+        return value
+
+    def known_model(self, model: str | None) -> bool:
+        if "min_cacheable_tokens" not in self.table:
+            return True
+        models = self.value("min_cacheable_tokens")["models"]
+        return not models or match_model(model, models) is not None
+
+
+@cache
+def rules(provider: str) -> Rules:
+    """The rules table of a provider."""
+    if provider not in PROVIDERS:
+        raise UsageError(f"unknown provider {provider!r}; known: {', '.join(PROVIDERS)}")
+    data = _load(f"{provider}.json")
+    return Rules(provider, data["rules"])
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Base input prices per model, USD per million tokens."""
+
+    table: Mapping[str, float]
+    defaults: Mapping[str, float]
+    source: str
+
+    def price(self, model: str | None, provider: str) -> tuple[float, bool]:
+        """The model's base input price, and whether the model is in the table."""
+        key = match_model(model, self.table)
+        if key is None:
+            return float(self.defaults.get(provider, 0.0)), False
+        return float(self.table[key]), True
+
+
+@lru_cache(maxsize=1)
+def prices() -> Prices:
+    """The price table shipped with ipse."""
+    data = _load("prices.json")
+    return Prices(data["models"], data["default"], str(data["source"]))
