@@ -146,3 +146,12 @@ def test_bad_ttl(backend: SnapshotBackend, ttl: object) -> None:
 def test_bad_twin_id(backend: SnapshotBackend, twin_id: str) -> None:
     with pytest.raises(InputError, match="twin_id"):
         backend.acquire(twin_id, "alice", 30)
+
+
+def test_latest_version(backend: SnapshotBackend) -> None:
+    assert backend.latest_version("t1") is None
+    lease = backend.acquire("t1", "alice", 30)
+    write(backend, lease, 1)
+    write(backend, lease, 2)
+    assert backend.latest_version("t1") == 2
+    assert backend.latest_version("other") is None

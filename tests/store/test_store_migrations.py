@@ -138,3 +138,13 @@ def test_bad_urls() -> None:
 def test_unreachable_postgres_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"cannot connect to postgresql://u:\*\*\*@"):
         open_backend("postgresql://u:secret@127.0.0.1:1/nothing?connect_timeout=2")
+
+
+def test_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from ipse.errors import MissingExtra
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(MissingExtra, match=r"ipse\[postgres\]"):
+        open_backend("postgresql://127.0.0.1/x")

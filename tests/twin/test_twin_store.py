@@ -127,3 +127,18 @@ def test_default_store_lives_in_ipse_home(tmp_path: Path, monkeypatch: pytest.Mo
     with open_store() as store:
         assert store.url == f"sqlite://{tmp_path / 'home' / 'ipse.db'}"
     assert (tmp_path / "home" / "ipse.db").exists()
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_second_reader_sees_every_new_version(tmp_path: Path, cache: bool) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    with open_store(url) as writer, open_store(url, cache=cache) as reader:
+        lease = writer.acquire("ada", "w1")
+        state = TwinState.new("ada", "Dana", at=T0)
+        for text in ("a", "b", "c"):
+            state = turn(state, {"op": "make_commitment", "text": text})
+            writer.write(lease, state)
+            seen = reader.latest("ada")
+            assert seen is not None and seen.state == state
+            assert reader.latest("ada") == seen
+        assert [s.version for s in reader.history("ada")] == [1, 2, 3]
