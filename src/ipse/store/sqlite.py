@@ -51,7 +51,8 @@ class SqliteBackend:
         try:
             yield conn
         except IpseError:
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
             raise
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
