@@ -4,9 +4,10 @@
 finds the best earlier candidate by prefix hash: a dict from every prefix hash seen to the last
 request holding it, searched by bisection (prefix hashes are prefix-closed), so side requests of
 other conversations interleaved in the log are matched to their own predecessors, as a
-content-addressed cache would match them. A request that reads less than its ideal (everything
-but its new tail: the last assistant turn and what follows) gets a `Cause`, and the money that
-cost at the model's prices.
+content-addressed cache would match them. A request that reads less than its ideal gets a
+`Cause`, and the money that cost at the model's prices. The ideal: everything the candidate
+sent, as if history had only been appended to, up to the request's new tail (the last
+assistant turn and what follows it).
 """
 
 from __future__ import annotations
@@ -205,8 +206,9 @@ def analyze(
         prediction = sim.step(step)
         model = flat.model
         ideal_read = 0
-        if slot is not None:
-            ideal_read = sim.ideal(step.tokens(flat.tail), step.total, model)
+        if slot is not None:  # what appending to the candidate would have kept
+            reusable = min(flat.tail, len(seen[slot][1].chain))
+            ideal_read = sim.ideal(step.tokens(reusable), step.total, model)
         lost = max(0, ideal_read - prediction.tokens.cache_read)
         cause = None
         if lost > 0 and slot is not None:

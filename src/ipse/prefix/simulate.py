@@ -131,7 +131,7 @@ class AnthropicSimulator:
         self._lookback = int(self.rules.value("lookback_positions"))
 
     def ideal(self, tokens: int, total: int, model: str | None) -> int:
-        return tokens if tokens >= self.rules.min_tokens(model)[0] else 0
+        return tokens  # a prefix below the minimum is reported as lost (cause below_minimum)
 
     def step(self, step: Step) -> Prediction:
         flat, now = step.flat, step.time
@@ -247,9 +247,9 @@ class _AutomaticSimulator:
         self._ttl = self.rules.ttl_seconds(None)
 
     def ideal(self, tokens: int, total: int, model: str | None) -> int:
-        return self.round(tokens, total, model)
+        return self.round(tokens, total, None, minimum=False)
 
-    def round(self, tokens: int, total: int, model: str | None) -> int:
+    def round(self, tokens: int, total: int, model: str | None, *, minimum: bool = True) -> int:
         raise NotImplementedError
 
     def step(self, step: Step) -> Prediction:
@@ -281,9 +281,16 @@ class _AutomaticSimulator:
     def _explain(self, step: Step, hit: int) -> Miss | None:
         flat = step.flat
         shared = min(step.shared, len(flat.chain))
-        if shared <= hit:
+        if shared <= hit and step.tokens(shared) <= self.round(step.tokens(hit), step.total, None):
             return None
-        entry = self._store.get((flat.model, flat.chain[shared - 1]))
+        minimum = self.rules.min_tokens(flat.model)[0]
+        if step.total < minimum:
+            return Miss(
+                "below_minimum",
+                f"{step.total} prompt tokens, below the minimum of {minimum}",
+                0,
+            )
+        entry = self._store.get((flat.model, flat.chain[shared - 1])) if shared else None
         if entry is None:
             return None
         why = _usable(entry, step.time)
@@ -302,12 +309,12 @@ class OpenAISimulator(_AutomaticSimulator):
         super().__init__("openai")
         self._step = int(self.rules.value("step_tokens"))
 
-    def round(self, tokens: int, total: int, model: str | None) -> int:
-        minimum = self.rules.min_tokens(model)[0]
+    def round(self, tokens: int, total: int, model: str | None, *, minimum: bool = True) -> int:
+        floor = self.rules.min_tokens(model)[0] if minimum else 0
         tokens = min(tokens, total)
-        if tokens < minimum:
+        if tokens < floor or (minimum and total < floor):
             return 0
-        return minimum + (tokens - minimum) // self._step * self._step
+        return floor + (tokens - floor) // self._step * self._step
 
 
 class VllmSimulator(_AutomaticSimulator):
@@ -318,7 +325,7 @@ class VllmSimulator(_AutomaticSimulator):
         self._block = int(self.rules.value("block_tokens"))
         self._recompute = bool(self.rules.value("recompute_last_token"))
 
-    def round(self, tokens: int, total: int, model: str | None) -> int:
+    def round(self, tokens: int, total: int, model: str | None, *, minimum: bool = True) -> int:
         limit = total - 1 if self._recompute else total
         return max(0, min(tokens, limit)) // self._block * self._block
 
