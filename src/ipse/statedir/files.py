@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipse.errors import InputError
-from ipse.fileio import atomic_write
+from ipse.fileio import fsync_dir
 
 DEFAULT_DIR = "state"
 GOAL = "00_goal.md"
@@ -132,14 +132,34 @@ def append_fsync(path: Path, data: bytes) -> None:
 
 
 def write_file(path: Path, data: bytes) -> None:
-    """Replace a state file atomically, keeping its permissions (0644 for a new file)."""
+    """Replace a state file atomically: temporary file, fsync, rename, fsync of the folder.
+
+    The caller holds the folder lock, so the temporary name can be fixed (``.NAME.tmp``); a
+    crash leaves the old file or the new one, and at worst a stray temporary file that
+    `unexpected_files` reports. Permissions are kept (0644 for a new file).
+    """
     try:
-        mode = path.stat().st_mode & 0o777
+        mode = os.stat(path).st_mode & 0o777
     except OSError:
         mode = 0o644
-    atomic_write(path, data, mode=mode)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+    fsync_dir(path.parent)
 
 
 def project_root(folder: Path) -> Path:
     """The folder the state folder belongs to: its parent (where git and artifacts live)."""
-    return folder.resolve().parent
+    return Path(os.path.abspath(folder)).parent

@@ -9,6 +9,7 @@ rev-parse``. Dirtiness, ancestry and blob lookups run ``git`` itself; they are o
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,17 +19,22 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 def _git_dir(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            return dot
-        if dot.is_file():
-            text = dot.read_text(encoding="utf-8", errors="replace").strip()
+    folder = str(start)
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            return Path(dot)
+        if os.path.isfile(dot):
+            with open(dot, encoding="utf-8", errors="replace") as handle:
+                text = handle.read().strip()
             if text.startswith("gitdir:"):
                 target = Path(text[len("gitdir:") :].strip())
-                return target if target.is_absolute() else (folder / target).resolve()
+                return target if target.is_absolute() else (Path(folder) / target).resolve()
             return None
-    return None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def _read_ref(common: Path, ref: str) -> str | None:
@@ -63,7 +69,7 @@ def _rev_parse(start: Path) -> str | None:
 def head_commit(start: Path) -> str | None:
     """The full commit id of HEAD for the repository holding ``start``; None without one."""
     try:
-        git_dir = _git_dir(start.resolve())
+        git_dir = _git_dir(Path(os.path.abspath(start)))
         if git_dir is None:
             return None
         head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()

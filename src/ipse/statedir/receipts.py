@@ -33,7 +33,7 @@ def receipt_id(body: dict[str, Any]) -> str:
 def _stored_path(root: Path, artifact: Path) -> str:
     full = artifact.resolve()
     try:
-        return full.relative_to(root).as_posix()
+        return full.relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(full)
 

@@ -26,7 +26,8 @@ from ipse.errors import InputError
 
 KINDS_WITH_NEXT = ("init", "next", "rotate")
 LONG_WAL_LINES = 10_000
-_BLOCK = 64 * 1024
+_FIRST_BLOCK = 4096
+_BLOCK = 1024 * 1024
 
 
 def utc_now() -> str:
@@ -124,8 +125,10 @@ def iter_lines_reversed(path: Path) -> Iterator[bytes]:
     with open(path, "rb") as handle:
         pos = handle.seek(0, os.SEEK_END)
         rest = b""
+        block = _FIRST_BLOCK  # most reads want only the last line or two: start small, grow
         while pos > 0:
-            size = min(_BLOCK, pos)
+            size = min(block, pos)
+            block = min(block * 4, _BLOCK)
             pos -= size
             handle.seek(pos)
             chunk = handle.read(size) + rest
@@ -211,29 +214,42 @@ def first_line(body: dict[str, Any]) -> bytes:
     return encode({**body, "seq": 1, "prev": None}) + b"\n"
 
 
+def _last_valid(fd: int, size: int) -> tuple[Record | None, bool]:
+    """The last valid record within the final block of an open log, and whether the log
+    ends with a newline; (None, ...) when that block holds no valid record."""
+    start = max(0, size - _FIRST_BLOCK)
+    chunk = os.pread(fd, size - start, start)
+    lines = chunk.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first piece may be the end of a longer line
+    for raw in reversed(lines):
+        if raw:
+            data = decode(raw)
+            if data is not None:
+                return Record(data, raw), chunk.endswith(b"\n")
+    return None, chunk.endswith(b"\n")
+
+
 def append(path: Path, body: dict[str, Any]) -> Record:
     """Append one record (caller holds the folder lock), fsync, and return it.
 
     ``seq`` and ``prev`` follow the last valid record; a torn last line is closed with a
     newline first so it stays one bad line and never swallows the new record.
     """
-    last = tail(path).last
-    seq = last.seq + 1 if last is not None else 1
-    prev = line_hash(last.raw) if last is not None else None
-    raw = encode({**body, "seq": seq, "prev": prev})
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror or exc}", path=path) from exc
     try:
         size = os.fstat(fd).st_size
-        lead = b""
-        if size:
-            with open(path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    lead = b"\n"
-        data = memoryview(lead + raw + b"\n")
+        last, ends_clean = _last_valid(fd, size) if size else (None, True)
+        if last is None and size:
+            last = tail(path).last  # long or damaged lines at the end: look further back
+        seq = last.seq + 1 if last is not None else 1
+        prev = line_hash(last.raw) if last is not None else None
+        fields = {**body, "seq": seq, "prev": prev}
+        raw = encode(fields)
+        data = memoryview((b"" if ends_clean else b"\n") + raw + b"\n")
         while data:
             data = data[os.write(fd, data) :]
         os.fsync(fd)
@@ -241,4 +257,4 @@ def append(path: Path, body: dict[str, Any]) -> Record:
         raise InputError(f"cannot append: {exc.strerror or exc}", path=path) from exc
     finally:
         os.close(fd)
-    return Record(decode(raw) or {}, raw)
+    return Record(fields, raw)
