@@ -9,7 +9,7 @@ times the same write-then-read of an equivalent state through LangGraph's ``Sqli
 above 1 means ipse is faster). Nothing is asserted.
 
     pip install -e '.[bench]'
-    python bench/twin.py [--n 300] [--pg-url postgresql://postgres@127.0.0.1:5432/test]
+    python bench/twin.py [--n 200] [--rounds 5] [--pg-url postgresql://postgres@127.0.0.1:5432/test]
 
 The PostgreSQL part runs when ``--pg-url`` (or IPSE_BENCH_DATABASE_URL, IPSE_TEST_DATABASE_URL)
 is given, in a fresh schema that is dropped afterwards.
@@ -21,6 +21,7 @@ import argparse
 import os
 import secrets
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -66,10 +67,10 @@ def timed(fn: Callable[[int], object], n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def bench_ipse(url: str, n: int) -> dict[str, float]:
-    states = variants(base_state(), n + 1)
+def bench_ipse(url: str, n: int, twin: str) -> dict[str, float]:
+    states = [replace(s, twin_id=twin) for s in variants(base_state(), n + 1)]
     with open_store(url) as store:
-        lease = store.acquire("ada", "bench", ttl=3600)
+        lease = store.acquire(twin, "bench", ttl=3600)
         last = maybe_snapshot(store, lease, states[0], None)
         unchanged = timed(lambda i: maybe_snapshot(store, lease, states[0], last), n)
         hashes = [last]
@@ -78,18 +79,18 @@ def bench_ipse(url: str, n: int) -> dict[str, float]:
             hashes.append(maybe_snapshot(store, lease, states[i + 1], hashes[-1]))
 
         changed = timed(write, n)
-        read = timed(lambda i: rehydrate(store, "ada", CONFIG, at=T0).to_bytes("anthropic"), n)
-        assert len(store.history("ada")) == n + 1
+        read = timed(lambda i: rehydrate(store, twin, CONFIG, at=T0).to_bytes("anthropic"), n)
+        assert len(store.history(twin)) == n + 1
     with open_store(url, cache=False) as cold:
-        decode = timed(lambda i: rehydrate(cold, "ada", CONFIG, at=T0).to_bytes("anthropic"), n)
+        decode = timed(lambda i: rehydrate(cold, twin, CONFIG, at=T0).to_bytes("anthropic"), n)
     return {"unchanged": unchanged, "write": changed, "rehydrate": read, "decode": decode}
 
 
-def bench_langgraph(saver: Any, n: int) -> dict[str, float]:
+def bench_langgraph(saver: Any, n: int, twin: str) -> dict[str, float]:
     from langgraph.checkpoint.base import empty_checkpoint
 
     states = [dump_state(s) for s in variants(base_state(), n)]
-    config: dict[str, Any] = {"configurable": {"thread_id": "ada", "checkpoint_ns": ""}}
+    config: dict[str, Any] = {"configurable": {"thread_id": twin, "checkpoint_ns": ""}}
 
     def put(i: int) -> None:
         checkpoint = empty_checkpoint()
@@ -99,7 +100,7 @@ def bench_langgraph(saver: Any, n: int) -> dict[str, float]:
         config = saver.put(config, checkpoint, {"source": "update", "step": i}, {"twin": i + 1})
 
     write = timed(put, n)
-    read_config = {"configurable": {"thread_id": "ada", "checkpoint_ns": ""}}
+    read_config = {"configurable": {"thread_id": twin, "checkpoint_ns": ""}}
     read = timed(lambda i: saver.get_tuple(read_config), n)
     got = saver.get_tuple(read_config)
     assert got is not None and got.checkpoint["channel_values"]["twin"] == states[-1]
@@ -147,7 +148,8 @@ def report(name: str, ipse: dict[str, float], lg: dict[str, float] | None) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=300, help="operations per measurement")
+    parser.add_argument("--n", type=int, default=200, help="operations per measurement")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (median)")
     parser.add_argument(
         "--pg-url",
         default=os.environ.get("IPSE_BENCH_DATABASE_URL")
@@ -163,33 +165,46 @@ def main() -> None:
         have_sqlite_saver = False
 
     with tempfile.TemporaryDirectory() as tmp:
-        ours = bench_ipse(f"sqlite://{Path(tmp) / 'ipse.db'}", args.n)
-        theirs = None
+        saver = None
         if have_sqlite_saver:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
             conn = sqlite3.connect(Path(tmp) / "langgraph.db", check_same_thread=False)
             saver = SqliteSaver(conn)
             saver.setup()
-            theirs = bench_langgraph(saver, args.n)
-            conn.close()
-        report(f"SQLite (n={args.n})", ours, theirs)
+        ours, theirs = alternate(f"sqlite://{Path(tmp) / 'ipse.db'}", saver, args)
+        report(f"SQLite (n={args.n} x {args.rounds} rounds, medians)", ours, theirs)
 
     if not args.pg_url:
         print("\n== PostgreSQL: skipped (give --pg-url or IPSE_TEST_DATABASE_URL)")
         return
     with pg_schema(args.pg_url) as url:
-        ours = bench_ipse(url, args.n)
-        theirs = None
         try:
             from langgraph.checkpoint.postgres import PostgresSaver
         except ImportError:
-            PostgresSaver = None
-        if PostgresSaver is not None:
+            ours, theirs = alternate(url, None, args)
+        else:
             with PostgresSaver.from_conn_string(url) as pg_saver:
                 pg_saver.setup()
-                theirs = bench_langgraph(pg_saver, args.n)
-        report(f"PostgreSQL (n={args.n})", ours, theirs)
+                ours, theirs = alternate(url, pg_saver, args)
+        report(f"PostgreSQL (n={args.n} x {args.rounds} rounds, medians)", ours, theirs)
+
+
+def alternate(
+    url: str, saver: Any, args: argparse.Namespace
+) -> tuple[dict[str, float], dict[str, float] | None]:
+    """Rounds of ipse then LangGraph, alternating, so load spikes hit both; medians."""
+    ours: list[dict[str, float]] = []
+    theirs: list[dict[str, float]] = []
+    for k in range(args.rounds):
+        ours.append(bench_ipse(url, args.n, f"ada-{k}"))
+        if saver is not None:
+            theirs.append(bench_langgraph(saver, args.n, f"ada-{k}"))
+    return medians(ours), (medians(theirs) if theirs else None)
+
+
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
 
 if __name__ == "__main__":
