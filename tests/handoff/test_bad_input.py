@@ -1,0 +1,107 @@
+"""Bad input: a clear one-line message, exit 2, no output file, nothing archived."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ipse.cli.main import cli
+from ipse.errors import InvalidConversation, UsageError
+from ipse.handoff import CutError, strip
+from tests.conftest import OPENAI_TRAJ
+from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
+
+
+def _write(tmp_path: Path, messages: list[dict[str, object]]) -> Path:
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"model": "m", "messages": messages}))
+    return path
+
+
+GOOD = [
+    user(text("go")),
+    assistant(text("ok"), call("t1")),
+    user(result("t1")),
+    assistant(text("done")),
+]
+
+
+@pytest.mark.parametrize("at", [-1, 5, 99])
+def test_cut_out_of_range(at: int) -> None:
+    with pytest.raises(CutError, match="out of range"):
+        strip(anthropic_conv(*GOOD), at)
+
+
+def test_checkpoint_tool_that_never_appears() -> None:
+    with pytest.raises(CutError, match="no call of the checkpoint tool 'micro_handoff'"):
+        strip(anthropic_conv(*GOOD))
+
+
+def test_bad_at_value() -> None:
+    with pytest.raises(UsageError):
+        strip(anthropic_conv(*GOOD), "yesterday")
+
+
+def test_orphan_result_anywhere() -> None:
+    with pytest.raises(InvalidConversation, match="orphan_result"):
+        strip(anthropic_conv(*GOOD, user(result("ghost"))), "now")
+
+
+def test_invalid_before_stripping() -> None:
+    messages = [user(text("go")), {"role": "system", "content": "x"}, *GOOD[1:]]
+    with pytest.raises(InvalidConversation, match="invalid before stripping"):
+        strip(anthropic_conv(*messages), "now")
+
+
+def test_empty_conversation() -> None:
+    with pytest.raises(InvalidConversation):
+        strip(anthropic_conv(), "now")
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=True)
+    from ipse.errors import IpseError
+
+    if isinstance(result.exception, IpseError):
+        return result.exception.exit_code, str(result.exception)
+    assert result.exception is None, result.exception
+    return 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("messages", "args", "message"),
+    [
+        (GOOD, ["--at", "99"], "out of range"),
+        (GOOD, [], "no call of the checkpoint tool"),
+        ([*GOOD, user(result("ghost"))], ["--at", "now"], "has no matching"),
+        (
+            [user(text("go")), {"role": "robot", "content": "x"}, *GOOD[1:]],
+            ["--at", "end"],
+            "invalid",
+        ),
+    ],
+)
+def test_cli_bad_input_exits_2_without_output_or_archive(
+    tmp_path: Path, messages: list[dict[str, object]], args: list[str], message: str
+) -> None:
+    source = _write(tmp_path, messages)
+    out = tmp_path / "out.json"
+    code, text_ = _run(["handoff", str(source), "-o", str(out), *args])
+    assert code == 2 and message in text_ and "\n" not in text_
+    assert not out.exists()
+    home = Path(__import__("os").environ["IPSE_HOME"])
+    assert not (home / "ipse.db").exists()
+
+
+def test_cli_trajectory_cut_past_the_exit_record_is_rejected(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    code, message = _run(["handoff", str(OPENAI_TRAJ), "--at", "end", "-o", str(out)])
+    assert code == 2 and "role 'exit'" in message and not out.exists()
+
+
+def test_cli_missing_file(tmp_path: Path) -> None:
+    code, message = _run(["handoff", str(tmp_path / "nope.json")])
+    assert code == 2 and "no such file" in message

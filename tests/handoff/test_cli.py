@@ -1,0 +1,143 @@
+"""``ipse handoff``, ``ipse verify``, ``ipse recall`` and ``ipse archive list`` end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from ipse.cli.main import cli
+from ipse.handoff.measure import KEYS
+from ipse.transcript import load
+from ipse.transcript.model import ToolCall, ToolResult
+from tests.conftest import BIG_SESSION, OPENAI_TRAJ
+
+SESSION_ID = "4d5611e5-241a-462a-8d15-5122611a9569"
+
+
+def run(args: list[str]) -> Any:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result
+
+
+def test_handoff_json_document(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert set(document) >= {
+        "before",
+        "after",
+        "saved_tokens_pct",
+        "authored_preserved",
+        "narration_coverage",
+        "archived",
+    }
+    assert set(document["before"]) == set(document["after"]) == set(KEYS)
+    assert document["authored_preserved"] is True
+    assert document["before"]["authored_chars"] == document["after"]["authored_chars"]
+    assert document["after"]["bytes"] == out.stat().st_size
+    assert (
+        document["archived"] == document["removed"]["tool_calls"] + document["removed"]["thinking"]
+    )
+    assert 0.0 <= document["narration_coverage"] <= 1.0
+    body = json.loads(out.read_bytes())
+    assert set(body) == {"model", "messages"}
+
+
+def test_recall_gives_back_byte_equal_originals() -> None:
+    assert run(["handoff", str(BIG_SESSION), "--at", "now", "--json"]).exit_code == 0
+    conversation = load(BIG_SESSION).current()
+    results = {b.call_id: b.raw for _, _, b in conversation.blocks() if isinstance(b, ToolResult)}
+    calls = [b for _, _, b in conversation.blocks() if isinstance(b, ToolCall)]
+    assert calls
+    for call in calls[:: max(1, len(calls) // 12)]:
+        recalled = run(["recall", call.id])
+        assert recalled.exit_code == 0
+        lines = recalled.stdout_bytes.split(b"\n")
+        assert lines[0] == orjson.dumps(call.raw)
+        if call.id in results:
+            assert lines[1] == orjson.dumps(results[call.id])
+            assert orjson.loads(lines[1]) == results[call.id]
+    as_json = json.loads(run(["recall", calls[0].id, "--json"]).stdout)
+    assert as_json["call"] == calls[0].raw and as_json["session"] == SESSION_ID
+
+
+def test_archive_list(tmp_path: Path) -> None:
+    run(["handoff", str(BIG_SESSION), "--at", "now", "--json"])
+    listed = json.loads(run(["archive", "list", SESSION_ID, "--json"]).stdout)
+    assert listed["items"] and {"id", "tool", "preview", "size"} <= set(listed["items"][0])
+    sessions = json.loads(run(["archive", "list", "--json"]).stdout)
+    assert sessions["sessions"] == [{"session": SESSION_ID, "items": len(listed["items"])}]
+    assert "Bash" in run(["archive", "list", SESSION_ID]).stdout
+
+
+def test_handoff_twice_archives_once() -> None:
+    first = json.loads(run(["handoff", str(BIG_SESSION), "--at", "now", "--json"]).stdout)
+    second = json.loads(run(["handoff", str(BIG_SESSION), "--at", "now", "--json"]).stdout)
+    assert first["archived"] > 0 and second["archived"] == 0
+
+
+def test_openai_trajectory_session_id_is_a_content_hash(tmp_path: Path) -> None:
+    out = tmp_path / "traj.json"
+    result = run(["handoff", str(OPENAI_TRAJ), "--at", "now", "-o", str(out), "--json"])
+    document = json.loads(result.stdout)
+    assert document["session"].startswith("sha256-")
+    assert document["carried_problems"]  # the trailing 'exit' record, untouched and reported
+    assert "untouched part" in result.stderr
+    verified = run(["verify", str(OPENAI_TRAJ), str(out), "--json"])
+    assert verified.exit_code == 0 and json.loads(verified.stdout)["ok"] is True
+
+
+def test_human_table_and_verify(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--no-archive"])
+    assert "authored characters" in result.stdout and "tokens" in result.stdout
+    assert run(["verify", str(BIG_SESSION), str(out)]).exit_code == 0
+
+
+def test_verify_exits_1_when_a_word_is_lost(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--no-archive"])
+    body = json.loads(out.read_bytes())
+    message = body["messages"][1]
+    block = message["content"][0] if isinstance(message["content"], list) else None
+    if block is not None:
+        block["text"] = block["text"].replace("e", "E", 1)
+    else:
+        message["content"] = message["content"].replace("e", "E", 1)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(body))
+    result = CliRunner().invoke(
+        cli, ["verify", str(BIG_SESSION), str(damaged)], standalone_mode=False
+    )
+    assert getattr(result.exception, "exit_code", None) == 1
+
+
+@pytest.mark.parametrize(
+    "args", [["handoff"], ["verify"], ["recall"], ["archive"], ["archive", "list"]]
+)
+def test_help_has_an_example(args: list[str]) -> None:
+    result = run([*args, "--help"])
+    assert result.exit_code == 0 and "Examples:" in result.output
+
+
+def test_print_tool_prompt_and_notes(tmp_path: Path) -> None:
+    tool = json.loads(run(["handoff", "--print-tool", "openai-chat"]).stdout)
+    assert tool["function"]["name"] == "micro_handoff"
+    assert "Before each tool call" in run(["handoff", "--print-prompt"]).stdout
+    notes = tmp_path / "notes.json"
+    notes.write_text(json.dumps({"done": ["a"], "open": ["b"]}))
+    assert (
+        run(["handoff", "--render-notes", str(notes)]).stdout
+        == "Handoff notes\nDone:\n- a\nOpen:\n- b\n"
+    )
+
+
+def test_recall_unknown_id_exits_2() -> None:
+    result = CliRunner().invoke(cli, ["recall", "nope"], standalone_mode=False)
+    assert getattr(result.exception, "exit_code", None) == 2

@@ -1,0 +1,161 @@
+"""Property tests over generated conversations: valid output, every authored text kept,
+idempotence (in memory and through the written JSON), and determinism."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipse.handoff import StripOptions, strip, validate, verify
+from ipse.handoff.measure import body_bytes
+from ipse.transcript.formats import anthropic, openai_chat
+from ipse.transcript.model import Conversation, Thinking
+from tests.handoff.build import IMAGE, oa_call, text
+
+WORDS = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
+)
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    ids = itertools.count()
+    messages: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 4))):
+        human: list[dict[str, Any]] = [
+            text(w) for w in draw(st.lists(WORDS, min_size=1, max_size=2))
+        ]
+        if draw(st.booleans()):
+            human.append(IMAGE)
+        if messages and messages[-1]["role"] == "user":
+            messages[-1]["content"].extend(human)  # results first, then the human's words
+        else:
+            messages.append({"role": "user", "content": human})
+        for _ in range(draw(st.integers(0, 3))):
+            content: list[dict[str, Any]] = []
+            if draw(st.booleans()):
+                content.append({"type": "thinking", "thinking": draw(WORDS), "signature": "s"})
+            content.extend(text(w) for w in draw(st.lists(WORDS, max_size=2)))
+            calls = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{next(ids)}",
+                    "name": draw(st.sampled_from(["Bash", "Read", "micro_handoff"])),
+                    "input": {"arg": draw(WORDS)},
+                }
+                for _ in range(draw(st.integers(1, 2)))
+            ]
+            messages.append({"role": "assistant", "content": content + calls})
+            results = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": c["id"],
+                    "content": draw(st.sampled_from(["ok", [text("out"), IMAGE]])),
+                }
+                for c in calls
+            ]
+            messages.append({"role": "user", "content": results})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [text(w) for w in draw(st.lists(WORDS, min_size=1, max_size=2))],
+            }
+        )
+    ending = draw(st.sampled_from(["done", "pending", "answered"]))
+    if ending != "done":
+        call = {"type": "tool_use", "id": f"toolu_{next(ids)}", "name": "Bash", "input": {}}
+        messages.append({"role": "assistant", "content": [text("last"), call]})
+        if ending == "answered":
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": "x"}],
+                }
+            )
+    return {"model": "m", "messages": messages}
+
+
+@st.composite
+def openai_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    ids = itertools.count()
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for _ in range(draw(st.integers(1, 4))):
+        messages.append({"role": "user", "content": draw(WORDS)})
+        for _ in range(draw(st.integers(0, 3))):
+            calls = [
+                oa_call(f"call_{next(ids)}", draw(st.sampled_from(["bash", "micro_handoff"])))
+                for _ in range(draw(st.integers(1, 2)))
+            ]
+            content = draw(st.one_of(st.none(), WORDS))
+            message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
+            if draw(st.booleans()):
+                message["reasoning_content"] = draw(WORDS)
+            messages.append(message)
+            messages.extend(
+                {"role": "tool", "tool_call_id": c["id"], "content": draw(WORDS)} for c in calls
+            )
+        messages.append({"role": "assistant", "content": draw(WORDS)})
+    return {"model": "m", "messages": messages}
+
+
+def _cuts(draw: st.DrawFn, conversation: Conversation) -> Any:
+    return draw(
+        st.one_of(
+            st.sampled_from(["now", "checkpoint"]),
+            st.integers(0, len(conversation.messages)),
+        )
+    )
+
+
+def _check(conversation: Conversation, at: Any, options: StripOptions) -> None:
+    has_checkpoint = any(c.name == "micro_handoff" for c in conversation.tool_calls())
+    if at == "checkpoint" and not has_checkpoint:
+        at = "now"
+    after, report = strip(conversation, at, options)
+    # valid for its provider, no thinking left in the rewritten part
+    assert validate(after, rewritten=report.rewritten_out) == list(report.carried_problems)
+    assert not any(
+        isinstance(b, Thinking) for m in after.messages[: report.rewritten_out] for b in m.blocks
+    )
+    # every authored text kept, in order, byte for byte; the rest untouched
+    verdict = verify(conversation, after, at=report.cut)
+    assert verdict.ok and verdict.found_chars == verdict.authored_chars
+    # deterministic
+    data = body_bytes(after)
+    assert body_bytes(strip(conversation, at, options)[0]) == data
+    # idempotent, in memory and through the written JSON (what a proxy re-strips)
+    again_at = at if at in ("now", "checkpoint") else report.rewritten_out
+    again, second = strip(after, again_at, options)
+    assert body_bytes(again) == data and second.removed == ()
+    reader = openai_chat.read_body if conversation.dialect == "openai-chat" else anthropic.read_body
+    reread = reader(orjson.loads(data))
+    assert body_bytes(strip(reread, again_at, options)[0]) == data
+
+
+@SETTINGS
+@given(data=st.data(), body=anthropic_bodies())
+def test_anthropic_properties(data: st.DataObject, body: dict[str, Any]) -> None:
+    conversation = anthropic.read_body(body)
+    at = _cuts(data.draw, conversation)
+    options = StripOptions(
+        join_texts=data.draw(st.booleans()),
+        promote_thinking=data.draw(st.booleans()),
+        breadcrumbs=data.draw(st.booleans()),
+    )
+    _check(conversation, at, options)
+
+
+@SETTINGS
+@given(data=st.data(), body=openai_bodies())
+def test_openai_chat_properties(data: st.DataObject, body: dict[str, Any]) -> None:
+    conversation = openai_chat.read_body(body)
+    at = _cuts(data.draw, conversation)
+    options = StripOptions(
+        promote_thinking=data.draw(st.booleans()), breadcrumbs=data.draw(st.booleans())
+    )
+    _check(conversation, at, options)
