@@ -1,1 +1,52 @@
-"""Prefix discipline: where and why requests stopped sharing a cached prefix, and what it cost."""
+"""Prefix discipline: where and why requests stopped sharing a cached prefix, what it cost,
+and an assembler that builds requests which keep it.
+
+* `layers`: a request as ordered layers with a hash per layer and per block;
+* `simulator`: one cache simulator per provider (anthropic, openai, vllm), rules as data;
+* `analyze`: replay a log, name the cause of every lost reuse, compare with recorded usage;
+* `lint`: freeze the front of one request;
+* `Assembler`: fixed order, stable bytes, append-only history, placed breakpoints.
+"""
+
+from __future__ import annotations
+
+from ipse.prefix.actual import Agreement, actual_tokens, agreement
+from ipse.prefix.assemble import Assembler, CacheCost, PrefixEdit
+from ipse.prefix.causes import CAUSES, Cause
+from ipse.prefix.layers import BlockHash, Layer, layers
+from ipse.prefix.lint import Finding, lint
+from ipse.prefix.report import Report, Row, analyze
+from ipse.prefix.requests import Request, RequestLog, read_requests
+from ipse.prefix.rules import PROVIDERS, Rules, prices, rules
+from ipse.prefix.simulate import Prediction, Simulator, Step, Tokens, simulator
+
+__all__ = [
+    "CAUSES",
+    "PROVIDERS",
+    "Agreement",
+    "Assembler",
+    "BlockHash",
+    "CacheCost",
+    "Cause",
+    "Finding",
+    "Layer",
+    "Prediction",
+    "PrefixEdit",
+    "Report",
+    "Request",
+    "RequestLog",
+    "Row",
+    "Rules",
+    "Simulator",
+    "Step",
+    "Tokens",
+    "actual_tokens",
+    "agreement",
+    "analyze",
+    "layers",
+    "lint",
+    "prices",
+    "read_requests",
+    "rules",
+    "simulator",
+]
