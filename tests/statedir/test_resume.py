@@ -164,3 +164,14 @@ def test_the_precompact_hook_logs_a_checkpoint(state: Path, run_ipse: RunIpse) -
     assert done.returncode == 0, done.stderr
     last = wal.tail(state / ".wal").last
     assert last is not None and last.text == "context compaction (PreCompact auto)"
+
+
+def test_a_lost_wal_still_resumes_from_the_files(state: Path, run_ipse: RunIpse) -> None:
+    set_next(state, "Write the tokenizer")
+    (state / ".wal").unlink()
+    done = run_ipse("state", "resume", "--hook", "claude-code", cwd=state.parent)
+    assert done.returncode == 0
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Write the tokenizer" in context
+    assert "no .wal in the state folder" in context
+    assert run_ipse("state", "verify", cwd=state.parent).returncode == 1

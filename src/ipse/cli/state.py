@@ -189,9 +189,8 @@ def resume_command(budget: int | None, hook: str | None, folder: Path, as_json: 
       ipse state resume --hook claude-code     (a SessionStart hook)
     """
     from ipse.statedir import resume
-    from ipse.statedir.files import WAL
 
-    if hook is not None and not (folder / WAL).is_file():
+    if hook is not None and not folder.is_dir():
         return
     view = resume(folder)
     count = None
@@ -294,7 +293,13 @@ def rotate_command(folder: Path, as_json: bool) -> None:
 
 @state_group.command("canary")
 @click.option("--agent", "command", required=True, help="The agent command (a shell line).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=600.0,
+    show_default=True,
+    help="Seconds before the agent is stopped (and the check fails).",
+)
 @_dir_option
 @_json_option
 def canary_command(command: str, timeout: float, folder: Path, as_json: bool) -> None:

@@ -100,17 +100,15 @@ def require_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def locked(folder: Path, *, shared: bool = False) -> Iterator[None]:
-    """Hold the folder's lock (exclusive for writers, shared for readers) for the block."""
+def locked(folder: Path) -> Iterator[None]:
+    """Hold the folder's exclusive lock for the block (writers only: ``resume`` reads without
+    it, because every write leaves a consistent state at each step)."""
     try:
         fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        if shared:  # a reader on a read-only folder goes ahead without the lock
-            yield
-            return
         raise InputError(f"cannot open the lock: {exc.strerror or exc}", path=folder) from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock
