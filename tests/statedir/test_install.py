@@ -94,11 +94,13 @@ def test_install_writes_the_rule_into_the_agent_file(
 ) -> None:
     original = "# Project\n\nBuild with make.\n"
     (tmp_path / name).write_text(original)
+    (tmp_path / name).chmod(0o664)
     done = run_ipse("state", "install", "--agent", agent, "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert as_json(done)["changes"] == [{"path": name, "action": "updated"}]
     text = (tmp_path / name).read_text()
     assert text.startswith(original) and RULE in text
+    assert (tmp_path / name).stat().st_mode & 0o777 == 0o664
     assert "after any context compaction, re-read them before continuing" in text
     again = run_ipse("state", "install", "--agent", agent, "--json", cwd=tmp_path)
     assert as_json(again)["changes"] == [{"path": name, "action": "unchanged"}]
@@ -120,6 +122,7 @@ def test_uninstall_keeps_what_the_user_wrote_after_install(tmp_path: Path) -> No
 def test_a_file_install_created_is_removed(tmp_path: Path) -> None:
     install(tmp_path, tmp_path / "state", "gemini")
     assert RULE in (tmp_path / "GEMINI.md").read_text()
+    assert (tmp_path / "GEMINI.md").stat().st_mode & 0o777 == 0o644
     uninstall(tmp_path, tmp_path / "state")
     assert list(tmp_path.iterdir()) == []
 

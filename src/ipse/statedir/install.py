@@ -236,13 +236,22 @@ def install(root: Path, folder: Path, agent: str = "generic") -> list[Change]:
     return changes
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write atomically, keeping the file's permissions (0644 for a new file)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o644
+    atomic_write(path, text, mode=mode)
+
+
 def _write(path: Path, old: str | None, new: str | None) -> str:
     if new == old:
         return "unchanged"
     if new is None:
         path.unlink()
         return "removed"
-    atomic_write(path, new)
+    _replace(path, new)
     return "created" if old is None else "updated"
 
 
@@ -278,5 +287,5 @@ def _uninstall_settings(root: Path, state_arg: str, attrs: dict[str, str]) -> li
         if attrs.get("claude_dir") == "new" and not any(path.parent.iterdir()):
             path.parent.rmdir()
         return [Change(str(path), "removed")]
-    atomic_write(path, _dump(cleaned))
+    _replace(path, _dump(cleaned))
     return [Change(str(path), "updated")]
