@@ -1,0 +1,131 @@
+"""Reading request sequences, layers, lint, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ipse.errors import InputError, UsageError
+from ipse.prefix import layers, lint, read_requests
+from ipse.prefix.report import analyze
+
+from ..conftest import HTTP_LOG
+from .util import body
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def test_jsonl_of_bodies_with_ts_and_usage(tmp_path: Path) -> None:
+    rows = [
+        {**body(1), "ts": "2026-01-05T09:00:00Z", "usage": {"input_tokens": 5}},
+        {**body(2), "ts": 1767603610, "usage": {"cache_read_input_tokens": 3000}},
+    ]
+    log = read_requests(_write_jsonl(tmp_path / "bodies.jsonl", rows))
+    assert [r.index for r in log.requests] == [0, 1]
+    assert log.requests[1].time is not None and log.requests[0].time is not None
+    assert "ts" not in log.requests[0].body and "usage" not in log.requests[0].body
+    assert log.requests[1].usage == {"cache_read_input_tokens": 3000}
+
+
+def test_requests_without_messages_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    rows = [body(1), {"model": "claude-sonnet-4-5", "messages": []}, body(2)]
+    log = read_requests(_write_jsonl(tmp_path / "bodies.jsonl", rows))
+    assert [r.index for r in log.requests] == [0, 2]
+    assert any("no messages" in w for w in log.warnings)
+
+
+def test_only_requests_without_messages_is_an_error(tmp_path: Path) -> None:
+    path = _write_jsonl(tmp_path / "empty.jsonl", [{"model": "m", "messages": []}])
+    with pytest.raises(InputError, match="no request with messages"):
+        read_requests(path)
+
+
+def test_a_bad_line_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(orjson.dumps(body(1)) + b"\n{not json\n")
+    with pytest.raises(InputError, match="line 2"):
+        read_requests(path)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(InputError, match="no such file"):
+        read_requests("/nonexistent/log.jsonl")
+
+
+def test_unknown_provider() -> None:
+    log = read_requests(HTTP_LOG)
+    with pytest.raises(UsageError, match="unknown provider"):
+        analyze(log.requests[:2], "gemini")
+
+
+def test_layers_in_anthropic_order() -> None:
+    result = layers(body(2))
+    assert [layer.name for layer in result] == ["tools", "system", "settings", "history", "input"]
+    assert [b.path for b in result[0].blocks] == [
+        "tools[0] (read_file)",
+        "tools[1] (run)",
+        "tools[2] (search)",
+    ]
+    assert result[1].blocks[0].breakpoint == "5m"
+    assert result[-1].blocks[-1].path == "messages[8].content[0]"
+    # a layer hash covers everything before it: changing the system changes it and later ones
+    changed = body(2)
+    changed["system"][0]["text"] += " Today is 2026-01-05."
+    again = layers(changed)
+    assert again[0].hash == result[0].hash
+    assert all(a.hash != b.hash for a, b in zip(again[1:], result[1:], strict=True))
+
+
+def test_layers_stable_across_calls_and_cache_control_free() -> None:
+    a = body(2)
+    b = body(2)
+    b["system"][0].pop("cache_control")
+    assert [x.hash for x in layers(a)] == [x.hash for x in layers(b)]
+
+
+def test_layers_openai_order() -> None:
+    request = {
+        "model": "gpt-4.1",
+        "messages": [
+            {"role": "system", "content": "rules"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "more"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+    }
+    result = layers(request)
+    assert [layer.name for layer in result] == ["system", "tools", "settings", "history", "input"]
+    assert result[1].blocks[0].path == "tools[0] (f)"
+    assert [b.path for b in result[-1].blocks] == ["messages[3]"]
+
+
+def test_lint_findings() -> None:
+    request = body(2)
+    request["system"][0]["text"] = (
+        "Session 3f2b8c1e-1111-4222-8333-444455556666. " + (request["system"][0]["text"])
+    )
+    request["tools"][0]["cache_control"] = {"type": "ephemeral"}
+    request["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    request["messages"][0]["content"] = [
+        {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}
+    ]
+    request["messages"][1]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    codes = [f.code for f in lint(request)]
+    assert "volatile_system" in codes
+    assert "ttl_order" in codes
+    assert "too_many_breakpoints" in codes
+    assert "unstable_breakpoint" in codes
+
+
+def test_lint_tool_order_against_the_previous_request() -> None:
+    first, second = body(1), body(2)
+    second["tools"].reverse()
+    findings = lint(second, previous=first)
+    assert [f.code for f in findings] == ["tool_order"]
+    assert lint(body(2), previous=first) == []
