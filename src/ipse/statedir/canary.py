@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import UsageError
+from ipse.fileio import read_bytes
 from ipse.statedir import files, wal
 from ipse.statedir.gitinfo import short_revision
 from ipse.statedir.ops import invariant_entry
@@ -120,7 +121,7 @@ def canary(folder: Path, command: str, timeout: float = 600.0) -> CanaryResult:
         if step is None:
             raise UsageError(f"{folder / files.WAL}: no recorded next step to ask about")
         expected = step[0]
-        original = path.read_bytes() if path.is_file() else None
+        original = read_bytes(path) if path.is_file() else None
         planted = invariant_entry(
             f"Do not use the {token} approach",
             "it was tried and it corrupted the build cache",

@@ -16,6 +16,7 @@ import hashlib
 from pathlib import Path
 
 from ipse.errors import UsageError
+from ipse.fileio import read_bytes
 from ipse.statedir import files, wal
 from ipse.statedir.gitinfo import short_revision
 
@@ -76,7 +77,7 @@ def init(folder: Path, goal: str, done: str | None = None) -> wal.Record:
         if not (folder / files.INVARIANTS).exists():
             files.write_file(folder / files.INVARIANTS, inv_bytes)
         else:
-            inv_bytes = (folder / files.INVARIANTS).read_bytes()
+            inv_bytes = read_bytes(folder / files.INVARIANTS)
         files.write_file(folder / files.NEXT, next_bytes)
         body = wal.new_body(
             "init",
@@ -100,10 +101,7 @@ def add_invariant(folder: Path, text: str, reason: str) -> wal.Record:
     files.require_folder(folder)
     path = folder / files.INVARIANTS
     with files.locked(folder):
-        try:
-            old = path.read_bytes()
-        except FileNotFoundError:
-            old = b""
+        old = read_bytes(path) if path.exists() else b""
         old_tail = b"\n" if old and not old.endswith(b"\n") else b""
         entry = old_tail + invariant_entry(text, reason).encode("utf-8")
         files.append_fsync(path, entry)

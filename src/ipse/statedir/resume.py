@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipse.errors import InputError
 from ipse.statedir import files, wal
 from ipse.statedir.budget import Section, fit, render
 
@@ -81,6 +82,8 @@ def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[Next
         data: bytes | None = path.read_bytes()
     except FileNotFoundError:
         data = None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
     recorded = found.match.next_step() if found.match is not None else None
     file_text = data.decode("utf-8", errors="replace") if data is not None else None
     if recorded is None:

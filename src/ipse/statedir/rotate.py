@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from ipse.errors import UsageError
-from ipse.fileio import fsync_dir
+from ipse.fileio import fsync_dir, read_bytes
 from ipse.statedir import files, wal
 from ipse.statedir.gitinfo import short_revision
 from ipse.statedir.verify import logged_state
@@ -36,7 +36,7 @@ def rotate(folder: Path) -> tuple[str, wal.Record]:
         state = logged_state(scan.records)
         if state.goal_sha256 is None or state.next_step is None:
             raise UsageError(f"{path}: the log has no valid init record; it cannot be rotated")
-        old = path.read_bytes()
+        old = read_bytes(path)
         name = _next_name(folder)
         try:
             os.link(path, folder / name)

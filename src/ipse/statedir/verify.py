@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError
+from ipse.fileio import read_bytes
 from ipse.statedir import files, receipts, wal
 
 
@@ -106,11 +107,11 @@ def logged_state(records: list[wal.Record]) -> LoggedState:
 
 def _check_files(folder: Path, state: LoggedState, report: Report) -> None:
     goal = folder / files.GOAL
-    if goal.is_file() and state.goal_sha256 and _sha(goal.read_bytes()) != state.goal_sha256:
+    if goal.is_file() and state.goal_sha256 and _sha(read_bytes(goal)) != state.goal_sha256:
         report.violations.append(f"{files.GOAL} changed after init (the goal is written once)")
     inv = folder / files.INVARIANTS
     if inv.is_file() and state.prefixes:
-        data = inv.read_bytes()
+        data = read_bytes(inv)
         for length, digest, label in state.prefixes:
             if len(data) < length:
                 report.violations.append(
@@ -133,7 +134,7 @@ def _check_files(folder: Path, state: LoggedState, report: Report) -> None:
                 )
     nxt = folder / files.NEXT
     step = state.next_step
-    if nxt.is_file() and step is not None and _sha(nxt.read_bytes()) != step[1]:
+    if nxt.is_file() and step is not None and _sha(read_bytes(nxt)) != step[1]:
         report.violations.append(
             f"{files.NEXT} does not match its last WAL record (the WAL's step: "
             f"{' '.join(step[0].split())[:80]!r})"
@@ -148,7 +149,7 @@ def _check_previous(folder: Path, state: LoggedState, report: Report) -> None:
     path = folder / name
     if not path.is_file():
         report.warnings.append(f"the rotated WAL {name} is gone; its history cannot be re-read")
-    elif _sha(path.read_bytes()) != previous.get("sha256"):
+    elif _sha(read_bytes(path)) != previous.get("sha256"):
         report.violations.append(f"the rotated WAL {name} changed after the rotation")
 
 
