@@ -40,6 +40,11 @@ def test_checkpoint_tool_that_never_appears() -> None:
         strip(anthropic_conv(*GOOD))
 
 
+def test_end_cuts_after_every_message() -> None:
+    after, report = strip(anthropic_conv(*GOOD), "end")
+    assert report.cut == 4 and report.cut_kind == "end" and len(after.messages) == 2
+
+
 def test_bad_at_value() -> None:
     with pytest.raises(UsageError):
         strip(anthropic_conv(*GOOD), "yesterday")

@@ -21,7 +21,7 @@ CUTS = ("now", "end")
 
 
 def _at(conversation: Conversation, cut: str) -> str | int:
-    return len(conversation.messages) if cut == "end" else cut
+    return len(conversation.messages) if cut == "end" else cut  # "end" by its index, too
 
 
 def _reread(conversation: Conversation) -> Conversation:

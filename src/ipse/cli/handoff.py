@@ -113,14 +113,13 @@ def handoff_command(
     before = source.current()
     if before.dialect not in _WRITABLE:
         raise UsageError(f"cannot hand off a {source.format} input: no {before.dialect} writer")
-    at_value = str(len(before.messages)) if at == "end" else at
     options = StripOptions(
         checkpoint_tool=checkpoint_tool,
         join_texts=not keep_blocks,
         promote_thinking=promote_thinking,
         breadcrumbs=breadcrumbs,
     )
-    after, report = strip(before, at_value, options)
+    after, report = strip(before, at, options)
     verdict = verify(before, after, at=report.cut)
     if not verdict.ok:
         raise CheckFailed(

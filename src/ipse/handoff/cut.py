@@ -5,6 +5,7 @@ Everything before the cut is rewritten; everything from the cut on stays byte fo
 - ``checkpoint`` (the default): after the result of the most recent call of the checkpoint tool
   (``micro_handoff``); when that call is still unanswered, just before the message holding it.
 - an index ``N`` (0 to the number of messages): messages ``[0, N)`` are rewritten.
+- ``end``: every message (the same as the index of the last message plus one).
 - ``now``: everything except an unfinished tool exchange at the end (the last assistant message
   with tool calls, and what follows it, when no assistant message follows).
 
@@ -22,7 +23,7 @@ from ipse.errors import InputError, UsageError
 from ipse.transcript.model import Conversation, Message, ToolCall, ToolResult
 
 At: TypeAlias = int | str | None
-CutKind: TypeAlias = Literal["checkpoint", "index", "now"]
+CutKind: TypeAlias = Literal["checkpoint", "index", "now", "end"]
 
 CHECKPOINT_TOOL = "micro_handoff"
 
@@ -46,14 +47,16 @@ def parse_at(at: At) -> tuple[CutKind, int | None]:
         return "checkpoint", None
     if at == "now":
         return "now", None
+    if at == "end":
+        return "end", None
     if isinstance(at, bool):
-        raise UsageError(f"--at: expected checkpoint, now or a message index, got {at!r}")
+        raise UsageError(f"--at: expected checkpoint, now, end or a message index, got {at!r}")
     if isinstance(at, int):
         return "index", at
     text = str(at).strip()
     if text.lstrip("-").isdigit():
         return "index", int(text)
-    raise UsageError(f"--at: expected checkpoint, now or a message index, got {at!r}")
+    raise UsageError(f"--at: expected checkpoint, now, end or a message index, got {at!r}")
 
 
 def resolve_cut(conversation: Conversation, at: At = None, tool: str = CHECKPOINT_TOOL) -> CutPoint:
@@ -70,6 +73,8 @@ def resolve_cut(conversation: Conversation, at: At = None, tool: str = CHECKPOIN
         return CutPoint(index, "index")
     if kind == "now":
         return CutPoint(_now(messages), "now")
+    if kind == "end":
+        return CutPoint(len(messages), "end")
     return _checkpoint(messages, tool)
 
 
