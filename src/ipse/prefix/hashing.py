@@ -46,6 +46,18 @@ class _Seg:
 
 
 @dataclass(slots=True)
+class _Chunk:
+    """A segment's positions after a given prefix: chained hashes, and relative counts."""
+
+    seg: _Seg
+    chain: list[int]
+    cum: list[int]  # tokens within the segment, cumulative
+    where: list[Locator]
+    groups: list[int]  # lookback positions within the segment, from 1
+    breakpoints: int
+
+
+@dataclass(slots=True)
 class Flat:
     """One request as a sequence of cache positions."""
 
@@ -173,6 +185,7 @@ class Flattener:
         self._by_bytes: dict[int, _Seg] = {}
         self._by_id: dict[int, tuple[Any, _Seg]] = {}
         self._tokens: dict[int, int] = {}
+        self._chunks: dict[tuple[int, int, str, int | None], _Chunk] = {}
 
     # ------------------------------------------------------------------------ tokens
 
@@ -341,9 +354,32 @@ class Flattener:
         return flat
 
     def _emit(self, flat: Flat, seg: _Seg, layer: str, index: int | None) -> None:
-        chain = flat.chain[-1] if flat.chain else 0
+        """Append a segment's positions; memoised by (prefix hash before it, segment), so a
+        history repeated by the next request costs a few list extends, not a loop."""
+        if not seg.hashes:
+            return
+        before = flat.chain[-1] if flat.chain else 0
+        key = (before, id(seg), layer, index)
+        chunk = self._chunks.get(key)
+        if chunk is None or chunk.seg is not seg:
+            chunk = self._chunk(seg, before, layer, index)
+            self._chunks[key] = chunk
         total = flat.cum[-1] if flat.cum else 0
         group = flat.groups[-1] if flat.groups else -1
+        flat.hashes.extend(seg.hashes)
+        flat.chain.extend(chunk.chain)
+        flat.cum.extend([total + c for c in chunk.cum])
+        flat.ttls.extend(seg.ttls)
+        flat.breakpoints += chunk.breakpoints
+        flat.where.extend(chunk.where)
+        flat.groups.extend([group + g for g in chunk.groups])
+        if self.stable:
+            flat.texts.extend(seg.texts)
+
+    def _chunk(self, seg: _Seg, chain: int, layer: str, index: int | None) -> _Chunk:
+        chunk = _Chunk(seg, [], [], [], [], sum(1 for t in seg.ttls if t is not None))
+        total = 0
+        group = 0
         prev_kind = ""
         for j, h in enumerate(seg.hashes):
             chain = self._chain(chain, h)
@@ -352,17 +388,11 @@ class Flattener:
             if not (kind == prev_kind and kind in _RUN_KINDS):
                 group += 1
             prev_kind = kind
-            flat.hashes.append(h)
-            flat.chain.append(chain)
-            flat.cum.append(total)
-            ttl = seg.ttls[j]
-            flat.ttls.append(ttl)
-            if ttl is not None:
-                flat.breakpoints += 1
-            flat.where.append((layer, j, -1) if index is None else (layer, index, j))
-            flat.groups.append(group)
-            if self.stable:
-                flat.texts.append(seg.texts[j])
+            chunk.chain.append(chain)
+            chunk.cum.append(total)
+            chunk.where.append((layer, j, -1) if index is None else (layer, index, j))
+            chunk.groups.append(group)
+        return chunk
 
     def _emit_settings(self, flat: Flat, names: Sequence[str]) -> None:
         for name in names:

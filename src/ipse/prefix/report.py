@@ -21,7 +21,7 @@ from typing import Any
 from ipse.prefix.actual import Agreement, actual_tokens, agreement
 from ipse.prefix.causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix.hashing import Flat, Flattener
-from ipse.prefix.requests import Request
+from ipse.prefix.requests import Request, no_gc
 from ipse.prefix.rules import PROVIDERS, prices, rules
 from ipse.prefix.simulate import Prediction, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter
@@ -164,6 +164,18 @@ def analyze(
     ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
     usage, o200k counts otherwise), ``o200k`` or ``bytes``.
     """
+    with no_gc():
+        return _analyze(requests, provider, tokenizer, counter, progress, warnings)
+
+
+def _analyze(
+    requests: Sequence[Request],
+    provider: str | None,
+    tokenizer: str,
+    counter: TokenCounter | None,
+    progress: Progress | None,
+    warnings: Sequence[str],
+) -> Report:
     name = _provider(requests, provider)
     sim = simulator(name)
     table = rules(name)

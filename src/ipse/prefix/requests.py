@@ -17,8 +17,10 @@ response began, and the usage the provider reported, when the log has them. Sour
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,26 @@ import orjson
 from ipse.errors import InputError
 from ipse.transcript import Conversation, load, write
 from ipse.transcript.formats import http_log
+from ipse.transcript.formats.claude_code import looks_like_claude_code
 from ipse.transcript.jsonl import parse_json, read_text_bytes
 from ipse.transcript.sniff import body_dialect, detect
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many parsed bodies are kept alive.
+
+    Parsed JSON holds no reference cycles, but every container it allocates counts towards a
+    collection, and each full collection walks everything kept so far: reading a large log
+    with the collector running costs about three times the parse.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +89,13 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or folder", path=p)
-    name = format or detect(p)
+    name = format or _sniff(p)
     warnings: list[str] = []
     if name == "claude-code":
         requests = list(_session_requests(p, warnings))
     elif name == "http-log":
-        requests = list(_log_requests(p, warnings))
+        with no_gc():
+            requests = list(_log_requests(p, warnings))
     elif name in ("anthropic", "openai-chat"):
         body = parse_json(read_text_bytes(p), p)
         if not isinstance(body, Mapping):
@@ -86,6 +107,26 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     if not kept:
         raise InputError("no request with messages in this input", path=p)
     return RequestLog(p, name, kept, warnings)
+
+
+def _sniff(p: Path) -> str:
+    """The format, from the first line alone when it says (a large log is not read twice)."""
+    if p.is_file():
+        try:
+            with p.open("rb") as handle:
+                first = handle.readline()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=p) from exc
+        try:
+            value = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, Mapping):
+            if looks_like_claude_code(value):
+                return "claude-code"
+            if "request" in value or isinstance(value.get("messages"), list):
+                return "http-log"  # a one-line request body reads as a log of one request
+    return detect(p)
 
 
 def _has_messages(request: Request, warnings: list[str]) -> bool:
@@ -116,33 +157,77 @@ def _entries(p: Path, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, A
                 raise InputError("an exchange must be a JSON object", path=file)
             yield str(file), value
         return
-    data = read_text_bytes(p)
-    lines = data.split(b"\n")
-    first = next((ln for ln in lines if ln.strip()), b"")
     try:
-        orjson.loads(first)
-    except orjson.JSONDecodeError:
-        # one JSON document over several lines (HAR, an array): the http-log reader's business
-        for exchange in http_log.read_http_log(p, warnings=warnings):
-            yield exchange.source, {"_exchange": exchange}
-        return
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        handle = p.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=p) from exc
+    with handle:
+        yield from _lines(p, handle, warnings)
+
+
+def _lines(p: Path, handle: Any, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    number = 0
+    for line in handle:
+        number += 1
+        if line.isspace():
             continue
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
+            if number == 1:  # one JSON document over several lines: HAR, an array
+                yield from _whole(p, warnings)
+                return
             raise InputError(f"not valid JSON ({exc})", path=p, position=f"line {number}") from exc
+        if number == 1 and isinstance(value, list):  # a JSON array of exchanges
+            yield from _whole(p, warnings)
+            return
         if not isinstance(value, Mapping):
             raise InputError("a log line must be a JSON object", path=p, position=f"line {number}")
         if isinstance(value.get("log"), Mapping):  # a HAR document on one line
-            for exchange in http_log.read_http_log(p, warnings=warnings):
-                yield exchange.source, {"_exchange": exchange}
+            yield from _whole(p, warnings)
             return
         yield f"{p}:line {number}", value
 
 
+def _whole(p: Path, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for exchange in http_log.read_http_log(p, warnings=warnings):
+        yield exchange.source, {"_exchange": exchange}
+
+
+class Interner:
+    """Shares one object among equal parts of different requests (same bytes, same object).
+
+    A log repeats its tools, its system prompt and its history in every request; parsed
+    separately, each copy costs memory and garbage-collector time. Interning keeps the first
+    copy of each and lets the rest go, and lets the flattener recognise repeats by identity.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[bytes, Any]] = {}
+
+    def one(self, value: Any) -> Any:
+        data = orjson.dumps(value)
+        key = hash(data)
+        hit = self._seen.get(key)
+        if hit is not None and hit[0] == data:
+            return hit[1]
+        self._seen[key] = (data, value)
+        return value
+
+    def body(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The body with its tools, system prompt and messages interned."""
+        out = dict(body)
+        for key in ("tools", "system"):
+            if isinstance(out.get(key), list):
+                out[key] = self.one(out[key])
+        messages = out.get("messages")
+        if isinstance(messages, list):
+            out["messages"] = [self.one(m) for m in messages]
+        return out
+
+
 def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    interner = Interner()
     for index, (where, entry) in enumerate(_entries(p, warnings)):
         exchange = entry.get("_exchange")
         if isinstance(exchange, http_log.Exchange):
@@ -156,7 +241,8 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 where,
             )
             continue
-        yield _request_of(index, where, entry)
+        request = _request_of(index, where, entry)
+        yield replace(request, body=interner.body(request.body))
 
 
 def _request_of(index: int, where: str, entry: Mapping[str, Any]) -> Request:
