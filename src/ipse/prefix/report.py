@@ -21,7 +21,7 @@ from typing import Any
 from ipse.prefix.actual import Agreement, actual_tokens, agreement
 from ipse.prefix.causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix.hashing import Flat, Flattener
-from ipse.prefix.requests import Request, no_gc
+from ipse.prefix.requests import UNRECORDED_FRONT, Request, no_gc
 from ipse.prefix.rules import PROVIDERS, prices, rules
 from ipse.prefix.simulate import Prediction, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter
@@ -198,15 +198,25 @@ def _analyze(
     flattener = Flattener(table, chosen)
     index: dict[int, tuple[int, int]] = {}  # prefix hash -> (slot in `seen`, position)
     by_first: dict[int, int] = {}  # first message's hash -> slot in `seen`
+    by_conversation: dict[str, int] = {}  # known thread -> its last slot in `seen`
     seen: list[tuple[Request, Flat]] = []
     rows: dict[int, Row] = {}
     cost_ideal = 0.0
+    fit = _fit_front(order, flattener)
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
         flat = flattener.flatten(request.body)
         actual = actual_tokens(request.usage)
-        scale = actual.total / flat.total if actual is not None and flat.total else 1.0
+        scale, front = 1.0, 0
+        if request.body.get("system") is UNRECORDED_FRONT:
+            scale, front = fit
+            if actual is not None and flat.total:
+                scale = max(0.0, actual.total - front) / flat.total
+        elif actual is not None and flat.total:
+            scale = actual.total / flat.total
         shared, slot = _best(flat, index, by_first)
+        if slot is None and request.conversation is not None:
+            slot = by_conversation.get(request.conversation)
         step = Step(
             request.index,
             flat,
@@ -214,6 +224,7 @@ def _analyze(
             _epoch(request.response_start or request.time) if ttl else None,
             scale,
             shared,
+            front,
         )
         prediction = sim.step(step)
         model = flat.model
@@ -266,10 +277,37 @@ def _analyze(
         first = _first_message_hash(flat)
         if first is not None:
             by_first[first] = slot_now
+        if request.conversation is not None:
+            by_conversation[request.conversation] = slot_now
     ordered = [rows[r.index] for r in requests]
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
     return Report(name, ordered, agree, ttl, label, notes, cost_ideal)
+
+
+def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:
+    """(tokens per estimated token, tokens of the unrecorded front) by least squares over the
+    requests rebuilt from a session: recorded total = front + k * estimated messages."""
+    points = []
+    for request in requests:
+        if request.body.get("system") is not UNRECORDED_FRONT:
+            continue
+        actual = actual_tokens(request.usage)
+        if actual is not None:
+            points.append((float(flattener.flatten(request.body).total), float(actual.total)))
+    if len(points) < 2:
+        return 1.0, 0
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    var = sum((x - mean_x) ** 2 for x, _ in points)
+    if var == 0:
+        return 1.0, 0
+    k = sum((x - mean_x) * (y - mean_y) for x, y in points) / var
+    front = mean_y - k * mean_x
+    if k <= 0 or front < 0:
+        return mean_y / mean_x if mean_x else 1.0, 0
+    return k, round(front)
 
 
 def _model_warnings(model: str | None, provider: str) -> list[str]:

@@ -9,9 +9,10 @@ response began, and the usage the provider reported, when the log has them. Sour
   parse, and the prefix analysis needs only the bytes. Exchange details (usage from SSE, times
   from headers) are read with the http-log reader's own helpers, so both agree.
 * Claude Code sessions: one request per assistant turn, rebuilt from the thread's messages
-  before that turn (the system prompt and tools are not recorded in the session, so they are
-  absent), with automatic caching (a top-level ``cache_control``), the turn's usage from the
-  assistant records, its time from the record before it, its response start from its own.
+  before that turn (the system prompt and tools are not recorded in the session: one
+  placeholder block stands for them, its size fitted to the usage), with automatic caching
+  (a top-level ``cache_control``), the turn's usage from the assistant records, its time from
+  the record before it, its response start from its own.
 * A single request body (for ``lint``).
 """
 
@@ -33,6 +34,16 @@ from ipse.transcript.formats import http_log
 from ipse.transcript.formats.claude_code import looks_like_claude_code
 from ipse.transcript.jsonl import parse_json, read_text_bytes
 from ipse.transcript.sniff import body_dialect, detect
+
+# Stands for the system prompt and tools a session file does not record; its size is fitted
+# to the recorded usage (`ipse.prefix.report`).
+UNRECORDED_FRONT: list[dict[str, Any]] = [
+    {
+        "type": "text",
+        "text": "[system prompt and tool definitions: not recorded in the session]",
+        "cache_control": {"type": "ephemeral"},
+    }
+]
 
 
 @contextmanager
@@ -63,6 +74,7 @@ class Request:
     response_start: datetime | None = None
     usage: Mapping[str, Any] | None = None
     source: str = ""
+    conversation: str | None = None  # known thread (Claude Code); None: matched by content
 
     @property
     def model(self) -> str | None:
@@ -203,15 +215,15 @@ class Interner:
     """
 
     def __init__(self) -> None:
-        self._seen: dict[int, tuple[bytes, Any]] = {}
+        self._seen: dict[tuple[int, bytes], list[tuple[bytes, Any]]] = {}
 
     def one(self, value: Any) -> Any:
         data = orjson.dumps(value)
-        key = hash(data)
-        hit = self._seen.get(key)
-        if hit is not None and hit[0] == data:
-            return hit[1]
-        self._seen[key] = (data, value)
+        bucket = self._seen.setdefault((len(data), data[-64:]), [])
+        for seen, obj in bucket:
+            if seen == data:  # a byte comparison: memcmp, cheaper than hashing
+                return obj
+        bucket.append((data, value))
         return value
 
     def body(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -272,7 +284,11 @@ def _request_of(index: int, where: str, entry: Mapping[str, Any]) -> Request:
     )
     if time is None:
         time = response_time
-    provider = _provider_of(http_log._provider(url, body))
+    model = body.get("model")
+    if url is None and isinstance(model, str) and model.startswith("claude"):
+        provider = "anthropic"
+    else:
+        provider = _provider_of(http_log._provider(url, body))
     return Request(index, body, provider, time, response_time or time, usage, where)
 
 
@@ -297,6 +313,7 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 continue
             request_body: dict[str, Any] = {
                 "model": model,
+                "system": UNRECORDED_FRONT,
                 "messages": dicts[:k],
                 "cache_control": {"type": "ephemeral"},
             }
@@ -310,6 +327,7 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 http_log.parse_time(message.meta.get("timestamp")),
                 usage if isinstance(usage, Mapping) else None,
                 f"{p}:message {k}",
+                source.thread.name,
             )
             index += 1
 

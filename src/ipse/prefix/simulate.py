@@ -56,14 +56,17 @@ class Step:
     response_start: float | None  # when its response began (entries usable from then)
     scale: float = 1.0
     shared: int = 0  # positions shared with the best earlier request
+    front: int = 0  # tokens of an unrecorded first position (added to its estimate)
 
     def tokens(self, positions: int) -> int:
         """Tokens of the first ``positions`` positions."""
-        return round(self.flat.tokens_before(positions) * self.scale)
+        if positions <= 0:
+            return 0
+        return round(self.flat.tokens_before(positions) * self.scale) + self.front
 
     @property
     def total(self) -> int:
-        return round(self.flat.total * self.scale)
+        return self.tokens(len(self.flat.chain))
 
 
 @dataclass(frozen=True, slots=True)
