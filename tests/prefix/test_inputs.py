@@ -129,3 +129,26 @@ def test_lint_tool_order_against_the_previous_request() -> None:
     findings = lint(second, previous=first)
     assert [f.code for f in findings] == ["tool_order"]
     assert lint(body(2), previous=first) == []
+
+
+def test_har_logs_are_read(tmp_path: Path) -> None:
+    entries = [
+        {
+            "startedDateTime": f"2026-01-05T09:00:{10 * i:02d}Z",
+            "request": {
+                "method": "POST",
+                "url": "https://api.anthropic.com/v1/messages",
+                "postData": {"text": orjson.dumps(body(i + 1)).decode()},
+            },
+            "response": {"status": 200, "content": {"text": '{"id": "msg"}'}},
+        }
+        for i in range(2)
+    ]
+    path = tmp_path / "log.har"
+    path.write_bytes(orjson.dumps({"log": {"entries": entries}}, option=orjson.OPT_INDENT_2))
+    log = read_requests(path)
+    assert len(log.requests) == 2
+    assert log.requests[0].provider == "anthropic"
+    assert log.requests[1].time is not None
+    report = analyze(log.requests)
+    assert report.rows[1].cause is None and report.rows[1].predicted.cache_read > 0

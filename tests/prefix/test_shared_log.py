@@ -49,6 +49,10 @@ def test_side_requests_do_not_break_the_main_conversation(report: Report) -> Non
     side = report.rows[14]
     assert side.predicted.cache_read == 0  # nothing of it was seen before in this log
     assert side.actual is not None and side.actual.cache_read == 0
+    second_side = report.rows[16]  # reads what the first side request wrote, as Anthropic did
+    assert second_side.cause is None
+    assert second_side.predicted.cache_read > 0
+    assert second_side.actual is not None and second_side.actual.cache_read > 0
 
 
 def test_no_loss_in_a_well_behaved_log(report: Report) -> None:
