@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -152,60 +152,6 @@ def _has_messages(request: Request, warnings: list[str]) -> bool:
 # ---------------------------------------------------------------------------------- http logs
 
 
-def _natural(path: Path) -> list[Any]:
-    import re
-
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
-
-
-def _entries(p: Path, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    if p.is_dir():
-        files = sorted(p.glob("*.json"), key=_natural)
-        if not files:
-            raise InputError("a folder with no .json files", path=p)
-        for file in files:
-            value = parse_json(read_text_bytes(file), file)
-            if not isinstance(value, Mapping):
-                raise InputError("an exchange must be a JSON object", path=file)
-            yield str(file), value
-        return
-    try:
-        handle = p.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=p) from exc
-    with handle:
-        yield from _lines(p, handle, warnings)
-
-
-def _lines(p: Path, handle: Any, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    number = 0
-    for line in handle:
-        number += 1
-        if line.isspace():
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            if number == 1:  # one JSON document over several lines: HAR, an array
-                yield from _whole(p, warnings)
-                return
-            raise InputError(f"not valid JSON ({exc})", path=p, position=f"line {number}") from exc
-        if number == 1 and isinstance(value, list):  # a JSON array of exchanges
-            yield from _whole(p, warnings)
-            return
-        if not isinstance(value, Mapping):
-            raise InputError("a log line must be a JSON object", path=p, position=f"line {number}")
-        if isinstance(value.get("log"), Mapping):  # a HAR document on one line
-            yield from _whole(p, warnings)
-            return
-        yield f"{p}:line {number}", value
-
-
-def _whole(p: Path, warnings: list[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for exchange in http_log.read_http_log(p, warnings=warnings):
-        yield exchange.source, {"_exchange": exchange}
-
-
 class Interner:
     """Shares one object among equal parts of different requests (same bytes, same object).
 
@@ -240,56 +186,20 @@ class Interner:
 
 def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     interner = Interner()
-    for index, (where, entry) in enumerate(_entries(p, warnings)):
-        exchange = entry.get("_exchange")
-        if isinstance(exchange, http_log.Exchange):
-            yield Request(
-                index,
-                exchange.body,
-                _provider_of(exchange.provider),
-                exchange.time,
-                exchange.response_time or exchange.time,
-                exchange.usage,
-                where,
-            )
-            continue
-        request = _request_of(index, where, entry)
-        yield replace(request, body=interner.body(request.body))
-
-
-def _request_of(index: int, where: str, entry: Mapping[str, Any]) -> Request:
-    request = entry.get("request")
-    response = entry.get("response")
-    if isinstance(request, Mapping):
-        body = http_log._body_of(request, where, "request")
-        url = request.get("url") or request.get("path")
-    elif isinstance(entry.get("messages"), list) or "model" in entry:  # a bare request body
-        body = {k: v for k, v in entry.items() if k not in ("ts", "usage", "time", "response")}
-        url = None
-        response = {"usage": entry["usage"]} if isinstance(entry.get("usage"), Mapping) else None
-    else:
-        raise InputError("an exchange needs a 'request' (or a bare request body)", path=where)
-    if not isinstance(body, Mapping):
-        raise InputError("the request body is not a JSON object", path=where)
-    if "count_tokens" in str(url or ""):
-        body = {k: v for k, v in body.items() if k != "messages"}  # not a conversation turn
-    usage, response_time = None, None
-    if isinstance(response, Mapping):
-        usage = http_log._usage(response, where)
-        response_time = http_log._time_of(response) or http_log._header_date(
-            response.get("headers")
+    for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
+        fields = http_log.exchange_fields(entry, where)
+        body = fields.body
+        if "count_tokens" in (fields.url or ""):
+            body = {k: v for k, v in body.items() if k != "messages"}  # not a conversation turn
+        yield Request(
+            index,
+            interner.body(body),
+            _provider_of(fields.provider),
+            fields.time,
+            fields.response_time or fields.time,
+            fields.usage,
+            where,
         )
-    time = http_log._time_of(entry) or (
-        http_log._time_of(request) if isinstance(request, Mapping) else None
-    )
-    if time is None:
-        time = response_time
-    model = body.get("model")
-    if url is None and isinstance(model, str) and model.startswith("claude"):
-        provider = "anthropic"
-    else:
-        provider = _provider_of(http_log._provider(url, body))
-    return Request(index, body, provider, time, response_time or time, usage, where)
 
 
 # ----------------------------------------------------------------------------- claude code

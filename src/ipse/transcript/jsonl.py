@@ -30,13 +30,28 @@ class JsonlRecord:
 def read_text_bytes(path: str | Path) -> bytes:
     """The file's bytes, refusing empty and binary files."""
     data = read_bytes(path)
-    if not data.strip():
+    _check_head(data[:8192], path, whole=True)
+    return data
+
+
+def check_text_head(path: str | Path) -> None:
+    """Refuse an empty or binary file by its first bytes, without reading the rest."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8192)
+            whole = len(head) < 8192
+    except OSError:
+        read_bytes(path)  # raises the same one-line errors as a whole read
+        raise
+    _check_head(head, path, whole=whole)
+
+
+def _check_head(head: bytes, path: str | Path, *, whole: bool) -> None:
+    if whole and not head.strip():
         raise InputError("the file is empty", path=path)
-    head = data[:8192]
     nul = head.find(b"\x00")
     if nul >= 0:
         raise InputError("a binary file, not JSON or JSONL", path=path, position=f"byte {nul}")
-    return data
 
 
 _POS_RE = re.compile(r"line (\d+) column (\d+)")

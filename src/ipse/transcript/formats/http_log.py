@@ -30,7 +30,7 @@ import orjson
 
 from ipse.errors import InputError
 from ipse.transcript.formats import anthropic, openai_chat
-from ipse.transcript.jsonl import iter_jsonl, parse_json, read_text_bytes
+from ipse.transcript.jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript.model import Conversation, Dialect
 from ipse.transcript.sniff import body_dialect
 
@@ -61,9 +61,51 @@ def read_http_log(
     path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
 ) -> list[Exchange]:
     """Every exchange of a log file or folder, in log order."""
+    exchanges = []
+    entries = iter_entries(path, skip_bad_lines=skip_bad_lines, warnings=warnings)
+    for index, (where, entry) in enumerate(entries):
+        fields = exchange_fields(entry, where)
+        reader = anthropic.read_body if fields.provider == "anthropic" else openai_chat.read_body
+        exchanges.append(
+            Exchange(
+                index=index,
+                request=reader(fields.body, source=where),
+                provider=fields.provider,
+                time=fields.time,
+                response_time=fields.response_time,
+                usage=fields.usage,
+                status=fields.status,
+                url=fields.url,
+                source=where,
+                body=fields.body,
+            )
+        )
+    return exchanges
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeFields:
+    """What one log entry says about its request, before the body is read into the model."""
+
+    body: Mapping[str, Any]
+    provider: Dialect
+    url: str | None
+    time: datetime | None
+    response_time: datetime | None
+    usage: Mapping[str, Any] | None
+    status: int | None
+
+
+def iter_entries(
+    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The raw entries of a log, each with where it stands, in log order.
+
+    JSONL is read line by line (a log can be far larger than memory would like); a folder,
+    a HAR file, a JSON array or a single exchange is read whole.
+    """
     p = Path(path)
     sink = warnings if warnings is not None else []
-    entries: list[tuple[str, Mapping[str, Any]]] = []
     if p.is_dir():
         files = sorted(p.glob("*.json"), key=_natural_key)
         if not files:
@@ -72,36 +114,72 @@ def read_http_log(
             value = parse_json(read_text_bytes(file), file)
             if not isinstance(value, Mapping):
                 raise InputError("an exchange must be a JSON object", path=file)
-            entries.append((str(file), value))
+            yield str(file), value
+        return
+    check_text_head(p)
+    first = _first_line_value(p)
+    if isinstance(first, Mapping) and not isinstance(first.get("log"), Mapping):
+        yield from _stream_jsonl(p, skip_bad_lines, sink)
+        return
+    document = parse_json(read_text_bytes(p), p)
+    if isinstance(document, Mapping) and isinstance(document.get("log"), Mapping):
+        yield from _har_entries(document, p)
+    elif isinstance(document, Mapping):
+        yield str(p), document
+    elif isinstance(document, list):
+        for i, item in enumerate(document):
+            if not isinstance(item, Mapping):
+                raise InputError("an exchange must be a JSON object", path=p, position=f"item {i}")
+            yield f"{p}:item {i}", item
     else:
-        data = read_text_bytes(p)
-        document = _whole_json(data)
-        if isinstance(document, Mapping) and isinstance(document.get("log"), Mapping):
-            entries.extend(_har_entries(document, p))
-        elif isinstance(document, Mapping):
-            entries.append((str(p), document))
-        elif isinstance(document, list):
-            entries.extend((f"{p}:item {i}", e) for i, e in enumerate(document))
-        else:
-            for record in iter_jsonl(data, p, skip_bad_lines=skip_bad_lines, warnings=sink):
-                entries.append((f"{p}:line {record.line}", record.data))
-    return [_exchange(i, where, entry) for i, (where, entry) in enumerate(entries)]
+        raise InputError("a log must hold JSON objects", path=p)
 
 
-def _whole_json(data: bytes) -> Any:
-    """The document when the bytes are one JSON value spanning several lines; else None."""
-    stripped = data.strip()
-    if b"\n" in stripped and stripped[:1] in (b"{", b"["):
-        try:
-            return orjson.loads(stripped)
-        except orjson.JSONDecodeError:
-            return None
-    if b"\n" not in stripped:
-        try:
-            return orjson.loads(stripped)
-        except orjson.JSONDecodeError:
-            return None
+def _first_line_value(p: Path) -> Any:
+    """The first non-blank line parsed, or None when it is not JSON on its own."""
+    try:
+        with p.open("rb") as handle:
+            for line in handle:
+                if line.strip():
+                    try:
+                        return orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        return None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
     return None
+
+
+def _stream_jsonl(
+    p: Path, skip_bad_lines: bool, warnings: list[str]
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    try:
+        handle = p.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if line.isspace():
+                continue
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if skip_bad_lines:
+                    warnings.append(f"{p}:line {number}: skipped a line that is not JSON")
+                    continue
+                raise InputError(
+                    "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
+                    path=p,
+                    position=f"line {number}",
+                ) from exc
+            if not isinstance(value, Mapping):
+                if skip_bad_lines:
+                    warnings.append(f"{p}:line {number}: skipped a line that is not an object")
+                    continue
+                raise InputError(
+                    "a JSONL line that is not a JSON object", path=p, position=f"line {number}"
+                )
+            yield f"{p}:line {number}", value
 
 
 def _natural_key(path: Path) -> list[Any]:
@@ -123,53 +201,45 @@ def _har_entries(
         yield f"{path}:entry {i}", entry
 
 
-def _exchange(index: int, where: str, entry: Mapping[str, Any]) -> Exchange:
+def exchange_fields(entry: Mapping[str, Any], where: str) -> ExchangeFields:
+    """The request body, provider, times, usage and status of one log entry."""
     request = entry.get("request")
     response = entry.get("response")
     if isinstance(request, Mapping):
-        body = _body_of(request, where, "request")
+        body = body_of(request, where, "request")
         url = request.get("url") or request.get("path")
-    elif isinstance(entry.get("messages"), list):  # a bare request body
+    elif isinstance(entry.get("messages"), list) or "model" in entry:  # a bare request body
         body = {k: v for k, v in entry.items() if k not in ("ts", "usage", "time", "response")}
         url = None
         response = {"usage": entry["usage"]} if isinstance(entry.get("usage"), Mapping) else None
     else:
-        raise InputError(
-            "an exchange needs a 'request' (or a bare request body)", position=None, path=where
-        )
+        raise InputError("an exchange needs a 'request' (or a bare request body)", path=where)
     if not isinstance(body, Mapping):
         raise InputError("the request body is not a JSON object", path=where)
-    provider = _provider(url, body)
-    reader = anthropic.read_body if provider == "anthropic" else openai_chat.read_body
-    conversation = reader(body, source=where)
     usage, status, response_time = None, None, None
     if isinstance(response, Mapping):
-        usage = _usage(response, where)
+        usage = usage_of(response, where)
         status_value = response.get("status")
-        status = (
-            int(status_value)
-            if isinstance(status_value, int | str) and str(status_value).isdigit()
-            else None
-        )
-        response_time = _time_of(response) or _header_date(response.get("headers"))
-    time = _time_of(entry) or (_time_of(request) if isinstance(request, Mapping) else None)
+        if isinstance(status_value, int) or (
+            isinstance(status_value, str) and status_value.isdigit()
+        ):
+            status = int(status_value)
+        response_time = time_of(response) or header_date(response.get("headers"))
+    time = time_of(entry) or (time_of(request) if isinstance(request, Mapping) else None)
     if time is None and response_time is not None:
         time = response_time
-    return Exchange(
-        index=index,
-        request=conversation,
-        provider=provider,
+    return ExchangeFields(
+        body=body,
+        provider=provider_of(url, body),
+        url=str(url) if url else None,
         time=time,
         response_time=response_time,
         usage=usage,
         status=status,
-        url=str(url) if url else None,
-        source=where,
-        body=body,
     )
 
 
-def _body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
+def body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
     for key in ("body", "content", "postData", "json", "data"):
         if key in part:
             value = part[key]
@@ -210,19 +280,23 @@ def _har_text(content: Mapping[str, Any]) -> str | None:
     return text
 
 
-def _provider(url: Any, body: Mapping[str, Any]) -> Dialect:
+def provider_of(url: Any, body: Mapping[str, Any]) -> Dialect:
+    """The provider a request went to: by its URL when the log has one, else by its shape."""
     text = str(url or "")
     if "/v1/messages" in text or "anthropic" in text:
         return "anthropic"
     if "chat/completions" in text:
         return "openai-chat"
+    model = body.get("model")
+    if not text and isinstance(model, str) and model.startswith("claude"):
+        return "anthropic"
     return body_dialect(body)
 
 
-def _usage(response: Mapping[str, Any], where: str) -> Mapping[str, Any] | None:
+def usage_of(response: Mapping[str, Any], where: str) -> Mapping[str, Any] | None:
     if isinstance(response.get("usage"), Mapping):
         return dict(response["usage"])
-    body = _body_of(response, where, "response")
+    body = body_of(response, where, "response")
     if isinstance(body, Mapping):
         return _usage_of_json(body)
     if isinstance(body, str):
@@ -276,7 +350,7 @@ def _usage_of_sse(text: str) -> Mapping[str, Any] | None:
     return usage if found else None
 
 
-def _time_of(part: Mapping[str, Any]) -> datetime | None:
+def time_of(part: Mapping[str, Any]) -> datetime | None:
     for key in _TIME_KEYS:
         if key in part:
             parsed = parse_time(part[key])
@@ -301,7 +375,7 @@ def parse_time(value: Any) -> datetime | None:
     return None
 
 
-def _header_date(headers: Any) -> datetime | None:
+def header_date(headers: Any) -> datetime | None:
     if isinstance(headers, Mapping):
         items: list[tuple[Any, Any]] = list(headers.items())
     elif isinstance(headers, list):  # HAR: [{"name", "value"}]
