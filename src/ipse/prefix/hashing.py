@@ -24,6 +24,7 @@ import orjson
 
 from ipse.prefix.rules import Rules
 from ipse.tokens import TokenCounter
+from ipse.transcript.stats import without_payloads
 
 # (layer, first index, second index): tools (tool, -1), system (block, -1), settings (n, -1),
 # history / input (message, block).
@@ -119,16 +120,6 @@ def _strip(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
     return {k: v for k, v in raw.items() if k != "cache_control"}, ttl
 
 
-def _without_payloads(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _without_payloads(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_payloads(v) for v in value]
-    if isinstance(value, str) and len(value) > 2000 and " " not in value[:2000]:
-        return f"<{len(value)} bytes>"
-    return value
-
-
 def _as_text(text: str) -> dict[str, str]:
     """A string content as the one text block it stands for (the provider renders both alike)."""
     return {"type": "text", "text": text}
@@ -160,7 +151,7 @@ def block_text(raw: Any) -> str:
             function = call.get("function", {}) if isinstance(call, Mapping) else {}
             parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
         return "\n".join(parts)
-    return _dumps(_without_payloads(raw)).decode()
+    return _dumps(without_payloads(raw)).decode()
 
 
 class Flattener:

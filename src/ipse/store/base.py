@@ -12,6 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
+
+from ipse.errors import StoreError
+
 JSONDict = dict[str, Any]
 
 
@@ -125,3 +129,25 @@ def check_twin_id(twin_id: str) -> str:
     if not isinstance(twin_id, str) or not twin_id or any(ord(c) < 32 for c in twin_id):
         raise InputError(f"twin_id: must be a non-empty printable string, got {twin_id!r}")
     return twin_id
+
+
+def record_from_row(row: Sequence[Any]) -> SnapshotRecord:
+    """A snapshot row (twin_id, version, state_hash, schema, body, created_at, writer, token,
+    notes) as a record; bodies and notes are stored as JSON text."""
+    twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
+    try:
+        body_value = orjson.loads(body)
+        notes_value = orjson.loads(notes)
+    except orjson.JSONDecodeError as exc:
+        raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
+    return SnapshotRecord(
+        twin_id=str(twin_id),
+        version=int(version),
+        state_hash=str(state_hash),
+        schema=int(schema),
+        body=body_value,
+        created_at=float(created_at),
+        writer=str(writer),
+        token=int(token),
+        notes=tuple(notes_value),
+    )

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ipse.errors import IpseError, MissingExtra, StaleWriter, StoreError, WriterConflict
-from ipse.store.base import Lease, SnapshotRecord, check_ttl, check_twin_id
+from ipse.store.base import (
+    Lease,
+    SnapshotRecord,
+    check_ttl,
+    check_twin_id,
+    record_from_row,
+)
 from ipse.store.migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
@@ -226,7 +232,7 @@ class PostgresBackend:
                 (twin_id,),
             )
             row = cur.fetchone()
-        return _record(row) if row is not None else None
+        return record_from_row(row) if row is not None else None
 
     def latest_version(self, twin_id: str) -> int | None:
         try:
@@ -246,7 +252,7 @@ class PostgresBackend:
                 (twin_id,),
             )
             rows = cur.fetchall()
-        return [_record(r) for r in rows]
+        return [record_from_row(r) for r in rows]
 
     def twins(self) -> list[str]:
         with self._tx() as cur:
@@ -261,23 +267,3 @@ class PostgresBackend:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _record(row: Sequence[Any]) -> SnapshotRecord:
-    twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
-    try:
-        body_value = orjson.loads(body)
-        notes_value = orjson.loads(notes)
-    except orjson.JSONDecodeError as exc:
-        raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
-    return SnapshotRecord(
-        twin_id=str(twin_id),
-        version=int(version),
-        state_hash=str(state_hash),
-        schema=int(schema),
-        body=body_value,
-        created_at=float(created_at),
-        writer=str(writer),
-        token=int(token),
-        notes=tuple(notes_value),
-    )

@@ -17,7 +17,13 @@ from typing import Any
 import orjson
 
 from ipse.errors import IpseError, StaleWriter, StoreError, WriterConflict
-from ipse.store.base import Lease, SnapshotRecord, check_ttl, check_twin_id
+from ipse.store.base import (
+    Lease,
+    SnapshotRecord,
+    check_ttl,
+    check_twin_id,
+    record_from_row,
+)
 from ipse.store.migrations import MIGRATIONS_TABLE_SQLITE, plan, registered
 
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -215,7 +221,7 @@ class SqliteBackend:
             " LIMIT 1",
             (twin_id,),
         )
-        return _record(rows[0]) if rows else None
+        return record_from_row(rows[0]) if rows else None
 
     def latest_version(self, twin_id: str) -> int | None:
         rows = self._read("SELECT MAX(version) FROM twin_snapshots WHERE twin_id = ?", (twin_id,))
@@ -226,7 +232,7 @@ class SqliteBackend:
             f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = ? ORDER BY version",
             (twin_id,),
         )
-        return [_record(r) for r in rows]
+        return [record_from_row(r) for r in rows]
 
     def twins(self) -> list[str]:
         rows = self._read("SELECT DISTINCT twin_id FROM twin_snapshots ORDER BY twin_id", ())
@@ -235,23 +241,3 @@ class SqliteBackend:
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
-
-
-def _record(row: tuple[Any, ...]) -> SnapshotRecord:
-    twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
-    try:
-        body_value = orjson.loads(body)
-        notes_value = orjson.loads(notes)
-    except orjson.JSONDecodeError as exc:
-        raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
-    return SnapshotRecord(
-        twin_id=str(twin_id),
-        version=int(version),
-        state_hash=str(state_hash),
-        schema=int(schema),
-        body=body_value,
-        created_at=float(created_at),
-        writer=str(writer),
-        token=int(token),
-        notes=tuple(notes_value),
-    )

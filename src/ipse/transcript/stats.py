@@ -82,15 +82,15 @@ def block_text(block: Block) -> str:
 def _other_text(block: Other) -> str:
     if block.raw is None:
         return block.type
-    return _json(_without_payloads(block.raw))
+    return _json(without_payloads(block.raw))
 
 
-def _without_payloads(value: Any) -> Any:
+def without_payloads(value: Any) -> Any:
     """Large base64 payloads (images, documents) are not text; count their description only."""
     if isinstance(value, Mapping):
-        return {k: _without_payloads(v) for k, v in value.items()}
+        return {k: without_payloads(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without_payloads(v) for v in value]
+        return [without_payloads(v) for v in value]
     if isinstance(value, str) and len(value) > 2000 and " " not in value[:2000]:
         return f"<{len(value)} bytes>"
     return value
