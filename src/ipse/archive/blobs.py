@@ -12,8 +12,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import StoreError
 
 CODEC = "zlib"
@@ -21,7 +20,7 @@ CODEC = "zlib"
 
 def payload(raw: Mapping[str, Any]) -> bytes:
     """The exact JSON bytes of a provider dict."""
-    return orjson.dumps(raw)
+    return jsonio.dumps(raw)
 
 
 def address(data: bytes) -> str:

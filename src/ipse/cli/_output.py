@@ -8,14 +8,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 import click
-import orjson
+
+from ipse import jsonio
 
 T = TypeVar("T")
 
 
 def emit_json(document: Any) -> None:
     """Print one JSON document to stdout (indented, keys in insertion order)."""
-    data = orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    data = jsonio.dumps(document, option=jsonio.OPT_INDENT_2 | jsonio.OPT_NON_STR_KEYS)
     click.echo(data.decode("utf-8"))
 
 

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ipse import jsonio
 from ipse.cli._output import console, emit_json
 
 
@@ -22,7 +23,6 @@ def recall_command(item_id: str, session: str | None, store: str | None, as_json
       ipse recall toolu_01A2b3C4d5
       ipse recall call_00_rTMxF5EBqc --session sha256-3f2a... --json
     """
-    import orjson
 
     from ipse.archive import open_archive
 
@@ -35,8 +35,8 @@ def recall_command(item_id: str, session: str | None, store: str | None, as_json
         emit_json(
             {
                 **found.item.to_json(),
-                "call": orjson.loads(found.call),
-                "result": orjson.loads(found.result) if found.result is not None else None,
+                "call": jsonio.loads(found.call),
+                "result": jsonio.loads(found.result) if found.result is not None else None,
             }
         )
         return

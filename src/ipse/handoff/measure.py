@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.handoff.narration import Narration
 from ipse.handoff.report import Report
 from ipse.handoff.verify import Verdict, authored_chars
@@ -33,7 +32,7 @@ KEYS = (
 
 def body_bytes(conversation: Conversation) -> bytes:
     """The request body as compact JSON (the bytes a handoff writes)."""
-    return orjson.dumps(write(conversation))
+    return jsonio.dumps(write(conversation))
 
 
 def measure(conversation: Conversation, tally: TokenTally) -> dict[str, int]:

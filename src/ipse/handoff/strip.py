@@ -25,8 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InvalidConversation
 from ipse.handoff.cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.handoff.report import Removed, Report
@@ -335,7 +334,7 @@ class _Builder:
                     "name": block.name,
                     "arguments": block.arguments
                     if block.arguments is not None
-                    else orjson.dumps(block.input).decode(),
+                    else jsonio.dumps(block.input).decode(),
                 },
             }
         from ipse.transcript.formats.anthropic import write_block
@@ -399,7 +398,7 @@ def _thinking_removed(block: Thinking, index: int) -> Removed:
             else {"type": "thinking", "thinking": block.text}
         )
     )
-    digest = hashlib.sha256(orjson.dumps(raw)).hexdigest()[:16]
+    digest = hashlib.sha256(jsonio.dumps(raw)).hexdigest()[:16]
     return Removed("thinking", f"thinking-{digest}", "thinking", raw, None, index)
 
 
@@ -419,10 +418,10 @@ def _first_argument(value: Any) -> str:
         for item in value.values():
             if isinstance(item, str) and item.strip():
                 return item
-        return orjson.dumps(value).decode() if value else ""
+        return jsonio.dumps(value).decode() if value else ""
     if value is None:
         return ""
-    return orjson.dumps(value, default=str).decode()
+    return jsonio.dumps(value, default=str).decode()
 
 
 __all__ = ["REPAIRABLE", "SEPARATOR", "StripOptions", "breadcrumb", "strip"]

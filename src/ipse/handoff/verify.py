@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.handoff.cut import At, resolve_cut, settle
 from ipse.transcript.model import Conversation, Message, Text
 
@@ -163,7 +162,7 @@ def _written(conversation: Conversation, message: Message) -> bytes:
         written = openai_chat.write_message(message)
     else:
         written = anthropic.write_message(message)
-    return orjson.dumps(written)
+    return jsonio.dumps(written)
 
 
 __all__ = ["Lost", "Verdict", "authored_chars", "authored_texts", "verify"]

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import UsageError
 from ipse.prefix.hashing import Flattener
 from ipse.prefix.rules import prices, rules
@@ -51,13 +50,13 @@ class CacheCost:
 def canonical(value: Any) -> Any:
     """A deep copy with every object's keys sorted: one content, one byte sequence."""
     try:
-        return orjson.loads(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+        return jsonio.loads(jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS))
     except TypeError as exc:
         raise UsageError(f"not JSON that a request can carry: {exc}") from exc
 
 
 def _dumps(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS)
 
 
 class Assembler:

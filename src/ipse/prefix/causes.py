@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.prefix.hashing import Flat, Locator, block_text
 from ipse.prefix.simulate import Miss
 from ipse.prefix.volatile import changed_span, hint
@@ -143,7 +142,7 @@ def json_path(old: Any, new: Any, path: str = "$") -> str | None:
 
 
 def _canonical(value: Any) -> bytes:
-    return orjson.dumps(_strip(value), option=orjson.OPT_SORT_KEYS)
+    return jsonio.dumps(_strip(value), option=jsonio.OPT_SORT_KEYS)
 
 
 def divergence(new: Flat, old: Flat) -> int:
@@ -211,7 +210,7 @@ def _content_cause(new: Side, old: Side, position: int) -> Cause:
         raw_new is not None
         and raw_old is not None
         and _strip(raw_new) == _strip(raw_old)
-        and orjson.dumps(_strip(raw_new)) != orjson.dumps(_strip(raw_old))
+        and jsonio.dumps(_strip(raw_new)) != jsonio.dumps(_strip(raw_old))
     ):
         return Cause(
             "key_order_changed",

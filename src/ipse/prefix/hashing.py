@@ -20,8 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-import orjson
-
+from ipse import jsonio
 from ipse.prefix.rules import Rules
 from ipse.tokens import TokenCounter
 from ipse.transcript.stats import without_payloads
@@ -104,7 +103,7 @@ def _stable_chain(parent: int, child: int) -> int:
 
 def _dumps(value: Any) -> bytes:
     try:
-        return orjson.dumps(value)
+        return jsonio.dumps(value)
     except TypeError:
         return repr(value).encode()
 
@@ -280,7 +279,7 @@ class Flattener:
                     value = {k: v for k, v in value.items() if k != "effort"}
                 if not value:
                     continue
-            values[name] = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            values[name] = jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS)
         return values
 
     # ------------------------------------------------------------------------ flatten

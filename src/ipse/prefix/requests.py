@@ -26,8 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.transcript import Conversation, load, write
 from ipse.transcript.formats import http_log
@@ -130,8 +129,8 @@ def _sniff(p: Path) -> str:
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=p) from exc
         try:
-            value = orjson.loads(first)
-        except orjson.JSONDecodeError:
+            value = jsonio.loads(first)
+        except jsonio.JSONDecodeError:
             value = None
         if isinstance(value, Mapping):
             if looks_like_claude_code(value):
@@ -164,7 +163,7 @@ class Interner:
         self._seen: dict[tuple[int, bytes], list[tuple[bytes, Any]]] = {}
 
     def one(self, value: Any) -> Any:
-        data = orjson.dumps(value)
+        data = jsonio.dumps(value)
         bucket = self._seen.setdefault((len(data), data[-64:]), [])
         for seen, obj in bucket:
             if seen == data:  # a byte comparison: memcmp, cheaper than hashing

@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import StoreError
 
 JSONDict = dict[str, Any]
@@ -136,9 +135,9 @@ def record_from_row(row: Sequence[Any]) -> SnapshotRecord:
     notes) as a record; bodies and notes are stored as JSON text."""
     twin_id, version, state_hash, schema, body, created_at, writer, token, notes = row
     try:
-        body_value = orjson.loads(body)
-        notes_value = orjson.loads(notes)
-    except orjson.JSONDecodeError as exc:
+        body_value = jsonio.loads(body)
+        notes_value = jsonio.loads(notes)
+    except jsonio.JSONDecodeError as exc:
         raise StoreError(f"twin {twin_id!r} version {version}: stored JSON is corrupt") from exc
     return SnapshotRecord(
         twin_id=str(twin_id),

@@ -17,8 +17,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import IpseError, MissingExtra, StaleWriter, StoreError, WriterConflict
 from ipse.store.base import (
     Lease,
@@ -185,8 +184,8 @@ class PostgresBackend:
         schema: int,
         notes: Sequence[Mapping[str, Any]] = (),
     ) -> SnapshotRecord:
-        body_text = orjson.dumps(dict(body)).decode("utf-8")
-        notes_text = orjson.dumps([dict(n) for n in notes]).decode("utf-8")
+        body_text = jsonio.dumps(dict(body)).decode("utf-8")
+        notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
         params = {
             "hash": state_hash,
             "schema": schema,
@@ -217,11 +216,11 @@ class PostgresBackend:
             version=int(row[0]),
             state_hash=state_hash,
             schema=schema,
-            body=orjson.loads(body_text),
+            body=jsonio.loads(body_text),
             created_at=float(row[1]),
             writer=lease.holder,
             token=lease.token,
-            notes=tuple(orjson.loads(notes_text)),
+            notes=tuple(jsonio.loads(notes_text)),
         )
 
     def latest(self, twin_id: str) -> SnapshotRecord | None:

@@ -14,8 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import IpseError, StaleWriter, StoreError, WriterConflict
 from ipse.store.base import (
     Lease,
@@ -180,8 +179,8 @@ class SqliteBackend:
         schema: int,
         notes: Sequence[Mapping[str, Any]] = (),
     ) -> SnapshotRecord:
-        body_text = orjson.dumps(dict(body)).decode("utf-8")
-        notes_text = orjson.dumps([dict(n) for n in notes]).decode("utf-8")
+        body_text = jsonio.dumps(dict(body)).decode("utf-8")
+        notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
         with self._immediate() as conn:
             row = conn.execute(
                 f"INSERT INTO twin_snapshots ({_COLUMNS})"
@@ -208,11 +207,11 @@ class SqliteBackend:
             version=int(row[0]),
             state_hash=state_hash,
             schema=schema,
-            body=orjson.loads(body_text),
+            body=jsonio.loads(body_text),
             created_at=float(row[1]),
             writer=lease.holder,
             token=lease.token,
-            notes=tuple(orjson.loads(notes_text)),
+            notes=tuple(jsonio.loads(notes_text)),
         )
 
     def latest(self, twin_id: str) -> SnapshotRecord | None:

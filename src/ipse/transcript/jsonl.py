@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.fileio import read_bytes
 
@@ -60,8 +59,8 @@ _POS_RE = re.compile(r"line (\d+) column (\d+)")
 def parse_json(data: bytes, path: str | Path) -> Any:
     """Parse a whole JSON document; a failure names the line and column."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        return jsonio.loads(data)
+    except jsonio.JSONDecodeError as exc:
         match = _POS_RE.search(str(exc))
         position = f"line {match.group(1)} column {match.group(2)}" if match else None
         reason = str(exc).split(":")[0]
@@ -80,8 +79,8 @@ def iter_jsonl(
         if not line.strip():
             continue
         try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            value = jsonio.loads(line)
+        except jsonio.JSONDecodeError as exc:
             if skip_bad_lines:
                 if warnings is not None:
                     warnings.append(f"{path}:line {number}: skipped a line that is not JSON")

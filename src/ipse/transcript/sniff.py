@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError, UnknownFormat
 from ipse.transcript.jsonl import parse_json, read_text_bytes
 from ipse.transcript.model import Dialect
@@ -112,8 +111,8 @@ def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None
     """The first of the first few non-blank lines that parses as a JSON object, if any."""
     for line in [ln for ln in data.split(b"\n", 50) if ln.strip()][:tries]:
         try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            value = jsonio.loads(line)
+        except jsonio.JSONDecodeError:
             continue
         if isinstance(value, Mapping):
             return value

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.tokens import TokenCounter
 from ipse.transcript.model import (
     Block,
@@ -98,7 +97,7 @@ def without_payloads(value: Any) -> Any:
 
 def _json(value: Any) -> str:
     try:
-        return orjson.dumps(value).decode("utf-8")
+        return jsonio.dumps(value).decode("utf-8")
     except TypeError:
         return str(value)
 

@@ -13,8 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.twin.state import TwinState
 
@@ -60,7 +59,7 @@ def identity_view(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> 
 
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, no whitespace, UTF-8."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS)
 
 
 def state_hash(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> str:

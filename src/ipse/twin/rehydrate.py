@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.twin.state import TwinState, utcnow
 
@@ -107,7 +106,7 @@ class Rehydration:
         value = self.render(fmt)
         if isinstance(value, str):
             return value.encode("utf-8")
-        return orjson.dumps(value)
+        return jsonio.dumps(value)
 
 
 def rehydrate_state(

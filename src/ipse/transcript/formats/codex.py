@@ -18,8 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.transcript.formats.claude_code import Segment, Thread
 from ipse.transcript.jsonl import JsonlRecord, read_jsonl
@@ -156,8 +155,8 @@ def _blocks(item: Mapping[str, Any], role: str) -> list[Block]:
         parsed: Any = arguments
         if kind == "function_call" and isinstance(arguments, str):
             try:
-                parsed = orjson.loads(arguments)
-            except orjson.JSONDecodeError:
+                parsed = jsonio.loads(arguments)
+            except jsonio.JSONDecodeError:
                 parsed = arguments
         return [
             ToolCall(
@@ -179,7 +178,7 @@ def _blocks(item: Mapping[str, Any], role: str) -> list[Block]:
         ]
     if kind in _OUTPUTS:
         output = item.get("output")
-        text = output if isinstance(output, str) else orjson.dumps(output).decode()
+        text = output if isinstance(output, str) else jsonio.dumps(output).decode()
         return [ToolResult(str(item.get("call_id", "")), text, raw=item)]
     return [Other(str(kind), raw=item)]
 

@@ -26,8 +26,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.transcript.formats import anthropic, openai_chat
 from ipse.transcript.jsonl import check_text_head, parse_json, read_text_bytes
@@ -142,8 +141,8 @@ def _first_line_value(p: Path) -> Any:
             for line in handle:
                 if line.strip():
                     try:
-                        return orjson.loads(line)
-                    except orjson.JSONDecodeError:
+                        return jsonio.loads(line)
+                    except jsonio.JSONDecodeError:
                         return None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
@@ -162,8 +161,8 @@ def _stream_jsonl(
             if line.isspace():
                 continue
             try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
+                value = jsonio.loads(line)
+            except jsonio.JSONDecodeError as exc:
                 if skip_bad_lines:
                     warnings.append(f"{p}:line {number}: skipped a line that is not JSON")
                     continue
@@ -252,8 +251,8 @@ def body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
                 if what == "response":
                     return text
                 try:
-                    return orjson.loads(text)
-                except orjson.JSONDecodeError as exc:
+                    return jsonio.loads(text)
+                except jsonio.JSONDecodeError as exc:
                     raise InputError(f"the {what} body is not valid JSON", path=where) from exc
             return value
     return None
@@ -304,8 +303,8 @@ def usage_of(response: Mapping[str, Any], where: str) -> Mapping[str, Any] | Non
         if stripped.startswith(("event:", "data:", ":")):
             return _usage_of_sse(body)
         try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
+            parsed = jsonio.loads(body)
+        except jsonio.JSONDecodeError:
             return None
         return _usage_of_json(parsed) if isinstance(parsed, Mapping) else None
     return None
@@ -326,8 +325,8 @@ def _usage_of_sse(text: str) -> Mapping[str, Any] | None:
         if not payload or payload == "[DONE]":
             continue
         try:
-            event = orjson.loads(payload)
-        except orjson.JSONDecodeError:
+            event = jsonio.loads(payload)
+        except jsonio.JSONDecodeError:
             continue
         if not isinstance(event, Mapping):
             continue

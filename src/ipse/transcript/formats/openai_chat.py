@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from ipse import jsonio
 from ipse.errors import InputError
 from ipse.transcript.model import (
     Block,
@@ -170,8 +169,8 @@ def _read_call(call: Any) -> Block:
     parsed: Any = arguments
     if isinstance(arguments, str):
         try:
-            parsed = orjson.loads(arguments) if arguments else {}
-        except orjson.JSONDecodeError:
+            parsed = jsonio.loads(arguments) if arguments else {}
+        except jsonio.JSONDecodeError:
             parsed = None
     return ToolCall(
         str(call.get("id", "")),
@@ -307,7 +306,7 @@ def _write_call(block: ToolCall) -> Mapping[str, Any]:
             return raw
     arguments = block.arguments
     if arguments is None:
-        arguments = orjson.dumps(block.input).decode() if block.input is not None else "{}"
+        arguments = jsonio.dumps(block.input).decode() if block.input is not None else "{}"
     return {
         "id": block.id,
         "type": "function",
@@ -321,8 +320,8 @@ def _same_arguments(raw_arguments: Any, block: ToolCall) -> bool:
     if not isinstance(raw_arguments, str):
         return False
     try:
-        return bool(orjson.loads(raw_arguments or "{}") == block.input)
-    except orjson.JSONDecodeError:
+        return bool(jsonio.loads(raw_arguments or "{}") == block.input)
+    except jsonio.JSONDecodeError:
         return block.input is None
 
 

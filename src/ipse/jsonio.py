@@ -1,0 +1,53 @@
+"""JSON in and out: orjson for speed, the standard library where orjson refuses valid input.
+
+orjson rejects strings holding a lone UTF-16 surrogate (``"\\ud800"``), which JSON allows and
+which real agent transcripts do contain (a model's output cut in the middle of an emoji).
+`loads` falls back to the standard library for such documents, and `dumps` writes such strings
+as ASCII escapes, so ipse never reports valid input as broken and never crashes writing it back.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+JSONDecodeError = orjson.JSONDecodeError
+
+OPT_INDENT_2 = orjson.OPT_INDENT_2
+OPT_SORT_KEYS = orjson.OPT_SORT_KEYS
+OPT_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse JSON; raises `JSONDecodeError` (orjson's, with its position) when it is invalid."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        try:
+            text = bytes(data).decode("utf-8") if not isinstance(data, str) else data
+            return json.loads(text)
+        except ValueError:
+            raise exc from None
+
+
+def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:
+    """Serialize compactly (orjson's bytes); strings with lone surrogates become escapes."""
+    try:
+        return orjson.dumps(value, default=default, option=option)
+    except TypeError as exc:
+        if "surrogates" not in str(exc):
+            raise
+        flags = option or 0
+        text = json.dumps(
+            value,
+            ensure_ascii=True,
+            separators=(",", ": ") if flags & OPT_INDENT_2 else (",", ":"),
+            indent=2 if flags & OPT_INDENT_2 else None,
+            sort_keys=bool(flags & OPT_SORT_KEYS),
+            default=default,
+        )
+        return text.encode("ascii")

@@ -1,0 +1,137 @@
+"""Valid but unusual input through every command: lone surrogates, unknown record and block
+types, records without message ids, unicode everywhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipse import jsonio
+from ipse.transcript import Text, load
+
+
+def _ipse(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ipse.cli.main", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"IPSE_HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def _record(kind: str, uuid: str, parent: str | None, message: Any, **extra: Any) -> str:
+    body = {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "adv",
+        "timestamp": f"2026-01-01T00:00:{len(uuid):02d}Z",
+        **extra,
+    }
+    if message is not None:
+        body["message"] = message
+    return json.dumps(body, ensure_ascii=False)
+
+
+@pytest.fixture()
+def odd_session(tmp_path: Path) -> Path:
+    lines = [
+        _record("user", "u1", None, {"role": "user", "content": "héllo — 日本語 🚀"}),
+        # an assistant text with a lone surrogate (a model's output cut inside an emoji)
+        '{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"adv",'
+        '"message":{"role":"assistant","model":"claude-future-9","content":'
+        '[{"type":"text","text":"cut emoji: \\ud83d and more"}]}}',
+        _record("attachment", "x1", "a1", None, attachment={"type": "new_kind", "data": 1}),
+        _record(
+            "assistant",
+            "a2",
+            "x1",
+            {
+                "role": "assistant",
+                "model": "claude-future-9",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}],
+            },
+        ),
+        _record(
+            "user",
+            "r1",
+            "a2",
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [
+                            {"type": "text", "text": "out"},
+                            {
+                                "type": "image",
+                                "source": {
+                                    "type": "base64",
+                                    "media_type": "image/png",
+                                    "data": "iVBORw0KGgo=",
+                                },
+                            },
+                        ],
+                    }
+                ],
+            },
+        ),
+        _record(
+            "assistant",
+            "a3",
+            "r1",
+            {
+                "role": "assistant",
+                "model": "claude-future-9",
+                "content": [
+                    {"type": "future_block", "x": [1, 2]},
+                    {"type": "text", "text": "done"},
+                ],
+            },
+        ),
+        _record("brand-new-record-type", "n1", "a3", None, payload={"k": "v"}),
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_lone_surrogates_read_and_write_back() -> None:
+    value = jsonio.loads(b'{"t": "a\\ud800b"}')
+    assert value == {"t": "a\ud800b"}
+    assert jsonio.loads(jsonio.dumps(value)) == value
+
+
+def test_reader_keeps_odd_content(odd_session: Path) -> None:
+    conversation = load(odd_session).current()
+    texts = [b.text for m in conversation.messages for b in m.blocks if isinstance(b, Text)]
+    assert "cut emoji: \ud83d and more" in texts
+    kinds = [b.kind for m in conversation.messages for b in m.blocks]
+    assert kinds.count("other") == 1  # the future block; the image sits inside the result
+    assert conversation.model == "claude-future-9"
+
+
+def test_every_command_takes_odd_input(odd_session: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    inspect = _ipse("inspect", str(odd_session), "--json", home=home)
+    assert inspect.returncode == 0, inspect.stderr
+    assert json.loads(inspect.stdout)["tool_calls"] == 1
+
+    out = tmp_path / "out.json"
+    handoff = _ipse("handoff", str(odd_session), "--at", "end", "-o", str(out), "--json", home=home)
+    assert handoff.returncode == 0, handoff.stderr
+    report = json.loads(handoff.stdout)
+    assert report["authored_preserved"] is True
+    written = json.loads(out.read_text())
+    assert any("\ud83d" in json.dumps(m) or "\\ud83d" in json.dumps(m) for m in written["messages"])
+
+    prefix = _ipse("prefix", str(odd_session), "--json", home=home)
+    assert prefix.returncode == 0, prefix.stderr
+    assert json.loads(prefix.stdout)["requests"]
