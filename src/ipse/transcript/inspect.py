@@ -28,6 +28,8 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
             if source.session.summaries:
                 report["summaries"] = source.session.summaries
         report["compactions"] = thread.compactions
+        if thread.skipped:
+            report["records_not_messages"] = dict(thread.skipped)
         report.update(message_counts(thread.all_messages()))
         tally.add_messages(thread.all_messages())
         last = thread.conversation

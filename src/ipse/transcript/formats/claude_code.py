@@ -20,6 +20,7 @@ its call.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class Thread:
     name: str
     segments: tuple[Segment, ...]
     path: str
+    # records on the live path that are not messages, by type (progress, attachment, ...)
+    skipped: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def conversation(self) -> Conversation:
@@ -336,7 +339,12 @@ def _build_thread(name: str, records: list[JsonlRecord], path: Path) -> Thread:
             },
         )
         built.append(Segment(conversation, boundary))
-    return Thread(name, tuple(built), str(path))
+    skipped = Counter(
+        str(r.data.get("subtype") or r.data.get("type"))
+        for r in live
+        if r.data.get("type") not in _MESSAGE_TYPES and not _is_boundary(r.data)
+    )
+    return Thread(name, tuple(built), str(path), dict(sorted(skipped.items())))
 
 
 def _messages(records: Iterable[JsonlRecord], path: Path) -> list[Message]:
