@@ -43,6 +43,29 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
+def _default_mode(target: Path) -> int:
+    """The mode a plain ``open(..., "w")`` would give: the existing file's, else 0o666 less
+    the umask (a temporary file is created 0o600)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the platform says it (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)  # elsewhere: read it by setting it, then put it back
+    os.umask(umask)
+    return umask
+
+
 def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder."""
     target = Path(path)
@@ -58,8 +81,7 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode if mode is not None else _default_mode(target))
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):

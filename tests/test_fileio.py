@@ -1,0 +1,39 @@
+"""Atomic writes: whole files or nothing, with the permissions a plain write would give."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ipse.errors import InputError
+from ipse.fileio import atomic_write, read_bytes
+
+
+def test_new_file_gets_umask_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a.json", b"{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
+    assert read_bytes(tmp_path / "a.json") == b"{}"
+
+
+def test_existing_file_keeps_its_mode_and_no_temporary_is_left(tmp_path: Path) -> None:
+    target = tmp_path / "b.txt"
+    target.write_text("old")
+    target.chmod(0o640)
+    atomic_write(target, "new")
+    assert target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["b.txt"]
+
+
+def test_unwritable_folder_is_a_clean_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match="cannot write"):
+        atomic_write(blocker / "inside.json", b"{}")
