@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipse.transcript.formats.claude_code import ClaudeCodeSession, Segment, Thread
+from ipse.transcript.formats.claude_code import ClaudeCodeSession
 from ipse.transcript.formats.http_log import Exchange
 from ipse.transcript.load import Source, load, read_conversation
 from ipse.transcript.model import (
@@ -21,6 +21,7 @@ from ipse.transcript.model import (
     ToolResult,
 )
 from ipse.transcript.sniff import FORMATS, body_dialect, detect
+from ipse.transcript.thread import Segment, Thread
 
 
 def write(conversation: Conversation, dialect: str | None = None) -> dict[str, Any]:

@@ -13,13 +13,14 @@ from pathlib import Path
 
 from ipse.errors import InputError, UnknownFormat, UsageError
 from ipse.transcript.formats import anthropic, openai_chat
-from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession, Thread, read_session
+from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession, read_session
 from ipse.transcript.formats.codex import read_rollout
 from ipse.transcript.formats.http_log import Exchange, read_http_log
 from ipse.transcript.jsonl import parse_json, read_text_bytes
 from ipse.transcript.links import check_links
 from ipse.transcript.model import Conversation
 from ipse.transcript.sniff import FORMATS, detect
+from ipse.transcript.thread import Thread
 
 
 @dataclass

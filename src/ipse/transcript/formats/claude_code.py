@@ -21,7 +21,7 @@ its call.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,41 +31,10 @@ from ipse.transcript.formats.anthropic import read_message
 from ipse.transcript.jsonl import JsonlRecord, read_jsonl
 from ipse.transcript.links import check_links
 from ipse.transcript.model import Conversation, Message, Origin, Text, ToolResult
+from ipse.transcript.thread import Segment, Thread
 
 MAIN = "main"
 _MESSAGE_TYPES = ("user", "assistant")
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """One stretch of a thread between compaction boundaries."""
-
-    conversation: Conversation
-    boundary: Mapping[str, Any] | None  # the compact_boundary record that opened it, if any
-
-
-@dataclass(frozen=True)
-class Thread:
-    """A thread's live path, cut into segments at compaction boundaries (oldest first)."""
-
-    name: str
-    segments: tuple[Segment, ...]
-    path: str
-    # records on the live path that are not messages, by type (progress, attachment, ...)
-    skipped: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def conversation(self) -> Conversation:
-        """What the model saw last: the segment after the last compaction boundary."""
-        return self.segments[-1].conversation
-
-    @property
-    def compactions(self) -> int:
-        return sum(1 for s in self.segments if s.boundary is not None)
-
-    def all_messages(self) -> Iterator[Message]:
-        for segment in self.segments:
-            yield from segment.conversation.messages
 
 
 @dataclass

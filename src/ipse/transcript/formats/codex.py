@@ -20,7 +20,6 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.transcript.formats.claude_code import Segment, Thread
 from ipse.transcript.jsonl import JsonlRecord, read_jsonl
 from ipse.transcript.links import check_links
 from ipse.transcript.model import (
@@ -35,6 +34,7 @@ from ipse.transcript.model import (
     ToolResult,
 )
 from ipse.transcript.origin import classify_user_text
+from ipse.transcript.thread import Segment, Thread
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
