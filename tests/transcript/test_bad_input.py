@@ -103,3 +103,16 @@ def test_empty_file(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     _assert_clean_error(_inspect(str(path)), str(path), "empty")
+
+
+def test_openai_tool_calls_that_are_not_a_list(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "x", "tool_calls": 5},
+        ],
+    }
+    path.write_text(json.dumps(body))
+    _assert_clean_error(_inspect(str(path)), str(path), "message 1", "'tool_calls' must be a list")

@@ -127,7 +127,10 @@ def read_message(raw: Any, *, position: int | None = None, source: str | None = 
     elif isinstance(content, list):
         form = "blocks"
         blocks.extend(_read_parts(content, origin))
-    for call in raw.get("tool_calls") or []:
+    calls = raw.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise InputError("'tool_calls' must be a list", path=source, position=where)
+    for call in calls or []:
         blocks.append(_read_call(call))
     return Message(role, tuple(blocks), form, raw)
 
