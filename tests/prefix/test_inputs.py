@@ -9,6 +9,7 @@ import pytest
 
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
+from ipse.prefix.hashing import block_text
 from ipse.prefix.report import analyze
 
 from ..conftest import HTTP_LOG
@@ -152,3 +153,32 @@ def test_har_logs_are_read(tmp_path: Path) -> None:
     assert log.requests[1].time is not None
     report = analyze(log.requests)
     assert report.rows[1].cause is None and report.rows[1].predicted.cache_read > 0
+
+
+@pytest.mark.parametrize(
+    ("system", "blocks"), [(5, 1), ({"type": "text", "text": "s"}, 1), ([5, "a", None], 3)]
+)
+def test_lint_and_layers_take_a_system_that_is_not_a_list_of_blocks(
+    system: object, blocks: int
+) -> None:
+    request = body(1)
+    request["system"] = system
+    assert isinstance(lint(request), list)
+    found = {layer.name: layer for layer in layers(request)}
+    assert len(found["system"].blocks) == blocks
+    changed = body(1)
+    changed["system"] = {"type": "text", "text": "other"}
+    assert found["system"].hash != {x.name: x for x in layers(changed)}["system"].hash
+
+
+def test_openai_tool_calls_that_are_not_a_list() -> None:
+    request = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "x", "tool_calls": 5},
+            {"role": "user", "content": "again"},
+        ],
+    }
+    assert [b.path for b in layers(request)[-1].blocks] == ["messages[2]"]
+    assert block_text(request["messages"][1]) == "x"

@@ -146,7 +146,8 @@ def block_text(raw: Any) -> str:
         parts = [block_text(raw.get("content") or "")]
         if isinstance(raw.get("content"), list):
             parts = [block_text(p) for p in raw["content"]]
-        for call in raw.get("tool_calls") or ():
+        calls = raw.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
             function = call.get("function", {}) if isinstance(call, Mapping) else {}
             parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
         return "\n".join(parts)
@@ -235,7 +236,10 @@ class Flattener:
         if self._anthropic:
             if system is None or system == "" or system == []:
                 return _Seg([], [], [], [], [])
-            items = [_as_text(system)] if isinstance(system, str) else list(system)
+            if isinstance(system, str):
+                items = [_as_text(system)]
+            else:
+                items = list(system) if isinstance(system, list) else [system]
             return self._part(system, lambda: self._blocks(items, b"system:"), system)
         return _Seg([], [], [], [], [])
 
