@@ -45,9 +45,15 @@ def test_end_cuts_after_every_message() -> None:
     assert report.cut == 4 and report.cut_kind == "end" and len(after.messages) == 2
 
 
-def test_bad_at_value() -> None:
+@pytest.mark.parametrize("at", ["yesterday", "³", "--3", "+3", "1.5", "-"])
+def test_bad_at_value(at: str) -> None:
     with pytest.raises(UsageError):
-        strip(anthropic_conv(*GOOD), "yesterday")
+        strip(anthropic_conv(*GOOD), at)
+
+
+@pytest.mark.parametrize(("at", "cut"), [(" 2 ", 2), ("04", 4), ("0", 0)])
+def test_at_index_as_text(at: str, cut: int) -> None:
+    assert strip(anthropic_conv(*GOOD), at)[1].requested_cut == cut
 
 
 def test_orphan_result_anywhere() -> None:

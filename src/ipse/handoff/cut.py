@@ -15,6 +15,7 @@ message holding the call, so no result is ever left without its call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -54,7 +55,7 @@ def parse_at(at: At) -> tuple[CutKind, int | None]:
     if isinstance(at, int):
         return "index", at
     text = str(at).strip()
-    if text.lstrip("-").isdigit():
+    if re.fullmatch(r"-?[0-9]+", text):
         return "index", int(text)
     raise UsageError(f"--at: expected checkpoint, now, end or a message index, got {at!r}")
 
