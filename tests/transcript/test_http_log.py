@@ -156,3 +156,17 @@ def test_response_bodies_as_objects_and_base64_har(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines))
     assert [e.usage for e in load(path).exchanges or []] == [usage, usage]
+
+
+def test_exchanges_whose_request_is_the_bare_body(tmp_path: Path) -> None:
+    path = tmp_path / "exchanges.jsonl"
+    rows = [
+        {"request": ANTHROPIC_BODY, "response": {"usage": {"input_tokens": 5}}, "ts": 60},
+        {"request": OPENAI_BODY, "response": {"usage": {"prompt_tokens": 9}}},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    exchanges = load(path).exchanges or []
+    assert [e.provider for e in exchanges] == ["anthropic", "openai-chat"]
+    assert [e.body for e in exchanges] == [ANTHROPIC_BODY, OPENAI_BODY]
+    assert [e.usage for e in exchanges] == [{"input_tokens": 5}, {"prompt_tokens": 9}]
+    assert exchanges[0].time is not None and exchanges[0].time.year == 1970

@@ -206,6 +206,8 @@ def exchange_fields(entry: Mapping[str, Any], where: str) -> ExchangeFields:
     response = entry.get("response")
     if isinstance(request, Mapping):
         body = body_of(request, where, "request")
+        if body is None and (isinstance(request.get("messages"), list) or "model" in request):
+            body = request  # the request body itself, as a response may be its bare body
         url = request.get("url") or request.get("path")
     elif isinstance(entry.get("messages"), list) or "model" in entry:  # a bare request body
         body = {k: v for k, v in entry.items() if k not in ("ts", "usage", "time", "response")}
