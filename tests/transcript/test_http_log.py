@@ -170,3 +170,20 @@ def test_exchanges_whose_request_is_the_bare_body(tmp_path: Path) -> None:
     assert [e.body for e in exchanges] == [ANTHROPIC_BODY, OPENAI_BODY]
     assert [e.usage for e in exchanges] == [{"input_tokens": 5}, {"prompt_tokens": 9}]
     assert exchanges[0].time is not None and exchanges[0].time.year == 1970
+
+
+def test_times_out_of_range_are_unknown_and_header_dates_are_aware(tmp_path: Path) -> None:
+    path = tmp_path / "times.jsonl"
+    rows = [
+        {**ANTHROPIC_BODY, "ts": 1e20},
+        {**ANTHROPIC_BODY, "ts": -1e300},
+        {
+            "request": {"body": ANTHROPIC_BODY},
+            "response": {"headers": {"Date": "Mon, 05 Jan 2026 09:00:00 -0000"}},
+        },
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    exchanges = load(path).exchanges or []
+    assert [e.time for e in exchanges[:2]] == [None, None]
+    last = exchanges[2].time
+    assert last is not None and last.utcoffset() is not None and last.hour == 9

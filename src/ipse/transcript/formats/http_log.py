@@ -366,7 +366,10 @@ def parse_time(value: Any) -> datetime | None:
         return None
     if isinstance(value, int | float):
         seconds = value / 1000 if value > 1e11 else value
-        return datetime.fromtimestamp(seconds, tz=UTC)
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # beyond what a datetime can hold
+            return None
     if isinstance(value, str) and value:
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -386,7 +389,8 @@ def header_date(headers: Any) -> datetime | None:
     for name, value in items:
         if str(name).lower() == "date" and isinstance(value, str):
             try:
-                return parsedate_to_datetime(value)
+                parsed = parsedate_to_datetime(value)
             except (TypeError, ValueError):
                 return None
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return None
