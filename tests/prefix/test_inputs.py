@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
+from ipse.cli.main import cli
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
+from ipse.prefix.actual import actual_tokens
 from ipse.prefix.hashing import block_text
 from ipse.prefix.report import analyze
 
@@ -182,3 +186,31 @@ def test_openai_tool_calls_that_are_not_a_list() -> None:
     }
     assert [b.path for b in layers(request)[-1].blocks] == ["messages[2]"]
     assert block_text(request["messages"][1]) == "x"
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": 1e30, "cache_read_input_tokens": None},
+        {"input_tokens": "ten", "cache_read_input_tokens": -4},
+        {"prompt_tokens": -1},
+        {"prompt_tokens": float(2**60)},
+    ],
+)
+def test_usage_values_that_are_not_token_counts_are_ignored(usage: dict[str, object]) -> None:
+    tokens = actual_tokens(usage)
+    assert tokens is None or (tokens.cache_read, tokens.cache_write) == (0, 0)
+    assert tokens is None or 0 <= tokens.uncached < 2**53
+
+
+def test_prefix_json_with_a_huge_recorded_usage(tmp_path: Path) -> None:
+    rows = [
+        {**body(1), "usage": {"input_tokens": 1e30, "cache_read_input_tokens": 0}},
+        {**body(2), "usage": {"input_tokens": 5, "cache_read_input_tokens": 100}},
+    ]
+    result = CliRunner().invoke(
+        cli, ["prefix", str(_write_jsonl(tmp_path / "b.jsonl", rows)), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["requests"][0]["actual"]["uncached"] == 0

@@ -20,8 +20,15 @@ TOLERANCE_SHARE = 0.05
 TOLERANCE_MIN = 128
 
 
+# Larger counts than this are not token counts (and would not fit the JSON report's integers).
+_MAX_TOKENS = 2**53
+
+
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A recorded token count, or None when the value is not one (negative, huge, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if 0 <= value < _MAX_TOKENS else None
 
 
 def actual_tokens(usage: Mapping[str, Any] | None) -> Tokens | None:
