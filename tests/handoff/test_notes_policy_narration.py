@@ -18,6 +18,7 @@ from ipse.handoff import (
     strip,
     tool_definition,
 )
+from ipse.handoff.policy import cached_share
 from ipse.tokens import default_counter
 from ipse.transcript.stats import TokenTally
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
@@ -145,3 +146,22 @@ def test_narration_coverage_and_warning() -> None:
 def test_the_narration_prompt_ships() -> None:
     prompt = narration_prompt()
     assert "Before each tool call" in prompt and "micro_handoff" in prompt
+
+
+@pytest.mark.parametrize(
+    ("usage", "share"),
+    [
+        ({"input_tokens": 10, "cache_read_input_tokens": 30}, 0.75),
+        ({"input_tokens": "ten", "cache_read_input_tokens": 30}, 1.0),
+        ({"input_tokens": 10, "cache_read_input_tokens": {"a": 1}}, 0.0),
+        ({"input_tokens": -5, "cache_read_input_tokens": 5}, 1.0),
+        ({"input_tokens": "x"}, None),
+    ],
+)
+def test_cached_share_reads_only_token_counts(usage: dict[str, object], share: object) -> None:
+    from dataclasses import replace
+
+    conversation = anthropic_conv(user(text("go")), assistant(text("x")))
+    last = replace(conversation.messages[-1], meta={"usage": usage})
+    conversation = replace(conversation, messages=(conversation.messages[0], last))
+    assert cached_share(conversation) == share

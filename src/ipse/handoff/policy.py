@@ -135,11 +135,18 @@ def cached_share(conversation: Conversation) -> float | None:
     for message in reversed(conversation.messages):
         usage = message.meta.get("usage") if message.meta else None
         if isinstance(usage, dict):
-            read = int(usage.get("cache_read_input_tokens") or 0)
-            total = read + int(usage.get("cache_creation_input_tokens") or 0)
-            total += int(usage.get("input_tokens") or 0)
+            read = _count(usage.get("cache_read_input_tokens"))
+            total = read + _count(usage.get("cache_creation_input_tokens"))
+            total += _count(usage.get("input_tokens"))
             return read / total if total else None
     return None
+
+
+def _count(value: Any) -> int:
+    """A recorded token count; anything that is not one (a string, a negative number) is 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
 
 
 __all__ = [
