@@ -37,3 +37,20 @@ def test_unwritable_folder_is_a_clean_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(InputError, match="cannot write"):
         atomic_write(blocker / "inside.json", b"{}")
+
+
+def test_a_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open at once, so writing cannot block
+    try:
+        atomic_write(fifo, b'{"a": 1}')
+        try:
+            received = os.read(reader, 100)
+        except BlockingIOError:
+            received = b""
+    finally:
+        os.close(reader)
+    assert received == b'{"a": 1}'
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -70,6 +71,9 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
     """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder."""
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if _is_special(target):
+        _write_through(target, payload)
+        return
     folder = target.parent if str(target.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -92,3 +96,22 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
             os.unlink(tmp)
         raise
     fsync_dir(folder)
+
+
+def _is_special(target: Path) -> bool:
+    """Whether ``target`` is an existing device, pipe or socket (``/dev/stdout``, a FIFO):
+    renaming a file over it would replace the device node instead of writing to it."""
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _write_through(target: Path, payload: bytes) -> None:
+    try:
+        with open(target, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
