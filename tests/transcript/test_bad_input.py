@@ -116,3 +116,27 @@ def test_openai_tool_calls_that_are_not_a_list(tmp_path: Path) -> None:
     }
     path.write_text(json.dumps(body))
     _assert_clean_error(_inspect(str(path)), str(path), "message 1", "'tool_calls' must be a list")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": "claude-x", "messages": [{"role": "user", "content": ["just a string"]}]},
+        {"model": "claude-x", "system": ["str"], "messages": [{"role": "user", "content": "x"}]},
+        {
+            "model": "gpt-x",
+            "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [42]}],
+        },
+        {
+            "model": "gpt-x",
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "assistant", "content": None, "tool_calls": ["call"]},
+            ],
+        },
+    ],
+)
+def test_blocks_that_are_not_objects_are_refused_not_rewritten(tmp_path: Path, body: dict) -> None:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    _assert_clean_error(_inspect(str(path)), str(path), "not a JSON object")

@@ -69,10 +69,12 @@ def _read_system(value: Any, source: str | None) -> tuple[tuple[Text | Other, ..
     if isinstance(value, list):
         blocks: list[Text | Other] = []
         for item in value:
-            if isinstance(item, Mapping) and item.get("type") == "text":
+            if not isinstance(item, Mapping):
+                raise InputError("a 'system' block that is not a JSON object", path=source)
+            if item.get("type") == "text":
                 blocks.append(Text(str(item.get("text", "")), Origin.SYSTEM, raw=item))
             else:
-                blocks.append(Other(_type_of(item), raw=_as_mapping(item)))
+                blocks.append(Other(_type_of(item), raw=item))
         return tuple(blocks), "blocks"
     raise InputError("'system' must be a string or a list of blocks", path=source)
 
@@ -94,7 +96,18 @@ def read_message(raw: Any, *, position: int | None = None, source: str | None = 
         raise InputError(
             "message content must be a string or a list of blocks", path=source, position=where
         )
-    return Message(role, tuple(read_block(b, role) for b in content), "blocks", raw)
+    for index, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise InputError(
+                f"content block {index} is not a JSON object", path=source, position=where
+            )
+    try:
+        blocks = tuple(read_block(b, role) for b in content)
+    except InputError as exc:
+        if exc.path is None:
+            raise InputError(exc.detail, path=source, position=where) from exc
+        raise
+    return Message(role, blocks, "blocks", raw)
 
 
 def _text(text: str, role: str, raw: Mapping[str, Any] | None) -> Text:
@@ -108,7 +121,7 @@ def _text(text: str, role: str, raw: Mapping[str, Any] | None) -> Text:
 def read_block(raw: Any, role: str) -> Block:
     """One content block dict as a neutral block."""
     if not isinstance(raw, Mapping):
-        return Other(_type_of(raw), raw=_as_mapping(raw))
+        raise InputError(f"a content block that is not a JSON object: {str(raw)[:40]!r}")
     kind = raw.get("type")
     if kind == "text" and isinstance(raw.get("text"), str):
         return _text(raw["text"], role, raw)
@@ -140,10 +153,6 @@ def _type_of(item: Any) -> str:
     if isinstance(item, Mapping):
         return str(item.get("type", "unknown"))
     return type(item).__name__
-
-
-def _as_mapping(item: Any) -> Mapping[str, Any]:
-    return item if isinstance(item, Mapping) else {"value": item}
 
 
 # --------------------------------------------------------------------------------------- write

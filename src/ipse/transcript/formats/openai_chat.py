@@ -98,8 +98,17 @@ def _flatten(content: Any) -> str:
 
 
 def read_message(raw: Any, *, position: int | None = None, source: str | None = None) -> Message:
-    """One chat message dict as a `Message`."""
+    """One chat message dict as a `Message`; errors name the file and the message."""
     where = f"message {position}" if position is not None else None
+    try:
+        return _read_message(raw, where, source)
+    except InputError as exc:
+        if exc.path is None and source is not None:
+            raise InputError(exc.detail, path=source, position=where) from exc
+        raise
+
+
+def _read_message(raw: Any, where: str | None, source: str | None) -> Message:
     if not isinstance(raw, Mapping):
         raise InputError("a message must be a JSON object", path=source, position=where)
     role = raw.get("role")
@@ -158,13 +167,13 @@ def _read_parts(parts: Any, origin: Origin | None) -> tuple[Block, ...]:
         elif isinstance(part, Mapping):
             out.append(Other(str(part.get("type", "unknown")), raw=part))
         else:
-            out.append(Other(type(part).__name__, raw={"value": part}))
+            raise InputError(f"a content part that is not a JSON object: {str(part)[:40]!r}")
     return tuple(out)
 
 
 def _read_call(call: Any) -> Block:
     if not isinstance(call, Mapping):
-        return Other("tool_call", raw={"value": call})
+        raise InputError(f"a tool call that is not a JSON object: {str(call)[:40]!r}")
     function = call.get("function")
     if not isinstance(function, Mapping):
         return Other(str(call.get("type", "tool_call")), raw=call)
