@@ -187,3 +187,16 @@ def test_times_out_of_range_are_unknown_and_header_dates_are_aware(tmp_path: Pat
     assert [e.time for e in exchanges[:2]] == [None, None]
     last = exchanges[2].time
     assert last is not None and last.utcoffset() is not None and last.hour == 9
+
+
+def test_requests_without_messages_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    lines = [
+        {"request": {"body": ANTHROPIC_BODY}},
+        {"request": {"url": "https://api.anthropic.com/v1/models", "body": {"model": "x"}}},
+        {"request": {"body": ANTHROPIC_BODY}},
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    source = load(path)
+    assert [e.index for e in source.exchanges or []] == [0, 2]
+    assert len(source.warnings) == 1 and "request 1 has no messages" in source.warnings[0]

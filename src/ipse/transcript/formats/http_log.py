@@ -59,11 +59,17 @@ class Exchange:
 def read_http_log(
     path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
 ) -> list[Exchange]:
-    """Every exchange of a log file or folder, in log order."""
+    """Every exchange of a log file or folder, in log order; ``index`` is the position in the
+    log. Requests without messages (token counting, model listings) are skipped with a
+    warning."""
     exchanges = []
-    entries = iter_entries(path, skip_bad_lines=skip_bad_lines, warnings=warnings)
+    sink = warnings if warnings is not None else []
+    entries = iter_entries(path, skip_bad_lines=skip_bad_lines, warnings=sink)
     for index, (where, entry) in enumerate(entries):
         fields = exchange_fields(entry, where)
+        if not isinstance(fields.body.get("messages"), list):
+            sink.append(f"{where}: request {index} has no messages (not a conversation turn)")
+            continue
         reader = anthropic.read_body if fields.provider == "anthropic" else openai_chat.read_body
         exchanges.append(
             Exchange(
