@@ -46,7 +46,7 @@ def test_handoff_json_document(tmp_path: Path) -> None:
     )
     assert 0.0 <= document["narration_coverage"] <= 1.0
     body = json.loads(out.read_bytes())
-    assert set(body) == {"model", "messages"}
+    assert set(body) == {"model", "max_tokens", "messages"}
 
 
 def test_recall_gives_back_byte_equal_originals() -> None:

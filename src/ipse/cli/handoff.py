@@ -4,6 +4,7 @@ the rest, and print the before/after measurement."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,18 @@ _WRITABLE = ("anthropic", "openai-chat")
 @click.command("handoff")
 @click.argument("file", type=click.Path(path_type=Path), required=False)
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="Write the stripped request body here."
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=8192,
+    show_default=True,
+    help="max_tokens for a written Anthropic body whose input has none (a Claude Code session "
+    "records none, and the API requires it).",
 )
 @click.option(
     "--at",
@@ -77,6 +89,7 @@ _WRITABLE = ("anthropic", "openai-chat")
 def handoff_command(
     file: Path | None,
     output: Path | None,
+    max_tokens: int,
     at: str,
     fmt: str | None,
     thread: str | None,
@@ -109,6 +122,11 @@ def handoff_command(
         return
     if file is None:
         raise UsageError("missing FILE (see ipse handoff --help)")
+    to_stdout = output is not None and str(output) == "-"
+    if to_stdout and as_json:
+        raise UsageError("-o - and --json would both write to stdout; choose one")
+    if output is not None and not to_stdout and output.is_dir():
+        raise UsageError(f"{output}: is a folder; -o takes a file path")
     source = load(file, fmt, thread=thread)
     before = source.current()
     if before.dialect not in _WRITABLE:
@@ -120,6 +138,8 @@ def handoff_command(
         breadcrumbs=breadcrumbs,
     )
     after, report = strip(before, at, options)
+    if after.dialect == "anthropic" and "max_tokens" not in after.settings:
+        after = replace(after, settings={**after.settings, "max_tokens": max_tokens})
     verdict = verify(before, after, at=report.cut)
     if not verdict.ok:
         raise CheckFailed(
@@ -137,7 +157,9 @@ def handoff_command(
             archived = archive.put(session or _session_id(source), report.removed, str(file))
         finally:
             archive.close()
-    if output is not None:
+    if to_stdout:
+        click.echo(data.decode("utf-8"))
+    elif output is not None:
         from ipse.fileio import atomic_write
 
         atomic_write(output, data)
@@ -155,7 +177,7 @@ def handoff_command(
     if as_json:
         emit_json(document)
     else:
-        _render(document)
+        _render(document, to_stderr=to_stdout)
     for line in [told.warning] if told.warning else []:
         warn(line)
     for problem in report.carried_problems:
@@ -204,10 +226,10 @@ _LABELS = {
 }
 
 
-def _render(document: dict[str, Any]) -> None:
+def _render(document: dict[str, Any], *, to_stderr: bool = False) -> None:
     from rich.table import Table
 
-    out = console()
+    out = console(stderr=to_stderr)
     table = Table(
         title=f"handoff ({document['cut']['kind']}, cut at message {document['cut']['at']})",
         title_justify="left",
@@ -231,5 +253,5 @@ def _render(document: dict[str, Any]) -> None:
     )
     policy = document["policy"]
     out.print(f"policy: {'hand off' if policy['handoff'] else 'wait'} ({policy['reason']})")
-    if document["output"]:
+    if document["output"] and document["output"] != "-":
         out.print(f"wrote {document['output']}")

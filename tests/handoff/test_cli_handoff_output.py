@@ -1,0 +1,69 @@
+"""Where `ipse handoff` writes: a file, stdout, never a folder; and a body the API accepts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import CLAUDE_CODE
+
+SESSION = CLAUDE_CODE / "tool_heavy.jsonl"
+
+
+def _ipse(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ipse.cli.main", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"IPSE_HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_claude_code_output_carries_model_and_max_tokens(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = _ipse("handoff", str(SESSION), "--at", "end", "-o", str(out), home=tmp_path / "h")
+    assert result.returncode == 0, result.stderr
+    body = json.loads(out.read_text())
+    assert body["max_tokens"] == 8192
+    assert body["model"].startswith("claude")
+    again = _ipse(
+        "handoff",
+        str(out),
+        "--at",
+        "end",
+        "-o",
+        str(tmp_path / "again.json"),
+        "--max-tokens",
+        "100",
+        home=tmp_path / "h",
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "again.json").read_text()) == body  # its own value is kept
+
+
+def test_dash_writes_the_body_to_stdout_and_the_report_to_stderr(tmp_path: Path) -> None:
+    result = _ipse(
+        "handoff", str(SESSION), "--at", "end", "-o", "-", "--no-archive", home=tmp_path / "h"
+    )
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["messages"][0]["role"] == "user"
+    assert "authored text preserved" in result.stderr
+    assert not (Path.cwd() / "-").exists()
+
+
+def test_folder_as_output_is_refused_before_anything_is_archived(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    result = _ipse("handoff", str(SESSION), "--at", "end", "-o", str(tmp_path), home=home)
+    assert result.returncode == 2
+    assert "is a folder" in result.stderr and "Traceback" not in result.stderr
+    assert not (home / "ipse.db").exists()
+
+
+def test_dash_with_json_is_a_usage_error(tmp_path: Path) -> None:
+    result = _ipse("handoff", str(SESSION), "--at", "end", "-o", "-", "--json", home=tmp_path / "h")
+    assert result.returncode == 2
+    assert "stdout" in result.stderr
