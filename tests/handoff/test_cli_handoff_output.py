@@ -67,3 +67,64 @@ def test_dash_with_json_is_a_usage_error(tmp_path: Path) -> None:
     result = _ipse("handoff", str(SESSION), "--at", "end", "-o", "-", "--json", home=tmp_path / "h")
     assert result.returncode == 2
     assert "stdout" in result.stderr
+
+
+def test_verify_at_checkpoint_with_a_renamed_checkpoint_tool(tmp_path: Path) -> None:
+    body = {
+        "model": "claude-x",
+        "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "do the work"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Running the tests."},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"cmd": "pytest"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "3 passed"}],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "All green; saving notes."},
+                    {"type": "tool_use", "id": "t2", "name": "save_notes", "input": {"done": "x"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "noted"}],
+            },
+            {"role": "assistant", "content": "Next I refactor."},
+        ],
+    }
+    before = tmp_path / "before.json"
+    before.write_text(json.dumps(body))
+    after = tmp_path / "after.json"
+    home = tmp_path / "h"
+    made = _ipse(
+        "handoff",
+        str(before),
+        "--checkpoint-tool",
+        "save_notes",
+        "-o",
+        str(after),
+        "--no-archive",
+        home=home,
+    )
+    assert made.returncode == 0, made.stderr
+    checked = _ipse(
+        "verify",
+        str(before),
+        str(after),
+        "--at",
+        "checkpoint",
+        "--checkpoint-tool",
+        "save_notes",
+        home=home,
+    )
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+    missing = _ipse("verify", str(before), str(after), "--at", "checkpoint", home=home)
+    assert missing.returncode == 2  # no micro_handoff call in BEFORE

@@ -8,7 +8,7 @@ import click
 
 from ipse.cli._output import console, emit_json
 from ipse.errors import CheckFailed
-from ipse.handoff import verify
+from ipse.handoff import CHECKPOINT_TOOL, verify
 from ipse.transcript import FORMATS, load
 
 
@@ -16,10 +16,21 @@ from ipse.transcript import FORMATS, load
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
 @click.option("--at", help="The cut the handoff used (checkpoint, now, or an index).")
+@click.option(
+    "--checkpoint-tool",
+    default=CHECKPOINT_TOOL,
+    show_default=True,
+    help="The checkpoint tool's name (for --at checkpoint).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Format of BEFORE.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def verify_command(
-    before: Path, after: Path, at: str | None, fmt: str | None, as_json: bool
+    before: Path,
+    after: Path,
+    at: str | None,
+    checkpoint_tool: str,
+    fmt: str | None,
+    as_json: bool,
 ) -> None:
     """Check AFTER keeps every authored text of BEFORE, in order, byte for byte.
 
@@ -33,7 +44,7 @@ def verify_command(
     """
     old = load(before, fmt).current()
     new = load(after).current()
-    verdict = verify(old, new, at=at)
+    verdict = verify(old, new, at=at, checkpoint_tool=checkpoint_tool)
     if as_json:
         emit_json(verdict.to_json())
     else:

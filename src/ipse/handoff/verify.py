@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
-from ipse.handoff.cut import At, resolve_cut, settle
+from ipse.handoff.cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.transcript.model import Conversation, Message, Text
 
 
@@ -78,11 +78,17 @@ def authored_chars(messages: Sequence[Message]) -> int:
     return sum(len(text) for _, _, text in authored_texts(messages))
 
 
-def verify(before: Conversation, after: Conversation, at: At | None = None) -> Verdict:
+def verify(
+    before: Conversation,
+    after: Conversation,
+    at: At | None = None,
+    checkpoint_tool: str = CHECKPOINT_TOOL,
+) -> Verdict:
     """Check ``after`` keeps every authored text of ``before`` and its untouched part as it was.
 
-    ``at`` names the cut the handoff used (``checkpoint``, ``now``, an index); without it the
-    untouched part is the longest run of identical trailing messages."""
+    ``at`` names the cut the handoff used (``checkpoint``, ``now``, an index; ``checkpoint``
+    looks for ``checkpoint_tool``); without it the untouched part is the longest run of
+    identical trailing messages."""
     old = [_written(before, m) for m in before.messages]
     new = [_written(after, m) for m in after.messages]
     if at is None:
@@ -90,7 +96,7 @@ def verify(before: Conversation, after: Conversation, at: At | None = None) -> V
         cut = len(old) - tail
         identical = True
     else:
-        cut = settle(before.messages, resolve_cut(before, at).index)
+        cut = settle(before.messages, resolve_cut(before, at, checkpoint_tool).index)
         tail = len(old) - cut
         identical = tail <= len(new) and (tail == 0 or new[-tail:] == old[cut:])
     prefix_out = after.messages[: len(new) - tail] if tail <= len(new) else after.messages
