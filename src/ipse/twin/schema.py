@@ -207,18 +207,19 @@ def _parse_v3(doc: Any) -> TwinState:
     cp = _obj(d["counterparty"], "counterparty", {"account", "facts"})
     if not isinstance(cp["facts"], list):
         raise _fail("counterparty.facts", f"expected a list, got {_kind(cp['facts'])}")
-    facts = tuple(_parse_fact(f, f"counterparty.facts[{i}]") for i, f in enumerate(cp["facts"]))
-    ids = [f.id for f in facts]
-    for i, fact in enumerate(facts):
-        if fact.id in ids[:i]:
-            raise _fail(f"counterparty.facts[{i}].id", f"duplicate fact id {fact.id!r}")
+    facts = tuple(
+        _fact_fast(f) or _parse_fact(f, f"counterparty.facts[{i}]")
+        for i, f in enumerate(cp["facts"])
+    )
+    _no_duplicates([f.id for f in facts], "counterparty.facts", "fact")
     if not isinstance(d["open_loops"], list):
         raise _fail("open_loops", f"expected a list, got {_kind(d['open_loops'])}")
-    loops = tuple(_parse_loop(lp, f"open_loops[{i}]") for i, lp in enumerate(d["open_loops"]))
+    loops = tuple(
+        _loop_fast(lp) or _parse_loop(lp, f"open_loops[{i}]")
+        for i, lp in enumerate(d["open_loops"])
+    )
     loop_ids = [lp.id for lp in loops]
-    for i, loop in enumerate(loops):
-        if loop.id in loop_ids[:i]:
-            raise _fail(f"open_loops[{i}].id", f"duplicate loop id {loop.id!r}")
+    _no_duplicates(loop_ids, "open_loops", "loop")
     active = _str(d["active_loop"], "active_loop", nullable=True)
     if active is not None and active not in loop_ids:
         raise _fail("active_loop", f"unknown loop {active!r}")
@@ -230,6 +231,65 @@ def _parse_v3(doc: Any) -> TwinState:
         active_loop=active,
         as_of=parse_time(d["as_of"], "as_of"),
     )
+
+
+def _no_duplicates(ids: list[str], path: str, what: str) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(ids):
+        if item in seen:
+            raise _fail(f"{path}[{i}].id", f"duplicate {what} id {item!r}")
+        seen.add(item)
+
+
+_FACT_KEYS = frozenset(
+    {"id", "text", "established_at", "last_used_at", "pinned", "expires_at", "superseded_by"}
+)
+_LOOP_KEYS = frozenset({"id", "text", "opened_at"})
+
+
+def _fact_fast(value: Any) -> Fact | None:
+    """A well-formed fact without building error paths; None sends it to the checking parser,
+    which names the field that is wrong."""
+    if type(value) is not dict or value.keys() != _FACT_KEYS:
+        return None
+    expires, superseded = value["expires_at"], value["superseded_by"]
+    if not (
+        type(value["id"]) is str
+        and type(value["text"]) is str
+        and type(value["pinned"]) is bool
+        and type(value["established_at"]) is str
+        and type(value["last_used_at"]) is str
+        and (expires is None or type(expires) is str)
+        and (superseded is None or type(superseded) is str)
+    ):
+        return None
+    try:
+        return Fact(
+            id=value["id"],
+            text=value["text"],
+            established_at=_parse_iso(value["established_at"]),
+            last_used_at=_parse_iso(value["last_used_at"]),
+            pinned=value["pinned"],
+            expires_at=None if expires is None else _parse_iso(expires),
+            superseded_by=superseded,
+        )
+    except ValueError:
+        return None
+
+
+def _loop_fast(value: Any) -> Loop | None:
+    """A well-formed loop without building error paths (see `_fact_fast`)."""
+    if type(value) is not dict or value.keys() != _LOOP_KEYS:
+        return None
+    if not (type(value["id"]) is str and type(value["text"]) is str):
+        return None
+    opened = value["opened_at"]
+    if type(opened) is not str:
+        return None
+    try:
+        return Loop(id=value["id"], text=value["text"], opened_at=_parse_iso(opened))
+    except ValueError:
+        return None
 
 
 def _parse_fact(value: Any, path: str) -> Fact:
