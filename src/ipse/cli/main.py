@@ -8,6 +8,7 @@ exit code; click's own usage errors exit 2; nothing prints a traceback.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from typing import Any
 
@@ -60,6 +61,10 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; translate every `IpseError` into a one-line message and its exit code."""
+    if hasattr(signal, "SIGPIPE"):
+        # Output piped into `head` and cut short: stop quietly, as other command-line tools do
+        # (click would report it as exit code 1, which here means "a check found a problem").
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         result: Any = cli.main(args=argv, prog_name="ipse", standalone_mode=False)
     except IpseError as exc:
