@@ -59,12 +59,17 @@ def cli() -> None:
     """
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; translate every `IpseError` into a one-line message and its exit code."""
+def entry() -> None:
+    """The ``ipse`` executable: `main`, ending quietly when its output pipe closes."""
     if hasattr(signal, "SIGPIPE"):
         # Output piped into `head` and cut short: stop quietly, as other command-line tools do
         # (click would report it as exit code 1, which here means "a check found a problem").
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    main()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; translate every `IpseError` into a one-line message and its exit code."""
     try:
         result: Any = cli.main(args=argv, prog_name="ipse", standalone_mode=False)
     except IpseError as exc:
@@ -86,4 +91,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()
