@@ -10,14 +10,14 @@ sqlite3 and psycopg errors become `StoreError` here.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from ipse.archive.base import Item, Recalled, Removed, preview
 from ipse.archive.blobs import CODEC, address, compress, decompress, payload
-from ipse.errors import InputError, IpseError, MissingExtra, StoreError, UsageError
+from ipse.errors import InputError, StoreError, UsageError
+from ipse.store.connections import PostgresConnection, SqliteConnection
 
 _ITEM_COLUMNS = "session, item_id, kind, tool, preview, size, position"
 
@@ -140,72 +140,29 @@ class SqliteDriver:
 
     def __init__(self, path: Path) -> None:
         self.url = f"sqlite:///{path}"
-        self.path = path
-        try:
-            self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
-            self._conn.execute("PRAGMA busy_timeout = 30000")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database {path}: {exc}") from exc
+        self._db = SqliteConnection(path)
 
-    @contextlib.contextmanager
-    def tx(self) -> Iterator[Any]:
-        conn = self._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite {self.path}: cannot start a transaction: {exc}") from exc
-        try:
-            yield conn.cursor()
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"SQLite {self.path}: {exc}") from exc
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite {self.path}: commit failed: {exc}") from exc
+    def tx(self) -> contextlib.AbstractContextManager[Any]:
+        return self._db.write()
 
     def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._conn.execute(sql, tuple(params)).fetchall())
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+        return self._db.read(sql, params)
 
     def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.close()
+        self._db.close()
 
 
 class PostgresDriver:
-    """A PostgreSQL connection (psycopg 3, imported lazily); ``?`` placeholders become ``%s``."""
+    """A PostgreSQL connection; ``?`` placeholders become ``%s``."""
 
     def __init__(self, url: str) -> None:
-        from ipse.store.postgres import redact
-
-        try:
-            import psycopg
-        except ImportError as exc:
-            raise MissingExtra("postgres", "psycopg") from exc
         self.url = url
-        self._redacted = redact(url)
-        self._pg: Any = psycopg
-        try:
-            self._conn = self._pg.connect(url, autocommit=True)
-        except self._pg.Error as exc:
-            raise StoreError(f"cannot connect to {self._redacted}: {exc}") from exc
+        self._db = PostgresConnection(url)
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[Any]:
-        try:
-            with self._conn.transaction(), self._conn.cursor() as cur:
-                yield _PgCursor(cur)
-        except IpseError:
-            raise
-        except self._pg.Error as exc:
-            raise StoreError(f"PostgreSQL {self._redacted}: {exc}") from exc
+        with self._db.transaction() as cur:
+            yield _PgCursor(cur)
 
     def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self.tx() as cur:
@@ -213,8 +170,7 @@ class PostgresDriver:
             return list(cur.fetchall())
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._conn.close()
+        self._db.close()
 
 
 class _PgCursor:

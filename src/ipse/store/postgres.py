@@ -13,12 +13,11 @@ its errors are translated into `StoreError` here.
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
-from ipse.errors import IpseError, MissingExtra, StaleWriter, StoreError, WriterConflict
+from ipse.errors import StaleWriter, StoreError, WriterConflict
 from ipse.store.base import (
     Lease,
     SnapshotRecord,
@@ -26,10 +25,11 @@ from ipse.store.base import (
     check_twin_id,
     record_from_row,
 )
+from ipse.store.connections import PostgresConnection, first_line, redact
 from ipse.store.migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
 _MIGRATION_LOCK = 0x1F5E_7717  # advisory lock key for applying migrations
 _COLUMNS = (
@@ -51,42 +51,19 @@ _APPEND = (
 )
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise MissingExtra("postgres", "psycopg") from exc
-    return psycopg
-
-
 class PostgresBackend:
     """Leases and snapshot history in PostgreSQL."""
 
     def __init__(self, url: str, *, upto: Mapping[str, int] | None = None) -> None:
         self.url = url
-        pg = _psycopg()
-        self._pg = pg
-        try:
-            self._conn: psycopg.Connection[Any] = pg.connect(url, autocommit=True)
-        except pg.Error as exc:
-            raise StoreError(f"cannot connect to {redact(url)}: {_first_line(exc)}") from exc
+        self._db = PostgresConnection(url)
+        self._pg = self._db.pg
+        self._conn = self._db.raw
         self.migrate(upto)
 
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def _tx(self) -> contextlib.AbstractContextManager[Any]:
         """One transaction; psycopg errors become `StoreError`, ipse errors roll back."""
-        try:
-            with self._conn.transaction(), self._conn.cursor() as cur:
-                yield cur
-        except IpseError:
-            raise
-        except self._pg.Error as exc:
-            raise StoreError(f"PostgreSQL {redact(self.url)}: {_first_line(exc)}") from exc
+        return self._db.transaction()
 
     def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
         """Apply pending migration steps under an advisory lock (only up to ``upto``)."""
@@ -203,7 +180,7 @@ class PostgresBackend:
                 cur.execute(_APPEND, params)
                 row = cur.fetchone()
         except self._pg.Error as exc:
-            raise StoreError(f"PostgreSQL {redact(self.url)}: {_first_line(exc)}") from exc
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
         if row is None:
             with self._tx() as cur:
                 self._lock_current(cur, lease)  # raises, saying why
@@ -241,7 +218,7 @@ class PostgresBackend:
                 )
                 row = cur.fetchone()
         except self._pg.Error as exc:
-            raise StoreError(f"PostgreSQL {redact(self.url)}: {_first_line(exc)}") from exc
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
         return None if row is None or row[0] is None else int(row[0])
 
     def history(self, twin_id: str) -> list[SnapshotRecord]:
@@ -259,10 +236,4 @@ class PostgresBackend:
             return [str(r[0]) for r in cur.fetchall()]
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._conn.close()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        self._db.close()

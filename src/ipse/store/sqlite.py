@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.errors import IpseError, StaleWriter, StoreError, WriterConflict
+from ipse.errors import StaleWriter, WriterConflict
 from ipse.store.base import (
     Lease,
     SnapshotRecord,
@@ -23,6 +23,7 @@ from ipse.store.base import (
     check_twin_id,
     record_from_row,
 )
+from ipse.store.connections import SqliteConnection
 from ipse.store.migrations import MIGRATIONS_TABLE_SQLITE, plan, registered
 
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -35,48 +36,15 @@ class SqliteBackend:
     def __init__(self, path: str | Path, *, upto: Mapping[str, int] | None = None) -> None:
         self.path = Path(path)
         self.url = f"sqlite://{self.path}"
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-            self._conn.execute("PRAGMA busy_timeout = 30000")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
+        self._db = SqliteConnection(self.path)
         self.migrate(upto)
 
-    @contextlib.contextmanager
-    def _immediate(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding SQLite's writer lock; errors become `StoreError`."""
-        conn = self._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite {self.path}: cannot start a transaction: {exc}") from exc
-        try:
-            yield conn
-        except IpseError:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-        except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise StoreError(f"SQLite {self.path}: {exc}") from exc
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite {self.path}: commit failed: {exc}") from exc
+    def _immediate(self) -> contextlib.AbstractContextManager[sqlite3.Cursor]:
+        """One write transaction holding SQLite's writer lock."""
+        return self._db.write()
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._conn.execute(sql, params).fetchall())
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+        return self._db.read(sql, params)
 
     def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
         """Apply pending migration steps (only up to ``upto[component]`` when given)."""
@@ -137,7 +105,7 @@ class SqliteBackend:
                 )
         return Lease(twin_id, holder, token, now + ttl)
 
-    def _check_current(self, conn: sqlite3.Connection, lease: Lease) -> float:
+    def _check_current(self, conn: sqlite3.Cursor, lease: Lease) -> float:
         row = conn.execute(
             f"SELECT holder, token, expires_at, {_NOW} FROM twin_leases WHERE twin_id = ?",
             (lease.twin_id,),
@@ -238,5 +206,4 @@ class SqliteBackend:
         return [str(r[0]) for r in rows]
 
     def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.close()
+        self._db.close()

@@ -1,0 +1,114 @@
+"""Connections to the SQL databases the stores live in, with foreign errors translated once.
+
+`SqliteConnection` opens a SQLite file in WAL mode and runs writes in ``BEGIN IMMEDIATE``
+transactions (SQLite's writer lock, held across processes). `PostgresConnection` opens
+PostgreSQL through psycopg 3, imported only here and only when asked for. Both turn their
+driver's errors into `StoreError` naming the database (a PostgreSQL URL without its password),
+and let ipse's own errors pass after rolling back. The twin backends and the archive share them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ipse.errors import IpseError, MissingExtra, StoreError
+
+
+class SqliteConnection:
+    """One SQLite file: writes under the writer lock, reads outside any transaction."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.raw = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self.raw.execute("PRAGMA busy_timeout = 30000")
+            self.raw.execute("PRAGMA journal_mode = WAL")
+            self.raw.execute("PRAGMA synchronous = NORMAL")
+            self.raw.execute("PRAGMA foreign_keys = ON")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Cursor]:
+        """One write transaction (``BEGIN IMMEDIATE``); any exception rolls it back."""
+        conn = self.raw
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: cannot start a transaction: {exc}") from exc
+        try:
+            yield conn.cursor()
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"SQLite {self.path}: {exc}") from exc
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: commit failed: {exc}") from exc
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query."""
+        try:
+            return list(self.raw.execute(sql, tuple(params)).fetchall())
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.raw.close()
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (psycopg's run over several)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def psycopg_module() -> Any:
+    """psycopg 3, or `MissingExtra` naming the extra that installs it."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise MissingExtra("postgres", "psycopg") from exc
+    return psycopg
+
+
+class PostgresConnection:
+    """One autocommit psycopg connection; `transaction` for atomic work."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.pg = psycopg_module()
+        try:
+            self.raw: Any = self.pg.connect(url, autocommit=True)
+        except self.pg.Error as exc:
+            raise StoreError(f"cannot connect to {redact(url)}: {first_line(exc)}") from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A cursor inside one transaction; psycopg errors become `StoreError`."""
+        try:
+            with self.raw.transaction(), self.raw.cursor() as cur:
+                yield cur
+        except IpseError:
+            raise
+        except self.pg.Error as exc:
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.raw.close()
