@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,24 +22,10 @@ def _removed(path: Path = BIG_SESSION) -> tuple[Removed, ...]:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ipse.db'}"
-        return
-    base = os.environ.get("IPSE_TEST_DATABASE_URL")
-    if not base:
-        pytest.skip("IPSE_TEST_DATABASE_URL is not set: PostgreSQL tests need a real server")
-    import psycopg
-
-    schema = "ipse_archive_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base else "?"
-    try:
-        yield f"{base}{sep}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        return f"sqlite:///{tmp_path / 'ipse.db'}"
+    return str(request.getfixturevalue("pg_url"))
 
 
 @pytest.fixture

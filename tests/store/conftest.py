@@ -6,41 +6,12 @@ fresh, randomly named schema (through libpq's ``options=-csearch_path=...``), dr
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ipse.store import SnapshotBackend, open_backend
-
-
-def pg_base_url() -> str:
-    url = os.environ.get("IPSE_TEST_DATABASE_URL")
-    if not url:
-        pytest.skip("IPSE_TEST_DATABASE_URL is not set: PostgreSQL tests need a real server")
-    return url
-
-
-def with_search_path(url: str, schema: str) -> str:
-    sep = "&" if "?" in url else "?"
-    return f"{url}{sep}options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    import psycopg
-
-    base = pg_base_url()
-    schema = "ipse_test_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield with_search_path(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture
