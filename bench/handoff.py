@@ -29,11 +29,11 @@ import orjson
 
 from ipse.errors import IpseError
 from ipse.handoff import narration, strip, verify
-from ipse.handoff.measure import body_bytes, measure, saving
+from ipse.handoff._measure import body_bytes, measure, saving
 from ipse.tokens import default_counter
 from ipse.transcript import load
-from ipse.transcript.model import Conversation
-from ipse.transcript.stats import TokenTally
+from ipse.transcript._model import Conversation
+from ipse.transcript._stats import TokenTally
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
 

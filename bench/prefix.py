@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from ipse.prefix.report import analyze
-from ipse.prefix.requests import read_requests
+from ipse.prefix._report import analyze
+from ipse.prefix._requests import read_requests
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 FRONT = SHARED / "anthropic-http" / "captured-2" / "01.json"

@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ipse.statedir import add_invariant, init, resume, set_next, wal
-from ipse.statedir.ops import next_document, sha256_hex
+from ipse.statedir import _wal as wal
+from ipse.statedir import add_invariant, init, resume, set_next
+from ipse.statedir._ops import next_document, sha256_hex
 
 
 def median_seconds(func: Callable[[], object], runs: int) -> float:

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from ipse.cli.main import cli
-from ipse.handoff.measure import KEYS
+from ipse.handoff._measure import KEYS
 from ipse.transcript import load
-from ipse.transcript.model import ToolCall, ToolResult
+from ipse.transcript._model import ToolCall, ToolResult
 from tests.conftest import BIG_SESSION, OPENAI_TRAJ
 
 SESSION_ID = "4d5611e5-241a-462a-8d15-5122611a9569"

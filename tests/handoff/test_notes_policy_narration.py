@@ -18,9 +18,9 @@ from ipse.handoff import (
     strip,
     tool_definition,
 )
-from ipse.handoff.policy import cached_share
+from ipse.handoff._policy import cached_share
 from ipse.tokens import default_counter
-from ipse.transcript.stats import TokenTally
+from ipse.transcript._stats import TokenTally
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 
 NOTES = {

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.handoff import StripOptions, strip, validate, verify
-from ipse.handoff.measure import body_bytes
+from ipse.handoff._measure import body_bytes
+from ipse.transcript._model import Conversation, Thinking
 from ipse.transcript.formats import anthropic, openai_chat
-from ipse.transcript.model import Conversation, Thinking
 from tests.handoff.build import IMAGE, oa_call, text
 
 WORDS = st.text(

@@ -8,12 +8,12 @@ import orjson
 import pytest
 
 from ipse.handoff import authored_chars, strip, validate, verify
-from ipse.handoff.measure import body_bytes, measure
+from ipse.handoff._measure import body_bytes, measure
 from ipse.tokens import default_counter
 from ipse.transcript import load, write
+from ipse.transcript._model import Conversation, Thinking
+from ipse.transcript._stats import TokenTally
 from ipse.transcript.formats import anthropic, openai_chat
-from ipse.transcript.model import Conversation, Thinking
-from ipse.transcript.stats import TokenTally
 from tests.conftest import CLAUDE_CODE, OPENAI_TRAJ
 
 SESSIONS = [*sorted(CLAUDE_CODE.glob("*.jsonl")), OPENAI_TRAJ]

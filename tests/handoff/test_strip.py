@@ -7,7 +7,7 @@ import pytest
 
 from ipse.handoff import StripOptions, strip, validate, verify
 from ipse.transcript import write
-from ipse.transcript.model import Other, Text, Thinking, ToolCall
+from ipse.transcript._model import Other, Text, Thinking, ToolCall
 from tests.handoff.build import (
     IMAGE,
     anthropic_conv,

@@ -6,7 +6,7 @@ import pytest
 
 from ipse.errors import UsageError
 from ipse.handoff import strip, validate, verify
-from ipse.transcript.model import Conversation, Message, Text
+from ipse.transcript._model import Conversation, Message, Text
 from tests.handoff.build import (
     anthropic_conv,
     assistant,

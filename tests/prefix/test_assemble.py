@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import UsageError
-from ipse.prefix.assemble import Assembler, PrefixEdit
-from ipse.prefix.hashing import Flattener
-from ipse.prefix.report import analyze
-from ipse.prefix.requests import Request
-from ipse.prefix.rules import rules
+from ipse.prefix._assemble import Assembler, PrefixEdit
+from ipse.prefix._hashing import Flattener
+from ipse.prefix._report import analyze
+from ipse.prefix._requests import Request
+from ipse.prefix._rules import rules
 
 from .util import T0, TOOLS
 
@@ -138,7 +138,7 @@ def test_breakpoints_placed_and_ttls_in_order() -> None:
     assert len(marks) == 3
     assert marks[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert all(m["cache_control"] == {"type": "ephemeral"} for m in marks[1:])
-    from ipse.prefix.lint import lint
+    from ipse.prefix._lint import lint
 
     assert lint(body) == []
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ipse.prefix.report import analyze
-from ipse.prefix.requests import Request
-from ipse.prefix.simulate import OpenAISimulator, VllmSimulator
+from ipse.prefix._report import analyze
+from ipse.prefix._requests import Request
+from ipse.prefix._simulate import OpenAISimulator, VllmSimulator
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from datetime import timedelta
 
-from ipse.prefix.causes import json_path
-from ipse.prefix.report import analyze
-from ipse.prefix.requests import Request
+from ipse.prefix._causes import json_path
+from ipse.prefix._report import analyze
+from ipse.prefix._requests import Request
 
 from .util import T0, body, requests, run
 

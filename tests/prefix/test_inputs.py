@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from ipse.cli.main import cli
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
-from ipse.prefix.actual import actual_tokens
-from ipse.prefix.hashing import block_text
-from ipse.prefix.report import analyze
+from ipse.prefix._actual import actual_tokens
+from ipse.prefix._hashing import block_text
+from ipse.prefix._report import analyze
 
 from ..conftest import HTTP_LOG
 from .util import body

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ipse.prefix.actual import agrees
-from ipse.prefix.report import Report, analyze
-from ipse.prefix.requests import read_requests
+from ipse.prefix._actual import agrees
+from ipse.prefix._report import Report, analyze
+from ipse.prefix._requests import read_requests
 
 from ..conftest import BIG_SESSION, HTTP_LOG
 

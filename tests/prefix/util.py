@@ -6,8 +6,8 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ipse.prefix.report import Report, analyze
-from ipse.prefix.requests import Request
+from ipse.prefix._report import Report, analyze
+from ipse.prefix._requests import Request
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 MODEL = "claude-sonnet-4-5-20250929"

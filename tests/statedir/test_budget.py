@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ipse.statedir.budget import TRIM_MARK, Section, fit, render
+from ipse.statedir._budget import TRIM_MARK, Section, fit, render
 from ipse.tokens import CharCounter, default_counter
 
 count = CharCounter().count

@@ -13,8 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ipse.statedir import resume, verify, wal
-from ipse.statedir.ops import NO_NEXT, next_document
+from ipse.statedir import _wal as wal
+from ipse.statedir import resume, verify
+from ipse.statedir._ops import NO_NEXT, next_document
 from tests.statedir.conftest import RunIpse
 
 CHILD = """

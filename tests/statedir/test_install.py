@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipse.statedir import install, uninstall
-from ipse.statedir.install import (
+from ipse.statedir._install import (
     add_block,
     hook_groups,
     merge_hooks,

@@ -9,7 +9,7 @@ import pytest
 
 from ipse.errors import InputError, UsageError
 from ipse.statedir import add_invariant, checkpoint, init, set_next
-from ipse.statedir.ops import NO_NEXT
+from ipse.statedir._ops import NO_NEXT
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import git, wal_records
 

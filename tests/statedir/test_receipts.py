@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ipse.errors import InputError, UsageError
-from ipse.statedir import stamp, verify, wal
-from ipse.statedir.receipts import receipt_id
+from ipse.statedir import _wal as wal
+from ipse.statedir import stamp, verify
+from ipse.statedir._receipts import receipt_id
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json, git, wal_records
 

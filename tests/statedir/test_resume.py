@@ -6,8 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from ipse.statedir import add_invariant, resume, set_next, wal
-from ipse.statedir.ops import next_document, sha256_hex
+from ipse.statedir import _wal as wal
+from ipse.statedir import add_invariant, resume, set_next
+from ipse.statedir._ops import next_document, sha256_hex
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json
 

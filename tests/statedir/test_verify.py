@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ipse.statedir import add_invariant, set_next, verify, wal
+from ipse.statedir import _wal as wal
+from ipse.statedir import add_invariant, set_next, verify
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json
 

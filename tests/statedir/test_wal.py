@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.statedir import wal
+from ipse.statedir import _wal as wal
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),

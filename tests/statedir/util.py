@@ -27,7 +27,7 @@ def make_repo(path: Path) -> Path:
 
 def wal_records(folder: Path) -> list[dict[str, Any]]:
     """The valid records of the folder's WAL, forward."""
-    from ipse.statedir import wal
+    from ipse.statedir import _wal as wal
 
     return [r.data for r in wal.read_all(folder / ".wal").records]
 

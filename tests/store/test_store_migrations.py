@@ -12,8 +12,8 @@ import pytest
 
 from ipse.errors import StoreError
 from ipse.store import Step, open_backend, register
-from ipse.store.migrations import _REGISTRY, registered
-from ipse.store.twin_tables import STEPS
+from ipse.store._migrations import _REGISTRY, registered
+from ipse.twin._tables import STEPS
 
 TWIN_STEPS = [("twin", s.number, s.name) for s in STEPS]
 

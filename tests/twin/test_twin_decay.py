@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.twin import DecayPolicy, TwinState, apply_transitions, decay
-from ipse.twin.decay import relevance
-from ipse.twin.transitions import establish_fact, use_fact
+from ipse.twin._decay import relevance
+from ipse.twin._transitions import establish_fact, use_fact
 
 T0 = ts.T0
 DAY = timedelta(days=1)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.twin import IdentityPolicy, TwinState, make_commitment, state_hash
-from ipse.twin.transitions import establish_fact, open_loop, use_fact
+from ipse.twin._transitions import establish_fact, open_loop, use_fact
 
 T0 = ts.T0
 

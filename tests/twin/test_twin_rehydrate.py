@@ -10,7 +10,7 @@ from hypothesis import given
 
 from ipse.errors import InputError
 from ipse.twin import TwinConfig, TwinState, apply_transitions, open_store, rehydrate
-from ipse.twin.rehydrate import rehydrate_state
+from ipse.twin._rehydrate import rehydrate_state
 
 T0 = ts.T0
 CONFIG = TwinConfig(role="You are Ada, Acme's support twin.")

@@ -11,7 +11,7 @@ from hypothesis import given
 
 from ipse.errors import InputError
 from ipse.twin import dump_state, export_state, load_snapshot
-from ipse.twin.schema import migrate_1_to_2, migrate_2_to_3
+from ipse.twin._schema import migrate_1_to_2, migrate_2_to_3
 
 V1: dict[str, Any] = {
     "twin_id": "ada",

@@ -8,17 +8,18 @@ default, PostgreSQL with ``IPSE_DATABASE_URL`` or an explicit ``postgresql://`` 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from ipse.archive.base import ArchiveStore, Item, Recalled, Removed, preview
-from ipse.archive.blobs import address, payload
-from ipse.archive.schema import COMPONENT, STEPS, ensure_registered
+from ipse.archive._base import ArchiveSink, ArchiveStore, Item, Recalled, Removed, preview
+from ipse.archive._blobs import address, payload
+from ipse.archive._schema import COMPONENT, STEPS, ensure_registered
 from ipse.errors import InputError
 
 
 def open_archive(url: str | None = None) -> ArchiveStore:
     """Open (and migrate) the archive at ``url``; None means the default store URL."""
-    from ipse.archive.sql import PostgresDriver, SqlArchive, SqliteDriver
+    from ipse.archive._sql import PostgresDriver, SqlArchive, SqliteDriver
     from ipse.store import default_url, open_backend
 
     url = url or default_url()
@@ -32,11 +33,33 @@ def open_archive(url: str | None = None) -> ArchiveStore:
     return SqlArchive(PostgresDriver(url))
 
 
+class LazyArchive:
+    """An archive opened on the first `put` (so a run that archives nothing creates no database).
+
+    Only ``put`` and ``close`` are offered: it is what a handoff run needs."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self._url = url
+        self._store: ArchiveStore | None = None
+
+    def put(self, session: str, removed: Sequence[Removed], source: str) -> int:
+        if self._store is None:
+            self._store = open_archive(self._url)
+        return self._store.put(session, removed, source)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
 __all__ = [
     "COMPONENT",
     "STEPS",
+    "ArchiveSink",
     "ArchiveStore",
     "Item",
+    "LazyArchive",
     "Recalled",
     "Removed",
     "address",

@@ -4,32 +4,28 @@ the rest, and print the before/after measurement."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ipse.cli._output import console, emit_json, warn
-from ipse.errors import CheckFailed, InputError, UsageError
+from ipse.errors import InputError, UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
+    HandoffOptions,
     StripOptions,
-    handoff_document,
-    narration,
     narration_prompt,
     render_notes,
-    strip,
+    run,
     tool_definition,
-    verify,
 )
-from ipse.handoff.measure import KEYS, body_bytes
-from ipse.handoff.policy import cached_share, decide
-from ipse.tokens import default_counter
+from ipse.handoff._measure import KEYS
 from ipse.transcript import FORMATS, Source, load
-from ipse.transcript.stats import TokenTally
 
-_WRITABLE = ("anthropic", "openai-chat")
+if TYPE_CHECKING:
+    from ipse.archive import LazyArchive
 
 
 @click.command("handoff")
@@ -128,60 +124,56 @@ def handoff_command(
     if output is not None and not to_stdout and output.is_dir():
         raise UsageError(f"{output}: is a folder; -o takes a file path")
     source = load(file, fmt, thread=thread)
-    before = source.current()
-    if before.dialect not in _WRITABLE:
-        raise UsageError(f"cannot hand off a {source.format} input: no {before.dialect} writer")
-    options = StripOptions(
-        checkpoint_tool=checkpoint_tool,
-        join_texts=not keep_blocks,
-        promote_thinking=promote_thinking,
-        breadcrumbs=breadcrumbs,
+    options = HandoffOptions(
+        at=at,
+        strip=StripOptions(
+            checkpoint_tool=checkpoint_tool,
+            join_texts=not keep_blocks,
+            promote_thinking=promote_thinking,
+            breadcrumbs=breadcrumbs,
+        ),
+        max_tokens=max_tokens,
     )
-    after, report = strip(before, at, options)
-    if after.dialect == "anthropic" and "max_tokens" not in after.settings:
-        after = replace(after, settings={**after.settings, "max_tokens": max_tokens})
-    verdict = verify(before, after, at=report.cut)
-    if not verdict.ok:
-        raise CheckFailed(
-            f"the handoff lost authored text: {verdict.lost[0] if verdict.lost else 'tail changed'}"
+    archive = None if no_archive else _open_archive(store)
+    try:
+        result = run(
+            source.current(),
+            options,
+            session=session or _session_id(source),
+            write=_writer(output),
+            archive=archive,
+            source=str(file),
         )
-    tally = TokenTally(default_counter())
-    told = narration(before, report, tally)
-    data = body_bytes(after)
-    archived = 0
-    if not no_archive and report.removed:
-        from ipse.archive import open_archive
-
-        archive = open_archive(store)
-        try:
-            archived = archive.put(session or _session_id(source), report.removed, str(file))
-        finally:
+    finally:
+        if archive is not None:
             archive.close()
-    if to_stdout:
-        click.echo(data.decode("utf-8"))
-    elif output is not None:
-        from ipse.fileio import atomic_write
-
-        atomic_write(output, data)
-    document = handoff_document(before, after, report, verdict, told, tally, archived)
-    document["session"] = session or _session_id(source)
+    document = result.document()
     document["output"] = str(output) if output is not None else None
-    share = cached_share(before)
-    document["policy"] = decide(
-        before,
-        tokens_now=document["before"]["tokens"],
-        tokens_after=document["after"]["tokens"],
-        cached_share=1.0 if share is None else share,
-        checkpoint_tool=checkpoint_tool,
-    ).to_json()
     if as_json:
         emit_json(document)
     else:
         _render(document, to_stderr=to_stdout)
-    for line in [told.warning] if told.warning else []:
-        warn(line)
-    for problem in report.carried_problems:
+    if result.narration.warning:
+        warn(result.narration.warning)
+    for problem in result.report.carried_problems:
         warn(f"untouched part, as in the input: {problem}")
+
+
+def _open_archive(store: str | None) -> LazyArchive:
+    from ipse.archive import LazyArchive
+
+    return LazyArchive(store)
+
+
+def _writer(output: Path | None) -> Callable[[bytes], None] | None:
+    """Where the body goes: stdout for ``-``, an atomic file write, or nowhere."""
+    if output is None:
+        return None
+    if str(output) == "-":
+        return lambda data: click.echo(data.decode("utf-8"))
+    from ipse.fileio import atomic_write
+
+    return lambda data: atomic_write(output, data)
 
 
 def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool:
@@ -191,7 +183,7 @@ def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool
         emit_json(tool_definition(tool))
     if notes_file is not None:
         from ipse.fileio import read_bytes
-        from ipse.transcript.jsonl import parse_json
+        from ipse.transcript._jsonl import parse_json
 
         notes: Any = parse_json(read_bytes(notes_file), notes_file)
         try:

@@ -10,7 +10,7 @@ import click
 from ipse.cli._output import console, emit_json, warn
 from ipse.tokens import default_counter
 from ipse.transcript import FORMATS, load
-from ipse.transcript.inspect import inspect_report
+from ipse.transcript._inspect import inspect_report
 
 
 @click.command("inspect")

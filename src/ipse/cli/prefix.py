@@ -10,10 +10,10 @@ import click
 
 from ipse.cli._output import console, emit_json, progress, warn
 from ipse.errors import CheckFailed, InputError
-from ipse.prefix.lint import Finding, lint
-from ipse.prefix.report import Report, analyze
-from ipse.prefix.requests import read_requests
-from ipse.prefix.rules import PROVIDERS
+from ipse.prefix._lint import Finding, lint
+from ipse.prefix._report import Report, analyze
+from ipse.prefix._requests import read_requests
+from ipse.prefix._rules import PROVIDERS
 
 
 @click.command("prefix")

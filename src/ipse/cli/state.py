@@ -156,7 +156,7 @@ def checkpoint_command(message: str, hook: str | None, folder: Path, as_json: bo
       ipse state checkpoint --hook claude-code "context compaction"   (a PreCompact hook)
     """
     from ipse.statedir import checkpoint
-    from ipse.statedir.files import WAL
+    from ipse.statedir._files import WAL
 
     if hook is not None:
         if not (folder / WAL).is_file():

@@ -9,8 +9,6 @@ line with exit code 2; nothing is stored.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -162,48 +160,22 @@ def apply_command(
       echo '{"op": "establish_fact", "text": "Prefers email"}' > turn.jsonl
       ipse twin apply acme-ada turn.jsonl --config twin.toml --json
     """
-    from ipse.twin import (
-        TwinState,
-        apply_transitions,
-        load_config,
-        maybe_snapshot,
-        open_store,
-        state_hash,
-    )
-    from ipse.twin.decay import NO_DECAY
-    from ipse.twin.identity import DEFAULT_POLICY
+    from ipse.twin import apply_turn, load_config, open_store
 
     records = _read_jsonl(transitions)
     config = load_config(config_path) if config_path else None
-    identity = config.identity if config else DEFAULT_POLICY
-    decay_policy = config.decay if config else NO_DECAY
-    who = holder or f"{socket.gethostname()}:{os.getpid()}"
-    with open_store(store_url) as store, store.lease(twin_id, who, ttl) as lease:
-        latest = store.latest(twin_id)
-        state = latest.state if latest else TwinState.new(twin_id)
-        applied = apply_transitions(state, records, policy=decay_policy)
-        before = state_hash(state, identity) if latest else None
-        after = maybe_snapshot(
-            store, lease, applied.state, before, policy=identity, notes=applied.notes
-        )
-        written = store.latest(twin_id) if after != before or applied.notes else None
-    result = {
-        "twin_id": twin_id,
-        "transitions": len(records),
-        "written": written is not None,
-        "version": written.version if written else (latest.version if latest else None),
-        "state_hash": after,
-        "evicted": applied.notes,
-    }
+    with open_store(store_url) as store:
+        turn = apply_turn(store, twin_id, records, config=config, holder=holder, ttl=ttl)
+    result = turn.to_json()
     if as_json:
         emit_json(result)
         return
     out = console()
-    if written is not None:
-        out.print(f"{twin_id}: wrote v{written.version} ({len(records)} transitions)")
+    if turn.written is not None:
+        out.print(f"{twin_id}: wrote v{turn.version} ({len(records)} transitions)")
     else:
         out.print(f"{twin_id}: identity unchanged, nothing written ({len(records)} transitions)")
-    for note in applied.notes:
+    for note in turn.evicted:
         out.print(f"  fact left ({note['reason']}): {note['text']}")
 
 

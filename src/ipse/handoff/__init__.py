@@ -8,24 +8,28 @@ narrated enough for the handoff to keep what it knew; `policy` says when a hando
 
 from __future__ import annotations
 
-from ipse.handoff.cut import CHECKPOINT_TOOL, CutError, CutPoint, resolve_cut
-from ipse.handoff.measure import handoff_document, measure
-from ipse.handoff.narration import Narration, narration, narration_prompt
-from ipse.handoff.notes import SCHEMA, check_notes, render_notes, tool_definition
-from ipse.handoff.policy import RATES, CacheRates, Decision, break_even, decide
-from ipse.handoff.report import Removed, Report
-from ipse.handoff.strip import StripOptions, breadcrumb, strip
-from ipse.handoff.validate import Problem, validate
-from ipse.handoff.verify import Lost, Verdict, authored_chars, verify
+from ipse.handoff._cut import CHECKPOINT_TOOL, CutError, CutPoint, resolve_cut
+from ipse.handoff._measure import handoff_document, measure
+from ipse.handoff._narration import Narration, narration, narration_prompt
+from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
+from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
+from ipse.handoff._report import Removed, Report
+from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
+from ipse.handoff._strip import StripOptions, breadcrumb, strip
+from ipse.handoff._validate import Problem, validate
+from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
 
 __all__ = [
     "CHECKPOINT_TOOL",
+    "DEFAULT_MAX_TOKENS",
     "RATES",
     "SCHEMA",
     "CacheRates",
     "CutError",
     "CutPoint",
     "Decision",
+    "Handoff",
+    "HandoffOptions",
     "Lost",
     "Narration",
     "Problem",
@@ -44,6 +48,7 @@ __all__ = [
     "narration_prompt",
     "render_notes",
     "resolve_cut",
+    "run",
     "strip",
     "tool_definition",
     "validate",

@@ -10,16 +10,16 @@ next, checkpoint), `resume` and `budget` (reading it back), `receipts`, `verify`
 
 from __future__ import annotations
 
-from ipse.statedir.budget import Section, fit
-from ipse.statedir.canary import CanaryResult, canary
-from ipse.statedir.files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
-from ipse.statedir.install import Change, install, uninstall
-from ipse.statedir.ops import add_invariant, checkpoint, init, set_next
-from ipse.statedir.receipts import check_receipts, stamp
-from ipse.statedir.resume import NextStep, ResumeView, hook_json, resume
-from ipse.statedir.rotate import rotate
-from ipse.statedir.verify import Report, verify
-from ipse.statedir.wal import Record
+from ipse.statedir._budget import Section, fit
+from ipse.statedir._canary import CanaryResult, canary
+from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
+from ipse.statedir._install import Change, install, uninstall
+from ipse.statedir._ops import add_invariant, checkpoint, init, set_next
+from ipse.statedir._receipts import check_receipts, stamp
+from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
+from ipse.statedir._rotate import rotate
+from ipse.statedir._verify import Report, verify
+from ipse.statedir._wal import Record
 
 __all__ = [
     "DEFAULT_DIR",

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ipse.errors import InputError
-from ipse.store.base import Lease, SnapshotBackend, SnapshotRecord
-from ipse.store.migrations import Step, register
+from ipse.store._base import Lease, SnapshotBackend, SnapshotRecord
+from ipse.store._migrations import Step, register
 
 
 def default_url() -> str:
@@ -36,11 +36,11 @@ def open_backend(
     """
     url = url or default_url()
     if url in ("memory://", "memory:"):
-        from ipse.store.memory import MemoryBackend
+        from ipse.store._memory import MemoryBackend
 
         return MemoryBackend()
     if url.startswith("sqlite:"):
-        from ipse.store.sqlite import SqliteBackend
+        from ipse.store._sqlite import SqliteBackend
 
         rest = url[len("sqlite:") :]
         path = rest[2:] if rest.startswith("//") else rest
@@ -50,7 +50,7 @@ def open_backend(
             raise InputError(f"store URL {url!r}: no database path (use sqlite:///PATH)")
         return SqliteBackend(Path(path), upto=upto)
     if url.startswith(("postgresql://", "postgres://")):
-        from ipse.store.postgres import PostgresBackend
+        from ipse.store._postgres import PostgresBackend
 
         return PostgresBackend(url, upto=upto)
     raise InputError(

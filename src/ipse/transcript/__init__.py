@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipse.transcript.formats.claude_code import ClaudeCodeSession
-from ipse.transcript.formats.http_log import Exchange
-from ipse.transcript.load import Source, load, read_conversation
-from ipse.transcript.model import (
+from ipse.transcript._load import Source, load, read_conversation
+from ipse.transcript._model import (
     Block,
     Conversation,
     Dialect,
@@ -20,8 +18,10 @@ from ipse.transcript.model import (
     ToolDef,
     ToolResult,
 )
-from ipse.transcript.sniff import FORMATS, body_dialect, detect
-from ipse.transcript.thread import Segment, Thread
+from ipse.transcript._sniff import FORMATS, body_dialect, detect
+from ipse.transcript._thread import Segment, Thread
+from ipse.transcript.formats.claude_code import ClaudeCodeSession
+from ipse.transcript.formats.http_log import Exchange
 
 
 def write(conversation: Conversation, dialect: str | None = None) -> dict[str, Any]:

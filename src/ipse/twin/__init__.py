@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from ipse.errors import StaleWriter, WriterConflict
 from ipse.store import Lease
-from ipse.twin.apply import Applied, apply_transitions
-from ipse.twin.config import TwinConfig, load_config, parse_config
-from ipse.twin.decay import DecayPolicy, Eviction, decay
-from ipse.twin.identity import IdentityPolicy, state_hash
-from ipse.twin.rehydrate import Rehydration, rehydrate, render_context
-from ipse.twin.schema import dump_state, export_state, load_snapshot
-from ipse.twin.state import CURRENT_SCHEMA, Counterparty, Fact, Loop, TwinState
-from ipse.twin.store import Snapshot, TwinStore, maybe_snapshot, open_store
-from ipse.twin.tools import Dispatched, anthropic_tools, dispatch, openai_tools
-from ipse.twin.transitions import (
+from ipse.twin._apply import Applied, apply_transitions
+from ipse.twin._config import TwinConfig, load_config, parse_config
+from ipse.twin._decay import DecayPolicy, Eviction, decay
+from ipse.twin._identity import IdentityPolicy, state_hash
+from ipse.twin._rehydrate import Rehydration, rehydrate, render_context
+from ipse.twin._schema import dump_state, export_state, load_snapshot
+from ipse.twin._state import CURRENT_SCHEMA, Counterparty, Fact, Loop, TwinState
+from ipse.twin._store import Snapshot, TwinStore, maybe_snapshot, open_store
+from ipse.twin._tools import Dispatched, anthropic_tools, dispatch, openai_tools
+from ipse.twin._transitions import (
     apply_op,
     close_loop,
     establish_fact,
@@ -29,6 +29,7 @@ from ipse.twin.transitions import (
     supersede_fact,
     use_fact,
 )
+from ipse.twin._turn import Turn, apply_turn, default_holder
 
 __all__ = [
     "CURRENT_SCHEMA",
@@ -44,6 +45,7 @@ __all__ = [
     "Rehydration",
     "Snapshot",
     "StaleWriter",
+    "Turn",
     "TwinConfig",
     "TwinState",
     "TwinStore",
@@ -51,8 +53,10 @@ __all__ = [
     "anthropic_tools",
     "apply_op",
     "apply_transitions",
+    "apply_turn",
     "close_loop",
     "decay",
+    "default_holder",
     "dispatch",
     "dump_state",
     "establish_fact",

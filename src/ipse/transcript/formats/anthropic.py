@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ipse.errors import InputError
-from ipse.transcript.model import (
+from ipse.transcript._model import (
     Block,
     ContentForm,
     Conversation,
@@ -25,7 +25,7 @@ from ipse.transcript.model import (
     ToolDef,
     ToolResult,
 )
-from ipse.transcript.origin import classify_user_text
+from ipse.transcript._origin import classify_user_text
 
 _STRUCTURE_KEYS = ("system", "tools", "messages")
 

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError, UsageError
+from ipse.transcript._jsonl import JsonlRecord, read_jsonl
+from ipse.transcript._links import check_links
+from ipse.transcript._model import Conversation, Message, Origin, Text, ToolResult
+from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.anthropic import read_message
-from ipse.transcript.jsonl import JsonlRecord, read_jsonl
-from ipse.transcript.links import check_links
-from ipse.transcript.model import Conversation, Message, Origin, Text, ToolResult
-from ipse.transcript.thread import Segment, Thread
 
 MAIN = "main"
 _MESSAGE_TYPES = ("user", "assistant")

@@ -20,9 +20,9 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.transcript.jsonl import JsonlRecord, read_jsonl
-from ipse.transcript.links import check_links
-from ipse.transcript.model import (
+from ipse.transcript._jsonl import JsonlRecord, read_jsonl
+from ipse.transcript._links import check_links
+from ipse.transcript._model import (
     Block,
     Conversation,
     Message,
@@ -33,8 +33,8 @@ from ipse.transcript.model import (
     ToolCall,
     ToolResult,
 )
-from ipse.transcript.origin import classify_user_text
-from ipse.transcript.thread import Segment, Thread
+from ipse.transcript._origin import classify_user_text
+from ipse.transcript._thread import Segment, Thread
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")

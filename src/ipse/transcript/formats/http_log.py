@@ -28,10 +28,10 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
+from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
+from ipse.transcript._model import Conversation, Dialect
+from ipse.transcript._sniff import body_dialect
 from ipse.transcript.formats import anthropic, openai_chat
-from ipse.transcript.jsonl import check_text_head, parse_json, read_text_bytes
-from ipse.transcript.model import Conversation, Dialect
-from ipse.transcript.sniff import body_dialect
 
 _TIME_KEYS = ("ts", "time", "timestamp", "startedDateTime", "started_at", "request_time")
 

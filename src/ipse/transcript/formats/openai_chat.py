@@ -16,7 +16,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.transcript.model import (
+from ipse.transcript._model import (
     Block,
     ContentForm,
     Conversation,
@@ -29,7 +29,7 @@ from ipse.transcript.model import (
     ToolDef,
     ToolResult,
 )
-from ipse.transcript.origin import classify_user_text
+from ipse.transcript._origin import classify_user_text
 
 _SYSTEM_ROLES = ("system", "developer")
 

@@ -1,0 +1,120 @@
+"""What the archive stores and gives back: items removed by a handoff, keyed by session and id.
+
+`Item` is a listing row (kind, tool, argument preview, size); `Recalled` adds the exact JSON of
+the call and of its result. `ArchiveStore` is the protocol every backend follows. The archive
+sits below the handoff in the layers, so it takes removed items by their shape (`Removed`), not
+by the handoff's class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Removed(Protocol):
+    """What the archive needs of a removed item (`ipse.handoff.Removed` has this shape)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def call(self) -> Mapping[str, Any] | None: ...
+    @property
+    def result(self) -> Mapping[str, Any] | None: ...
+    @property
+    def message(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One archived item, as listed."""
+
+    session: str
+    id: str
+    kind: str
+    tool: str
+    preview: str
+    size: int  # bytes of the call and result JSON together
+    position: int  # message index in the input it was removed from
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "id": self.id,
+            "kind": self.kind,
+            "tool": self.tool,
+            "preview": self.preview,
+            "size": self.size,
+            "message": self.position,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """An archived item with its original JSON: the call (or block) and its result."""
+
+    item: Item
+    call: bytes
+    result: bytes | None
+
+
+class ArchiveSink(Protocol):
+    """Where a handoff puts what it removed: the part of an archive a handoff run needs."""
+
+    def put(self, session: str, removed: Sequence[Removed], source: str) -> int: ...
+
+
+class ArchiveStore(Protocol):
+    """A durable archive of removed items."""
+
+    url: str
+
+    def put(self, session: str, removed: Sequence[Removed], source: str) -> int:
+        """Store the items (already stored ones are kept as they are); the number newly added."""
+        ...
+
+    def items(self, session: str) -> list[Item]:
+        """The items a session archived, in the order they were removed."""
+        ...
+
+    def sessions(self) -> list[tuple[str, int]]:
+        """Every session with its number of items."""
+        ...
+
+    def recall(self, item_id: str, session: str | None = None) -> Recalled:
+        """One item with its exact JSON; `InputError` if unknown, `UsageError` if ambiguous."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def preview(removed: Removed, width: int = 80) -> str:
+    """A one-line argument preview of a removed item."""
+    raw: Mapping[str, Any] = removed.call or {}
+    if removed.kind == "thinking":
+        text = str(raw.get("thinking", "")) or "(redacted)"
+    else:
+        value: Any = raw.get("input")
+        function = raw.get("function")
+        if value is None and isinstance(function, Mapping):
+            value = function.get("arguments", "")
+        text = _argument_text(value)
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _argument_text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        for item in value.values():
+            if isinstance(item, str) and item.strip():
+                return item
+        return ""
+    return "" if value is None else str(value)
+
+
+__all__ = ["ArchiveSink", "ArchiveStore", "Item", "Recalled", "Removed", "preview"]

@@ -1,0 +1,191 @@
+"""The archive on SQL: one implementation over SQLite (the default) and PostgreSQL.
+
+The two backends share every statement; a small driver gives each its connection, transaction
+and placeholder style. Opening an archive registers its migration steps and lets the store
+package's backend apply every pending step (`ipse.store.open_backend`), so the archive's tables
+live beside the twin tables in the same database and the same ``ipse_migrations`` history.
+sqlite3 and psycopg errors become `StoreError` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ipse.archive._base import Item, Recalled, Removed, preview
+from ipse.archive._blobs import CODEC, address, compress, decompress, payload
+from ipse.errors import InputError, StoreError, UsageError
+from ipse.store._connections import PostgresConnection, SqliteConnection
+
+_ITEM_COLUMNS = "session, item_id, kind, tool, preview, size, position"
+
+
+class _Driver(Protocol):
+    url: str
+
+    def tx(self) -> contextlib.AbstractContextManager[Any]: ...
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]: ...
+    def close(self) -> None: ...
+
+
+class SqlArchive:
+    """Archived items and their compressed, content-addressed JSON."""
+
+    def __init__(self, driver: _Driver) -> None:
+        self._driver = driver
+        self.url = driver.url
+
+    def put(self, session: str, removed: Sequence[Removed], source: str) -> int:
+        added = 0
+        with self._driver.tx() as cur:
+            for item in removed:
+                if item.call is None:
+                    continue
+                call = payload(item.call)
+                result = payload(item.result) if item.result is not None else None
+                call_sha = self._blob(cur, call)
+                result_sha = self._blob(cur, result) if result is not None else None
+                size = len(call) + (len(result) if result is not None else 0)
+                cur.execute(
+                    "INSERT INTO archive_items (session, item_id, kind, tool, preview, size,"
+                    " call_sha256, result_sha256, position, source) VALUES"
+                    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (
+                        session,
+                        item.id,
+                        item.kind,
+                        item.tool,
+                        preview(item),
+                        size,
+                        call_sha,
+                        result_sha,
+                        item.message,
+                        source,
+                    ),
+                )
+                added += max(cur.rowcount, 0)
+        return added
+
+    @staticmethod
+    def _blob(cur: Any, data: bytes) -> str:
+        sha = address(data)
+        cur.execute(
+            "INSERT INTO archive_blobs (sha256, codec, size, data) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
+            (sha, CODEC, len(data), compress(data)),
+        )
+        return sha
+
+    def items(self, session: str) -> list[Item]:
+        rows = self._driver.query(
+            f"SELECT {_ITEM_COLUMNS} FROM archive_items WHERE session = ?"
+            " ORDER BY position, item_id",
+            (session,),
+        )
+        return [_item(row) for row in rows]
+
+    def sessions(self) -> list[tuple[str, int]]:
+        rows = self._driver.query(
+            "SELECT session, count(*) FROM archive_items GROUP BY session ORDER BY session", ()
+        )
+        return [(str(s), int(n)) for s, n in rows]
+
+    def recall(self, item_id: str, session: str | None = None) -> Recalled:
+        sql = (
+            f"SELECT {_ITEM_COLUMNS}, call_sha256, result_sha256 FROM archive_items"
+            " WHERE item_id = ?"
+        )
+        params: tuple[Any, ...] = (item_id,)
+        if session is not None:
+            sql += " AND session = ?"
+            params = (item_id, session)
+        rows = self._driver.query(sql + " ORDER BY session", params)
+        if not rows:
+            where = f" in session {session!r}" if session is not None else ""
+            raise InputError(f"no archived item {item_id!r}{where}")
+        if len(rows) > 1:
+            names = ", ".join(str(r[0]) for r in rows)
+            raise UsageError(f"item {item_id!r} is in several sessions ({names}); use --session")
+        row = rows[0]
+        return Recalled(_item(row[:7]), self._load(str(row[7])), self._load_optional(row[8]))
+
+    def _load_optional(self, sha: Any) -> bytes | None:
+        return None if sha is None else self._load(str(sha))
+
+    def _load(self, sha: str) -> bytes:
+        rows = self._driver.query("SELECT codec, data FROM archive_blobs WHERE sha256 = ?", (sha,))
+        if not rows:
+            raise StoreError(f"archive blob {sha[:12]} is missing")
+        codec, data = rows[0]
+        return decompress(bytes(data), str(codec), sha)
+
+    def close(self) -> None:
+        self._driver.close()
+
+
+def _item(row: Sequence[Any]) -> Item:
+    session, item_id, kind, tool, text, size, position = row
+    return Item(
+        str(session), str(item_id), str(kind), str(tool), str(text), int(size), int(position)
+    )
+
+
+# ---------------------------------------------------------------------------------- drivers
+
+
+class SqliteDriver:
+    """One SQLite file; writes in ``BEGIN IMMEDIATE`` transactions."""
+
+    def __init__(self, path: Path) -> None:
+        self.url = f"sqlite:///{path}"
+        self._db = SqliteConnection(path)
+
+    def tx(self) -> contextlib.AbstractContextManager[Any]:
+        return self._db.write()
+
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._db.read(sql, params)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class PostgresDriver:
+    """A PostgreSQL connection; ``?`` placeholders become ``%s``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._db = PostgresConnection(url)
+
+    @contextlib.contextmanager
+    def tx(self) -> Iterator[Any]:
+        with self._db.transaction() as cur:
+            yield _PgCursor(cur)
+
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self.tx() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class _PgCursor:
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: Sequence[Any]) -> None:
+        self._cur.execute(sql.replace("?", "%s"), tuple(params))
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cur.rowcount)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self._cur.fetchall())
+
+
+__all__ = ["PostgresDriver", "SqlArchive", "SqliteDriver"]

@@ -1,0 +1,427 @@
+"""The micro-handoff transform: strip tool traffic and thinking before a cut, keep every word.
+
+`strip` is pure (a `Conversation` in, a `Conversation` and a `Report` out), deterministic, and
+idempotent: stripping a stripped conversation changes nothing, so a proxy that re-strips every
+later request sends the same rewritten prefix each time and the provider's prompt cache keeps
+hitting.
+
+Before the cut it removes tool calls, tool results, thinking and redacted thinking, and
+server-tool blocks, except the checkpoint tool's calls and results (the handoff notes, this one
+and earlier ones); keeps every non-empty text block byte for byte, and the images and documents
+the human supplied (those inside tool results go with the result); drops messages left empty;
+merges neighbouring messages of one role; joins neighbouring text blocks with a blank line. When
+the cut falls inside an agent's turn, the one tool exchange right before it stays, so the roles
+still alternate without touching anything after the cut. After the cut nothing changes.
+
+Input that breaks the provider's rules in a way stripping cannot repair (a tool result without
+its call, an unknown role in the rewritten part, ...) raises `InvalidConversation`; so does an
+output that `validate` rejects (that would be a bug).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ipse import jsonio
+from ipse.errors import InvalidConversation
+from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
+from ipse.handoff._report import Removed, Report
+from ipse.handoff._validate import Problem, validate
+from ipse.transcript._model import (
+    Block,
+    ContentForm,
+    Conversation,
+    Message,
+    Origin,
+    Other,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
+
+SEPARATOR = "\n\n"
+
+# Problems in the rewritten part that stripping repairs by construction.
+REPAIRABLE = frozenset(
+    {
+        "roles_not_alternating",
+        "empty_content",
+        "empty_text",
+        "unanswered_call",
+        "misplaced_result",
+        "result_not_first",
+        "thinking_in_rewritten",
+    }
+)
+# Problems that make the input unusable wherever they are.
+FATAL_ANYWHERE = frozenset({"orphan_result", "no_messages", "duplicate_call_id"})
+
+_SERVER_TOOL_TYPES = frozenset({"server_tool_use", "mcp_tool_use"})
+_OPENAI_DROPPED_KEYS = ("tool_calls", "function_call", "reasoning_content", "reasoning")
+
+
+@dataclass(frozen=True, slots=True)
+class StripOptions:
+    """How to strip: the checkpoint tool's name, text joining, and the two optional keeps."""
+
+    checkpoint_tool: str = CHECKPOINT_TOOL
+    join_texts: bool = True  # join neighbouring text blocks with a blank line
+    promote_thinking: bool = False  # keep the text of thinking blocks as agent text
+    breadcrumbs: bool = False  # one short line per removed call
+    breadcrumb_width: int = 60
+
+
+def strip(
+    conversation: Conversation, at: At = None, options: StripOptions | None = None
+) -> tuple[Conversation, Report]:
+    """The conversation with tool traffic and thinking removed before the cut, and a report."""
+    opts = options or StripOptions()
+    messages = conversation.messages
+    if not messages:
+        raise InvalidConversation("the conversation has no messages")
+    point = resolve_cut(conversation, at, opts.checkpoint_tool)
+    cut = settle(messages, point.index)
+    input_problems = validate(conversation)
+    _check_input(input_problems, cut)
+    keep = _checkpoint_calls(messages[:cut], opts.checkpoint_tool, conversation.dialect)
+    while True:
+        built = _Builder(conversation.dialect, keep, opts).build(messages[:cut])
+        tail = messages[cut:]
+        if not (built.messages and tail and _same_side(built.messages[-1], tail[0])):
+            break
+        extra = _boundary_exchange(messages, cut, conversation.dialect) - keep
+        if extra:
+            keep = keep | extra
+        else:
+            cut = settle(messages, cut - 1)
+    output = replace(conversation, messages=(*built.messages, *tail))
+    rewritten = len(built.messages)
+    carried = _check_output(output, rewritten, input_problems, cut)
+    report = Report(
+        cut=cut,
+        requested_cut=point.index,
+        cut_kind=point.kind,
+        checkpoint_id=point.checkpoint_id,
+        rewritten_out=rewritten,
+        removed=tuple(built.removed),
+        kept_calls=tuple(sorted(keep)),
+        breadcrumbs=tuple(built.breadcrumbs),
+        promoted=tuple(built.promoted),
+        dropped_empty_texts=built.dropped_empty,
+        carried_problems=carried,
+    )
+    return output, report
+
+
+# ------------------------------------------------------------------------------ input checks
+
+
+def _check_input(problems: Sequence[Problem], cut: int) -> None:
+    for problem in problems:
+        in_prefix = problem.index is not None and problem.index < cut
+        if problem.code in FATAL_ANYWHERE or (in_prefix and problem.code not in REPAIRABLE):
+            raise InvalidConversation(f"the conversation is invalid before stripping: {problem}")
+
+
+def _check_output(
+    output: Conversation, rewritten: int, input_problems: Sequence[Problem], cut: int
+) -> tuple[Problem, ...]:
+    """Validate the output; return the problems of the untouched part (all already in the input)."""
+    shift = rewritten - cut
+    before = {(p.code, p.index) for p in input_problems if p.index is not None and p.index >= cut}
+    carried: list[Problem] = []
+    for problem in validate(output, rewritten=rewritten):
+        in_tail = problem.index is not None and problem.index >= rewritten
+        if not in_tail or (problem.code, problem.index - shift) not in before:  # type: ignore[operator]
+            raise InvalidConversation(f"stripping would give an invalid request: {problem}")
+        carried.append(problem)
+    return tuple(carried)
+
+
+# ------------------------------------------------------------------------------ which calls stay
+
+
+def _answered_pairs(messages: Sequence[Message], dialect: str) -> dict[str, int]:
+    """Call id -> message index, for calls answered right after their message."""
+    out: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        calls = [b.id for b in message.blocks if isinstance(b, ToolCall)]
+        if not calls:
+            continue
+        answered: set[str] = set()
+        j = i + 1
+        while j < len(messages):
+            answered.update(b.call_id for b in messages[j].blocks if isinstance(b, ToolResult))
+            if dialect != "openai-chat" or messages[j].role != "tool":
+                break
+            j += 1
+        out.update((cid, i) for cid in calls if cid in answered)
+    return out
+
+
+def _checkpoint_calls(messages: Sequence[Message], tool: str, dialect: str) -> frozenset[str]:
+    answered = _answered_pairs(messages, dialect)
+    return frozenset(
+        b.id
+        for m in messages
+        for b in m.blocks
+        if isinstance(b, ToolCall) and b.name == tool and b.id in answered
+    )
+
+
+def _boundary_exchange(messages: Sequence[Message], cut: int, dialect: str) -> frozenset[str]:
+    """The answered calls of the last assistant message before ``cut``, if only results follow."""
+    for a in range(cut - 1, -1, -1):
+        message = messages[a]
+        if message.role == "assistant":
+            if not any(isinstance(b, ToolCall) for b in message.blocks):
+                return frozenset()
+            answered = _answered_pairs(messages[a:cut], dialect)
+            return frozenset(
+                b.id for b in message.blocks if isinstance(b, ToolCall) and b.id in answered
+            )
+        if not message.blocks or not all(isinstance(b, ToolResult) for b in message.blocks):
+            return frozenset()
+    return frozenset()
+
+
+def _same_side(last: Message, first: Message) -> bool:
+    return last.role == first.role and last.role in ("user", "assistant")
+
+
+# ----------------------------------------------------------------------------- the rewrite
+
+
+@dataclass
+class _Built:
+    messages: list[Message]
+    removed: list[Removed]
+    breadcrumbs: list[str]
+    promoted: list[str]
+    dropped_empty: int
+
+
+class _Builder:
+    """Rewrites a prefix: filter blocks, drop empty messages, merge roles, join texts."""
+
+    def __init__(self, dialect: str, keep: frozenset[str], options: StripOptions) -> None:
+        self.dialect = dialect
+        self.keep = keep
+        self.options = options
+
+    def build(self, prefix: Sequence[Message]) -> _Built:
+        results = self._results(prefix)
+        out = _Built([], [], [], [], 0)
+        for index, message in enumerate(prefix):
+            blocks = self._filter(index, message, results, out)
+            if blocks is None:
+                kept = message
+            elif not blocks:
+                continue
+            else:
+                kept = self._rebuilt(message, blocks)
+            if out.messages and _same_side(out.messages[-1], kept):
+                kept = self._merged(out.messages[-1], kept)
+                out.messages.pop()
+            out.messages.append(kept)
+        if self.options.join_texts:
+            out.messages = [self._joined(m) for m in out.messages]
+        return out
+
+    def _results(self, prefix: Sequence[Message]) -> dict[str, Mapping[str, Any]]:
+        found: dict[str, Mapping[str, Any]] = {}
+        for message in prefix:
+            for block in message.blocks:
+                if isinstance(block, ToolResult):
+                    found.setdefault(block.call_id, self._result_raw(message, block))
+                elif isinstance(block, Other) and _is_server_result(block):
+                    raw = block.raw or {}
+                    found.setdefault(str(raw.get("tool_use_id", "")), raw)
+        return found
+
+    def _result_raw(self, message: Message, block: ToolResult) -> Mapping[str, Any]:
+        if self.dialect == "openai-chat" and message.role == "tool":
+            if message.raw is not None:
+                return message.raw
+            from ipse.transcript.formats.openai_chat import write_message as write_openai
+
+            return write_openai(message)
+        if block.raw is not None:
+            return block.raw
+        from ipse.transcript.formats.anthropic import write_block
+
+        return write_block(block)
+
+    def _filter(
+        self,
+        index: int,
+        message: Message,
+        results: Mapping[str, Mapping[str, Any]],
+        out: _Built,
+    ) -> list[Block] | None:
+        """The blocks that stay; None when every block stays as it was."""
+        kept: list[Block] = []
+        changed = False
+        for block in message.blocks:
+            if isinstance(block, Text):
+                if block.text == "":
+                    out.dropped_empty += 1
+                    changed = True
+                else:
+                    kept.append(block)
+            elif isinstance(block, ToolCall):
+                if block.id in self.keep:
+                    kept.append(block)
+                    continue
+                changed = True
+                out.removed.append(
+                    Removed(
+                        "tool",
+                        block.id,
+                        block.name,
+                        self._call_raw(block),
+                        results.get(block.id),
+                        index,
+                    )
+                )
+                if self.options.breadcrumbs:
+                    line = breadcrumb(block, self.options.breadcrumb_width)
+                    out.breadcrumbs.append(line)
+                    kept.append(Text(line, Origin.HARNESS))
+            elif isinstance(block, ToolResult):
+                if block.call_id in self.keep:
+                    kept.append(block)
+                else:
+                    changed = True
+            elif isinstance(block, Thinking):
+                changed = True
+                out.removed.append(_thinking_removed(block, index))
+                if self.options.promote_thinking and block.text:
+                    out.promoted.append(block.text)
+                    kept.append(Text(block.text, Origin.AGENT))
+            elif block.type in _SERVER_TOOL_TYPES:
+                changed = True
+                raw = block.raw or {"type": block.type}
+                call_id = str(raw.get("id", ""))
+                out.removed.append(
+                    Removed(
+                        "server_tool",
+                        call_id,
+                        str(raw.get("name", block.type)),
+                        raw,
+                        results.get(call_id),
+                        index,
+                    )
+                )
+            elif _is_server_result(block):
+                changed = True
+            else:
+                kept.append(block)
+        return kept if changed else None
+
+    def _call_raw(self, block: ToolCall) -> Mapping[str, Any]:
+        if block.raw is not None:
+            return block.raw
+        if self.dialect == "openai-chat":
+            return {
+                "id": block.id,
+                "type": "function",
+                "function": {
+                    "name": block.name,
+                    "arguments": block.arguments
+                    if block.arguments is not None
+                    else jsonio.dumps(block.input).decode(),
+                },
+            }
+        from ipse.transcript.formats.anthropic import write_block
+
+        return write_block(block)
+
+    def _rebuilt(self, message: Message, blocks: list[Block]) -> Message:
+        raw = message.raw
+        if raw is not None and self.dialect == "openai-chat":
+            drop = [k for k in _OPENAI_DROPPED_KEYS if k in raw]
+            if any(isinstance(b, ToolCall) for b in blocks):
+                drop = [k for k in drop if k != "tool_calls"]
+            raw = {k: v for k, v in raw.items() if k not in drop}
+        return Message(message.role, tuple(blocks), message.content_form, raw, message.meta)
+
+    def _merged(self, first: Message, second: Message) -> Message:
+        forms = {first.content_form, second.content_form}
+        if self.dialect == "openai-chat":
+            form: ContentForm = "blocks" if "blocks" in forms else "string"
+        else:
+            form = "string" if forms == {"string"} else "blocks"
+        return Message(first.role, first.blocks + second.blocks, form, first.raw, first.meta)
+
+    def _joined(self, message: Message) -> Message:
+        blocks: list[Block] = []
+        run: list[Text] = []
+        changed = False
+
+        def flush() -> None:
+            nonlocal changed
+            if len(run) == 1:
+                blocks.append(run[0])
+            elif run:
+                changed = True
+                blocks.append(Text(SEPARATOR.join(t.text for t in run), run[0].origin))
+            run.clear()
+
+        for block in message.blocks:
+            if isinstance(block, Text):
+                run.append(block)
+            else:
+                flush()
+                blocks.append(block)
+        flush()
+        if not changed:
+            return message
+        return replace(message, blocks=tuple(blocks))
+
+
+def _is_server_result(block: Block) -> bool:
+    return isinstance(block, Other) and block.type.endswith("_tool_result")
+
+
+def _thinking_removed(block: Thinking, index: int) -> Removed:
+    raw: Mapping[str, Any] = (
+        block.raw
+        if block.raw is not None
+        else (
+            {"type": "redacted_thinking"}
+            if block.redacted
+            else {"type": "thinking", "thinking": block.text}
+        )
+    )
+    digest = hashlib.sha256(jsonio.dumps(raw)).hexdigest()[:16]
+    return Removed("thinking", f"thinking-{digest}", "thinking", raw, None, index)
+
+
+def breadcrumb(call: ToolCall, width: int = 60) -> str:
+    """One short line for a removed call: tool name and a clipped argument."""
+    argument = _first_argument(call.input)
+    flat = " ".join(argument.split())
+    if len(flat) > width:
+        flat = flat[: max(width - 1, 0)] + "…"
+    return f"[{call.name}: {flat}]" if flat else f"[{call.name}]"
+
+
+def _first_argument(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for item in value.values():
+            if isinstance(item, str) and item.strip():
+                return item
+        return jsonio.dumps(value).decode() if value else ""
+    if value is None:
+        return ""
+    return jsonio.dumps(value, default=str).decode()
+
+
+__all__ = ["REPAIRABLE", "SEPARATOR", "StripOptions", "breadcrumb", "strip"]

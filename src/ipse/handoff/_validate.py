@@ -1,0 +1,223 @@
+"""The provider's rules for a request's messages, as data a transform can check itself against.
+
+`validate` lists every `Problem` of a conversation: who speaks first, alternating roles, tool calls
+answered in the next turn and tool results tied to their call, tool results first in a user
+message, no empty content, and no thinking block in a rewritten prefix (newer Anthropic models bind
+a thinking block to the exact prefix before it). One function per provider shape; each problem
+carries a stable ``code`` so callers can tell what stripping repairs from what it cannot.
+
+A tool call in the last message is *pending*, not a problem: the next request carries its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ipse.errors import UsageError
+from ipse.transcript._model import Conversation, Message, Text, Thinking, ToolCall, ToolResult
+
+PROVIDERS = ("anthropic", "openai-chat")
+
+_ANTHROPIC_ROLES = frozenset({"user", "assistant"})
+_OPENAI_ROLES = frozenset({"user", "assistant", "tool", "system", "developer"})
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One broken rule: a stable code, a readable message, and the message index it is at."""
+
+    code: str
+    message: str
+    index: int | None = None
+
+    def __str__(self) -> str:
+        where = f"message {self.index}: " if self.index is not None else ""
+        return f"{where}{self.message} [{self.code}]"
+
+
+def validate(
+    conversation: Conversation, provider: str | None = None, *, rewritten: int = 0
+) -> list[Problem]:
+    """Every rule of ``provider`` (default: the conversation's dialect) the messages break.
+
+    ``rewritten`` is the number of leading messages a transform rewrote; a thinking block among
+    them is a problem (its signature is bound to a prefix that no longer exists).
+    """
+    target = provider or conversation.dialect
+    messages = conversation.messages
+    if target == "anthropic":
+        problems = _anthropic(messages)
+    elif target == "openai-chat":
+        problems = _openai(messages)
+    else:
+        raise UsageError(f"no validation rules for {target!r}; known: {', '.join(PROVIDERS)}")
+    problems.extend(_thinking_in_prefix(messages, rewritten))
+    problems.extend(_duplicate_ids(messages))
+    problems.sort(key=lambda p: -1 if p.index is None else p.index)
+    return problems
+
+
+# ----------------------------------------------------------------------------------- shared
+
+
+def _thinking_in_prefix(messages: Sequence[Message], rewritten: int) -> list[Problem]:
+    return [
+        Problem("thinking_in_rewritten", "thinking block in a rewritten part", i)
+        for i, m in enumerate(messages[:rewritten])
+        if any(isinstance(b, Thinking) for b in m.blocks)
+    ]
+
+
+def _duplicate_ids(messages: Sequence[Message]) -> list[Problem]:
+    seen: set[str] = set()
+    out: list[Problem] = []
+    for i, message in enumerate(messages):
+        for call in message.of_kind(ToolCall):
+            if call.id in seen:
+                out.append(Problem("duplicate_call_id", f"tool call id {call.id!r} repeats", i))
+            seen.add(call.id)
+    return out
+
+
+def _empty_texts(index: int, message: Message) -> list[Problem]:
+    return [
+        Problem("empty_text", "empty text block", index)
+        for b in message.blocks
+        if isinstance(b, Text) and b.text == ""
+    ]
+
+
+def _orphans(
+    index: int, results: Sequence[ToolResult], expected: set[str], every_call: set[str]
+) -> list[Problem]:
+    out: list[Problem] = []
+    for result in results:
+        if result.call_id in expected:
+            continue
+        if result.call_id in every_call:
+            out.append(
+                Problem(
+                    "misplaced_result",
+                    f"tool result {result.call_id!r} does not follow its call",
+                    index,
+                )
+            )
+        else:
+            out.append(
+                Problem(
+                    "orphan_result", f"tool result {result.call_id!r} has no matching call", index
+                )
+            )
+    return out
+
+
+# -------------------------------------------------------------------------------- anthropic
+
+
+def _anthropic(messages: Sequence[Message]) -> list[Problem]:
+    problems: list[Problem] = []
+    if not messages:
+        return [Problem("no_messages", "the request has no messages")]
+    if messages[0].role != "user":
+        problems.append(Problem("first_not_user", "the first message is not from the user", 0))
+    every_call: set[str] = set()
+    for i, message in enumerate(messages):
+        if message.role not in _ANTHROPIC_ROLES:
+            problems.append(Problem("bad_role", f"role {message.role!r} is not user/assistant", i))
+        if i and message.role == messages[i - 1].role:
+            problems.append(
+                Problem("roles_not_alternating", f"two {message.role} messages in a row", i)
+            )
+        if not message.blocks:
+            problems.append(Problem("empty_content", "a message with no content", i))
+        problems.extend(_empty_texts(i, message))
+        calls = list(message.of_kind(ToolCall))
+        results = list(message.of_kind(ToolResult))
+        if calls and message.role != "assistant":
+            problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
+        if results and message.role != "user":
+            problems.append(Problem("misplaced_result", "a tool result outside a user turn", i))
+        if results and not isinstance(message.blocks[0], ToolResult):
+            problems.append(Problem("result_not_first", "tool results must come first", i))
+        elif results:
+            first_other = next(
+                (k for k, b in enumerate(message.blocks) if not isinstance(b, ToolResult)), None
+            )
+            if first_other is not None and any(
+                isinstance(b, ToolResult) for b in message.blocks[first_other:]
+            ):
+                problems.append(Problem("result_not_first", "tool results must come first", i))
+        previous = messages[i - 1] if i else None
+        expected = (
+            {c.id for c in previous.of_kind(ToolCall)}
+            if previous is not None and previous.role == "assistant"
+            else set()
+        )
+        problems.extend(_orphans(i, results, expected, every_call))
+        every_call.update(c.id for c in calls)
+        if calls and i + 1 < len(messages):
+            answered = {r.call_id for r in messages[i + 1].of_kind(ToolResult)}
+            problems.extend(
+                Problem("unanswered_call", f"tool call {c.id!r} ({c.name}) is not answered", i)
+                for c in calls
+                if c.id not in answered
+            )
+    return problems
+
+
+# ------------------------------------------------------------------------------ openai-chat
+
+
+def _openai(messages: Sequence[Message]) -> list[Problem]:
+    problems: list[Problem] = []
+    if not messages:
+        return [Problem("no_messages", "the request has no messages")]
+    speaking = [m for m in messages if m.role not in ("system", "developer")]
+    if speaking and speaking[0].role != "user":
+        first = messages.index(speaking[0])
+        problems.append(Problem("first_not_user", "the first message is not from the user", first))
+    every_call: set[str] = set()
+    open_calls: set[str] = set()  # calls of the last assistant message still waiting
+    open_at: int | None = None
+    last_side: str | None = None
+    for i, message in enumerate(messages):
+        role = message.role
+        if role not in _OPENAI_ROLES:
+            problems.append(Problem("bad_role", f"role {role!r} is not a chat role", i))
+        problems.extend(_empty_texts(i, message))
+        if role == "tool":
+            results = list(message.of_kind(ToolResult))
+            problems.extend(_orphans(i, results, open_calls, every_call))
+            open_calls.difference_update(r.call_id for r in results)
+            last_side = "tool"
+            continue
+        if open_calls and open_at is not None:
+            problems.extend(
+                Problem("unanswered_call", f"tool call {cid!r} is not answered", open_at)
+                for cid in sorted(open_calls)
+            )
+        open_calls, open_at = set(), None
+        if role in ("user", "assistant"):
+            if role == last_side:
+                problems.append(
+                    Problem("roles_not_alternating", f"two {role} messages in a row", i)
+                )
+            last_side = role
+        if any(isinstance(b, ToolResult) for b in message.blocks):
+            problems.append(Problem("misplaced_result", "a tool result outside a tool message", i))
+        calls = list(message.of_kind(ToolCall))
+        if calls and role != "assistant":
+            problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
+        if not any(isinstance(b, Text | ToolCall) for b in message.blocks) and not any(
+            b.kind == "other" for b in message.blocks
+        ):
+            problems.append(Problem("empty_content", "a message with no content", i))
+        every_call.update(c.id for c in calls)
+        if calls:
+            open_calls, open_at = {c.id for c in calls}, i
+            last_side = "assistant"
+    return problems
+
+
+__all__ = ["PROVIDERS", "Problem", "validate"]

@@ -1,0 +1,174 @@
+"""The proof that a handoff lost nothing: every authored word is still there, in order.
+
+`verify(before, after)` checks two things. The untouched part: the last messages of ``before``
+from the cut on are identical, as written JSON, to the last messages of ``after``. The rewritten
+part: every non-empty text block of a user or assistant message before the cut appears in the
+rewritten part of ``after``, in a message of the same role, in order, byte for byte (texts may
+have been joined with others, so each is found as a substring, left to right).
+
+Without a cut, the untouched part is the longest run of identical trailing messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipse import jsonio
+from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
+from ipse.transcript._model import Conversation, Message, Text
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """An authored text of ``before`` not found in ``after``."""
+
+    index: int  # message index in ``before``
+    role: str
+    chars: int
+    preview: str
+
+    def __str__(self) -> str:
+        return f"message {self.index} ({self.role}, {self.chars} chars): {self.preview!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of `verify`: ``ok`` when nothing authored was lost and the tail is identical."""
+
+    ok: bool
+    cut: int  # messages [cut, ...) of ``before`` are the untouched part
+    tail_messages: int
+    tail_identical: bool
+    checked_texts: int
+    authored_chars: int  # authored characters of ``before`` (all messages)
+    found_chars: int  # of those, found in ``after``
+    lost: tuple[Lost, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "cut": self.cut,
+            "tail_messages": self.tail_messages,
+            "tail_identical": self.tail_identical,
+            "checked_texts": self.checked_texts,
+            "authored_chars": self.authored_chars,
+            "found_chars": self.found_chars,
+            "lost": [
+                {"message": x.index, "role": x.role, "chars": x.chars, "preview": x.preview}
+                for x in self.lost
+            ],
+        }
+
+
+def authored_texts(messages: Sequence[Message]) -> list[tuple[int, str, str]]:
+    """(message index, role, text) of every non-empty text block of user/assistant messages."""
+    return [
+        (i, m.role, b.text)
+        for i, m in enumerate(messages)
+        if m.role in ("user", "assistant")
+        for b in m.blocks
+        if isinstance(b, Text) and b.text
+    ]
+
+
+def authored_chars(messages: Sequence[Message]) -> int:
+    """Characters of authored text in user and assistant messages."""
+    return sum(len(text) for _, _, text in authored_texts(messages))
+
+
+def verify(
+    before: Conversation,
+    after: Conversation,
+    at: At | None = None,
+    checkpoint_tool: str = CHECKPOINT_TOOL,
+) -> Verdict:
+    """Check ``after`` keeps every authored text of ``before`` and its untouched part as it was.
+
+    ``at`` names the cut the handoff used (``checkpoint``, ``now``, an index; ``checkpoint``
+    looks for ``checkpoint_tool``); without it the untouched part is the longest run of
+    identical trailing messages."""
+    old = [_written(before, m) for m in before.messages]
+    new = [_written(after, m) for m in after.messages]
+    if at is None:
+        tail = _common_suffix(old, new)
+        cut = len(old) - tail
+        identical = True
+    else:
+        cut = settle(before.messages, resolve_cut(before, at, checkpoint_tool).index)
+        tail = len(old) - cut
+        identical = tail <= len(new) and (tail == 0 or new[-tail:] == old[cut:])
+    prefix_out = after.messages[: len(new) - tail] if tail <= len(new) else after.messages
+    lost, checked = _find_in_order(authored_texts(before.messages[:cut]), prefix_out)
+    prefix_chars = authored_chars(before.messages[:cut])
+    tail_chars = authored_chars(before.messages[cut:])
+    found = prefix_chars - sum(x.chars for x in lost) + (tail_chars if identical else 0)
+    return Verdict(
+        ok=identical and not lost,
+        cut=cut,
+        tail_messages=tail,
+        tail_identical=identical,
+        checked_texts=checked,
+        authored_chars=prefix_chars + tail_chars,
+        found_chars=found,
+        lost=tuple(lost),
+    )
+
+
+def _find_in_order(
+    wanted: Sequence[tuple[int, str, str]], messages: Sequence[Message]
+) -> tuple[list[Lost], int]:
+    """Find each wanted text left to right; texts not found are lost (the search goes on)."""
+    haystack = [
+        (m.role, b.text) for m in messages for b in m.blocks if isinstance(b, Text) and b.text
+    ]
+    lost: list[Lost] = []
+    position, offset = 0, 0
+    for index, role, text in wanted:
+        at = _search(haystack, position, offset, role, text)
+        if at is None:
+            lost.append(Lost(index, role, len(text), _preview(text)))
+            continue
+        position, offset = at
+    return lost, len(wanted)
+
+
+def _search(
+    haystack: Sequence[tuple[str, str]], position: int, offset: int, role: str, text: str
+) -> tuple[int, int] | None:
+    for p in range(position, len(haystack)):
+        hay_role, hay_text = haystack[p]
+        if hay_role != role:
+            continue
+        found = hay_text.find(text, offset if p == position else 0)
+        if found >= 0:
+            return p, found + len(text)
+    return None
+
+
+def _preview(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _common_suffix(old: Sequence[bytes], new: Sequence[bytes]) -> int:
+    n = 0
+    while n < len(old) and n < len(new) and old[-1 - n] == new[-1 - n]:
+        n += 1
+    return n
+
+
+def _written(conversation: Conversation, message: Message) -> bytes:
+    """A message as the JSON its dialect writes (the bytes that go on the wire)."""
+    from ipse.transcript.formats import anthropic, openai_chat
+
+    written: Mapping[str, Any]
+    if conversation.dialect == "openai-chat":
+        written = openai_chat.write_message(message)
+    else:
+        written = anthropic.write_message(message)
+    return jsonio.dumps(written)
+
+
+__all__ = ["Lost", "Verdict", "authored_chars", "authored_texts", "verify"]

@@ -1,0 +1,105 @@
+"""What the provider reported, and how well the prediction agrees with it.
+
+Usage as recorded: Anthropic ``input_tokens`` (after the last breakpoint),
+``cache_creation_input_tokens``, ``cache_read_input_tokens``; OpenAI Chat Completions
+``prompt_tokens`` with ``prompt_tokens_details.cached_tokens``, Responses ``input_tokens`` with
+``input_tokens_details.cached_tokens`` (OpenAI and vLLM report no writes). A prediction agrees
+with a request when its cache read is within the tolerance of the recorded read: 5% of the
+request's input tokens, and at least 128 tokens (OpenAI's step; block estimates are approximate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ipse.prefix._simulate import Tokens
+
+TOLERANCE_SHARE = 0.05
+TOLERANCE_MIN = 128
+
+
+# Larger counts than this are not token counts (and would not fit the JSON report's integers).
+_MAX_TOKENS = 2**53
+
+
+def _int(value: Any) -> int | None:
+    """A recorded token count, or None when the value is not one (negative, huge, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if 0 <= value < _MAX_TOKENS else None
+
+
+def actual_tokens(usage: Mapping[str, Any] | None) -> Tokens | None:
+    """The recorded split of input tokens, or None when the usage does not say."""
+    if not isinstance(usage, Mapping):
+        return None
+    read = _int(usage.get("cache_read_input_tokens"))
+    write = _int(usage.get("cache_creation_input_tokens"))
+    if read is not None or write is not None:
+        uncached = _int(usage.get("input_tokens")) or 0
+        return Tokens(read or 0, write or 0, uncached)
+    for total_key, details_key in (
+        ("prompt_tokens", "prompt_tokens_details"),
+        ("input_tokens", "input_tokens_details"),
+    ):
+        total = _int(usage.get(total_key))
+        if total is None:
+            continue
+        details = usage.get(details_key)
+        cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+        cached = cached or 0
+        return Tokens(cached, 0, max(0, total - cached))
+    return None
+
+
+def agrees(predicted: Tokens, actual: Tokens) -> bool:
+    """Whether the predicted cache read is within tolerance of the recorded one."""
+    tolerance = max(TOLERANCE_MIN, TOLERANCE_SHARE * max(actual.total, 1))
+    return abs(predicted.cache_read - actual.cache_read) <= tolerance
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """Prediction against recorded usage over the requests that have both."""
+
+    compared: int
+    agreeing: int
+    read_predicted: int
+    read_actual: int
+    write_predicted: int
+    write_actual: int
+    mean_abs_read_error: float
+
+    @property
+    def share(self) -> float:
+        return self.agreeing / self.compared if self.compared else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "compared": self.compared,
+            "agreeing": self.agreeing,
+            "share": round(self.share, 4),
+            "tolerance": f"read within {TOLERANCE_SHARE:.0%} of input, >= {TOLERANCE_MIN}",
+            "cache_read": {"predicted": self.read_predicted, "actual": self.read_actual},
+            "cache_write": {"predicted": self.write_predicted, "actual": self.write_actual},
+            "mean_abs_read_error": round(self.mean_abs_read_error, 1),
+        }
+
+
+def agreement(pairs: Iterable[tuple[Tokens, Tokens | None]]) -> Agreement:
+    """Agreement over (predicted, actual) pairs; pairs without an actual are skipped."""
+    compared = agreeing = rp = ra = wp = wa = 0
+    error = 0
+    for predicted, actual in pairs:
+        if actual is None:
+            continue
+        compared += 1
+        agreeing += agrees(predicted, actual)
+        rp += predicted.cache_read
+        ra += actual.cache_read
+        wp += predicted.cache_write
+        wa += actual.cache_write
+        error += abs(predicted.cache_read - actual.cache_read)
+    return Agreement(compared, agreeing, rp, ra, wp, wa, error / compared if compared else 0.0)

@@ -1,0 +1,171 @@
+"""Lints on one request, to freeze the front before it is sent.
+
+Each finding names a code, where it is, and what to do:
+
+* ``volatile_system`` / ``volatile_tool``: a timestamp, date, UUID or epoch in the system
+  prompt or a tool definition: every change rewrites everything after it;
+* ``tool_order``: tools listed twice, or (across a log) listed in another order than before;
+* ``unstable_breakpoint``: a breakpoint with a volatile value before it (its entry is never hit
+  again), or with fewer tokens before it than the model's minimum (never written);
+* ``ttl_order``: a 1-hour breakpoint after a 5-minute one (longer TTLs must come first);
+* ``too_many_breakpoints``: more than the provider's 4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ipse.prefix._causes import locate, raw_at
+from ipse.prefix._hashing import Flat, Flattener, block_text
+from ipse.prefix._layers import request_body
+from ipse.prefix._requests import body_provider
+from ipse.prefix._rules import rules
+from ipse.prefix._volatile import volatile_values
+from ipse.tokens import TokenCounter
+from ipse.transcript import Conversation
+
+_TOOL_KINDS = frozenset({"timestamp", "epoch"})
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem found in a request."""
+
+    code: str
+    location: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "location": self.location, "message": self.message}
+
+
+def _tool_names(body: Mapping[str, Any]) -> list[str]:
+    names = []
+    for tool in body.get("tools") or ():
+        if isinstance(tool, Mapping):
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+            names.append(str(name))
+    return names
+
+
+def lint(
+    request: Conversation | Mapping[str, Any],
+    provider: str | None = None,
+    *,
+    previous: Mapping[str, Any] | None = None,
+    counter: TokenCounter | None = None,
+) -> list[Finding]:
+    """Every finding for one request (``previous``: the request before it, if any)."""
+    body = request_body(request)
+    name = provider or body_provider(body)
+    table = rules(name)
+    flat = Flattener(table, counter).flatten(body)
+    findings: list[Finding] = []
+    first_volatile: int | None = None
+    for p, where in enumerate(flat.where):
+        if where[0] not in ("system", "tools"):
+            continue
+        text = block_text(raw_at(where, body, name))
+        values = volatile_values(text)
+        if where[0] == "tools":  # tool docs quote example dates and ids; flag clock values only
+            values = [v for v in values if v[0] in _TOOL_KINDS]
+        if values:
+            if first_volatile is None:
+                first_volatile = p
+            kind, value = values[0]
+            findings.append(
+                Finding(
+                    f"volatile_{'system' if where[0] == 'system' else 'tool'}",
+                    locate(where, body, name),
+                    f"a {kind} ({value!r}) in the front of the request: each new value "
+                    "rewrites the cache from here on; move it to the newest message",
+                )
+            )
+    names = _tool_names(body)
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        findings.append(
+            Finding("tool_order", "tools", f"tools listed more than once: {', '.join(duplicates)}")
+        )
+    if previous is not None:
+        before = _tool_names(previous)
+        if sorted(before) == sorted(names) and before != names:
+            findings.append(
+                Finding(
+                    "tool_order",
+                    "tools",
+                    "the same tools in another order than the previous request: "
+                    "sort them once and keep the order fixed",
+                )
+            )
+    if table.provider == "anthropic":
+        findings.extend(_breakpoints(flat, body, name, first_volatile))
+    return findings
+
+
+def _breakpoints(
+    flat: Flat, body: Mapping[str, Any], name: str, first: int | None
+) -> list[Finding]:
+    table = rules(name)
+    findings: list[Finding] = []
+    marks = [(p, ttl) for p, ttl in enumerate(flat.ttls) if ttl is not None]
+    limit = int(table.value("max_breakpoints"))
+    if flat.breakpoints > limit:
+        findings.append(
+            Finding(
+                "too_many_breakpoints",
+                "cache_control",
+                f"{flat.breakpoints} breakpoints; the provider allows {limit}",
+            )
+        )
+    seen_short: int | None = None
+    minimum = table.min_tokens(flat.model)[0]
+    for p, ttl in marks:
+        location = locate(flat.where[p], body, name)
+        if ttl == "5m" and seen_short is None:
+            seen_short = p
+        if ttl == "1h" and seen_short is not None:
+            findings.append(
+                Finding(
+                    "ttl_order",
+                    location,
+                    "a 1-hour breakpoint after a 5-minute one: longer TTLs must come first",
+                )
+            )
+        if first is not None and first <= p:
+            first_reported = first
+            first = None  # one finding, at the first breakpoint after the volatile value
+            findings.append(
+                Finding(
+                    "unstable_breakpoint",
+                    location,
+                    f"a volatile value at {locate(flat.where[first_reported], body, name)} "
+                    "lies before "
+                    "this breakpoint: its entry is lost whenever that value changes",
+                )
+            )
+        elif first is None and flat.cum[p] < minimum and p == marks[-1][0]:
+            findings.append(
+                Finding(
+                    "unstable_breakpoint",
+                    location,
+                    f"about {flat.cum[p]} tokens before this breakpoint, below the minimum of "
+                    f"{minimum} for {flat.model or 'this model'}: nothing is cached",
+                )
+            )
+    return findings
+
+
+def lint_many(
+    bodies: Sequence[Mapping[str, Any]], provider: str | None = None
+) -> list[list[Finding]]:
+    """Findings per request of a sequence, comparing each with the one before it."""
+    out = []
+    previous: Mapping[str, Any] | None = None
+    for body in bodies:
+        out.append(lint(body, provider, previous=previous))
+        previous = body
+    return out

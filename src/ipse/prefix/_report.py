@@ -1,0 +1,360 @@
+"""The analysis of a request log: replay, causes, agreement, money; as rows and a summary.
+
+`analyze` replays the requests through the provider's simulator in time order, and for each one
+finds the best earlier candidate by prefix hash: a dict from every prefix hash seen to the last
+request holding it, searched by bisection (prefix hashes are prefix-closed), so side requests of
+other conversations interleaved in the log are matched to their own predecessors, as a
+content-addressed cache would match them. A request that reads less than its ideal gets a
+`Cause`, and the money that cost at the model's prices. The ideal: everything the candidate
+sent, as if history had only been appended to, up to the request's new tail (the last
+assistant turn and what follows it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ipse.prefix._actual import Agreement, actual_tokens, agreement
+from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
+from ipse.prefix._hashing import Flat, Flattener
+from ipse.prefix._requests import UNRECORDED_FRONT, Request, no_gc
+from ipse.prefix._rules import PROVIDERS, prices, rules
+from ipse.prefix._simulate import Prediction, Step, Tokens, simulator
+from ipse.tokens import TokenCounter, default_counter
+
+Progress = Callable[[Iterable[Any]], Iterable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One request's result."""
+
+    index: int
+    time: datetime | None
+    model: str | None
+    predicted: Tokens
+    actual: Tokens | None
+    cause: Cause | None
+    ideal_read: int
+    lost_tokens: int
+    cost_usd: float
+    cost_lost_usd: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "time": self.time.isoformat() if self.time else None,
+            "model": self.model,
+            "predicted": self.predicted.as_dict(),
+            "actual": self.actual.as_dict() if self.actual else None,
+            "cause": self.cause.kind if self.cause else None,
+            "detail": self.cause.detail if self.cause else None,
+            "location": self.cause.location if self.cause else None,
+            "candidate": self.cause.candidate if self.cause else None,
+            "lost_tokens": self.lost_tokens,
+            "cost_lost_usd": round(self.cost_lost_usd, 6),
+        }
+
+
+@dataclass
+class Report:
+    """Rows in log order, and what holds for the whole log."""
+
+    provider: str
+    rows: list[Row]
+    agreement: Agreement | None
+    ttl_modelled: bool
+    tokens_by: str
+    warnings: list[str] = field(default_factory=list)
+    cost_ideal_usd: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows
+        total = sum(r.predicted.total for r in rows)
+        read = sum(r.predicted.cache_read for r in rows)
+        by_cause: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row.cause is None:
+                continue
+            entry = by_cause.setdefault(
+                row.cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+            )
+            entry["requests"] += 1
+            entry["tokens_lost"] += row.lost_tokens
+            entry["cost_lost_usd"] += row.cost_lost_usd
+        for entry in by_cause.values():
+            entry["cost_lost_usd"] = round(entry["cost_lost_usd"], 6)
+        cost = sum(r.cost_usd for r in rows)
+        with_actual = [r.actual for r in rows if r.actual is not None]
+        summary: dict[str, Any] = {
+            "requests": len(rows),
+            "hit_rate": round(read / total, 4) if total else 0.0,
+            "tokens": {
+                "cache_read": read,
+                "cache_write": sum(r.predicted.cache_write for r in rows),
+                "uncached": sum(r.predicted.uncached for r in rows),
+                "lost": sum(r.lost_tokens for r in rows),
+            },
+            "cost_usd": round(cost, 6),
+            "cost_ideal_usd": round(self.cost_ideal_usd, 6),
+            "cost_lost_usd": round(sum(r.cost_lost_usd for r in rows), 6),
+            "cost_vs_ideal": round(cost / self.cost_ideal_usd, 4) if self.cost_ideal_usd else None,
+            "by_cause": {k: by_cause[k] for k in CAUSES if k in by_cause},
+            "ttl_analysis": "modelled" if self.ttl_modelled else "skipped: times missing",
+            "tokens_estimated_by": self.tokens_by,
+            "warnings": list(self.warnings),
+        }
+        if with_actual:
+            actual_total = sum(a.total for a in with_actual)
+            actual_read = sum(a.cache_read for a in with_actual)
+            summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
+        summary["agreement"] = self.agreement.as_dict() if self.agreement else None
+        return summary
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "requests": [r.as_dict() for r in self.rows],
+            "summary": self.summary(),
+        }
+
+
+def _epoch(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _provider(requests: Sequence[Request], provider: str | None) -> str:
+    if provider is not None:
+        rules(provider)  # validates the name
+        return provider
+    counts = {p: sum(1 for r in requests if r.provider == p) for p in PROVIDERS}
+    return max(counts, key=lambda p: counts[p])
+
+
+def _counter(
+    requests: Sequence[Request], tokenizer: str, counter: TokenCounter | None
+) -> tuple[TokenCounter | None, str]:
+    if counter is not None:
+        return counter, f"{counter.name} per distinct block"
+    recorded = all(actual_tokens(r.usage) is not None for r in requests)
+    if tokenizer == "bytes" or (tokenizer == "auto" and recorded):
+        label = "serialized bytes / 4 per block"
+        return None, label + (", scaled to recorded usage" if recorded else "")
+    chosen = default_counter()
+    return chosen, f"{chosen.name} per distinct block" + (
+        ", scaled to recorded usage where present" if recorded else ""
+    )
+
+
+def analyze(
+    requests: Sequence[Request],
+    provider: str | None = None,
+    *,
+    tokenizer: str = "auto",
+    counter: TokenCounter | None = None,
+    progress: Progress | None = None,
+    warnings: Sequence[str] = (),
+) -> Report:
+    """Replay ``requests`` through the provider's cache and explain every lost reuse.
+
+    ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
+    usage, o200k counts otherwise), ``o200k`` or ``bytes``.
+    """
+    with no_gc():
+        return _analyze(requests, provider, tokenizer, counter, progress, warnings)
+
+
+def _analyze(
+    requests: Sequence[Request],
+    provider: str | None,
+    tokenizer: str,
+    counter: TokenCounter | None,
+    progress: Progress | None,
+    warnings: Sequence[str],
+) -> Report:
+    name = _provider(requests, provider)
+    sim = simulator(name)
+    table = rules(name)
+    price_table = prices()
+    notes = list(warnings)
+    for seen_model in sorted({r.model or "" for r in requests}):
+        notes.extend(_model_warnings(seen_model or None, name))
+    ttl = all(r.time is not None for r in requests)
+    if not ttl:
+        missing = sum(1 for r in requests if r.time is None)
+        notes.append(f"{missing} of {len(requests)} requests have no time: TTL analysis skipped")
+    order = list(requests)
+    if ttl and any(
+        a.time is not None and b.time is not None and b.time < a.time
+        for a, b in itertools.pairwise(order)
+    ):
+        notes.append("the log is out of time order: requests replayed in time order")
+        order.sort(key=lambda r: r.time or datetime.min)
+    chosen, label = _counter(requests, tokenizer, counter)
+    flattener = Flattener(table, chosen)
+    index: dict[int, tuple[int, int]] = {}  # prefix hash -> (slot in `seen`, position)
+    by_first: dict[int, int] = {}  # first message's hash -> slot in `seen`
+    by_conversation: dict[str, int] = {}  # known thread -> its last slot in `seen`
+    seen: list[tuple[Request, Flat]] = []
+    rows: dict[int, Row] = {}
+    cost_ideal = 0.0
+    fit = _fit_front(order, flattener)
+    iterable: Iterable[Any] = progress(order) if progress is not None else order
+    for request in iterable:
+        flat = flattener.flatten(request.body)
+        actual = actual_tokens(request.usage)
+        scale, front = 1.0, 0
+        if request.body.get("system") is UNRECORDED_FRONT:
+            scale, front = fit
+            if actual is not None and flat.total:
+                scale = max(0.0, actual.total - front) / flat.total
+        elif actual is not None and flat.total:
+            scale = actual.total / flat.total
+        shared, slot = _best(flat, index, by_first)
+        if slot is None and request.conversation is not None:
+            slot = by_conversation.get(request.conversation)
+        step = Step(
+            request.index,
+            flat,
+            _epoch(request.time) if ttl else None,
+            _epoch(request.response_start or request.time) if ttl else None,
+            scale,
+            shared,
+            front,
+        )
+        prediction = sim.step(step)
+        model = flat.model
+        ideal_read = 0
+        if slot is not None:  # what appending to the candidate would have kept
+            reusable = min(flat.tail, len(seen[slot][1].chain))
+            ideal_read = sim.ideal(step.tokens(reusable), step.total, model)
+        lost = max(0, ideal_read - prediction.tokens.cache_read)
+        cause = None
+        if lost > 0 and slot is not None:
+            old_request, old_flat = seen[slot]
+            position = shared if shared else divergence(flat, old_flat)
+            cause = classify(
+                Side(request.index, request.body, flat, name),
+                Side(old_request.index, old_request.body, old_flat, name),
+                position,
+                prediction.miss,
+            )
+        price = price_table.price(model, name)[0]
+        cost = _cost(prediction, price, sim.rules.read_multiplier(model), sim)
+        made = prediction.tokens.cache_read + prediction.tokens.cache_write
+        ideal_tokens = Tokens(
+            ideal_read,
+            max(0, made - ideal_read),
+            max(0, step.total - max(made, ideal_read)),
+        )
+        ideal = _cost(
+            Prediction(ideal_tokens, 0, prediction.write_ttl),
+            price,
+            sim.rules.read_multiplier(model),
+            sim,
+        )
+        cost_ideal += min(ideal, cost)
+        rows[request.index] = Row(
+            request.index,
+            request.time,
+            model,
+            prediction.tokens,
+            actual,
+            cause,
+            ideal_read,
+            lost,
+            cost,
+            max(0.0, cost - ideal) if cause is not None else 0.0,
+        )
+        slot_now = len(seen)
+        seen.append((request, flat))
+        for p, h in enumerate(flat.chain):
+            index[h] = (slot_now, p)
+        first = _first_message_hash(flat)
+        if first is not None:
+            by_first[first] = slot_now
+        if request.conversation is not None:
+            by_conversation[request.conversation] = slot_now
+    ordered = [rows[r.index] for r in requests]
+    pairs = [(r.predicted, r.actual) for r in ordered]
+    agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
+    return Report(name, ordered, agree, ttl, label, notes, cost_ideal)
+
+
+def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:
+    """(tokens per estimated token, tokens of the unrecorded front) by least squares over the
+    requests rebuilt from a session: recorded total = front + k * estimated messages."""
+    points = []
+    for request in requests:
+        if request.body.get("system") is not UNRECORDED_FRONT:
+            continue
+        actual = actual_tokens(request.usage)
+        if actual is not None:
+            points.append((float(flattener.flatten(request.body).total), float(actual.total)))
+    if len(points) < 2:
+        return 1.0, 0
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    var = sum((x - mean_x) ** 2 for x, _ in points)
+    if var == 0:
+        return 1.0, 0
+    k = sum((x - mean_x) * (y - mean_y) for x, y in points) / var
+    front = mean_y - k * mean_x
+    if k <= 0 or front < 0:
+        return mean_y / mean_x if mean_x else 1.0, 0
+    return k, round(front)
+
+
+def _model_warnings(model: str | None, provider: str) -> list[str]:
+    """What is assumed for a model missing from the rules or price tables."""
+    notes = []
+    table = rules(provider)
+    if not table.known_model(model):
+        minimum = table.min_tokens(model)[0]
+        notes.append(
+            f"unknown model {model or '(none)'!r} for {provider}: "
+            f"assuming a minimum cacheable length of {minimum} tokens"
+        )
+    price, known = prices().price(model, provider)
+    if not known:
+        notes.append(
+            f"no price for {model or '(none)'!r}: assuming {price} USD per million input tokens"
+        )
+    return notes
+
+
+def _best(
+    flat: Flat, index: dict[int, tuple[int, int]], by_first: dict[int, int]
+) -> tuple[int, int | None]:
+    """Positions shared with the best earlier request, and that request's slot."""
+    chain = flat.chain
+    lo, hi = 0, len(chain)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if chain[mid - 1] in index:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo:
+        return lo, index[chain[lo - 1]][0]
+    first = _first_message_hash(flat)
+    return 0, by_first.get(first) if first is not None else None
+
+
+def _first_message_hash(flat: Flat) -> int | None:
+    for where, h in zip(flat.where, flat.hashes, strict=False):
+        if where[0] in ("history", "input"):
+            return h
+    return None
+
+
+def _cost(prediction: Prediction, price: float, read_multiplier: float, sim: Any) -> float:
+    tokens = prediction.tokens
+    write = sim.rules.write_multiplier(prediction.write_ttl) if tokens.cache_write else 0.0
+    weighted = tokens.uncached + tokens.cache_read * read_multiplier + tokens.cache_write * write
+    return price * weighted / 1_000_000

@@ -1,0 +1,246 @@
+"""The sequence of requests to analyse, read from a log, a JSONL of bodies, or a session.
+
+A `Request` is a request body (the provider's JSON, as sent) with its time, the time its
+response began, and the usage the provider reported, when the log has them. Sources:
+
+* HTTP logs (a folder of exchanges, JSONL, HAR) and JSONL of bare request bodies with optional
+  ``ts`` and ``usage``: read here directly with orjson, line by line, keeping the body dicts as
+  parsed; building the neutral transcript model of every request would cost several times the
+  parse, and the prefix analysis needs only the bytes. Exchange details (usage from SSE, times
+  from headers) are read with the http-log reader's own helpers, so both agree.
+* Claude Code sessions: one request per assistant turn, rebuilt from the thread's messages
+  before that turn (the system prompt and tools are not recorded in the session: one
+  placeholder block stands for them, its size fitted to the usage), with automatic caching
+  (a top-level ``cache_control``), the turn's usage from the assistant records, its time from
+  the record before it, its response start from its own.
+* A single request body (for ``lint``).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ipse import jsonio
+from ipse.errors import InputError
+from ipse.transcript import Conversation, load, write
+from ipse.transcript._jsonl import parse_json, read_text_bytes
+from ipse.transcript._sniff import body_dialect, detect
+from ipse.transcript.formats import http_log
+from ipse.transcript.formats.claude_code import looks_like_claude_code
+
+# Stands for the system prompt and tools a session file does not record; its size is fitted
+# to the recorded usage (`ipse.prefix._report`).
+UNRECORDED_FRONT: list[dict[str, Any]] = [
+    {
+        "type": "text",
+        "text": "[system prompt and tool definitions: not recorded in the session]",
+        "cache_control": {"type": "ephemeral"},
+    }
+]
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many parsed bodies are kept alive.
+
+    Parsed JSON holds no reference cycles, but every container it allocates counts towards a
+    collection, and each full collection walks everything kept so far: reading a large log
+    with the collector running costs about three times the parse.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request body with what the log knows about it."""
+
+    index: int  # 0-based position in the log
+    body: Mapping[str, Any]
+    provider: str  # anthropic | openai
+    time: datetime | None = None
+    response_start: datetime | None = None
+    usage: Mapping[str, Any] | None = None
+    source: str = ""
+    conversation: str | None = None  # known thread (Claude Code); None: matched by content
+
+    @property
+    def model(self) -> str | None:
+        value = self.body.get("model")
+        return value if isinstance(value, str) else None
+
+
+@dataclass
+class RequestLog:
+    """The requests of one input, in log order, and what was noticed reading them."""
+
+    path: Path
+    format: str
+    requests: list[Request]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _provider_of(dialect: str) -> str:
+    return "anthropic" if dialect == "anthropic" else "openai"
+
+
+def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
+    """Every request of a log, a JSONL of bodies, or a Claude Code session."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file or folder", path=p)
+    name = format or _sniff(p)
+    warnings: list[str] = []
+    if name == "claude-code":
+        requests = list(_session_requests(p, warnings))
+    elif name == "http-log":
+        with no_gc():
+            requests = list(_log_requests(p, warnings))
+    elif name in ("anthropic", "openai-chat"):
+        body = parse_json(read_text_bytes(p), p)
+        if not isinstance(body, Mapping):
+            raise InputError("a request body must be a JSON object", path=p)
+        requests = [Request(0, body, _provider_of(name), source=str(p))]
+    else:
+        raise InputError(f"prefix analysis reads http logs and claude-code sessions, not {name}")
+    kept = [r for r in requests if _has_messages(r, warnings)]
+    if not kept:
+        raise InputError("no request with messages in this input", path=p)
+    return RequestLog(p, name, kept, warnings)
+
+
+def _sniff(p: Path) -> str:
+    """The format, from the first line alone when it says (a large log is not read twice)."""
+    if p.is_file():
+        try:
+            with p.open("rb") as handle:
+                first = handle.readline()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=p) from exc
+        try:
+            value = jsonio.loads(first)
+        except jsonio.JSONDecodeError:
+            value = None
+        if isinstance(value, Mapping):
+            if looks_like_claude_code(value):
+                return "claude-code"
+            if "request" in value or isinstance(value.get("messages"), list):
+                return "http-log"  # a one-line request body reads as a log of one request
+    return detect(p)
+
+
+def _has_messages(request: Request, warnings: list[str]) -> bool:
+    messages = request.body.get("messages")
+    if isinstance(messages, list) and messages:
+        return True
+    warnings.append(f"request {request.index} ({request.source}) has no messages; skipped")
+    return False
+
+
+# ---------------------------------------------------------------------------------- http logs
+
+
+class Interner:
+    """Shares one object among equal parts of different requests (same bytes, same object).
+
+    A log repeats its tools, its system prompt and its history in every request; parsed
+    separately, each copy costs memory and garbage-collector time. Interning keeps the first
+    copy of each and lets the rest go, and lets the flattener recognise repeats by identity.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, bytes], list[tuple[bytes, Any]]] = {}
+
+    def one(self, value: Any) -> Any:
+        data = jsonio.dumps(value)
+        bucket = self._seen.setdefault((len(data), data[-64:]), [])
+        for seen, obj in bucket:
+            if seen == data:  # a byte comparison: memcmp, cheaper than hashing
+                return obj
+        bucket.append((data, value))
+        return value
+
+    def body(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The body with its tools, system prompt and messages interned."""
+        out = dict(body)
+        for key in ("tools", "system"):
+            if isinstance(out.get(key), list):
+                out[key] = self.one(out[key])
+        messages = out.get("messages")
+        if isinstance(messages, list):
+            out["messages"] = [self.one(m) for m in messages]
+        return out
+
+
+def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    interner = Interner()
+    for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
+        fields = http_log.exchange_fields(entry, where)
+        body = fields.body
+        if "count_tokens" in (fields.url or ""):
+            body = {k: v for k, v in body.items() if k != "messages"}  # not a conversation turn
+        yield Request(
+            index,
+            interner.body(body),
+            _provider_of(fields.provider),
+            fields.time,
+            fields.response_time or fields.time,
+            fields.usage,
+            where,
+        )
+
+
+# ----------------------------------------------------------------------------- claude code
+
+
+def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    source = load(p, "claude-code")
+    warnings.extend(source.warnings)
+    assert source.thread is not None
+    index = 0
+    for segment in source.thread.segments:
+        conversation = segment.conversation
+        body = write(Conversation(conversation.messages, dialect="anthropic"), "anthropic")
+        dicts = body["messages"]
+        messages = conversation.messages
+        for k, message in enumerate(messages):
+            if message.role != "assistant" or k == 0:
+                continue
+            model = message.meta.get("model")
+            if model == "<synthetic>":
+                continue
+            request_body: dict[str, Any] = {
+                "model": model,
+                "system": UNRECORDED_FRONT,
+                "messages": dicts[:k],
+                "cache_control": {"type": "ephemeral"},
+            }
+            previous = messages[k - 1].meta.get("timestamp")
+            usage = message.meta.get("usage")
+            yield Request(
+                index,
+                request_body,
+                "anthropic",
+                http_log.parse_time(previous),
+                http_log.parse_time(message.meta.get("timestamp")),
+                usage if isinstance(usage, Mapping) else None,
+                f"{p}:message {k}",
+                source.thread.name,
+            )
+            index += 1
+
+
+def body_provider(body: Mapping[str, Any]) -> str:
+    """``anthropic`` or ``openai``, by the body's shape."""
+    return _provider_of(body_dialect(body))

@@ -1,0 +1,345 @@
+"""Cache simulators, one per provider behind one interface: replay requests, predict tokens.
+
+Each simulator holds the provider's cache as a dict from (model, prefix hash) to an entry, and
+answers one request at a time (`Simulator.step`) with the tokens it would read from the cache,
+write to it, and process uncached, plus the reason reuse stopped short of the prefix shared with
+an earlier request when the cache mechanics (not the content) were to blame: an entry that
+expired, one still being written by a request in flight, a prefix below the minimum, no
+breakpoint near enough. Content divergences are `ipse.prefix._causes`' concern.
+
+* Anthropic: entries only at ``cache_control`` breakpoints (at most 4), a read walks back at most
+  20 positions per breakpoint, TTL 5 min or 1 h from the request's start, refreshed by each hit,
+  usable once the writer's response has begun, a minimum cacheable length per model.
+* OpenAI: every prefix from 1,024 tokens is cached; hits in steps of 128 tokens; idle TTL.
+* vLLM: 16-token blocks, full blocks only, the last token of a full hit recomputed.
+
+Token counts are per-position estimates times the request's ``scale`` (recorded total over
+estimated total, when usage was recorded), so predictions speak the provider's tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ipse.prefix._hashing import Flat
+from ipse.prefix._rules import Rules, rules
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Input tokens of one request, split by what the cache did with them."""
+
+    cache_read: int
+    cache_write: int
+    uncached: int
+
+    @property
+    def total(self) -> int:
+        return self.cache_read + self.cache_write + self.uncached
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "uncached": self.uncached,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One request as a simulator sees it."""
+
+    index: int
+    flat: Flat
+    time: float | None  # request start, seconds since the epoch; None: TTLs not modelled
+    response_start: float | None  # when its response began (entries usable from then)
+    scale: float = 1.0
+    shared: int = 0  # positions shared with the best earlier request
+    front: int = 0  # tokens of an unrecorded first position (added to its estimate)
+
+    def tokens(self, positions: int) -> int:
+        """Tokens of the first ``positions`` positions."""
+        if positions <= 0:
+            return 0
+        return round(self.flat.tokens_before(positions) * self.scale) + self.front
+
+    @property
+    def total(self) -> int:
+        return self.tokens(len(self.flat.chain))
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """Why the cache served less than the prefix shared with an earlier request."""
+
+    kind: str  # ttl_expired | concurrent | below_minimum | no_breakpoint
+    detail: str
+    position: int
+    gap_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    tokens: Tokens
+    read_positions: int
+    write_ttl: str | None = None
+    miss: Miss | None = None
+
+
+@dataclass(slots=True)
+class _Entry:
+    available: float | None
+    expires: float | None
+    last_used: float | None
+    writer: int
+    ttl: str | None
+
+
+class Simulator(Protocol):
+    """Replays requests in order; one instance per log."""
+
+    provider: str
+    rules: Rules
+
+    def step(self, step: Step) -> Prediction:
+        """Predict one request and update the cache with it."""
+        ...
+
+    def ideal(self, tokens: int, total: int, model: str | None) -> int:
+        """The read a request would get if the cache held its first ``tokens`` tokens."""
+        ...
+
+
+def _usable(entry: _Entry, now: float | None) -> str | None:
+    """None when usable; else why not."""
+    if now is None:
+        return None
+    if entry.available is not None and now < entry.available:
+        return "concurrent"
+    if entry.expires is not None and now > entry.expires:
+        return "ttl_expired"
+    return None
+
+
+class AnthropicSimulator:
+    """Explicit breakpoints, bounded lookback, TTLs refreshed by hits, minimum per model."""
+
+    provider = "anthropic"
+
+    def __init__(self) -> None:
+        self.rules = rules("anthropic")
+        self._store: dict[tuple[str | None, int], _Entry] = {}
+        self._max = int(self.rules.value("max_breakpoints"))
+        self._lookback = int(self.rules.value("lookback_positions"))
+
+    def ideal(self, tokens: int, total: int, model: str | None) -> int:
+        return tokens  # a prefix below the minimum is reported as lost (cause below_minimum)
+
+    def step(self, step: Step) -> Prediction:
+        flat, now = step.flat, step.time
+        model = flat.model
+        store = self._store
+        breakpoints = [p for p, ttl in enumerate(flat.ttls) if ttl is not None][: self._max]
+        minimum = self.rules.min_tokens(model)[0]
+        hit = 0
+        hit_entry: _Entry | None = None
+        for bp in breakpoints:
+            floor = flat.groups[bp] - self._lookback
+            p = bp
+            while p >= hit and flat.groups[p] > floor:
+                entry = store.get((model, flat.chain[p]))
+                if entry is not None and _usable(entry, now) is None:
+                    hit, hit_entry = p + 1, entry
+                    break
+                p -= 1
+        if hit_entry is not None and now is not None:
+            self._refresh(hit_entry, now)
+        miss = self._explain(step, hit, breakpoints, minimum)
+        written = hit
+        write_ttl: str | None = None
+        for bp in breakpoints:
+            if step.tokens(bp + 1) < minimum:
+                continue
+            key = (model, flat.chain[bp])
+            ttl = flat.ttls[bp]
+            entry = store.get(key)
+            if bp + 1 <= hit:
+                if entry is not None and now is not None:
+                    self._refresh(entry, now)
+                continue
+            seconds = self.rules.ttl_seconds(ttl)
+            start = step.response_start if step.response_start is not None else now
+            store[key] = _Entry(
+                available=start,
+                expires=now + seconds if now is not None and seconds is not None else None,
+                last_used=now,
+                writer=step.index,
+                ttl=ttl,
+            )
+            written = bp + 1
+            write_ttl = write_ttl or ttl
+        read = step.tokens(hit)
+        write = step.tokens(written) - read
+        return Prediction(Tokens(read, write, step.total - read - write), hit, write_ttl, miss)
+
+    def _refresh(self, entry: _Entry, now: float) -> None:
+        seconds = self.rules.ttl_seconds(entry.ttl)
+        if seconds is not None:
+            entry.expires = max(entry.expires or now, now + seconds)
+        entry.last_used = now
+
+    def _explain(self, step: Step, hit: int, breakpoints: list[int], minimum: int) -> Miss | None:
+        """Why the read stopped before the shared prefix's end (None when it did not)."""
+        flat, now = step.flat, step.time
+        shared = min(step.shared, len(flat.chain))
+        if shared <= hit or step.tokens(shared) - step.tokens(hit) <= 0:
+            return None
+        if not breakpoints:
+            return Miss("no_breakpoint", "the request has no cache_control breakpoint", hit)
+        if step.tokens(breakpoints[-1] + 1) < minimum:
+            return Miss(
+                "below_minimum",
+                f"{step.tokens(breakpoints[-1] + 1)} tokens up to the last breakpoint, "
+                f"below the minimum of {minimum} for {flat.model or 'this model'}",
+                breakpoints[-1],
+            )
+        for p in range(shared - 1, hit - 1, -1):
+            entry = self._store.get((flat.model, flat.chain[p]))
+            if entry is None:
+                continue
+            why = _usable(entry, now)
+            if why == "ttl_expired" and now is not None:
+                gap = now - (entry.last_used if entry.last_used is not None else now)
+                return Miss(
+                    "ttl_expired",
+                    f"idle {gap:.0f} s since request #{entry.writer} used it, "
+                    f"longer than the {entry.ttl or '5m'} TTL",
+                    p,
+                    gap,
+                )
+            if why == "concurrent":
+                return Miss(
+                    "concurrent",
+                    f"sent before the response to request #{entry.writer} began",
+                    p,
+                )
+            return Miss(
+                "no_breakpoint",
+                f"an entry exists at position {p}, but no breakpoint lies within "
+                f"{self._lookback} positions after it",
+                p,
+            )
+        return Miss(
+            "no_breakpoint",
+            "no earlier request wrote a cache entry inside the shared prefix "
+            "(no breakpoint there, or it was below the minimum)",
+            hit,
+        )
+
+
+class _AutomaticSimulator:
+    """Every prefix is cached (OpenAI, vLLM); subclasses say how hits are rounded."""
+
+    provider = "openai"
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        self.rules = rules(provider)
+        self._store: dict[tuple[str | None, int], _Entry] = {}
+        self._ttl = self.rules.ttl_seconds(None)
+
+    def ideal(self, tokens: int, total: int, model: str | None) -> int:
+        return self.round(tokens, total, None, minimum=False)
+
+    def round(self, tokens: int, total: int, model: str | None, *, minimum: bool = True) -> int:
+        raise NotImplementedError
+
+    def step(self, step: Step) -> Prediction:
+        flat, now, model = step.flat, step.time, step.flat.model
+        store = self._store
+        lo, hi = 0, len(flat.chain)  # the longest usable prefix, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            entry = store.get((model, flat.chain[mid - 1]))
+            if entry is not None and _usable(entry, now) is None:
+                lo = mid
+            else:
+                hi = mid - 1
+        hit = lo
+        miss = self._explain(step, hit)
+        total = step.total
+        read = self.round(step.tokens(hit), total, model)
+        start = step.response_start if step.response_start is not None else now
+        expires = now + self._ttl if now is not None and self._ttl is not None else None
+        for h in flat.chain:
+            key = (model, h)
+            entry = store.get(key)
+            if entry is None:
+                store[key] = _Entry(start, expires, now, step.index, None)
+            else:
+                entry.expires, entry.last_used = expires, now
+        return Prediction(Tokens(read, 0, total - read), hit, None, miss)
+
+    def _explain(self, step: Step, hit: int) -> Miss | None:
+        flat = step.flat
+        shared = min(step.shared, len(flat.chain))
+        if shared <= hit and step.tokens(shared) <= self.round(step.tokens(hit), step.total, None):
+            return None
+        minimum = self.rules.min_tokens(flat.model)[0]
+        if step.total < minimum:
+            return Miss(
+                "below_minimum",
+                f"{step.total} prompt tokens, below the minimum of {minimum}",
+                0,
+            )
+        entry = self._store.get((flat.model, flat.chain[shared - 1])) if shared else None
+        if entry is None:
+            return None
+        why = _usable(entry, step.time)
+        if why == "ttl_expired" and step.time is not None:
+            gap = step.time - (entry.last_used or step.time)
+            return Miss("ttl_expired", f"idle {gap:.0f} s, longer than the retention", hit, gap)
+        if why == "concurrent":
+            return Miss("concurrent", f"sent before request #{entry.writer} was processed", hit)
+        return None
+
+
+class OpenAISimulator(_AutomaticSimulator):
+    """Automatic caching from 1,024 tokens, in steps of 128."""
+
+    def __init__(self) -> None:
+        super().__init__("openai")
+        self._step = int(self.rules.value("step_tokens"))
+
+    def round(self, tokens: int, total: int, model: str | None, *, minimum: bool = True) -> int:
+        floor = self.rules.min_tokens(model)[0] if minimum else 0
+        tokens = min(tokens, total)
+        if tokens < floor or (minimum and total < floor):
+            return 0
+        return floor + (tokens - floor) // self._step * self._step
+
+
+class VllmSimulator(_AutomaticSimulator):
+    """Automatic prefix caching in 16-token blocks."""
+
+    def __init__(self) -> None:
+        super().__init__("vllm")
+        self._block = int(self.rules.value("block_tokens"))
+        self._recompute = bool(self.rules.value("recompute_last_token"))
+
+    def round(self, tokens: int, total: int, model: str | None, *, minimum: bool = True) -> int:
+        limit = total - 1 if self._recompute else total
+        return max(0, min(tokens, limit)) // self._block * self._block
+
+
+def simulator(provider: str) -> Simulator:
+    """A fresh simulator for ``anthropic``, ``openai`` or ``vllm``."""
+    if provider == "anthropic":
+        return AnthropicSimulator()
+    if provider == "openai":
+        return OpenAISimulator()
+    if provider == "vllm":
+        return VllmSimulator()
+    rules(provider)  # raises the UsageError naming the known providers
+    raise AssertionError(provider)

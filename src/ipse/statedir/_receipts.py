@@ -1,0 +1,181 @@
+"""Receipts: a claim bound to the sha256 of each artifact and, optionally, to git HEAD.
+
+A claim is a request; an artifact is the constraint. ``stamp`` hashes the artifacts, records
+HEAD and whether the tree was dirty, and stores the receipt as one JSON line in
+``.receipts.jsonl`` whose ``id`` is the sha256 of its content; the WAL records that id, so a
+receipt written by hand (a forged claim) or edited later is recognised. `check_receipts`
+re-hashes every artifact, and with git checks that the recorded commit still exists and is an
+ancestor of HEAD (history not rewritten) and, for a clean tree, that the commit holds the very
+bytes the receipt names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ipse.errors import UsageError
+from ipse.fileio import read_bytes
+from ipse.statedir import _files as files
+from ipse.statedir import _gitinfo as gitinfo
+from ipse.statedir import _wal as wal
+
+
+def receipt_id(body: dict[str, Any]) -> str:
+    """The content address of a receipt body (everything but ``id``)."""
+    clean = {k: v for k, v in body.items() if k != "id"}
+    canonical = json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _stored_path(root: Path, artifact: Path) -> str:
+    full = artifact.resolve()
+    try:
+        return full.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(full)
+
+
+def make_receipt(folder: Path, claim: str, artifacts: list[Path], use_git: bool) -> dict[str, Any]:
+    """A receipt for ``claim`` over ``artifacts`` (not yet stored)."""
+    if not claim.strip():
+        raise UsageError("the claim is empty")
+    if not artifacts:
+        raise UsageError("a receipt needs at least one --artifact")
+    root = files.project_root(folder)
+    entries = []
+    for artifact in artifacts:
+        data = read_bytes(artifact)
+        entries.append(
+            {
+                "path": _stored_path(root, artifact),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+            }
+        )
+    git: dict[str, Any] | None = None
+    if use_git:
+        head = gitinfo.head_commit(root)
+        if head is None:
+            raise UsageError(f"--git: {root} is not in a git repository with a commit")
+        git = {"head": head, "dirty": gitinfo.is_dirty(root)}
+    body: dict[str, Any] = {
+        "claim": claim.strip(),
+        "t": wal.utc_now(),
+        "artifacts": entries,
+        "git": git,
+    }
+    return {"id": receipt_id(body), **body}
+
+
+def stamp(folder: Path, claim: str, artifacts: list[Path], use_git: bool = False) -> dict[str, Any]:
+    """Make a receipt, log its id, and store it in ``.receipts.jsonl``."""
+    files.require_folder(folder)
+    receipt = make_receipt(folder, claim, artifacts, use_git)
+    with files.locked(folder):
+        wal.append(
+            folder / files.WAL,
+            wal.new_body(
+                "stamp",
+                receipt["claim"],
+                gitinfo.short_revision(files.project_root(folder)),
+                receipt=receipt["id"],
+            ),
+        )
+        line = json.dumps(receipt, sort_keys=True, ensure_ascii=True) + "\n"
+        files.append_fsync(folder / files.RECEIPTS, line.encode("ascii"))
+    return receipt
+
+
+@dataclass(frozen=True)
+class StoredReceipt:
+    """One line of ``.receipts.jsonl``: its number and its receipt, or None when unreadable."""
+
+    line: int
+    receipt: dict[str, Any] | None
+
+
+def load(folder: Path) -> list[StoredReceipt]:
+    """Every receipt line in the folder (an empty list when there is no receipts file)."""
+    path = folder / files.RECEIPTS
+    if not path.is_file():
+        return []
+    out = []
+    for number, raw in enumerate(read_bytes(path).splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        out.append(StoredReceipt(number, data if isinstance(data, dict) else None))
+    return out
+
+
+def _check_artifacts(root: Path, receipt: dict[str, Any], where: str) -> list[str]:
+    problems = []
+    git = receipt.get("git")
+    head = git.get("head") if isinstance(git, dict) else None
+    clean = isinstance(git, dict) and git.get("dirty") is False
+    for entry in receipt.get("artifacts") or []:
+        rel = str(entry.get("path"))
+        path = Path(rel) if os.path.isabs(rel) else root / rel
+        try:
+            data = path.read_bytes()
+        except OSError:
+            problems.append(f"{where}: artifact {rel} is missing")
+            continue
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            problems.append(f"{where}: artifact {rel} changed since the claim was stamped")
+        if clean and isinstance(head, str) and not os.path.isabs(rel):
+            blob = gitinfo.blob_at(root, head, f"./{rel}")
+            if blob is not None and hashlib.sha256(blob).hexdigest() != entry.get("sha256"):
+                problems.append(
+                    f"{where}: the receipt says the tree was clean at {head[:7]}, but {rel} "
+                    "there has other bytes (forged claim)"
+                )
+    return problems
+
+
+def _check_git(root: Path, receipt: dict[str, Any], where: str) -> list[str]:
+    git = receipt.get("git")
+    if not isinstance(git, dict):
+        return []
+    head = str(git.get("head"))
+    if not gitinfo.commit_exists(root, head):
+        return [f"{where}: commit {head[:7]} no longer exists (history rewritten?)"]
+    if not gitinfo.is_ancestor(root, head):
+        return [f"{where}: commit {head[:7]} is not an ancestor of HEAD (history rewritten)"]
+    return []
+
+
+def check_receipts(folder: Path, logged: set[str]) -> list[str]:
+    """Every problem with the folder's receipts; ``logged`` holds the ids the WAL recorded."""
+    root = files.project_root(folder)
+    problems: list[str] = []
+    seen: set[str] = set()
+    for stored in load(folder):
+        where = f"{files.RECEIPTS}:{stored.line}"
+        receipt = stored.receipt
+        if receipt is None:
+            problems.append(f"{where}: not a receipt (unreadable JSON)")
+            continue
+        claim = str(receipt.get("claim", "?"))
+        where = f"{where} ({claim!r})"
+        if receipt.get("id") != receipt_id(receipt):
+            problems.append(f"{where}: edited after stamping (its id does not match its content)")
+            continue
+        seen.add(str(receipt["id"]))
+        if receipt["id"] not in logged:
+            problems.append(f"{where}: not recorded in the WAL (not made by `ipse state stamp`)")
+        problems.extend(_check_artifacts(root, receipt, where))
+        problems.extend(_check_git(root, receipt, where))
+    for missing in sorted(logged - seen):
+        problems.append(
+            f"receipt {missing[:12]} recorded in the WAL is missing from {files.RECEIPTS}"
+        )
+    return problems

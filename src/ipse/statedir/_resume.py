@@ -1,0 +1,149 @@
+"""``resume``: the state folder rendered for a fresh context, in reading order.
+
+The state files come first, in lexicographic order, then the last WAL entry. The next step is
+checked against its newest WAL record: when ``99_next.md`` is missing, torn, or was replaced by
+something the log does not vouch for, the WAL's recorded step is shown instead, with a note
+saying so. The log is read from its end, so resuming costs the same with 10 lines or a million.
+Corrupted WAL lines are skipped with a warning; nothing here is fatal once the folder exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ipse.errors import InputError
+from ipse.statedir import _files as files
+from ipse.statedir import _wal as wal
+from ipse.statedir._budget import Section, fit, render
+
+PRIORITY = {files.GOAL: 0, files.INVARIANTS: 1, files.NEXT: 2}
+WAL_TITLE = "last WAL entry"
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """The next step resume reports, where it came from, and why when not from the file."""
+
+    text: str | None
+    source: str  # "file", "wal" or "none"
+    note: str | None = None
+
+
+@dataclass
+class ResumeView:
+    """Everything ``resume`` prints, before rendering."""
+
+    folder: Path
+    sections: list[Section]
+    next_step: NextStep
+    last_entry: str | None
+    warnings: list[str] = field(default_factory=list)
+    trimmed: list[str] = field(default_factory=list)
+
+    def header(self) -> str:
+        return (
+            f"ipse state resume: the state folder {self.folder}/ in reading order "
+            "(00 through 99), then the last WAL entry.\n"
+        )
+
+    def text(self, budget: int | None = None, count: Callable[[str], int] | None = None) -> str:
+        """The rendered output, within ``budget`` tokens when one is given."""
+        sections = list(self.sections)
+        if self.warnings:
+            notes = "\n".join(f"- {w}" for w in self.warnings)
+            sections.append(Section("warnings", notes, 5, 2000))
+        if budget is None or count is None:
+            return render(self.header(), sections)
+        out, self.trimmed = fit(self.header(), sections, budget, count)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "files": [{"name": s.title, "text": s.body} for s in self.sections if s.order < 1000],
+            "next": {
+                "text": self.next_step.text,
+                "source": self.next_step.source,
+                "note": self.next_step.note,
+            },
+            "last_wal_entry": self.last_entry,
+            "warnings": self.warnings,
+            "trimmed": self.trimmed,
+        }
+
+
+def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[NextStep, str | None]:
+    path = folder / files.NEXT
+    try:
+        data: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    recorded = found.match.next_step() if found.match is not None else None
+    file_text = data.decode("utf-8", errors="replace") if data is not None else None
+    if recorded is None:
+        if file_text is None:
+            return NextStep(
+                None, "none", f"{files.NEXT} is missing and the WAL records no step"
+            ), None
+        warnings.append("the WAL records no next step; 99_next.md is shown unchecked")
+        return NextStep(file_text.rstrip("\n"), "file"), file_text
+    text, digest = recorded
+    if data is None:
+        note = f"{files.NEXT} is missing; this is the next step recorded in the WAL"
+    elif hashlib.sha256(data).hexdigest() != digest:
+        note = (
+            f"{files.NEXT} does not match its last WAL record (torn, edited, or an "
+            "interrupted `next`); this is the next step recorded in the WAL"
+        )
+    else:
+        return NextStep(text, "file"), file_text
+    warnings.append(note)
+    return NextStep(text, "wal", note), f"[ipse: {note}]\n{text}\n"
+
+
+def resume(folder: Path) -> ResumeView:
+    """Read the state folder for a fresh context (see the module docstring)."""
+    names = files.state_files(folder)
+    warnings: list[str] = []
+    found = wal.last_next(folder / files.WAL)
+    if not (folder / files.WAL).is_file():
+        warnings.append("no .wal in the state folder: the next step cannot be checked")
+    for bad in found.bad:
+        kind = "torn (an interrupted write)" if bad.torn else "corrupted"
+        warnings.append(f"skipped a {kind} WAL line")
+    if found.last is not None and found.last.seq > wal.LONG_WAL_LINES:
+        warnings.append(
+            f"the WAL has {found.last.seq} lines; run `ipse state rotate` to start a new one"
+        )
+    step, next_body = _next_step(folder, found, warnings)
+    sections: list[Section] = []
+    for name in sorted({*names, files.GOAL, files.INVARIANTS, files.NEXT}):
+        if name == files.NEXT:
+            body = next_body if next_body is not None else f"[ipse: {step.note}]"
+        else:
+            text = files.read_text(folder / name)
+            if text is None:
+                warnings.append(f"{name} is missing")
+                continue
+            body = text
+        priority = PRIORITY.get(name, 4)
+        sections.append(Section(name, body, priority, len(sections), name == files.INVARIANTS))
+    last = found.last.summary() if found.last is not None else None
+    if last is not None:
+        sections.append(Section(WAL_TITLE, last, 3, 1000))
+    return ResumeView(folder, sections, step, last, warnings)
+
+
+def hook_json(context: str) -> str:
+    """The JSON Claude Code's SessionStart hook reads from stdout."""
+    document = {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}
+    }
+    return json.dumps(document, ensure_ascii=False)

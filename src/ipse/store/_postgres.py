@@ -1,0 +1,239 @@
+"""The PostgreSQL backend: the same tables shared by many processes on many machines.
+
+One writer per twin is enforced inside the database. ``acquire`` is one atomic
+``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` that only takes the lease row when it is free
+or expired and always increments the fencing token. ``append`` is one
+``INSERT ... SELECT ... FROM twin_leases ... FOR UPDATE OF l``: it locks the lease row and
+only produces a snapshot row when the caller's token, holder and expiry still match on the
+server, so a taken-over writer can never add to the history, whatever its clock says.
+Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``) and
+its errors are translated into `StoreError` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ipse import jsonio
+from ipse.errors import StaleWriter, StoreError, WriterConflict
+from ipse.store._base import (
+    Lease,
+    SnapshotRecord,
+    check_ttl,
+    check_twin_id,
+    record_from_row,
+)
+from ipse.store._connections import PostgresConnection, first_line, redact
+from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
+
+if TYPE_CHECKING:
+    pass
+
+_MIGRATION_LOCK = 0x1F5E_7717  # advisory lock key for applying migrations
+_COLUMNS = (
+    "twin_id, version, state_hash, schema, body, extract(epoch from created_at)::float8,"
+    " writer, token, notes"
+)
+
+
+_APPEND = (
+    "INSERT INTO twin_snapshots"
+    " (twin_id, version, state_hash, schema, body, writer, token, notes)"
+    " SELECT l.twin_id, COALESCE((SELECT MAX(version) FROM twin_snapshots s"
+    "   WHERE s.twin_id = l.twin_id), 0) + 1, %(hash)s, %(schema)s, %(body)s,"
+    "   l.holder, l.token, %(notes)s"
+    " FROM twin_leases l WHERE l.twin_id = %(t)s AND l.token = %(token)s"
+    "   AND l.holder = %(holder)s AND l.expires_at > clock_timestamp()"
+    " FOR UPDATE OF l"
+    " RETURNING version, extract(epoch from created_at)::float8"
+)
+
+
+class PostgresBackend:
+    """Leases and snapshot history in PostgreSQL."""
+
+    def __init__(self, url: str, *, upto: Mapping[str, int] | None = None) -> None:
+        self.url = url
+        self._db = PostgresConnection(url)
+        self._pg = self._db.pg
+        self._conn = self._db.raw
+        self.migrate(upto)
+
+    def _tx(self) -> contextlib.AbstractContextManager[Any]:
+        """One transaction; psycopg errors become `StoreError`, ipse errors roll back."""
+        return self._db.transaction()
+
+    def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
+        """Apply pending migration steps under an advisory lock (only up to ``upto``)."""
+        done: list[str] = []
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute(MIGRATIONS_TABLE_POSTGRES)
+            cur.execute("SELECT component, step, name FROM ipse_migrations")
+            applied = {(str(c), int(n)): str(name) for c, n, name in cur.fetchall()}
+            for component, step in plan(applied, registered()):
+                if upto is not None and step.number > upto.get(component, 0):
+                    continue
+                for statement in step.postgres:
+                    cur.execute(statement)
+                cur.execute(
+                    "INSERT INTO ipse_migrations (component, step, name) VALUES (%s, %s, %s)",
+                    (component, step.number, step.name),
+                )
+                done.append(f"{component}#{step.number} {step.name}")
+        return done
+
+    def applied_migrations(self) -> list[tuple[str, int, str]]:
+        """The recorded migration steps, in order."""
+        with self._tx() as cur:
+            cur.execute("SELECT component, step, name FROM ipse_migrations ORDER BY 1, 2")
+            return [(str(c), int(n), str(name)) for c, n, name in cur.fetchall()]
+
+    def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
+        check_twin_id(twin_id)
+        ttl = check_ttl(ttl)
+        with self._tx() as cur:
+            cur.execute(
+                "INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
+                " VALUES (%(t)s, %(h)s, 1, clock_timestamp() + make_interval(secs => %(s)s))"
+                " ON CONFLICT (twin_id) DO UPDATE SET holder = EXCLUDED.holder,"
+                " token = l.token + 1, expires_at = EXCLUDED.expires_at"
+                " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
+                " RETURNING token, extract(epoch from expires_at)::float8",
+                {"t": twin_id, "h": holder, "s": ttl},
+            )
+            row = cur.fetchone()
+            if row is None:
+                cur.execute("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
+                other = cur.fetchone() or ("another writer", "?")
+                raise WriterConflict(
+                    f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
+                )
+        return Lease(twin_id, holder, int(row[0]), float(row[1]))
+
+    def _lock_current(self, cur: Any, lease: Lease) -> None:
+        """Lock the lease row and check the caller still holds it."""
+        cur.execute(
+            "SELECT holder, token, expires_at > clock_timestamp() FROM twin_leases"
+            " WHERE twin_id = %s FOR UPDATE",
+            (lease.twin_id,),
+        )
+        row = cur.fetchone()
+        if row is None or int(row[1]) != lease.token or row[0] != lease.holder:
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} was taken over; "
+                "nothing was written"
+            )
+        if not row[2]:
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} expired; nothing was written"
+            )
+
+    def renew(self, lease: Lease, ttl: float) -> Lease:
+        ttl = check_ttl(ttl)
+        with self._tx() as cur:
+            self._lock_current(cur, lease)
+            cur.execute(
+                "UPDATE twin_leases SET expires_at = clock_timestamp()"
+                " + make_interval(secs => %s) WHERE twin_id = %s AND token = %s"
+                " RETURNING extract(epoch from expires_at)::float8",
+                (ttl, lease.twin_id, lease.token),
+            )
+            (expires,) = cur.fetchone()
+        return Lease(lease.twin_id, lease.holder, lease.token, float(expires))
+
+    def release(self, lease: Lease) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                "UPDATE twin_leases SET expires_at = to_timestamp(0)"
+                " WHERE twin_id = %s AND token = %s",
+                (lease.twin_id, lease.token),
+            )
+
+    def append(
+        self,
+        lease: Lease,
+        *,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+    ) -> SnapshotRecord:
+        body_text = jsonio.dumps(dict(body)).decode("utf-8")
+        notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
+        params = {
+            "hash": state_hash,
+            "schema": schema,
+            "body": body_text,
+            "notes": notes_text,
+            "t": lease.twin_id,
+            "token": lease.token,
+            "holder": lease.holder,
+        }
+        # One statement, one transaction: the lease row is locked (FOR UPDATE) and re-checked
+        # by the server; a concurrent takeover either waits for this insert or makes it
+        # produce no row.
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(_APPEND, params)
+                row = cur.fetchone()
+        except self._pg.Error as exc:
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
+        if row is None:
+            with self._tx() as cur:
+                self._lock_current(cur, lease)  # raises, saying why
+            raise StaleWriter(
+                f"lease token {lease.token} of twin {lease.twin_id!r} is no longer current; "
+                "nothing was written"
+            )
+        return SnapshotRecord(
+            twin_id=lease.twin_id,
+            version=int(row[0]),
+            state_hash=state_hash,
+            schema=schema,
+            body=jsonio.loads(body_text),
+            created_at=float(row[1]),
+            writer=lease.holder,
+            token=lease.token,
+            notes=tuple(jsonio.loads(notes_text)),
+        )
+
+    def latest(self, twin_id: str) -> SnapshotRecord | None:
+        with self._tx() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s"
+                " ORDER BY version DESC LIMIT 1",
+                (twin_id,),
+            )
+            row = cur.fetchone()
+        return record_from_row(row) if row is not None else None
+
+    def latest_version(self, twin_id: str) -> int | None:
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(
+                    "SELECT MAX(version) FROM twin_snapshots WHERE twin_id = %s", (twin_id,)
+                )
+                row = cur.fetchone()
+        except self._pg.Error as exc:
+            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
+        return None if row is None or row[0] is None else int(row[0])
+
+    def history(self, twin_id: str) -> list[SnapshotRecord]:
+        with self._tx() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s ORDER BY version",
+                (twin_id,),
+            )
+            rows = cur.fetchall()
+        return [record_from_row(r) for r in rows]
+
+    def twins(self) -> list[str]:
+        with self._tx() as cur:
+            cur.execute("SELECT DISTINCT twin_id FROM twin_snapshots ORDER BY twin_id")
+            return [str(r[0]) for r in cur.fetchall()]
+
+    def close(self) -> None:
+        self._db.close()

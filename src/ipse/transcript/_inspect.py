@@ -1,0 +1,77 @@
+"""The report `ipse inspect` prints: what a session or request log is made of.
+
+For one conversation or a thread: message counts, tool calls by name, and tokens by kind. For a
+Claude Code session or a Codex rollout the counts cover the whole thread, compacted parts
+included, and ``after_last_compaction`` holds the same counts for what the model saw last. For an
+HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipse.tokens import TokenCounter, tokenizer_label
+from ipse.transcript._load import Source
+from ipse.transcript._model import Conversation
+from ipse.transcript._stats import TokenTally, message_counts, shares
+
+
+def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
+    """The inspect report of a loaded input, as a JSON-ready dict."""
+    tally = TokenTally(counter)
+    report: dict[str, Any] = {"format": source.format, "path": str(source.path)}
+    if source.thread is not None:
+        thread = source.thread
+        report["thread"] = thread.name
+        if source.session is not None:
+            report["threads"] = source.session.thread_names()
+            if source.session.summaries:
+                report["summaries"] = source.session.summaries
+        report["compactions"] = thread.compactions
+        if thread.skipped:
+            report["records_not_messages"] = dict(thread.skipped)
+        report.update(message_counts(thread.all_messages()))
+        tally.add_messages(thread.all_messages())
+        last = thread.conversation
+        last_tally = tally.fresh()
+        last_tally.add_messages(last.messages)
+        report["after_last_compaction"] = {
+            **message_counts(last.messages),
+            "tokens": _tokens(last_tally, counter, last),
+        }
+        report["tokens"] = _tokens(tally, counter, last)
+    elif source.exchanges is not None:
+        exchanges = source.exchanges
+        last = exchanges[-1].request if exchanges else Conversation(messages=())
+        report.update(message_counts(last.messages))
+        tally.add_front(last)
+        tally.add_messages(last.messages)
+        report["tokens"] = _tokens(tally, counter, last)
+        report["requests"] = [
+            {
+                "index": e.index,
+                "time": e.time.isoformat() if e.time else None,
+                "model": e.model,
+                "input_tokens": tally.conversation_tokens(e.request),
+                "usage": dict(e.usage) if e.usage is not None else None,
+            }
+            for e in exchanges
+        ]
+    else:
+        conversation = source.current()
+        report.update(message_counts(conversation.messages))
+        tally.add_front(conversation)
+        tally.add_messages(conversation.messages)
+        report["tokens"] = _tokens(tally, counter, conversation)
+    if source.warnings:
+        report["warnings"] = list(source.warnings)
+    return report
+
+
+def _tokens(tally: TokenTally, counter: TokenCounter, conversation: Conversation) -> dict[str, Any]:
+    return {
+        "tokenizer": tokenizer_label(counter, conversation.model),
+        "total": tally.total,
+        "by_kind": dict(tally.by_kind),
+        "shares": shares(tally.by_kind),
+    }

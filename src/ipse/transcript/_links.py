@@ -1,0 +1,43 @@
+"""Linking tool results to their calls: a result whose call never came is bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ipse.errors import InvalidConversation
+from ipse.transcript._model import Message, ToolCall, ToolResult
+
+
+def message_position(index: int, message: Message) -> str:
+    """Where a message is: its source line when known, else its index."""
+    lines = message.meta.get("lines")
+    if lines:
+        return f"line {lines[0]}"
+    return f"message {index}"
+
+
+def check_links(
+    messages: Iterable[Message],
+    *,
+    path: str | Path | None,
+    known: set[str] | None = None,
+    position: Callable[[int, Message], str] = message_position,
+) -> set[str]:
+    """Raise `InvalidConversation` at the first tool result with no earlier call.
+
+    ``known`` carries call ids over from earlier parts (segments before a compaction); the
+    updated set is returned.
+    """
+    seen = set() if known is None else known
+    for index, message in enumerate(messages):
+        for block in message.blocks:
+            if isinstance(block, ToolCall):
+                seen.add(block.id)
+            elif isinstance(block, ToolResult) and block.call_id not in seen:
+                raise InvalidConversation(
+                    f"tool result {block.call_id!r} has no matching tool call",
+                    path=path,
+                    position=position(index, message),
+                )
+    return seen

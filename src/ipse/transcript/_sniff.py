@@ -1,0 +1,153 @@
+"""Format detection by sniffing: which reader fits a file, and which provider a body is for.
+
+Detection looks at structure, never at file names alone: a folder of exchanges, a HAR file, a
+JSONL file whose first object is a Claude Code record, an exchange, a Codex rollout line or a
+request body, or a single JSON request body (Anthropic or OpenAI chat, told apart by their
+distinctive fields).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ipse import jsonio
+from ipse.errors import InputError, UnknownFormat
+from ipse.transcript._jsonl import parse_json, read_text_bytes
+from ipse.transcript._model import Dialect
+
+FORMATS = ("anthropic", "openai-chat", "claude-code", "http-log", "codex")
+
+_ANTHROPIC_BLOCKS = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "document",
+        "web_search_tool_result",
+        "search_result",
+        "container_upload",
+    }
+)
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+_CODEX_TYPES = frozenset(
+    {"session_meta", "response_item", "turn_context", "event_msg", "compacted"}
+)
+
+
+def body_dialect(body: Mapping[str, Any]) -> Dialect:
+    """Anthropic or OpenAI chat, by the fields only one of them uses."""
+    score = 0
+    if "system" in body:
+        score += 2
+    if any(
+        k in body
+        for k in (
+            "max_completion_tokens",
+            "response_format",
+            "n",
+            "logprobs",
+            "reasoning_effort",
+            "frequency_penalty",
+            "presence_penalty",
+        )
+    ):
+        score -= 2
+    if any(k in body for k in ("thinking", "stop_sequences", "top_k", "output_config")):
+        score += 2
+    for message in body.get("messages") or []:
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role in ("system", "developer", "tool", "function"):
+            score -= 3
+        if "tool_calls" in message or "tool_call_id" in message or "reasoning_content" in message:
+            score -= 3
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping):
+                    if block.get("type") in _ANTHROPIC_BLOCKS or "cache_control" in block:
+                        score += 3
+                    elif block.get("type") in _OPENAI_PARTS:
+                        score -= 3
+    if score == 0:
+        model = str(body.get("model", "")).lower()
+        return "anthropic" if "claude" in model else "openai-chat"
+    return "anthropic" if score > 0 else "openai-chat"
+
+
+def detect(path: str | Path) -> str:
+    """The format name of a file or folder (one of `FORMATS`)."""
+    p = Path(path)
+    if p.is_dir():
+        if any(p.glob("*.json")):
+            return "http-log"
+        raise UnknownFormat("a folder that holds no .json exchanges", path=p)
+    data = read_text_bytes(p)
+    multi_line = b"\n" in data.strip()
+    if multi_line:
+        first = _first_jsonl_object(data, tries=1)
+        if first is not None:
+            return _jsonl_format(first, p)
+    if data.lstrip()[:1] not in (b"{", b"["):
+        raise UnknownFormat("neither JSON nor JSONL", path=p, position="line 1")
+    try:
+        document = parse_json(data, p)
+    except InputError:
+        later = _first_jsonl_object(data) if multi_line else None
+        if later is not None:  # JSONL whose first line is bad: its reader names the line
+            return _jsonl_format(later, p)
+        raise
+    if not isinstance(document, Mapping):
+        raise UnknownFormat("a JSON document that is not an object", path=p)
+    return _document_format(document, p)
+
+
+def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None:
+    """The first of the first few non-blank lines that parses as a JSON object, if any."""
+    for line in [ln for ln in data.split(b"\n", 50) if ln.strip()][:tries]:
+        try:
+            value = jsonio.loads(line)
+        except jsonio.JSONDecodeError:
+            continue
+        if isinstance(value, Mapping):
+            return value
+    return None
+
+
+def _jsonl_format(first: Mapping[str, Any], path: Path) -> str:
+    from ipse.transcript.formats.claude_code import looks_like_claude_code
+
+    if looks_like_claude_code(first):
+        return "claude-code"
+    if first.get("type") in _CODEX_TYPES and "payload" in first:
+        return "codex"
+    if "request" in first or isinstance(first.get("messages"), list):
+        return "http-log"
+    if first.get("type") in ("message", "function_call", "function_call_output", "reasoning"):
+        return "codex"
+    raise UnknownFormat("JSONL whose records are of no known format", path=path, position="line 1")
+
+
+def _document_format(document: Mapping[str, Any], path: Path) -> str:
+    if isinstance(document.get("log"), Mapping) and "entries" in document["log"]:
+        return "http-log"
+    if "request" in document and "response" in document:
+        return "http-log"
+    if isinstance(document.get("messages"), list):
+        return body_dialect(document)
+    from ipse.transcript.formats.claude_code import looks_like_claude_code
+
+    if looks_like_claude_code(document):
+        return "claude-code"
+    if document.get("type") in _CODEX_TYPES:
+        return "codex"
+    raise UnknownFormat(
+        "cannot tell the format (no 'messages', no exchange, no session records); "
+        "name it with --format",
+        path=path,
+    )
