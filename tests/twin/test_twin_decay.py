@@ -106,3 +106,16 @@ def _pinned(state: TwinState, fact_id: str) -> bool:
 def test_bad_policy(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(InputError, match=field):
         DecayPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+@given(st.integers(min_value=2, max_value=12), st.integers(min_value=0, max_value=11))
+def test_facts_of_one_batch_leave_in_the_order_they_were_established(n: int, cap: int) -> None:
+    """One apply establishes n facts at the same time: over the cap the first ones leave first."""
+    texts = [f"fact {i}{'x' * (i * 7 % 5)}" for i in range(n)]
+    records = [{"op": "establish_fact", "text": text} for text in texts]
+    applied = apply_transitions(
+        TwinState.new("ada", "Dana", at=T0), records, policy=DecayPolicy(max_facts=cap), at=T0
+    )
+    leaving = max(0, n - cap)
+    assert [e.text for e in applied.evictions] == texts[:leaving]
+    assert [f.text for f in applied.state.live_facts()] == texts[leaving:]

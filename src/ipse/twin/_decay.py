@@ -76,6 +76,7 @@ def decay(
 ) -> tuple[TwinState, tuple[Eviction, ...]]:
     """Drop expired facts, then the least relevant unpinned ones over the cap."""
     when = at or state.as_of
+    position = {fact.id: index for index, fact in enumerate(state.facts)}
     leaving: dict[str, Eviction] = {}
     for fact in state.facts:
         if fact.active and fact.expires_at is not None and fact.expires_at <= when:
@@ -84,7 +85,9 @@ def decay(
     if policy.max_facts is not None and len(live) > policy.max_facts:
         candidates = sorted(
             (f for f in live if not f.pinned),
-            key=lambda f: (relevance(f, when, policy.half_life), f.established_at, f.id),
+            # Equally relevant facts leave oldest first: by time, then by the order they were
+            # established in (facts of one batch share a time; their ids are not ordered).
+            key=lambda f: (relevance(f, when, policy.half_life), f.established_at, position[f.id]),
         )
         for fact in candidates[: len(live) - policy.max_facts]:
             score = relevance(fact, when, policy.half_life)
@@ -92,8 +95,7 @@ def decay(
     if not leaving:
         return state, ()
     kept = tuple(f for f in state.facts if f.id not in leaving)
-    order = [f.id for f in state.facts]
-    evictions = tuple(sorted(leaving.values(), key=lambda e: order.index(e.fact_id)))
+    evictions = tuple(sorted(leaving.values(), key=lambda e: position[e.fact_id]))
     return state.with_facts(kept), evictions
 
 
