@@ -19,6 +19,7 @@ NAMES = {
     "close_loop",
     "set_active_loop",
     "set_counterparty",
+    "use_fact",
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from ipse.cli._output import console, emit_json
-from ipse.errors import InputError
+from ipse.errors import InputError, UsageError
 
 _STORE = click.option(
     "--store",
@@ -29,12 +29,27 @@ _STORE = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
 
+def _twin_id(given: str | None, config: Any) -> str:
+    """TWIN_ID as given, else the config's ``id``; a usage error when neither names one."""
+    if given:
+        return given
+    if config is not None and config.twin_id:
+        return str(config.twin_id)
+    raise UsageError('missing TWIN_ID (give it, or set id = "..." in the --config file)')
+
+
 @click.group("twin")
 def twin_group() -> None:
     """Identity snapshots of twins: who they talk to, facts, commitments, open loops.
 
+    A twin's id is given as TWIN_ID; commands that take --config use the config's id when
+    TWIN_ID is left out. Store URLs: sqlite:///twins.db is relative to the current folder,
+    sqlite:////abs/twins.db absolute (four slashes), postgresql://... for a server.
+
     \b
     Examples:
+      ipse twin init acme-ada --config twin.toml --role "You are Ada, Acme's support twin."
+      ipse twin tools --format anthropic > tools.json
       ipse twin apply acme-ada turn.jsonl
       ipse twin show acme-ada --json
       ipse twin rehydrate acme-ada --config twin.toml --format openai
@@ -132,17 +147,23 @@ def _read_jsonl(path: str) -> list[Any]:
     return records
 
 
-@twin_group.command("apply")
-@click.argument("twin_id")
-@click.argument("transitions", metavar="TRANSITIONS.jsonl")
+def _operations_epilog() -> str:
+    from ipse.twin._tools import usage_lines
+
+    return '\b\nOperations (one JSON object per line, {"op": NAME, ARG: value, ...}):\n' + (
+        "\n".join(f"  {line}" for line in usage_lines())
+    )
+
+
+@twin_group.command("apply", epilog=_operations_epilog())
+@click.argument("arguments", nargs=-1, metavar="[TWIN_ID] TRANSITIONS.jsonl")
 @click.option("--config", "config_path", type=click.Path(), help="Twin TOML (policies).")
 @click.option("--holder", default=None, help="Writer name for the lease (default host:pid).")
 @click.option("--ttl", default=30.0, show_default=True, help="Lease duration in seconds.")
 @_STORE
 @_JSON
 def apply_command(
-    twin_id: str,
-    transitions: str,
+    arguments: tuple[str, ...],
     config_path: str | None,
     holder: str | None,
     ttl: float,
@@ -151,9 +172,10 @@ def apply_command(
 ) -> None:
     """Apply transitions (one JSON object per line) and write a snapshot if identity changed.
 
-    Each line is {"op": NAME, ...}; ops: establish_fact, supersede_fact, make_commitment,
-    open_loop, close_loop, set_active_loop, set_counterparty, use_fact. All lines apply or
-    none; the twin's lease is held while writing.
+    Each line is {"op": NAME, ...} (the operations and their arguments are listed below; `ipse
+    twin tools` prints them as model tools). All lines apply or none; the twin's lease is held
+    while writing. A change to a field that is not one of the config's identity fields does
+    not make a snapshot, and the output says so. TRANSITIONS.jsonl may be - for stdin.
 
     \b
     Example:
@@ -162,8 +184,12 @@ def apply_command(
     """
     from ipse.twin import apply_turn, load_config, open_store
 
+    if len(arguments) not in (1, 2):
+        raise UsageError("expected [TWIN_ID] TRANSITIONS.jsonl (see ipse twin apply --help)")
+    *given, transitions = arguments
     records = _read_jsonl(transitions)
     config = load_config(config_path) if config_path else None
+    twin_id = _twin_id(given[0] if given else None, config)
     with open_store(store_url) as store:
         turn = apply_turn(store, twin_id, records, config=config, holder=holder, ttl=ttl)
     result = turn.to_json()
@@ -175,12 +201,19 @@ def apply_command(
         out.print(f"{twin_id}: wrote v{turn.version} ({len(records)} transitions)")
     else:
         out.print(f"{twin_id}: identity unchanged, nothing written ({len(records)} transitions)")
+    if turn.ignored:
+        fields = ", ".join(turn.ignored)
+        out.print(
+            f"  changed outside the identity fields, not stored: {fields} (add them to "
+            "[identity] fields in the twin's config to keep such changes)",
+            markup=False,
+        )
     for note in turn.evicted:
         out.print(f"  fact left ({note['reason']}): {note['text']}")
 
 
 @twin_group.command("rehydrate")
-@click.argument("twin_id")
+@click.argument("twin_id", required=False)
 @click.option("--config", "config_path", required=True, type=click.Path(), help="Twin TOML.")
 @click.option(
     "--format",
@@ -193,7 +226,7 @@ def apply_command(
 @_STORE
 @_JSON
 def rehydrate_command(
-    twin_id: str, config_path: str, fmt: str, store_url: str | None, as_json: bool
+    twin_id: str | None, config_path: str, fmt: str, store_url: str | None, as_json: bool
 ) -> None:
     """Print the request prefix that resumes a twin: role, facts, commitments, open loops.
 
@@ -206,6 +239,7 @@ def rehydrate_command(
     from ipse.twin import load_config, open_store, rehydrate
 
     config = load_config(config_path)
+    twin_id = _twin_id(twin_id, config)
     with open_store(store_url) as store:
         result = rehydrate(store, twin_id, config)
     if as_json:
@@ -252,3 +286,118 @@ def export_command(
             emit_json({"twin_id": twin_id, "schema": schema, "output": output})
         return
     emit_json(document)
+
+
+_CONFIG_TEMPLATE = """\
+# A twin's configuration: see `ipse twin --help`.
+id = {twin_id}
+role = {role}
+
+[identity]            # which fields make a change worth a snapshot
+fields = ["counterparty", "facts", "commitments", "open_loops", "active_loop"]
+
+[decay]               # at most this many facts; the least recently used leave first
+max_facts = 40
+half_life_days = 14
+"""
+
+
+@twin_group.command("init")
+@click.argument("twin_id", required=False)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="Twin TOML: read when it exists, else written from --role (never overwritten).",
+)
+@click.option("--role", help="The twin's stable system text, for a new config file.")
+@click.option("--counterparty", default="", help="Who the twin talks to, if known.")
+@_STORE
+@_JSON
+def init_command(
+    twin_id: str | None,
+    config_path: Path | None,
+    role: str | None,
+    counterparty: str,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Start a twin: write its config (if asked) and its first snapshot, a cold start.
+
+    Refuses a twin that already has snapshots.
+
+    \b
+    Examples:
+      ipse twin init acme-ada --config twin.toml --role "You are Ada, Acme's support twin."
+      ipse twin init acme-42 --counterparty dana@example.com --json
+    """
+    from ipse.twin import init_twin, load_config, open_store, parse_config
+
+    config = None
+    text = ""
+    wrote_config = False
+    if config_path is not None and config_path.exists():
+        if role:
+            raise UsageError(f"{config_path} exists: --role only applies to a new config file")
+        config = load_config(config_path)
+    elif config_path is not None:
+        if not role or not twin_id:
+            raise UsageError(f"{config_path} does not exist: give TWIN_ID and --role to write it")
+        text = _CONFIG_TEMPLATE.format(twin_id=_toml_string(twin_id), role=_toml_string(role))
+        config = parse_config(_parse_toml(text))
+    twin_id = _twin_id(twin_id, config)
+    with open_store(store_url) as store:
+        first = init_twin(store, twin_id, account=counterparty, config=config)
+    if config_path is not None and not config_path.exists():
+        from ipse.fileio import atomic_write
+
+        atomic_write(config_path, text)
+        wrote_config = True
+    result = {
+        "twin_id": twin_id,
+        "version": first.version,
+        "state_hash": first.state_hash,
+        "config": str(config_path) if config_path else None,
+        "wrote_config": wrote_config,
+    }
+    if as_json:
+        emit_json(result)
+        return
+    out = console()
+    out.print(f"{twin_id}: wrote v{first.version} (cold start)", markup=False)
+    if wrote_config:
+        out.print(f"wrote {config_path}", markup=False)
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def _parse_toml(text: str) -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+@twin_group.command("tools")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["anthropic", "openai"]),
+    default="anthropic",
+    show_default=True,
+    help="Anthropic tool definitions or OpenAI function tools.",
+)
+def tools_command(fmt: str) -> None:
+    """Print the transitions as tool definitions a model can call (one JSON array).
+
+    Give them to the twin's model; apply its calls with `ipse.twin.dispatch`, or write them
+    as {"op": NAME, ...} lines for `ipse twin apply`.
+
+    \b
+    Example:
+      ipse twin tools --format openai > twin-tools.json
+    """
+    from ipse.twin import anthropic_tools, openai_tools
+
+    emit_json(anthropic_tools() if fmt == "anthropic" else openai_tools())

@@ -29,7 +29,7 @@ from ipse.twin._transitions import (
     supersede_fact,
     use_fact,
 )
-from ipse.twin._turn import Turn, apply_turn, default_holder
+from ipse.twin._turn import Turn, apply_turn, default_holder, init_twin
 
 __all__ = [
     "CURRENT_SCHEMA",
@@ -61,6 +61,7 @@ __all__ = [
     "dump_state",
     "establish_fact",
     "export_state",
+    "init_twin",
     "load_config",
     "load_snapshot",
     "make_commitment",

@@ -57,6 +57,13 @@ def identity_view(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> 
     return view
 
 
+def changed_fields(before: TwinState, after: TwinState) -> tuple[str, ...]:
+    """The identity fields (of all of `IDENTITY_FIELDS`) whose values differ between two states."""
+    old = identity_view(before)
+    new = identity_view(after)
+    return tuple(name for name in IDENTITY_FIELDS if old.get(name) != new.get(name))
+
+
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, no whitespace, UTF-8."""
     return jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS)

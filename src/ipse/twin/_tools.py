@@ -90,9 +90,24 @@ TOOL_SPECS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "Name the account or person you are talking to.",
         _schema({"account": {**_STR, "description": "Who you are talking to."}}, ["account"]),
     ),
+    (
+        "use_fact",
+        "Note that you relied on an established fact in this turn, so it stays fresh.",
+        _schema({"fact": {**_STR, "description": "Id or exact text of the fact."}}, ["fact"]),
+    ),
 )
 
 TOOL_NAMES = frozenset(name for name, _, _ in TOOL_SPECS)
+
+
+def usage_lines() -> list[str]:
+    """One line per transition: its name, required arguments, [optional ones], what it does."""
+    lines = []
+    for name, description, schema in TOOL_SPECS:
+        required = schema["required"]
+        optional = [f"[{arg}]" for arg in schema["properties"] if arg not in required]
+        lines.append(f"{name} {' '.join([*required, *optional])}: {description}")
+    return lines
 
 
 def anthropic_tools() -> list[dict[str, Any]]:

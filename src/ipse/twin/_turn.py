@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ipse.errors import InputError
 from ipse.twin._apply import apply_transitions
 from ipse.twin._config import TwinConfig
 from ipse.twin._decay import NO_DECAY
-from ipse.twin._identity import DEFAULT_POLICY, state_hash
+from ipse.twin._identity import DEFAULT_POLICY, changed_fields, state_hash
 from ipse.twin._state import TwinState
 from ipse.twin._store import Snapshot, TwinStore, maybe_snapshot
 
@@ -32,6 +33,7 @@ class Turn:
     previous: Snapshot | None
     state_hash: str
     evicted: tuple[dict[str, Any], ...]
+    ignored: tuple[str, ...] = ()  # fields that changed but are not identity fields (not stored)
 
     @property
     def version(self) -> int | None:
@@ -47,12 +49,38 @@ class Turn:
             "version": self.version,
             "state_hash": self.state_hash,
             "evicted": list(self.evicted),
+            "ignored_fields": list(self.ignored),
         }
 
 
 def default_holder() -> str:
     """A writer name that tells who holds the lease: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def init_twin(
+    store: TwinStore,
+    twin_id: str,
+    *,
+    account: str = "",
+    config: TwinConfig | None = None,
+    holder: str | None = None,
+    ttl: float = 30.0,
+) -> Snapshot:
+    """Write a twin's first snapshot (a cold start, optionally with its counterparty).
+
+    `InputError` when the twin already has snapshots: its history is never restarted."""
+    identity = config.identity if config else DEFAULT_POLICY
+    with store.lease(twin_id, holder or default_holder(), ttl) as lease:
+        latest = store.latest(twin_id)
+        if latest is not None:
+            raise InputError(
+                f"twin {twin_id!r} already exists (v{latest.version}); nothing written"
+            )
+        maybe_snapshot(store, lease, TwinState.new(twin_id, account), None, policy=identity)
+        first = store.latest(twin_id)
+    assert first is not None  # written under the lease just now
+    return first
 
 
 def apply_turn(
@@ -77,6 +105,7 @@ def apply_turn(
             store, lease, applied.state, before, policy=identity, notes=applied.notes
         )
         written = store.latest(twin_id) if after != before or applied.notes else None
+    changed = changed_fields(state, applied.state)
     return Turn(
         twin_id=twin_id,
         transitions=len(batch),
@@ -85,7 +114,8 @@ def apply_turn(
         previous=latest,
         state_hash=after,
         evicted=tuple(applied.notes),
+        ignored=() if written else tuple(n for n in changed if n not in identity.fields),
     )
 
 
-__all__ = ["Turn", "apply_turn", "default_holder"]
+__all__ = ["Turn", "apply_turn", "default_holder", "init_twin"]
