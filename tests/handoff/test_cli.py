@@ -49,8 +49,9 @@ def test_handoff_json_document(tmp_path: Path) -> None:
     assert set(body) == {"model", "max_tokens", "messages"}
 
 
-def test_recall_gives_back_byte_equal_originals() -> None:
-    assert run(["handoff", str(BIG_SESSION), "--at", "now", "--json"]).exit_code == 0
+def test_recall_gives_back_byte_equal_originals(tmp_path: Path) -> None:
+    out = str(tmp_path / "out.json")
+    assert run(["handoff", str(BIG_SESSION), "--at", "now", "-o", out, "--json"]).exit_code == 0
     conversation = load(BIG_SESSION).current()
     results = {b.call_id: b.raw for _, _, b in conversation.blocks() if isinstance(b, ToolResult)}
     calls = [b for _, _, b in conversation.blocks() if isinstance(b, ToolCall)]
@@ -68,7 +69,7 @@ def test_recall_gives_back_byte_equal_originals() -> None:
 
 
 def test_archive_list(tmp_path: Path) -> None:
-    run(["handoff", str(BIG_SESSION), "--at", "now", "--json"])
+    run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(tmp_path / "out.json"), "--json"])
     listed = json.loads(run(["archive", "list", SESSION_ID, "--json"]).stdout)
     assert listed["items"] and {"id", "tool", "preview", "size"} <= set(listed["items"][0])
     sessions = json.loads(run(["archive", "list", "--json"]).stdout)
@@ -76,10 +77,29 @@ def test_archive_list(tmp_path: Path) -> None:
     assert "Bash" in run(["archive", "list", SESSION_ID]).stdout
 
 
-def test_handoff_twice_archives_once() -> None:
-    first = json.loads(run(["handoff", str(BIG_SESSION), "--at", "now", "--json"]).stdout)
-    second = json.loads(run(["handoff", str(BIG_SESSION), "--at", "now", "--json"]).stdout)
+def test_handoff_twice_archives_once(tmp_path: Path) -> None:
+    args = ["handoff", str(BIG_SESSION), "--at", "now", "-o", str(tmp_path / "o.json"), "--json"]
+    first = json.loads(run(args).stdout)
+    second = json.loads(run(args).stdout)
     assert first["archived"] > 0 and second["archived"] == 0
+
+
+def test_without_output_a_pipe_gets_the_body_and_json_is_a_dry_run(tmp_path: Path) -> None:
+    """No -o: the body is the output when piped; --json alone writes and archives nothing."""
+    piped = run(["handoff", str(BIG_SESSION), "--at", "now"])
+    assert piped.exit_code == 0, piped.output
+    body = orjson.loads(piped.stdout)
+    assert set(body) == {"model", "max_tokens", "messages"}
+    assert "tokens" in piped.stderr  # the measurement went to stderr
+    listed = json.loads(run(["archive", "list", "--json"]).stdout)
+    assert listed["sessions"] == [{"session": SESSION_ID, "items": listed["sessions"][0]["items"]}]
+    home = Path(__import__("os").environ["IPSE_HOME"])
+    (home / "ipse.db").unlink()
+    dry = run(["handoff", str(BIG_SESSION), "--at", "now", "--json"])
+    document = json.loads(dry.stdout)
+    assert document["dry_run"] is True and document["archived"] == 0
+    assert "dry run" in dry.stderr
+    assert not (home / "ipse.db").exists()
 
 
 def test_openai_trajectory_session_id_is_a_content_hash(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ the rest, and print the before/after measurement."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr).",
+    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr). "
+    "Without -o the body goes to stdout when stdout is not a terminal; on a terminal, or with "
+    "--json, nothing is written or archived (a dry run that shows the measurement).",
 )
 @click.option(
     "--max-tokens",
@@ -106,11 +109,13 @@ def handoff_command(
     FILE is an Anthropic or OpenAI chat request body, or a Claude Code session (written out as
     an Anthropic request body). The removed blocks go to the archive (see ``ipse recall``); the
     table shows the conversation before and after. Bad input: exit 2, no output, nothing archived.
+    The default cut is the agent's last call of the checkpoint tool; a session without one
+    needs --at now, --at end or --at N (`ipse inspect FILE` lists the message indices).
 
     \b
     Examples:
-      ipse handoff request.json -o stripped.json
-      ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now -o out.json --json
+      ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now -o out.json
+      ipse handoff request.json -o stripped.json --json
       ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
       ipse handoff --print-tool anthropic
     """
@@ -118,7 +123,10 @@ def handoff_command(
         return
     if file is None:
         raise UsageError("missing FILE (see ipse handoff --help)")
+    if output is None and not as_json and not sys.stdout.isatty():
+        output = Path("-")  # piped: the body is the command's output, the report goes to stderr
     to_stdout = output is not None and str(output) == "-"
+    dry_run = output is None
     if to_stdout and as_json:
         raise UsageError("-o - and --json would both write to stdout; choose one")
     if output is not None and not to_stdout and output.is_dir():
@@ -134,7 +142,7 @@ def handoff_command(
         ),
         max_tokens=max_tokens,
     )
-    archive = None if no_archive else _open_archive(store)
+    archive = None if no_archive or dry_run else _open_archive(store)
     try:
         result = run(
             source.current(),
@@ -149,10 +157,13 @@ def handoff_command(
             archive.close()
     document = result.document()
     document["output"] = str(output) if output is not None else None
+    document["dry_run"] = dry_run
     if as_json:
         emit_json(document)
     else:
         _render(document, to_stderr=to_stdout)
+    if dry_run:
+        warn("dry run: nothing written or archived (give -o FILE, or -o - for stdout)")
     if result.narration.warning:
         warn(result.narration.warning)
     for problem in result.report.carried_problems:

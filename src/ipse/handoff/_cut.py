@@ -102,8 +102,9 @@ def _checkpoint(messages: Sequence[Message], tool: str) -> CutPoint:
                 break
         return CutPoint(i, "checkpoint", call.id)
     raise CutError(
-        f"no call of the checkpoint tool {tool!r} in this conversation; "
-        "use --at now or --at N to cut elsewhere"
+        f"no call of the checkpoint tool {tool!r} in this conversation; cut elsewhere with "
+        "--at now (all but an unfinished tool exchange), --at end (every message) or --at N "
+        f"(a message index, 0 to {len(messages)}; `ipse inspect` lists them)"
     )
 
 
