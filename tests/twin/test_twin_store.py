@@ -125,7 +125,7 @@ def test_default_store_lives_in_ipse_home(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("IPSE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("IPSE_DATABASE_URL", raising=False)
     with open_store() as store:
-        assert store.url == f"sqlite://{tmp_path / 'home' / 'ipse.db'}"
+        assert store.url == f"sqlite:///{tmp_path / 'home' / 'ipse.db'}"
     assert (tmp_path / "home" / "ipse.db").exists()
 
 
@@ -142,3 +142,17 @@ def test_a_second_reader_sees_every_new_version(tmp_path: Path, cache: bool) -> 
             assert seen is not None and seen.state == state
             assert reader.latest("ada") == seen
         assert [s.version for s in reader.history("ada")] == [1, 2, 3]
+
+
+def test_sqlite_urls_follow_the_usual_slash_convention(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three slashes: relative to the current folder; four: absolute."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "abs").mkdir()
+    with open_store("sqlite:///twins.db") as store:
+        store.twins()
+    assert (tmp_path / "twins.db").exists()
+    with open_store(f"sqlite:///{tmp_path / 'abs' / 'other.db'}") as store:
+        assert store.url == f"sqlite:////{str(tmp_path).lstrip('/')}/abs/other.db"
+    assert (tmp_path / "abs" / "other.db").exists()

@@ -9,7 +9,6 @@ default, PostgreSQL with ``IPSE_DATABASE_URL`` or an explicit ``postgresql://`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from ipse.archive._base import ArchiveSink, ArchiveStore, Item, Recalled, Removed, preview
 from ipse.archive._blobs import address, payload
@@ -20,7 +19,7 @@ from ipse.errors import InputError
 def open_archive(url: str | None = None) -> ArchiveStore:
     """Open (and migrate) the archive at ``url``; None means the default store URL."""
     from ipse.archive._sql import PostgresDriver, SqlArchive, SqliteDriver
-    from ipse.store import default_url, open_backend
+    from ipse.store import default_url, open_backend, sqlite_path
 
     url = url or default_url()
     if not url.startswith(("sqlite:", "postgresql://", "postgres://")):
@@ -28,8 +27,7 @@ def open_archive(url: str | None = None) -> ArchiveStore:
     ensure_registered()
     open_backend(url).close()  # applies every pending migration step, the archive's included
     if url.startswith("sqlite:"):
-        rest = url[len("sqlite:") :]
-        return SqlArchive(SqliteDriver(Path(rest[2:] if rest.startswith("//") else rest)))
+        return SqlArchive(SqliteDriver(sqlite_path(url)))
     return SqlArchive(PostgresDriver(url))
 
 

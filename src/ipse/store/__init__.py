@@ -1,7 +1,8 @@
 """Durable records: the storage protocol, its backends, and the shared migration runner.
 
-`open_backend` picks a backend from a URL: ``memory://``; ``sqlite:///ABSOLUTE/PATH`` or
-``sqlite://RELATIVE/PATH`` (the default is ``ipse.db`` in IPSE_HOME); ``postgresql://...``
+`open_backend` picks a backend from a URL: ``memory://``; ``sqlite:///RELATIVE/PATH`` (three
+slashes: relative to the current folder) or ``sqlite:////ABSOLUTE/PATH`` (four), the usual
+convention (the default is ``ipse.db`` in IPSE_HOME); ``postgresql://...``
 (extra ``ipse[postgres]``; also taken from ``IPSE_DATABASE_URL``). Backends are imported only
 when opened.
 """
@@ -24,7 +25,27 @@ def default_url() -> str:
         return env
     from ipse.home import default_db_path
 
-    return f"sqlite://{default_db_path()}"
+    return sqlite_url(default_db_path())
+
+
+def sqlite_url(path: Path) -> str:
+    """The URL of a SQLite file: ``sqlite:///`` then the path (absolute paths get four slashes)."""
+    return f"sqlite:///{path}"
+
+
+def sqlite_path(url: str) -> Path:
+    """The file of a ``sqlite:`` URL: ``sqlite:///rel.db`` is relative, ``sqlite:////abs.db``
+    absolute (``sqlite:rel.db`` and ``sqlite://rel.db`` are read as relative too)."""
+    rest = url[len("sqlite:") :]
+    if rest.startswith("///"):
+        path = rest[3:]
+    elif rest.startswith("//"):
+        path = rest[2:]
+    else:
+        path = rest
+    if not path.strip("/"):
+        raise InputError(f"store URL {url!r}: no database path (use sqlite:///PATH)")
+    return Path(path)
 
 
 def open_backend(
@@ -42,13 +63,7 @@ def open_backend(
     if url.startswith("sqlite:"):
         from ipse.store._sqlite import SqliteBackend
 
-        rest = url[len("sqlite:") :]
-        path = rest[2:] if rest.startswith("//") else rest
-        if path.startswith("/"):
-            path = "/" + path.lstrip("/")
-        if not path or path == "/":
-            raise InputError(f"store URL {url!r}: no database path (use sqlite:///PATH)")
-        return SqliteBackend(Path(path), upto=upto)
+        return SqliteBackend(sqlite_path(url), upto=upto)
     if url.startswith(("postgresql://", "postgres://")):
         from ipse.store._postgres import PostgresBackend
 
@@ -66,4 +81,6 @@ __all__ = [
     "default_url",
     "open_backend",
     "register",
+    "sqlite_path",
+    "sqlite_url",
 ]

@@ -35,7 +35,7 @@ class SqliteBackend:
 
     def __init__(self, path: str | Path, *, upto: Mapping[str, int] | None = None) -> None:
         self.path = Path(path)
-        self.url = f"sqlite://{self.path}"
+        self.url = f"sqlite:///{self.path}"
         self._db = SqliteConnection(self.path)
         self.migrate(upto)
 
