@@ -40,6 +40,20 @@ if TYPE_CHECKING:
     "--json, nothing is written or archived (a dry run that shows the measurement).",
 )
 @click.option(
+    "--to",
+    "target",
+    type=click.Choice(["body", "claude-code"]),
+    default="body",
+    show_default=True,
+    help="body: a request body (see -o). claude-code: a new Claude Code session in the project "
+    "folder of --cwd, ready for `claude --resume ID` (the input file is never touched).",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --to claude-code: the project the session belongs to (default: the current one).",
+)
+@click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
     default=8192,
@@ -88,6 +102,8 @@ if TYPE_CHECKING:
 def handoff_command(
     file: Path | None,
     output: Path | None,
+    target: str,
+    cwd: Path | None,
     max_tokens: int,
     at: str,
     fmt: str | None,
@@ -116,6 +132,7 @@ def handoff_command(
     Examples:
       ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now -o out.json
       ipse handoff request.json -o stripped.json --json
+      ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now --to claude-code
       ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
       ipse handoff --print-tool anthropic
     """
@@ -123,10 +140,12 @@ def handoff_command(
         return
     if file is None:
         raise UsageError("missing FILE (see ipse handoff --help)")
-    if output is None and not as_json and not sys.stdout.isatty():
+    if target == "claude-code" and output is not None:
+        raise UsageError("--to claude-code writes a session file; -o is for --to body")
+    if output is None and target == "body" and not as_json and not sys.stdout.isatty():
         output = Path("-")  # piped: the body is the command's output, the report goes to stderr
     to_stdout = output is not None and str(output) == "-"
-    dry_run = output is None
+    dry_run = output is None and target == "body"
     if to_stdout and as_json:
         raise UsageError("-o - and --json would both write to stdout; choose one")
     if output is not None and not to_stdout and output.is_dir():
@@ -142,13 +161,21 @@ def handoff_command(
         ),
         max_tokens=max_tokens,
     )
+    resumed: list[tuple[str, Path]] = []
+    write: Callable[[bytes], None] | None
+    if target == "claude-code" and source.current().dialect != "anthropic":
+        raise UsageError("--to claude-code needs an Anthropic conversation (a Claude Code session)")
+    if target == "claude-code":
+        write = _session_writer(source, (cwd or Path.cwd()).resolve(), resumed)
+    else:
+        write = _writer(output)
     archive = None if no_archive or dry_run else _open_archive(store)
     try:
         result = run(
             source.current(),
             options,
             session=session or _session_id(source),
-            write=_writer(output),
+            write=write,
             archive=archive,
             source=str(file),
         )
@@ -156,8 +183,14 @@ def handoff_command(
         if archive is not None:
             archive.close()
     document = result.document()
-    document["output"] = str(output) if output is not None else None
+    document["output"] = str(resumed[0][1]) if resumed else (str(output) if output else None)
     document["dry_run"] = dry_run
+    if resumed:
+        document["claude_code"] = {
+            "session": resumed[0][0],
+            "path": str(resumed[0][1]),
+            "resume": f"claude --resume {resumed[0][0]}",
+        }
     if as_json:
         emit_json(document)
     else:
@@ -185,6 +218,31 @@ def _writer(output: Path | None) -> Callable[[bytes], None] | None:
     from ipse.fileio import atomic_write
 
     return lambda data: atomic_write(output, data)
+
+
+def _session_writer(
+    source: Source, cwd: Path, written: list[tuple[str, Path]]
+) -> Callable[[bytes], None]:
+    """Write the body as a new Claude Code session of ``cwd``; its id and path go to ``written``."""
+    from ipse import jsonio
+    from ipse.transcript.formats.claude_code_session import TESTED_VERSION, write_session
+
+    def write(data: bytes) -> None:
+        version = _claude_code_version(source) or TESTED_VERSION
+        written.append(write_session(jsonio.loads(data), cwd=str(cwd), version=version))
+
+    return write
+
+
+def _claude_code_version(source: Source) -> str | None:
+    """The Claude Code version that wrote the input session (its last record that says)."""
+    if source.session is None:
+        return None
+    for record in reversed(source.session.records):
+        value = record.data.get("version")
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool:
@@ -257,4 +315,6 @@ def _render(document: dict[str, Any], *, to_stderr: bool = False) -> None:
     policy = document["policy"]
     out.print(f"policy: {'hand off' if policy['handoff'] else 'wait'} ({policy['reason']})")
     if document["output"] and document["output"] != "-":
-        out.print(f"wrote {document['output']}")
+        out.print(f"wrote {document['output']}", markup=False)
+    if "claude_code" in document:
+        out.print(f"continue it with: {document['claude_code']['resume']}", markup=False)

@@ -60,6 +60,8 @@ REPAIRABLE = frozenset(
 # Problems that make the input unusable wherever they are.
 FATAL_ANYWHERE = frozenset({"orphan_result", "no_messages", "duplicate_call_id"})
 
+# Dialects whose API rejects text blocks that are only whitespace (dropped when rewritten).
+_BLANK_REJECTED = frozenset({"anthropic"})
 _SERVER_TOOL_TYPES = frozenset({"server_tool_use", "mcp_tool_use"})
 _OPENAI_DROPPED_KEYS = ("tool_calls", "function_call", "reasoning_content", "reasoning")
 
@@ -268,7 +270,7 @@ class _Builder:
         changed = False
         for block in message.blocks:
             if isinstance(block, Text):
-                if block.text == "":
+                if block.text == "" or (self.dialect in _BLANK_REJECTED and not block.text.strip()):
                     out.dropped_empty += 1
                     changed = True
                 else:

@@ -80,11 +80,12 @@ def _duplicate_ids(messages: Sequence[Message]) -> list[Problem]:
     return out
 
 
-def _empty_texts(index: int, message: Message) -> list[Problem]:
+def _empty_texts(index: int, message: Message, *, blank_ok: bool = True) -> list[Problem]:
+    """Empty text blocks; whitespace-only ones too where the provider rejects them (Anthropic)."""
     return [
-        Problem("empty_text", "empty text block", index)
+        Problem("empty_text", "empty or whitespace-only text block", index)
         for b in message.blocks
-        if isinstance(b, Text) and b.text == ""
+        if isinstance(b, Text) and (b.text == "" or (not blank_ok and not b.text.strip()))
     ]
 
 
@@ -131,7 +132,7 @@ def _anthropic(messages: Sequence[Message]) -> list[Problem]:
             )
         if not message.blocks:
             problems.append(Problem("empty_content", "a message with no content", i))
-        problems.extend(_empty_texts(i, message))
+        problems.extend(_empty_texts(i, message, blank_ok=False))
         calls = list(message.of_kind(ToolCall))
         results = list(message.of_kind(ToolResult))
         if calls and message.role != "assistant":

@@ -63,13 +63,14 @@ class Verdict:
 
 
 def authored_texts(messages: Sequence[Message]) -> list[tuple[int, str, str]]:
-    """(message index, role, text) of every non-empty text block of user/assistant messages."""
+    """(message index, role, text) of every text block of user/assistant messages that is not
+    empty or only whitespace (the API rejects those, so a handoff drops them)."""
     return [
         (i, m.role, b.text)
         for i, m in enumerate(messages)
         if m.role in ("user", "assistant")
         for b in m.blocks
-        if isinstance(b, Text) and b.text
+        if isinstance(b, Text) and b.text.strip()
     ]
 
 

@@ -1,0 +1,133 @@
+"""A scripted Anthropic Messages upstream for tests: a real HTTP server on loopback.
+
+It records every request (path, headers, JSON body) and answers ``POST /v1/messages`` as the
+API documents: JSON for ``stream: false``; for ``stream: true`` the server-sent event sequence
+``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
+``content_block_stop``, ``message_delta``, ``message_stop``. ``count_tokens`` answers
+``{"input_tokens": N}``. Replies are scripted: each request takes the next text (the last one
+repeats).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Upstream:
+    """The running server: its URL and what it received."""
+
+    url: str
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+    def messages_requests(self) -> list[dict[str, Any]]:
+        """The bodies of the ``/v1/messages`` requests (not count_tokens), in order."""
+        return [r["body"] for r in self.received if r["path"].split("?")[0] == "/v1/messages"]
+
+
+def _events(text: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    usage = {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0,
+             "cache_creation_input_tokens": 0}  # fmt: skip
+    yield "message_start", {"type": "message_start", "message": {
+        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}  # fmt: skip
+    yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                  "content_block": {"type": "text", "text": ""}}  # fmt: skip
+    yield "ping", {"type": "ping"}
+    yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                  "delta": {"type": "text_delta", "text": text}}  # fmt: skip
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "usage": {"output_tokens": 3}}  # fmt: skip
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequestHandler]:
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def do_GET(self) -> None:
+            self._json(200, {"ok": True})
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            raw = self.rfile.read(length)
+            body = json.loads(raw) if raw else {}
+            with lock:
+                upstream.received.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                turn = len(upstream.messages_requests()) - 1
+            path = self.path.split("?")[0]
+            if path.endswith("/count_tokens"):
+                self._json(200, {"input_tokens": len(raw) // 4})
+            elif path == "/v1/messages":
+                text = replies[min(max(turn, 0), len(replies) - 1)]
+                model = str(body.get("model", "claude"))
+                if body.get("stream"):
+                    self._stream(text, model)
+                else:
+                    self._json(200, _message(text, model))
+            else:
+                error = {"type": "not_found_error", "message": self.path}
+                self._json(404, {"type": "error", "error": error})
+
+        def _json(self, status: int, document: dict[str, Any]) -> None:
+            data = json.dumps(document).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, text: str, model: str) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for name, data in _events(text, model):
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+def _message(text: str, model: str) -> dict[str, Any]:
+    return {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3}}  # fmt: skip
+
+
+@contextmanager
+def anthropic_upstream(replies: Sequence[str] = ("OK.",)) -> Iterator[Upstream]:
+    """Serve on a free loopback port for the duration of the ``with`` block."""
+    upstream = Upstream(url="")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, replies))
+    upstream.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield upstream
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
