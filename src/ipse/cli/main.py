@@ -24,6 +24,7 @@ _COMMANDS: dict[str, str] = {
     "inspect": "ipse.cli.inspect:inspect_command",
     "lint": "ipse.cli.prefix:lint_command",
     "prefix": "ipse.cli.prefix:prefix_command",
+    "report": "ipse.cli.report:report_command",
     "recall": "ipse.cli.archive:recall_command",
     "verify": "ipse.cli.verify:verify_command",
     "state": "ipse.cli.state:state_group",

@@ -1,0 +1,25 @@
+"""``ipse report``: one offline HTML page that shows where a session's tokens and money went.
+
+`collect` computes the numbers from the library (requests, cache analysis, what fills the
+context, what a handoff would save); `render` draws them as inline SVG and tables in one
+self-contained page. `write_report` does both and writes the page atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ipse.report._data import KINDS, Checkpoint, Point, ReportData, collect
+from ipse.report._page import render
+
+
+def write_report(data: ReportData, output: str | Path) -> int:
+    """Write the page for ``data`` to ``output``; the number of bytes written."""
+    from ipse.fileio import atomic_write
+
+    page = render(data).encode("utf-8")
+    atomic_write(Path(output), page)
+    return len(page)
+
+
+__all__ = ["KINDS", "Checkpoint", "Point", "ReportData", "collect", "render", "write_report"]

@@ -1,0 +1,270 @@
+"""The page: one self-contained HTML document with inline CSS and SVG, and no script.
+
+Nothing is fetched: no fonts, styles, scripts or images from anywhere, so the page reads the same
+when mailed, archived or opened offline years later. Every chart is followed by the table of the
+numbers it draws (copyable, readable by a screen reader). All text from the input is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from ipse import __version__
+from ipse.report._data import KINDS, Checkpoint, Point, ReportData
+from ipse.report._svg import Series, legend, line_chart, stacked_bars
+
+_NAMES = {
+    "system": "system prompt",
+    "tools": "tool definitions",
+    "human_text": "human text",
+    "agent_text": "agent text",
+    "harness_text": "harness text",
+    "tool_calls": "tool calls",
+    "tool_results": "tool results",
+    "thinking": "thinking",
+    "other": "other blocks",
+}
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1000px;
+color:#1d232a;padding:0 1rem}
+h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem}
+.meta,.note{color:#59636e}.chart{width:100%;height:auto;background:#fbfcfd;border:1px solid #e4e8ec}
+.grid{stroke:#e4e8ec}.axis{font-size:11px;fill:#59636e}.line{fill:none;stroke:#2b6cb0;stroke-width:1.5}
+.point{fill:#2b6cb0}.marker{stroke-width:1.5;stroke-dasharray:4 3}.marker.compaction{stroke:#b7791f}
+.marker.handoff{stroke:#2f855a}.marker.reset{stroke:#c53030}
+.k-system{fill:#a0aec0}.k-tools{fill:#cbd5e0}.k-human_text{fill:#3182ce}.k-agent_text{fill:#63b3ed}
+.k-harness_text{fill:#90cdf4}.k-tool_calls{fill:#dd6b20}.k-tool_results{fill:#f6ad55}
+.k-thinking{fill:#9f7aea}.k-other{fill:#718096}
+.c-read{fill:#38a169}.c-write{fill:#d69e2e}.c-uncached{fill:#e53e3e}
+.legend .key{margin-right:1rem;white-space:nowrap}
+table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #e4e8ec;padding:.2rem .5rem;text-align:right}
+th:first-child,td:first-child{text-align:left}td.text{text-align:left}
+.cards{display:flex;flex-wrap:wrap;gap:.8rem}.card{border:1px solid #e4e8ec;padding:.5rem .8rem}
+.card b{display:block;font-size:1.2rem}details{margin:.6rem 0}
+code{background:#f1f3f5;padding:0 .25rem}
+"""
+
+
+def render(data: ReportData) -> str:
+    """The whole HTML document."""
+    points = data.points
+    labels = [_label(p) for p in points]
+    sections = [
+        _header(data),
+        _context_section(points, labels),
+        _composition_section(data, labels),
+        _cache_section(data, labels),
+        _handoff_section(data),
+        _numbers_section(points),
+        f'<p class="note">Made by <code>{escape(data.command)}</code> with ipse {__version__}.</p>',
+    ]
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>ipse report: {escape(data.source)}</title><style>{_CSS}</style></head><body>"
+        + "".join(sections)
+        + "</body></html>\n"
+    )
+
+
+def _label(point: Point) -> str:
+    cause = f", lost reuse: {point.cause}" if point.cause else ""
+    return (
+        f"request {point.index}: {point.context_tokens:,} tokens, read {point.cache_read:,}, "
+        f"written {point.cache_write:,}, uncached {point.uncached:,} ({point.cache_source}){cause}"
+    )
+
+
+def _header(data: ReportData) -> str:
+    summary = data.summary
+    cards = [
+        ("requests", f"{summary.get('requests', len(data.points)):,}"),
+        ("cache hit rate", f"{100 * float(summary.get('hit_rate', 0.0)):.1f}%"),
+        ("input cost", f"${float(summary.get('cost_usd', 0.0)):,.2f}"),
+        ("lost to cache misses", f"${float(summary.get('cost_lost_usd', 0.0)):,.2f}"),
+        ("best handoff would save", _best_saving(data.checkpoints)),
+    ]
+    warnings = "".join(f"<li>{escape(w)}</li>" for w in data.warnings)
+    return (
+        f'<h1>Where the tokens went</h1><p class="meta">{escape(data.source)} · '
+        f"{escape(data.format)} · provider {escape(data.provider)} · tokens counted by "
+        f'{escape(data.tokens_by)}</p><div class="cards">'
+        + "".join(f'<div class="card">{escape(k)}<b>{escape(v)}</b></div>' for k, v in cards)
+        + "</div>"
+        + (f'<ul class="note">{warnings}</ul>' if warnings else "")
+    )
+
+
+def _best_saving(checkpoints: Sequence[Checkpoint]) -> str:
+    if not checkpoints:
+        return "-"
+    best = max(checkpoints, key=lambda c: c.saved_usd)
+    return f"${best.saved_usd:,.2f}"
+
+
+def _context_section(points: Sequence[Point], labels: Sequence[str]) -> str:
+    markers = {p.index: p.marker for p in points if p.marker}
+    positions = {p.index: i for i, p in enumerate(points)}
+    chart = line_chart(
+        "Context size per request (tokens)",
+        [p.context_tokens for p in points],
+        {positions[i]: kind for i, kind in markers.items()},
+        labels,
+    )
+    counts = {
+        kind: sum(1 for k in markers.values() if k == kind)
+        for kind in ("compaction", "handoff", "reset")
+    }
+    note = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+    return (
+        f'<h2 id="context">Context size</h2>{chart}<p class="note">Marked: {note} '
+        "(the context shrank by 30% or more before the marked request).</p>"
+    )
+
+
+def _composition_section(data: ReportData, labels: Sequence[str]) -> str:
+    points = data.points
+    layers = [
+        Series(_NAMES[kind], f"k-{kind}", [p.composition.get(kind, 0) for p in points])
+        for kind in KINDS
+        if any(p.composition.get(kind, 0) for p in points)
+    ]
+    chart = stacked_bars("What fills the context, per request (tokens)", layers, labels)
+    tools = _table(
+        ["tool", "tokens in the last request (calls and results)"],
+        [[name, f"{tokens:,}"] for name, tokens in data.top_tools],
+    )
+    return (
+        f'<h2 id="composition">What fills the context</h2>{chart}{legend(layers)}'
+        f"<h3>Top tools</h3>{tools}"
+    )
+
+
+def _cache_section(data: ReportData, labels: Sequence[str]) -> str:
+    points = data.points
+    layers = [
+        Series("read from cache", "c-read", [p.cache_read for p in points]),
+        Series("written to cache", "c-write", [p.cache_write for p in points]),
+        Series("uncached", "c-uncached", [p.uncached for p in points]),
+    ]
+    chart = stacked_bars("Prompt cache per request (input tokens)", layers, labels)
+    recorded = sum(1 for p in points if p.cache_source == "recorded")
+    lost = [p for p in points if p.cause]
+    rows = [
+        [
+            str(p.index),
+            p.cause or "",
+            p.cause_detail or "",
+            f"{p.lost_tokens:,}",
+            f"${p.cost_lost_usd:,.4f}",
+        ]
+        for p in sorted(lost, key=lambda p: -p.cost_lost_usd)[:50]
+    ]
+    by_cause = data.summary.get("by_cause", {})
+    totals = _table(
+        ["cause", "requests", "tokens lost", "cost"],
+        [
+            [k, f"{v['requests']:,}", f"{v['tokens_lost']:,}", f"${v['cost_lost_usd']:,.4f}"]
+            for k, v in by_cause.items()
+        ],
+    )
+    return (
+        f'<h2 id="cache">Prompt cache</h2>{chart}{legend(layers)}<p class="note">{recorded} of '
+        f"{len(points)} requests have recorded usage; the others are the cache model's "
+        "prediction.</p><h3>Lost reuse by cause</h3>"
+        + totals
+        + "<h3>Costliest lost reuse</h3>"
+        + _table(["request", "cause", "where", "tokens lost", "cost"], rows, text_columns=(2,))
+    )
+
+
+def _handoff_section(data: ReportData) -> str:
+    best = sorted(data.checkpoints, key=lambda c: -c.saved_usd)[:15]
+    rows = [
+        [
+            str(c.index),
+            f"{c.tokens_now:,}",
+            f"{c.removable:,}",
+            f"{c.later_requests:,}",
+            str(c.break_even_turns) if c.break_even_turns is not None else "never",
+            f"{c.saved_tokens:,}",
+            f"${c.saved_usd:,.4f}",
+        ]
+        for c in best
+    ]
+    handed = sum(1 for p in data.points if p.marker == "handoff")
+    return (
+        '<h2 id="handoff">Micro-handoff</h2><p class="note">At each new human turn, a handoff '
+        "would remove the tool calls, tool results and thinking before it. Savings are input "
+        "tokens (at the base price) over the rest of the log, after the one cache write the "
+        f"rewrite costs. Handoffs already in this input: {handed}.</p>"
+        + _table(
+            [
+                "at request",
+                "context",
+                "removable",
+                "later requests",
+                "pays back after",
+                "saved tokens",
+                "saved",
+            ],
+            rows,
+        )
+    )
+
+
+def _numbers_section(points: Sequence[Point]) -> str:
+    kinds = [k for k in KINDS if any(p.composition.get(k, 0) for p in points)]
+    head = [
+        "request",
+        "model",
+        "context",
+        "read",
+        "written",
+        "uncached",
+        "source",
+        "cause",
+        *(_NAMES[k] for k in kinds),
+    ]
+    rows = [
+        [
+            str(p.index),
+            p.model or "",
+            f"{p.context_tokens}",
+            f"{p.cache_read}",
+            f"{p.cache_write}",
+            f"{p.uncached}",
+            p.cache_source,
+            p.cause or "",
+            *(str(p.composition.get(k, 0)) for k in kinds),
+        ]
+        for p in points
+    ]
+    return (
+        '<section id="numbers"><h2>The numbers behind the charts</h2><details open><summary>'
+        f"{len(points)} requests</summary>"
+        + _table(head, rows, text_columns=(1,))
+        + "</details></section>"
+    )
+
+
+def _table(
+    head: Sequence[str], rows: Iterable[Sequence[str]], text_columns: Sequence[int] = ()
+) -> str:
+    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="text">{escape(c)}</td>' if i in text_columns else f"<td>{escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+__all__ = ["render"]
