@@ -30,9 +30,7 @@ def write(conversation: Conversation, dialect: str | None = None) -> dict[str, A
     """The conversation as a request body of ``dialect`` (default: its own)."""
     target = codec(dialect or conversation.dialect)
     if target.dialect != conversation.dialect:
-        raise UsageError(
-            f"cannot write a {conversation.dialect} conversation as {target.dialect}"
-        )
+        raise UsageError(f"cannot write a {conversation.dialect} conversation as {target.dialect}")
     return target.write_body(conversation)
 
 

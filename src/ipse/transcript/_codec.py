@@ -57,6 +57,11 @@ class Codec(Protocol):
         ...
 
     @property
+    def rejects_blank_text(self) -> bool:
+        """Whether the API rejects text blocks that are only whitespace."""
+        ...
+
+    @property
     def needs_max_tokens(self) -> bool:
         """Whether a request body must carry ``max_tokens``."""
         ...
@@ -86,9 +91,7 @@ class Codec(Protocol):
         """The dict a removed tool result is archived as."""
         ...
 
-    def stripped_raw(
-        self, message: Message, blocks: Sequence[Block]
-    ) -> Mapping[str, Any] | None:
+    def stripped_raw(self, message: Message, blocks: Sequence[Block]) -> Mapping[str, Any] | None:
         """The ``raw`` of a message rebuilt with fewer blocks (keys for removed parts dropped)."""
         ...
 
@@ -116,6 +119,7 @@ class _Anthropic:
     provider = "anthropic"
     result_role: str | None = None
     alternates = True
+    rejects_blank_text = True
     needs_max_tokens = True
     server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
 
@@ -166,6 +170,7 @@ class _OpenAIChat:
     provider = "openai"
     result_role: str | None = "tool"
     alternates = True
+    rejects_blank_text = False
     needs_max_tokens = False
     server_tool_types: frozenset[str] = frozenset()
 
@@ -221,6 +226,7 @@ class _OpenAIResponses:
     provider = "openai"
     result_role: str | None = "tool"
     alternates = False
+    rejects_blank_text = False
     needs_max_tokens = False
     server_tool_types = openai_responses.HOSTED_TYPES
 

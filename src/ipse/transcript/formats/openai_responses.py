@@ -135,7 +135,9 @@ def read_items(
     role: str | None = None
     for n, item in enumerate(items):
         if not isinstance(item, Mapping):
-            raise InputError("an input item that is not a JSON object", path=source, position=n)
+            raise InputError(
+                "an input item that is not a JSON object", path=source, position=f"item {n}"
+            )
         side = side_of(item)
         alone = side not in (None, "assistant", "tool")
         if group and (alone or (side is not None and side != role)):
@@ -338,14 +340,17 @@ def _message_items(message: Message, run: Sequence[Block]) -> list[Mapping[str, 
     while i < len(parts):
         item = by_first.get(id(parts[i]))
         content = item.get("content") if item is not None else None
-        if item is not None and isinstance(content, list):
-            if _identical(parts[i : i + len(content)], content):
-                if pending:
-                    out.append(_new_message(message.role, pending))
-                    pending = []
-                out.append(item)
-                i += len(content)
-                continue
+        if (
+            item is not None
+            and isinstance(content, list)
+            and _identical(parts[i : i + len(content)], content)
+        ):
+            if pending:
+                out.append(_new_message(message.role, pending))
+                pending = []
+            out.append(item)
+            i += len(content)
+            continue
         pending.append(parts[i])
         i += 1
     if pending:
@@ -400,7 +405,12 @@ def _write_call(block: ToolCall) -> Mapping[str, Any]:
     arguments = block.arguments
     if arguments is None:
         arguments = jsonio.dumps(block.input).decode() if block.input is not None else "{}"
-    return {"type": "function_call", "call_id": block.id, "name": block.name, "arguments": arguments}
+    return {
+        "type": "function_call",
+        "call_id": block.id,
+        "name": block.name,
+        "arguments": arguments,
+    }
 
 
 def _same_call(raw: Mapping[str, Any], block: ToolCall) -> bool:
@@ -437,7 +447,9 @@ def _write_output(block: ToolResult) -> Mapping[str, Any]:
 
 def _read_same(old: Any, text: str) -> bool:
     """An output that was not a string reads as its JSON; unchanged when that JSON is the text."""
-    return old is not None and not isinstance(old, str | list) and jsonio.dumps(old).decode() == text
+    return (
+        old is not None and not isinstance(old, str | list) and jsonio.dumps(old).decode() == text
+    )
 
 
 def _write_reasoning(block: Thinking) -> Mapping[str, Any]:
