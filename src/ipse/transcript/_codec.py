@@ -32,6 +32,7 @@ class Positions:
     system_messages: list[Any] = field(default_factory=list)
     messages: list[Any] = field(default_factory=list)
     per_message: bool = False
+    system_source: Any = None  # the body's own system value (memoised by identity)
 
 
 class Codec(Protocol):
@@ -156,7 +157,8 @@ class _Anthropic:
             items = [_as_text(system)]
         else:
             items = list(system) if isinstance(system, list) else [system]
-        return Positions(body.get("tools"), items, [], _list(body.get("messages")), False)
+        messages = _list(body.get("messages"))
+        return Positions(body.get("tools"), items, [], messages, False, system)
 
     def speaker(self, raw: Any) -> str | None:
         return raw.get("role") if isinstance(raw, Mapping) else None
@@ -259,7 +261,7 @@ class _OpenAIResponses:
         system = [_as_text(instructions)] if isinstance(instructions, str) and instructions else []
         value = body.get("input")
         items = [{"role": "user", "content": value}] if isinstance(value, str) else _list(value)
-        return Positions(body.get("tools"), system, [], items, True)
+        return Positions(body.get("tools"), system, [], items, True, instructions)
 
     def speaker(self, raw: Any) -> str | None:
         return openai_responses.side_of(raw) if isinstance(raw, Mapping) else None
