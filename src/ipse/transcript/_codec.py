@@ -100,6 +100,10 @@ class Codec(Protocol):
         """The content form of two neighbouring messages merged into one."""
         ...
 
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """A tool definition in the dialect's shape."""
+        ...
+
     def positions(self, body: Mapping[str, Any]) -> Positions: ...
 
     def speaker(self, raw: Any) -> str | None:
@@ -147,6 +151,9 @@ class _Anthropic:
 
     def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
         return "string" if first == second == "string" else "blocks"
+
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": name, "description": description, "input_schema": schema}
 
     def positions(self, body: Mapping[str, Any]) -> Positions:
         system = body.get("system")
@@ -208,6 +215,10 @@ class _OpenAIChat:
     def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
         return "blocks" if "blocks" in (first, second) else "string"
 
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        function = {"name": name, "description": description, "parameters": schema}
+        return {"type": "function", "function": function}
+
     def positions(self, body: Mapping[str, Any]) -> Positions:
         messages = _list(body.get("messages"))
         n = 0
@@ -255,6 +266,9 @@ class _OpenAIResponses:
 
     def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
         return "blocks"
+
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"type": "function", "name": name, "description": description, "parameters": schema}
 
     def positions(self, body: Mapping[str, Any]) -> Positions:
         instructions = body.get("instructions")
