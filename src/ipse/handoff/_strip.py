@@ -29,7 +29,7 @@ from ipse import jsonio
 from ipse.errors import InvalidConversation
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.handoff._report import Removed, Report
-from ipse.handoff._validate import Problem, validate
+from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.transcript._codec import Codec, codec
 from ipse.transcript._model import (
     Block,
@@ -46,7 +46,7 @@ from ipse.transcript._model import (
 SEPARATOR = "\n\n"
 
 # Problems in the rewritten part that stripping repairs by construction.
-REPAIRABLE = frozenset(
+REPAIRABLE: frozenset[ProblemCode] = frozenset(
     {
         "roles_not_alternating",
         "empty_content",
@@ -58,7 +58,9 @@ REPAIRABLE = frozenset(
     }
 )
 # Problems that make the input unusable wherever they are.
-FATAL_ANYWHERE = frozenset({"orphan_result", "no_messages", "duplicate_call_id"})
+FATAL_ANYWHERE: frozenset[ProblemCode] = frozenset(
+    {"orphan_result", "no_messages", "duplicate_call_id"}
+)
 
 
 @dataclass(frozen=True, slots=True)
