@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from ipse.handoff import StripOptions, strip, validate, verify
 from ipse.handoff._measure import body_bytes
+from ipse.transcript import codec
 from ipse.transcript._model import Conversation, Thinking
-from ipse.transcript.formats import anthropic, openai_chat
+from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.handoff.build import IMAGE, oa_call, text
+from tests.transcript.responses import responses_bodies
 
 WORDS = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
@@ -132,8 +134,7 @@ def _check(conversation: Conversation, at: Any, options: StripOptions) -> None:
     again_at = at if at in ("now", "checkpoint") else report.rewritten_out
     again, second = strip(after, again_at, options)
     assert body_bytes(again) == data and second.removed == ()
-    reader = openai_chat.read_body if conversation.dialect == "openai-chat" else anthropic.read_body
-    reread = reader(orjson.loads(data))
+    reread = codec(conversation.dialect).read_body(orjson.loads(data))
     assert body_bytes(strip(reread, again_at, options)[0]) == data
 
 
@@ -157,5 +158,18 @@ def test_openai_chat_properties(data: st.DataObject, body: dict[str, Any]) -> No
     at = _cuts(data.draw, conversation)
     options = StripOptions(
         promote_thinking=data.draw(st.booleans()), breadcrumbs=data.draw(st.booleans())
+    )
+    _check(conversation, at, options)
+
+
+@SETTINGS
+@given(data=st.data(), body=responses_bodies())
+def test_openai_responses_properties(data: st.DataObject, body: dict[str, Any]) -> None:
+    conversation = openai_responses.read_body(body)
+    at = _cuts(data.draw, conversation)
+    options = StripOptions(
+        join_texts=data.draw(st.booleans()),
+        promote_thinking=data.draw(st.booleans()),
+        breadcrumbs=data.draw(st.booleans()),
     )
     _check(conversation, at, options)

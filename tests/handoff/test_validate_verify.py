@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ipse.errors import UsageError
 from ipse.handoff import strip, validate, verify
+from ipse.handoff._strip import FATAL_ANYWHERE, REPAIRABLE
+from ipse.handoff._validate import PROBLEM_CODES
 from ipse.transcript._model import Conversation, Message, Text
+from ipse.transcript.formats import openai_responses
 from tests.handoff.build import (
     anthropic_conv,
     assistant,
@@ -20,6 +25,13 @@ from tests.handoff.build import (
     text,
     thinking,
     user,
+)
+from tests.transcript.responses import (
+    assistant_message,
+    function_call,
+    function_output,
+    reasoning,
+    user_message,
 )
 
 
@@ -152,3 +164,52 @@ def test_verify_finds_a_changed_tail() -> None:
     after = anthropic_conv(user(text("Do it.")), assistant(text("Reading.\n\nDone!")))
     verdict = verify(before, after, at=2)
     assert not verdict.ok and not verdict.tail_identical
+
+
+# ------------------------------------------------------------------------- openai-responses
+
+
+def responses_conv(*items: dict[str, Any]) -> Conversation:
+    return openai_responses.read_body({"model": "gpt-5", "input": list(items)})
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        ([user_message("a"), function_call("c1", "shell"), function_output("c1")], []),
+        ([user_message("a"), function_call("c1", "shell")], []),  # pending: the next request
+        (
+            [user_message("a"), function_call("c1", "shell"), user_message("b")],
+            ["unanswered_call"],
+        ),
+        ([user_message("a"), function_output("zz")], ["orphan_result"]),
+        (
+            [user_message("a"), function_output("c1"), function_call("c1", "shell")],
+            ["misplaced_result"],
+        ),
+        (
+            [user_message("a"), function_call("c1", "s"), function_call("c1", "s")],
+            ["duplicate_call_id"],
+        ),
+        ([user_message("")], ["empty_text"]),
+        ([{"type": "message", "role": "critic", "content": "x"}], ["bad_role"]),
+        # no alternation rule: two user messages in a row are valid input
+        ([user_message("a"), user_message("b"), assistant_message("c")], []),
+    ],
+)
+def test_responses_rules(items: list[dict[str, Any]], expected: list[str]) -> None:
+    assert codes(responses_conv(*items)) == expected
+
+
+def test_responses_reasoning_is_thinking_in_a_rewritten_part() -> None:
+    conversation = responses_conv(user_message("a"), reasoning("why"), assistant_message("b"))
+    assert codes(conversation, rewritten=2) == ["thinking_in_rewritten"]
+    after, report = strip(conversation, "end")
+    assert [r.kind for r in report.removed] == ["thinking"]
+    assert verify(conversation, after).ok
+    assert codes(after, rewritten=report.rewritten_out) == []
+
+
+def test_strip_speaks_of_problems_in_the_vocabulary() -> None:
+    assert set(PROBLEM_CODES) >= REPAIRABLE | FATAL_ANYWHERE
+    assert not REPAIRABLE & FATAL_ANYWHERE

@@ -3,15 +3,42 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.transcript import Text, ToolCall, write
-from ipse.transcript.formats import anthropic, openai_chat
+from ipse.errors import UsageError
+from ipse.transcript import (
+    Conversation,
+    Origin,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    codec,
+    detect,
+    load,
+    write,
+)
+from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.conftest import HTTP_LOG, OPENAI_TRAJ
+from tests.transcript.responses import (
+    assistant_message,
+    extra_keys,
+    function_call,
+    function_output,
+    reasoning,
+    responses_bodies,
+    user_message,
+)
+
+
+def read_body_of(dialect: str, body: dict[str, Any]) -> Conversation:
+    return codec(dialect).read_body(body)
 
 
 def test_captured_anthropic_bodies_round_trip_byte_for_byte() -> None:
@@ -283,3 +310,72 @@ def test_openai_changed_call_input_is_reserialized() -> None:
     )
     out = openai_chat.write_body(edited)
     assert out["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"a":2}'
+
+
+# ---------------------------------------------------------------- OpenAI Responses bodies
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), body=responses_bodies())
+def test_generated_responses_bodies_round_trip_byte_for_byte(
+    data: st.DataObject, body: dict[str, Any]
+) -> None:
+    body = data.draw(extra_keys(body))
+    conversation = openai_responses.read_body(body)
+    assert conversation.dialect == "openai-responses"
+    out = write(conversation)
+    assert orjson.dumps(out) == orjson.dumps(body)
+
+
+def test_responses_items_map_to_blocks() -> None:
+    body = {
+        "model": "gpt-5",
+        "instructions": "Be brief.",
+        "input": [
+            user_message("list the files", as_string=True),
+            reasoning("I should run ls"),
+            function_call("call_1", "shell"),
+            {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": "*"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+            function_output("call_1", "a.txt"),
+            {"type": "custom_tool_call_output", "call_id": "call_2", "output": "done"},
+            assistant_message("one file"),
+            {"type": "item_reference", "id": "msg_9"},
+        ],
+    }
+    conversation = read_body_of("openai-responses", body)
+    assert conversation.system == (Text("Be brief.", Origin.SYSTEM),)
+    roles = [(m.role, [b.kind for b in m.blocks]) for m in conversation.messages]
+    assert roles == [
+        ("user", ["text"]),
+        ("assistant", ["thinking", "tool_call", "tool_call", "other"]),
+        ("tool", ["tool_result", "tool_result"]),
+        ("assistant", ["text", "other"]),
+    ]
+    thinking = conversation.messages[1].blocks[0]
+    assert isinstance(thinking, Thinking)
+    assert (thinking.text, thinking.signature) == ("I should run ls", "gAAAA-opaque")
+    call = conversation.messages[1].blocks[1]
+    assert isinstance(call, ToolCall) and call.input == {"cmd": "ls"}
+    results = list(conversation.messages[2].of_kind(ToolResult))
+    assert [(r.call_id, r.text) for r in results] == [("call_1", "a.txt"), ("call_2", "done")]
+    assert write(conversation) == body
+
+
+def test_responses_string_input_round_trips() -> None:
+    body = {"model": "gpt-5", "input": "hello", "instructions": "x", "stream": True}
+    conversation = read_body_of("openai-responses", body)
+    assert [m.text for m in conversation.messages] == ["hello"]
+    assert orjson.dumps(write(conversation)) == orjson.dumps(body)
+
+
+def test_responses_body_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "body.json"
+    path.write_bytes(orjson.dumps({"model": "gpt-5", "input": [user_message("hi")]}))
+    assert detect(path) == "openai-responses"
+    assert load(path).current().dialect == "openai-responses"
+
+
+def test_no_codec_for_an_unknown_dialect() -> None:
+    with pytest.raises(UsageError):
+        codec("gemini")

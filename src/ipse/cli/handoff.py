@@ -89,7 +89,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--print-tool",
-    type=click.Choice(["anthropic", "openai-chat"]),
+    type=click.Choice(["anthropic", "openai-chat", "openai-responses"]),
     help="Print the micro_handoff tool definition in this shape and exit.",
 )
 @click.option(

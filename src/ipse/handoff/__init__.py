@@ -16,12 +16,13 @@ from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
 from ipse.handoff._report import Removed, Report
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions, breadcrumb, strip
-from ipse.handoff._validate import Problem, validate
+from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
 from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
 
 __all__ = [
     "CHECKPOINT_TOOL",
     "DEFAULT_MAX_TOKENS",
+    "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
     "CacheRates",
@@ -33,6 +34,7 @@ __all__ = [
     "Lost",
     "Narration",
     "Problem",
+    "ProblemCode",
     "Removed",
     "Report",
     "StripOptions",

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ipse.errors import InputError, UsageError
+from ipse.errors import InputError
 from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.transcript._codec import codec
 
 DESCRIPTION = (
     "Record a checkpoint. Your tool calls, their results and your thinking before this point "
@@ -75,15 +76,11 @@ SCHEMA: dict[str, Any] = {
 
 
 def tool_definition(provider: str = "anthropic", name: str = CHECKPOINT_TOOL) -> dict[str, Any]:
-    """The checkpoint tool as an Anthropic tool or an OpenAI function tool."""
-    if provider == "anthropic":
-        return {"name": name, "description": DESCRIPTION, "input_schema": SCHEMA}
-    if provider in ("openai", "openai-chat"):
-        return {
-            "type": "function",
-            "function": {"name": name, "description": DESCRIPTION, "parameters": SCHEMA},
-        }
-    raise UsageError(f"no tool shape for {provider!r}; known: anthropic, openai-chat")
+    """The checkpoint tool in a dialect's shape (``openai`` stands for ``openai-chat``)."""
+    return codec(_ALIASES.get(provider, provider)).tool(name, DESCRIPTION, SCHEMA)
+
+
+_ALIASES = {"openai": "openai-chat"}
 
 
 def check_notes(notes: Any) -> Mapping[str, Any]:

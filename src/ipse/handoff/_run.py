@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ipse.errors import CheckFailed, UsageError
+from ipse.errors import CheckFailed
 from ipse.handoff._cut import CHECKPOINT_TOOL, At
 from ipse.handoff._measure import body_bytes, handoff_document
 from ipse.handoff._narration import Narration, narration
@@ -26,13 +26,12 @@ from ipse.handoff._policy import cached_share, decide
 from ipse.handoff._report import Report
 from ipse.handoff._strip import StripOptions, strip
 from ipse.handoff._verify import Verdict, verify
-from ipse.transcript import Conversation
+from ipse.transcript import Conversation, codec
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
 
 DEFAULT_MAX_TOKENS = 8192
-_WRITABLE = ("anthropic", "openai-chat")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,8 +112,7 @@ def run(
     handoff cannot make valid; in both cases nothing is written or archived.
     """
     opts = options or HandoffOptions()
-    if conversation.dialect not in _WRITABLE:
-        raise UsageError(f"cannot hand off a {conversation.dialect} conversation: no writer")
+    codec(conversation.dialect)  # a dialect no codec writes is a usage error, before any work
     after, report = strip(conversation, opts.at, opts.strip)
     after = _with_max_tokens(after, opts.max_tokens)
     verdict = verify(conversation, after, at=report.cut)
@@ -140,7 +138,7 @@ def run(
 
 
 def _with_max_tokens(conversation: Conversation, max_tokens: int) -> Conversation:
-    if conversation.dialect != "anthropic" or "max_tokens" in conversation.settings:
+    if not codec(conversation.dialect).needs_max_tokens or "max_tokens" in conversation.settings:
         return conversation
     return replace(conversation, settings={**conversation.settings, "max_tokens": max_tokens})
 

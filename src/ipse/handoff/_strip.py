@@ -29,10 +29,10 @@ from ipse import jsonio
 from ipse.errors import InvalidConversation
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.handoff._report import Removed, Report
-from ipse.handoff._validate import Problem, validate
+from ipse.handoff._validate import Problem, ProblemCode, validate
+from ipse.transcript._codec import Codec, codec
 from ipse.transcript._model import (
     Block,
-    ContentForm,
     Conversation,
     Message,
     Origin,
@@ -46,7 +46,7 @@ from ipse.transcript._model import (
 SEPARATOR = "\n\n"
 
 # Problems in the rewritten part that stripping repairs by construction.
-REPAIRABLE = frozenset(
+REPAIRABLE: frozenset[ProblemCode] = frozenset(
     {
         "roles_not_alternating",
         "empty_content",
@@ -58,12 +58,9 @@ REPAIRABLE = frozenset(
     }
 )
 # Problems that make the input unusable wherever they are.
-FATAL_ANYWHERE = frozenset({"orphan_result", "no_messages", "duplicate_call_id"})
-
-# Dialects whose API rejects text blocks that are only whitespace (dropped when rewritten).
-_BLANK_REJECTED = frozenset({"anthropic"})
-_SERVER_TOOL_TYPES = frozenset({"server_tool_use", "mcp_tool_use"})
-_OPENAI_DROPPED_KEYS = ("tool_calls", "function_call", "reasoning_content", "reasoning")
+FATAL_ANYWHERE: frozenset[ProblemCode] = frozenset(
+    {"orphan_result", "no_messages", "duplicate_call_id"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +86,19 @@ def strip(
     cut = settle(messages, point.index)
     input_problems = validate(conversation)
     _check_input(input_problems, cut)
-    keep = _checkpoint_calls(messages[:cut], opts.checkpoint_tool, conversation.dialect)
+    dialect = codec(conversation.dialect)
+    keep = _checkpoint_calls(messages[:cut], opts.checkpoint_tool, dialect)
     while True:
-        built = _Builder(conversation.dialect, keep, opts).build(messages[:cut])
+        built = _Builder(dialect, keep, opts).build(messages[:cut])
         tail = messages[cut:]
-        if not (built.messages and tail and _same_side(built.messages[-1], tail[0])):
+        if not (
+            dialect.alternates
+            and built.messages
+            and tail
+            and _same_side(built.messages[-1], tail[0])
+        ):
             break
-        extra = _boundary_exchange(messages, cut, conversation.dialect) - keep
+        extra = _boundary_exchange(messages, cut, dialect) - keep
         if extra:
             keep = keep | extra
         else:
@@ -147,7 +150,7 @@ def _check_output(
 # ------------------------------------------------------------------------------ which calls stay
 
 
-def _answered_pairs(messages: Sequence[Message], dialect: str) -> dict[str, int]:
+def _answered_pairs(messages: Sequence[Message], dialect: Codec) -> dict[str, int]:
     """Call id -> message index, for calls answered right after their message."""
     out: dict[str, int] = {}
     for i, message in enumerate(messages):
@@ -158,14 +161,14 @@ def _answered_pairs(messages: Sequence[Message], dialect: str) -> dict[str, int]
         j = i + 1
         while j < len(messages):
             answered.update(b.call_id for b in messages[j].blocks if isinstance(b, ToolResult))
-            if dialect != "openai-chat" or messages[j].role != "tool":
+            if dialect.result_role is None or messages[j].role != dialect.result_role:
                 break
             j += 1
         out.update((cid, i) for cid in calls if cid in answered)
     return out
 
 
-def _checkpoint_calls(messages: Sequence[Message], tool: str, dialect: str) -> frozenset[str]:
+def _checkpoint_calls(messages: Sequence[Message], tool: str, dialect: Codec) -> frozenset[str]:
     answered = _answered_pairs(messages, dialect)
     return frozenset(
         b.id
@@ -175,7 +178,7 @@ def _checkpoint_calls(messages: Sequence[Message], tool: str, dialect: str) -> f
     )
 
 
-def _boundary_exchange(messages: Sequence[Message], cut: int, dialect: str) -> frozenset[str]:
+def _boundary_exchange(messages: Sequence[Message], cut: int, dialect: Codec) -> frozenset[str]:
     """The answered calls of the last assistant message before ``cut``, if only results follow."""
     for a in range(cut - 1, -1, -1):
         message = messages[a]
@@ -210,7 +213,7 @@ class _Built:
 class _Builder:
     """Rewrites a prefix: filter blocks, drop empty messages, merge roles, join texts."""
 
-    def __init__(self, dialect: str, keep: frozenset[str], options: StripOptions) -> None:
+    def __init__(self, dialect: Codec, keep: frozenset[str], options: StripOptions) -> None:
         self.dialect = dialect
         self.keep = keep
         self.options = options
@@ -239,24 +242,11 @@ class _Builder:
         for message in prefix:
             for block in message.blocks:
                 if isinstance(block, ToolResult):
-                    found.setdefault(block.call_id, self._result_raw(message, block))
-                elif isinstance(block, Other) and _is_server_result(block):
+                    found.setdefault(block.call_id, self.dialect.result_raw(message, block))
+                elif self.dialect.is_server_result(block):
                     raw = block.raw or {}
                     found.setdefault(str(raw.get("tool_use_id", "")), raw)
         return found
-
-    def _result_raw(self, message: Message, block: ToolResult) -> Mapping[str, Any]:
-        if self.dialect == "openai-chat" and message.role == "tool":
-            if message.raw is not None:
-                return message.raw
-            from ipse.transcript.formats.openai_chat import write_message as write_openai
-
-            return write_openai(message)
-        if block.raw is not None:
-            return block.raw
-        from ipse.transcript.formats.anthropic import write_block
-
-        return write_block(block)
 
     def _filter(
         self,
@@ -269,95 +259,63 @@ class _Builder:
         kept: list[Block] = []
         changed = False
         for block in message.blocks:
-            if isinstance(block, Text):
-                if block.text == "" or (self.dialect in _BLANK_REJECTED and not block.text.strip()):
-                    out.dropped_empty += 1
-                    changed = True
-                else:
-                    kept.append(block)
-            elif isinstance(block, ToolCall):
-                if block.id in self.keep:
-                    kept.append(block)
-                    continue
-                changed = True
-                out.removed.append(
-                    Removed(
-                        "tool",
-                        block.id,
-                        block.name,
-                        self._call_raw(block),
-                        results.get(block.id),
-                        index,
-                    )
-                )
-                if self.options.breadcrumbs:
-                    line = breadcrumb(block, self.options.breadcrumb_width)
-                    out.breadcrumbs.append(line)
-                    kept.append(Text(line, Origin.HARNESS))
-            elif isinstance(block, ToolResult):
-                if block.call_id in self.keep:
-                    kept.append(block)
-                else:
-                    changed = True
-            elif isinstance(block, Thinking):
-                changed = True
-                out.removed.append(_thinking_removed(block, index))
-                if self.options.promote_thinking and block.text:
-                    out.promoted.append(block.text)
-                    kept.append(Text(block.text, Origin.AGENT))
-            elif block.type in _SERVER_TOOL_TYPES:
-                changed = True
-                raw = block.raw or {"type": block.type}
-                call_id = str(raw.get("id", ""))
-                out.removed.append(
-                    Removed(
-                        "server_tool",
-                        call_id,
-                        str(raw.get("name", block.type)),
-                        raw,
-                        results.get(call_id),
-                        index,
-                    )
-                )
-            elif _is_server_result(block):
-                changed = True
-            else:
-                kept.append(block)
+            stays = self._block(block, index, results, out)
+            changed = changed or stays is None or len(stays) != 1 or stays[0] is not block
+            kept.extend(stays or ())
         return kept if changed else None
 
-    def _call_raw(self, block: ToolCall) -> Mapping[str, Any]:
-        if block.raw is not None:
-            return block.raw
-        if self.dialect == "openai-chat":
-            return {
-                "id": block.id,
-                "type": "function",
-                "function": {
-                    "name": block.name,
-                    "arguments": block.arguments
-                    if block.arguments is not None
-                    else jsonio.dumps(block.input).decode(),
-                },
-            }
-        from ipse.transcript.formats.anthropic import write_block
+    def _block(
+        self, block: Block, index: int, results: Mapping[str, Mapping[str, Any]], out: _Built
+    ) -> list[Block] | None:
+        """What one block becomes: itself, a replacement, or nothing (None: removed)."""
+        if isinstance(block, Text):
+            return self._text(block, out)
+        if isinstance(block, ToolCall):
+            return self._call(block, index, results, out)
+        if isinstance(block, ToolResult):
+            return [block] if block.call_id in self.keep else None
+        if isinstance(block, Thinking):
+            return self._thinking(block, index, out)
+        if block.type in self.dialect.server_tool_types:
+            out.removed.append(_server_removed(block, index, results))
+            return None
+        if self.dialect.is_server_result(block):
+            return None
+        return [block]
 
-        return write_block(block)
+    def _text(self, block: Text, out: _Built) -> list[Block] | None:
+        if block.text == "" or (self.dialect.rejects_blank_text and not block.text.strip()):
+            out.dropped_empty += 1
+            return None
+        return [block]
+
+    def _call(
+        self, block: ToolCall, index: int, results: Mapping[str, Mapping[str, Any]], out: _Built
+    ) -> list[Block] | None:
+        if block.id in self.keep:
+            return [block]
+        raw = block.raw if block.raw is not None else self.dialect.write_block(block)
+        out.removed.append(Removed("tool", block.id, block.name, raw, results.get(block.id), index))
+        if not self.options.breadcrumbs:
+            return None
+        line = breadcrumb(block, self.options.breadcrumb_width)
+        out.breadcrumbs.append(line)
+        return [Text(line, Origin.HARNESS)]
+
+    def _thinking(self, block: Thinking, index: int, out: _Built) -> list[Block] | None:
+        raw = block.raw if block.raw is not None else self.dialect.write_block(block)
+        out.removed.append(_thinking_removed(raw, index))
+        if self.options.promote_thinking and block.text:
+            out.promoted.append(block.text)
+            return [Text(block.text, Origin.AGENT)]
+        return None
 
     def _rebuilt(self, message: Message, blocks: list[Block]) -> Message:
-        raw = message.raw
-        if raw is not None and self.dialect == "openai-chat":
-            drop = [k for k in _OPENAI_DROPPED_KEYS if k in raw]
-            if any(isinstance(b, ToolCall) for b in blocks):
-                drop = [k for k in drop if k != "tool_calls"]
-            raw = {k: v for k, v in raw.items() if k not in drop}
+        raw = self.dialect.stripped_raw(message, blocks)
         return Message(message.role, tuple(blocks), message.content_form, raw, message.meta)
 
     def _merged(self, first: Message, second: Message) -> Message:
-        forms = {first.content_form, second.content_form}
-        if self.dialect == "openai-chat":
-            form: ContentForm = "blocks" if "blocks" in forms else "string"
-        else:
-            form = "string" if forms == {"string"} else "blocks"
+        form = self.dialect.merged_form(first.content_form, second.content_form)
         return Message(first.role, first.blocks + second.blocks, form, first.raw, first.meta)
 
     def _joined(self, message: Message) -> Message:
@@ -386,20 +344,14 @@ class _Builder:
         return replace(message, blocks=tuple(blocks))
 
 
-def _is_server_result(block: Block) -> bool:
-    return isinstance(block, Other) and block.type.endswith("_tool_result")
+def _server_removed(block: Other, index: int, results: Mapping[str, Mapping[str, Any]]) -> Removed:
+    raw = block.raw or {"type": block.type}
+    call_id = str(raw.get("id", ""))
+    name = str(raw.get("name", block.type))
+    return Removed("server_tool", call_id, name, raw, results.get(call_id), index)
 
 
-def _thinking_removed(block: Thinking, index: int) -> Removed:
-    raw: Mapping[str, Any] = (
-        block.raw
-        if block.raw is not None
-        else (
-            {"type": "redacted_thinking"}
-            if block.redacted
-            else {"type": "thinking", "thinking": block.text}
-        )
-    )
+def _thinking_removed(raw: Mapping[str, Any], index: int) -> Removed:
     digest = hashlib.sha256(jsonio.dumps(raw)).hexdigest()[:16]
     return Removed("thinking", f"thinking-{digest}", "thinking", raw, None, index)
 

@@ -11,23 +11,40 @@ A tool call in the last message is *pending*, not a problem: the next request ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, TypeAlias, get_args
 
 from ipse.errors import UsageError
 from ipse.transcript._model import Conversation, Message, Text, Thinking, ToolCall, ToolResult
 
-PROVIDERS = ("anthropic", "openai-chat")
+ProblemCode: TypeAlias = Literal[
+    "no_messages",
+    "first_not_user",
+    "bad_role",
+    "roles_not_alternating",
+    "empty_content",
+    "empty_text",
+    "misplaced_call",
+    "misplaced_result",
+    "result_not_first",
+    "orphan_result",
+    "unanswered_call",
+    "duplicate_call_id",
+    "thinking_in_rewritten",
+]
+PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 
 _ANTHROPIC_ROLES = frozenset({"user", "assistant"})
 _OPENAI_ROLES = frozenset({"user", "assistant", "tool", "system", "developer"})
+_RESPONSES_ROLES = _OPENAI_ROLES
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One broken rule: a stable code, a readable message, and the message index it is at."""
 
-    code: str
+    code: ProblemCode
     message: str
     index: int | None = None
 
@@ -46,12 +63,10 @@ def validate(
     """
     target = provider or conversation.dialect
     messages = conversation.messages
-    if target == "anthropic":
-        problems = _anthropic(messages)
-    elif target == "openai-chat":
-        problems = _openai(messages)
-    else:
+    rules = _RULES.get(target)
+    if rules is None:
         raise UsageError(f"no validation rules for {target!r}; known: {', '.join(PROVIDERS)}")
+    problems = rules(messages)
     problems.extend(_thinking_in_prefix(messages, rewritten))
     problems.extend(_duplicate_ids(messages))
     problems.sort(key=lambda p: -1 if p.index is None else p.index)
@@ -221,4 +236,46 @@ def _openai(messages: Sequence[Message]) -> list[Problem]:
     return problems
 
 
-__all__ = ["PROVIDERS", "Problem", "validate"]
+# ------------------------------------------------------------------------- openai-responses
+
+
+def _responses(messages: Sequence[Message]) -> list[Problem]:
+    """Responses input: calls and outputs linked by ``call_id`` anywhere later in the input
+    (no alternation rule); a call in the last message is pending."""
+    if not messages:
+        return [Problem("no_messages", "the request has no messages")]
+    problems: list[Problem] = []
+    every_call: set[str] = set()
+    answered = {r.call_id for m in messages for r in m.of_kind(ToolResult)}
+    all_calls = {c.id for m in messages for c in m.of_kind(ToolCall)}
+    for i, message in enumerate(messages):
+        if message.role not in _RESPONSES_ROLES:
+            problems.append(Problem("bad_role", f"role {message.role!r} is not an input role", i))
+        if not message.blocks:
+            problems.append(Problem("empty_content", "a message with no content", i))
+        problems.extend(_empty_texts(i, message))
+        calls = list(message.of_kind(ToolCall))
+        results = list(message.of_kind(ToolResult))
+        if calls and message.role != "assistant":
+            problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
+        if results and message.role != "tool":
+            problems.append(Problem("misplaced_result", "a tool output outside the outputs", i))
+        problems.extend(_orphans(i, results, every_call, all_calls))
+        every_call.update(c.id for c in calls)
+        if i + 1 < len(messages):
+            problems.extend(
+                Problem("unanswered_call", f"tool call {c.id!r} ({c.name}) has no output", i)
+                for c in calls
+                if c.id not in answered
+            )
+    return problems
+
+
+_RULES: dict[str, Callable[[Sequence[Message]], list[Problem]]] = {
+    "anthropic": _anthropic,
+    "openai-chat": _openai,
+    "openai-responses": _responses,
+}
+PROVIDERS = tuple(_RULES)
+
+__all__ = ["PROBLEM_CODES", "PROVIDERS", "Problem", "ProblemCode", "validate"]

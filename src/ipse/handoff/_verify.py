@@ -11,12 +11,13 @@ Without a cut, the untouched part is the longest run of identical trailing messa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
+from ipse.transcript._codec import codec
 from ipse.transcript._model import Conversation, Message, Text
 
 
@@ -162,14 +163,7 @@ def _common_suffix(old: Sequence[bytes], new: Sequence[bytes]) -> int:
 
 def _written(conversation: Conversation, message: Message) -> bytes:
     """A message as the JSON its dialect writes (the bytes that go on the wire)."""
-    from ipse.transcript.formats import anthropic, openai_chat
-
-    written: Mapping[str, Any]
-    if conversation.dialect == "openai-chat":
-        written = openai_chat.write_message(message)
-    else:
-        written = anthropic.write_message(message)
-    return jsonio.dumps(written)
+    return jsonio.dumps(codec(conversation.dialect).write_message(message))
 
 
 __all__ = ["Lost", "Verdict", "authored_chars", "authored_texts", "verify"]

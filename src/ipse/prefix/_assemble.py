@@ -12,7 +12,7 @@ next request's lookback) and the newest block; ``cache_control`` never enters th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -78,11 +78,12 @@ class Assembler:
         ttl: str = "5m",
         counter: TokenCounter | None = None,
     ) -> None:
-        if dialect not in ("anthropic", "openai"):
-            raise UsageError(f"unknown dialect {dialect!r}; known: anthropic, openai")
+        if dialect not in _SHAPES:
+            raise UsageError(f"unknown dialect {dialect!r}; known: {', '.join(_SHAPES)}")
         if ttl not in ("5m", "1h"):
             raise UsageError(f"unknown ttl {ttl!r}; known: 5m, 1h")
         self.dialect: Dialect = dialect
+        self._shape = _SHAPES[dialect]
         self.model = model
         self.ttl = ttl
         self._counter = counter
@@ -201,15 +202,13 @@ class Assembler:
 
     @property
     def _provider(self) -> str:
-        return "anthropic" if self.dialect == "anthropic" else "openai"
+        return self._shape.provider
 
     def request(self) -> dict[str, Any]:
         """The request body, in the fixed order, with breakpoints placed (Anthropic)."""
         if not self._messages:
             raise UsageError("a request needs at least one message")
-        if self.dialect == "openai":
-            return self._openai()
-        return self._anthropic()
+        return self._shape.build(self)
 
     def to_bytes(self) -> bytes:
         """The request body serialized deterministically (keys sorted)."""
@@ -268,7 +267,7 @@ class Assembler:
         body = self.request()
         flat = Flattener(rules(self._provider), self._counter).flatten(body)
         layer, index = start
-        offset = 1 if self.dialect == "openai" and self._system else 0
+        offset = 1 if self._shape.system_message and self._system else 0
         position = len(flat.where)
         for p, where in enumerate(flat.where):
             if (
@@ -281,10 +280,26 @@ class Assembler:
         tokens = flat.total - flat.tokens_before(position)
         price = prices().price(self.model, self._provider)[0]
         table = rules(self._provider)
-        multiplier = table.write_multiplier("5m") if self.dialect == "anthropic" else 1.0
+        multiplier = table.write_multiplier("5m") if self._shape.priced_writes else 1.0
         saved = table.read_multiplier(self.model)
         usd = price * tokens * (multiplier - saved) / 1_000_000
         return CacheCost(change, invalidates, tokens, usd)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """How one dialect lays out an assembled request."""
+
+    provider: str
+    build: Callable[[Assembler], dict[str, Any]]
+    system_message: bool  # the system prompt travels as a leading message
+    priced_writes: bool  # a cache write costs more than plain input
+
+
+_SHAPES: dict[str, _Shape] = {
+    "anthropic": _Shape("anthropic", Assembler._anthropic, False, True),
+    "openai": _Shape("openai", Assembler._openai, True, False),
+}
 
 
 def _tool_name(tool: Mapping[str, Any]) -> str:

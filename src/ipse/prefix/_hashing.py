@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 from ipse import jsonio
 from ipse.prefix._rules import Rules
 from ipse.tokens import TokenCounter
+from ipse.transcript._codec import Codec, Positions, body_codec
 from ipse.transcript._stats import without_payloads
 
 # (layer, first index, second index): tools (tool, -1), system (block, -1), settings (n, -1),
@@ -154,6 +155,14 @@ def block_text(raw: Any) -> str:
     return _dumps(without_payloads(raw)).decode()
 
 
+def _last_assistant(messages: Sequence[Any], dialect: Codec) -> int:
+    """The index of the last message the model wrote (-1: none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if dialect.speaker(messages[i]) == "assistant":
+            return i
+    return -1
+
+
 class Flattener:
     """Flattens the requests of one log, memoising every part it has seen.
 
@@ -231,23 +240,17 @@ class Flattener:
             return _Seg([], [], [], [], [])
         return self._part(tools, lambda: self._blocks(tools, b"tools:"), tools)
 
-    def _system(self, body: Mapping[str, Any]) -> _Seg:
-        system = body.get("system")
-        if self._anthropic:
-            if system is None or system == "" or system == []:
-                return _Seg([], [], [], [], [])
-            if isinstance(system, str):
-                items = [_as_text(system)]
-            else:
-                items = list(system) if isinstance(system, list) else [system]
-            return self._part(system, lambda: self._blocks(items, b"system:"), system)
-        return _Seg([], [], [], [], [])
+    def _system(self, parts: Positions) -> _Seg:
+        if not parts.system:
+            return _Seg([], [], [], [], [])
+        key = parts.system_source if parts.system_source is not None else parts.system
+        return self._part(key, lambda: self._blocks(parts.system, b"system:"), parts.system)
 
-    def _message(self, message: Any) -> _Seg:
+    def _message(self, message: Any, per_message: bool) -> _Seg:
         if not isinstance(message, Mapping):
             return self._blocks([message], b"?:")
-        salt = f"{message.get('role', '')}:".encode()
-        if not self._anthropic:  # OpenAI and vLLM: one position per message
+        salt = f"{message.get('role', message.get('type', ''))}:".encode()
+        if per_message:  # OpenAI and vLLM: one position per message (or input item)
             return self._part(message, lambda: self._one_message(message, salt), message)
         content = message.get("content")
         if isinstance(content, list) and content:
@@ -292,60 +295,66 @@ class Flattener:
         """The request's cache positions in prefix order."""
         model = body.get("model")
         flat = Flat(model=model if isinstance(model, str) else None)
-        messages = body.get("messages")
-        messages = messages if isinstance(messages, list) else []
-        system_msgs: list[Any] = []
-        if not self._anthropic:
-            while (
-                len(system_msgs) < len(messages)
-                and isinstance(messages[len(system_msgs)], Mapping)
-                and messages[len(system_msgs)].get("role") in ("system", "developer")
-            ):
-                system_msgs.append(messages[len(system_msgs)])
-        rest = messages[len(system_msgs) :]
-        segs = [self._message(m) for m in rest]
-        has_image = any(s.has_image for s in segs)
-        flat.settings = self._setting_values(body, has_image)
-        by_level: dict[str, list[str]] = {}
-        for name in flat.settings:
-            by_level.setdefault(self._settings[name], []).append(name)
-        last_assistant = -1
-        for i, m in enumerate(rest):
-            if isinstance(m, Mapping) and m.get("role") == "assistant":
-                last_assistant = i
-        input_start = last_assistant + 1
-        offset = len(system_msgs)
-        self._emit_settings(flat, by_level.get("all", ()))
+        dialect = body_codec(body, self.rules.provider)
+        parts = dialect.positions(body)
+        segs = [self._message(m, parts.per_message) for m in parts.messages]
+        flat.settings = self._setting_values(body, any(s.has_image for s in segs))
+        levels = self._levels(flat.settings)
+        last_assistant = _last_assistant(parts.messages, dialect)
+        self._emit_settings(flat, levels.get("all", ()))
         for layer in self._order:
             if layer == "tools":
-                self._emit(flat, self._tools(body.get("tools")), "tools", None)
+                self._emit(flat, self._tools(parts.tools), "tools", None)
             elif layer == "system":
-                self._emit_settings(flat, by_level.get("system", ()))
-                self._emit(flat, self._system(body), "system", None)
-                for i, m in enumerate(system_msgs):
-                    self._emit(flat, self._message(m), "system", i)
+                self._emit_system(flat, parts, levels.get("system", ()))
             elif layer == "settings":
-                self._emit_settings(flat, by_level.get("messages", ()))
+                self._emit_settings(flat, levels.get("messages", ()))
             elif layer == "history":
-                flat.tail = len(flat.hashes)
-                for i, seg in enumerate(segs[:input_start]):
-                    if i == last_assistant:
-                        flat.tail = len(flat.hashes)
-                    self._emit(flat, seg, "history", offset + i)
+                self._emit_history(flat, segs, last_assistant, len(parts.system_messages))
             elif layer == "input":
-                for i, seg in enumerate(segs[input_start:], start=input_start):
-                    self._emit(flat, seg, "input", offset + i)
-        flat.messages = len(messages)
-        auto = body.get("cache_control")
-        if self._anthropic and auto is not None and flat.ttls:
-            last = len(flat.ttls) - 1
-            while last > 0 and flat.where[last][0] == "settings":
-                last -= 1
-            if flat.ttls[last] is None:
-                ttl = "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
-                flat.ttls[last] = ttl
-            flat.breakpoints += 1
+                self._emit_input(flat, segs, last_assistant, len(parts.system_messages))
+        flat.messages = len(parts.system_messages) + len(parts.messages)
+        self._automatic(flat, body)
         return flat
+
+    def _levels(self, settings: Mapping[str, bytes]) -> dict[str, list[str]]:
+        """Setting names by the level a change of them invalidates."""
+        by_level: dict[str, list[str]] = {}
+        for name in settings:
+            by_level.setdefault(self._settings[name], []).append(name)
+        return by_level
+
+    def _emit_system(self, flat: Flat, parts: Positions, settings: Sequence[str]) -> None:
+        self._emit_settings(flat, settings)
+        self._emit(flat, self._system(parts), "system", None)
+        for i, m in enumerate(parts.system_messages):
+            self._emit(flat, self._message(m, parts.per_message), "system", i)
+
+    def _emit_history(self, flat: Flat, segs: Sequence[_Seg], last: int, offset: int) -> None:
+        """Messages before the newest input; ``flat.tail`` marks the last assistant turn."""
+        flat.tail = len(flat.hashes)
+        for i, seg in enumerate(segs[: last + 1]):
+            if i == last:
+                flat.tail = len(flat.hashes)
+            self._emit(flat, seg, "history", offset + i)
+
+    def _emit_input(self, flat: Flat, segs: Sequence[_Seg], last: int, offset: int) -> None:
+        for i, seg in enumerate(segs[last + 1 :], start=last + 1):
+            self._emit(flat, seg, "input", offset + i)
+
+    def _automatic(self, flat: Flat, body: Mapping[str, Any]) -> None:
+        """Anthropic's automatic caching: a top-level ``cache_control`` marks the last block."""
+        auto = body.get("cache_control")
+        if not (self._anthropic and auto is not None and flat.ttls):
+            return
+        last = len(flat.ttls) - 1
+        while last > 0 and flat.where[last][0] == "settings":
+            last -= 1
+        if flat.ttls[last] is None:
+            flat.ttls[last] = (
+                "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
+            )
+        flat.breakpoints += 1
 
     def _emit(self, flat: Flat, seg: _Seg, layer: str, index: int | None) -> None:
         """Append a segment's positions; memoised by (prefix hash before it, segment), so a

@@ -28,10 +28,10 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.transcript import Conversation, load, write
+from ipse.transcript import DIALECTS, Conversation, body_codec, codec, load, write
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
-from ipse.transcript.formats import http_log
+from ipse.transcript.formats import codex, http_log
 from ipse.transcript.formats.claude_code import looks_like_claude_code
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
@@ -92,7 +92,7 @@ class RequestLog:
 
 
 def _provider_of(dialect: str) -> str:
-    return "anthropic" if dialect == "anthropic" else "openai"
+    return codec(dialect).provider
 
 
 def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
@@ -107,13 +107,19 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     elif name == "http-log":
         with no_gc():
             requests = list(_log_requests(p, warnings))
-    elif name in ("anthropic", "openai-chat"):
+    elif name == "codex":
+        with no_gc():
+            requests = list(_rollout_requests(p, warnings))
+    elif name in DIALECTS:
         body = parse_json(read_text_bytes(p), p)
         if not isinstance(body, Mapping):
             raise InputError("a request body must be a JSON object", path=p)
         requests = [Request(0, body, _provider_of(name), source=str(p))]
     else:
-        raise InputError(f"prefix analysis reads http logs and claude-code sessions, not {name}")
+        raise InputError(
+            f"prefix analysis reads http logs, request bodies, claude-code sessions and codex "
+            f"rollouts, not {name}"
+        )
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
         raise InputError("no request with messages in this input", path=p)
@@ -141,8 +147,7 @@ def _sniff(p: Path) -> str:
 
 
 def _has_messages(request: Request, warnings: list[str]) -> bool:
-    messages = request.body.get("messages")
-    if isinstance(messages, list) and messages:
+    if body_codec(request.body, request.provider).positions(request.body).messages:
         return True
     warnings.append(f"request {request.index} ({request.source}) has no messages; skipped")
     return False
@@ -172,14 +177,15 @@ class Interner:
         return value
 
     def body(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The body with its tools, system prompt and messages interned."""
+        """The body with its tools, system prompt and messages (or input items) interned."""
         out = dict(body)
         for key in ("tools", "system"):
             if isinstance(out.get(key), list):
                 out[key] = self.one(out[key])
-        messages = out.get("messages")
-        if isinstance(messages, list):
-            out["messages"] = [self.one(m) for m in messages]
+        for key in ("messages", "input"):
+            messages = out.get(key)
+            if isinstance(messages, list):
+                out[key] = [self.one(m) for m in messages]
         return out
 
 
@@ -198,6 +204,25 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.response_time or fields.time,
             fields.usage,
             where,
+        )
+
+
+# ------------------------------------------------------------------------------ codex rollouts
+
+
+def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    """One Responses request per model call of a Codex rollout, with the recorded usage
+    (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
+    for index, call in enumerate(codex.rollout_requests(p, warnings=warnings)):
+        yield Request(
+            index,
+            call.body,
+            "openai",
+            http_log.parse_time(call.time),
+            http_log.parse_time(call.response_time),
+            call.usage,
+            f"{p}:line {call.line}",
+            "main",
         )
 
 

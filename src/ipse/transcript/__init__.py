@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipse.errors import UsageError
+from ipse.transcript._codec import DIALECTS, Codec, Positions, body_codec, codec
 from ipse.transcript._load import Source, load, read_conversation
 from ipse.transcript._model import (
     Block,
@@ -26,31 +28,25 @@ from ipse.transcript.formats.http_log import Exchange
 
 def write(conversation: Conversation, dialect: str | None = None) -> dict[str, Any]:
     """The conversation as a request body of ``dialect`` (default: its own)."""
-    from ipse.errors import UsageError
-    from ipse.transcript.formats import anthropic, openai_chat
-
-    target = dialect or conversation.dialect
-    if target == "anthropic":
-        if conversation.dialect not in ("anthropic",):
-            raise UsageError(f"cannot write a {conversation.dialect} conversation as anthropic")
-        return anthropic.write_body(conversation)
-    if target == "openai-chat":
-        if conversation.dialect != "openai-chat":
-            raise UsageError(f"cannot write a {conversation.dialect} conversation as openai-chat")
-        return openai_chat.write_body(conversation)
-    raise UsageError(f"no writer for {target!r}; writers: anthropic, openai-chat")
+    target = codec(dialect or conversation.dialect)
+    if target.dialect != conversation.dialect:
+        raise UsageError(f"cannot write a {conversation.dialect} conversation as {target.dialect}")
+    return target.write_body(conversation)
 
 
 __all__ = [
+    "DIALECTS",
     "FORMATS",
     "Block",
     "ClaudeCodeSession",
+    "Codec",
     "Conversation",
     "Dialect",
     "Exchange",
     "Message",
     "Origin",
     "Other",
+    "Positions",
     "Segment",
     "Source",
     "Text",
@@ -59,7 +55,9 @@ __all__ = [
     "ToolCall",
     "ToolDef",
     "ToolResult",
+    "body_codec",
     "body_dialect",
+    "codec",
     "detect",
     "load",
     "read_conversation",

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse.errors import InputError, UnknownFormat, UsageError
+from ipse.transcript._codec import DIALECTS, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._links import check_links
 from ipse.transcript._model import Conversation
 from ipse.transcript._sniff import FORMATS, detect
 from ipse.transcript._thread import Thread
-from ipse.transcript.formats import anthropic, openai_chat
 from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession, read_session
 from ipse.transcript.formats.codex import read_rollout
 from ipse.transcript.formats.http_log import Exchange, read_http_log
@@ -63,10 +63,9 @@ def load(
     if thread not in (None, MAIN) and name != "claude-code":
         raise UsageError(f"--thread applies to claude-code sessions, not to {name}")
     warnings: list[str] = []
-    if name in ("anthropic", "openai-chat"):
+    if name in DIALECTS:
         body = parse_json(read_text_bytes(p), p)
-        reader = anthropic.read_body if name == "anthropic" else openai_chat.read_body
-        conversation = reader(body, source=str(p))
+        conversation = codec(name).read_body(body, source=str(p))
         check_links(conversation.messages, path=p)
         return Source(name, p, conversation=conversation)
     if name == "claude-code":

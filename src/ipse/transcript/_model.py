@@ -9,8 +9,10 @@ are shared, never copied: treat them as read-only.
 Authorship is the cut line of the model: a `Text` block carries its `Origin` (human, agent,
 harness, system). Tool calls, tool results and thinking are the traffic between them.
 
-``dialect`` names the shape of the ``raw`` dicts (``anthropic`` or ``openai-chat``): a Claude Code
-session, for one, holds Anthropic-shaped blocks, so it can be written out as an Anthropic request.
+``dialect`` names the shape of the ``raw`` dicts (``anthropic``, ``openai-chat`` or
+``openai-responses``) and so the codec (`ipse.transcript.codec`) that writes the conversation
+back: a Claude Code session, for one, holds Anthropic-shaped blocks, so it can be written out as
+an Anthropic request; a Codex rollout holds Responses items.
 """
 
 from __future__ import annotations

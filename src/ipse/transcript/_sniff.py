@@ -17,7 +17,7 @@ from ipse.errors import InputError, UnknownFormat
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
 
-FORMATS = ("anthropic", "openai-chat", "claude-code", "http-log", "codex")
+FORMATS = ("anthropic", "openai-chat", "openai-responses", "claude-code", "http-log", "codex")
 
 _ANTHROPIC_BLOCKS = frozenset(
     {
@@ -140,6 +140,8 @@ def _document_format(document: Mapping[str, Any], path: Path) -> str:
         return "http-log"
     if isinstance(document.get("messages"), list):
         return body_dialect(document)
+    if isinstance(document.get("input"), list | str):
+        return "openai-responses"
     from ipse.transcript.formats.claude_code import looks_like_claude_code
 
     if looks_like_claude_code(document):

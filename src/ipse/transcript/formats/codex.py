@@ -1,43 +1,51 @@
 """OpenAI Codex CLI rollout files (JSONL of ``{timestamp, type, payload}``), read only.
 
-The conversation is in the ``response_item`` records (Responses API items): messages, reasoning,
-``function_call`` / ``custom_tool_call`` and their outputs, linked by ``call_id``. ``event_msg``
-records repeat what the items hold and are skipped; ``turn_context`` gives the model. A
-``compacted`` record replaces the history with its ``replacement_history``: it starts a new
-segment, as a compaction boundary does in a Claude Code session. The older format without the
-envelope (bare items, one per line) is read the same way.
+The conversation is in the ``response_item`` records: Responses API input items, read by the
+Responses codec (`ipse.transcript.formats.openai_responses`), so a rollout's conversation is an
+``openai-responses`` conversation and writes out as a Responses request body. ``session_meta``
+gives the instructions (``base_instructions``), ``turn_context`` the model; ``event_msg``
+records repeat what the items hold and are skipped, except ``token_count``, whose
+``last_token_usage`` is the usage of the request just answered. A ``compacted`` record replaces
+the history with its ``replacement_history``: it starts a new segment, as a compaction boundary
+does in a Claude Code session. The older format without the envelope (bare items, one per line)
+is read the same way.
 
-Items are grouped into messages the way the model sees them: consecutive assistant-side items
-(text, reasoning, calls) form one assistant message; consecutive outputs form one user message
-of tool results.
+`rollout_requests` rebuilds the request of every model call: the instructions and every item
+before the first item of its response, with the recorded usage. Tool definitions are not
+recorded in a rollout; neither request bodies nor conversations have them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipse import jsonio
 from ipse.errors import InputError
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
 from ipse.transcript._links import check_links
-from ipse.transcript._model import (
-    Block,
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-)
-from ipse.transcript._origin import classify_user_text
+from ipse.transcript._model import ContentForm, Conversation, Origin, Text
 from ipse.transcript._thread import Segment, Thread
+from ipse.transcript.formats.openai_responses import read_items, side_of
 
-_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
-_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+@dataclass(frozen=True, slots=True)
+class RolloutRequest:
+    """One model call of a rollout: the Responses body it sent, and what was recorded of it."""
+
+    body: Mapping[str, Any]
+    usage: Mapping[str, Any] | None  # Responses usage (input_tokens_details.cached_tokens)
+    time: str | None  # timestamp of the record before the response
+    response_time: str | None  # timestamp of the response's first item
+    line: int
+
+
+def _records(path: Path, skip_bad_lines: bool, warnings: list[str] | None) -> list[JsonlRecord]:
+    records = list(read_jsonl(path, skip_bad_lines=skip_bad_lines, warnings=warnings))
+    if not records:
+        raise InputError("no records in the rollout file", path=path)
+    return records
 
 
 def read_rollout(
@@ -45,16 +53,16 @@ def read_rollout(
 ) -> Thread:
     """A rollout file as one thread, cut into segments at ``compacted`` records."""
     p = Path(path)
-    records = list(read_jsonl(p, skip_bad_lines=skip_bad_lines, warnings=warnings))
-    if not records:
-        raise InputError("no records in the rollout file", path=p)
     segments: list[tuple[Mapping[str, Any] | None, list[tuple[int, Mapping[str, Any]]]]] = [
         (None, [])
     ]
     model: str | None = None
-    for record in records:
+    instructions: str | None = None
+    for record in _records(p, skip_bad_lines, warnings):
         kind, payload = _unwrap(record)
-        if kind == "turn_context" and isinstance(payload.get("model"), str):
+        if kind == "session_meta":
+            instructions = _instructions(payload) or instructions
+        elif kind == "turn_context" and isinstance(payload.get("model"), str):
             model = payload["model"]
         elif kind == "compacted":
             history = payload.get("replacement_history") or []
@@ -65,14 +73,20 @@ def read_rollout(
     if not segments[0][1] and len(segments) > 1:
         segments.pop(0)
     known: set[str] = set()
+    system = (Text(instructions, Origin.SYSTEM),) if instructions is not None else ()
+    form: ContentForm = "string" if system else "none"
     built = []
     for number, (boundary, items) in enumerate(segments):
-        messages = _messages(items)
+        messages = read_items(
+            [item for _, item in items], source=str(p), lines=[line for line, _ in items]
+        )
         check_links(messages, path=p, known=known)
         conversation = Conversation(
             messages=tuple(messages),
+            system=system,
             settings={"model": model} if model else {},
             dialect="openai-responses",
+            system_form=form,
             meta={
                 "format": "codex",
                 "path": str(p),
@@ -85,114 +99,103 @@ def read_rollout(
     return Thread("main", tuple(built), str(p))
 
 
+def rollout_requests(
+    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+) -> Iterator[RolloutRequest]:
+    """The request of every model call, in order, with its recorded usage when there is one."""
+    p = Path(path)
+    state = _Replay()
+    for record in _records(p, skip_bad_lines, warnings):
+        kind, payload = _unwrap(record)
+        if kind == "session_meta":
+            state.instructions = _instructions(payload) or state.instructions
+        elif kind == "turn_context" and isinstance(payload.get("model"), str):
+            state.model = payload["model"]
+        elif kind == "compacted":
+            history = payload.get("replacement_history") or []
+            state.items = [item for item in history if isinstance(item, Mapping)]
+            state.answering = False
+        elif kind == "response_item":
+            yield from state.item(record, payload)
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            state.usage(payload.get("info"))
+        state.last_time = _time(record)
+    yield from state.flush()
+
+
+class _Replay:
+    """The history as the model saw it, replayed record by record."""
+
+    def __init__(self) -> None:
+        self.items: list[Mapping[str, Any]] = []
+        self.model: str | None = None
+        self.instructions: str | None = None
+        self.answering = False
+        self.last_time: str | None = None
+        self.pending: dict[str, Any] | None = None
+        self.total: Any = None
+
+    def item(self, record: JsonlRecord, item: Mapping[str, Any]) -> Iterator[RolloutRequest]:
+        if side_of(item) == "assistant":
+            if not self.answering:
+                yield from self.flush()
+                body: dict[str, Any] = {}
+                if self.model is not None:
+                    body["model"] = self.model
+                if self.instructions is not None:
+                    body["instructions"] = self.instructions
+                body["input"] = list(self.items)
+                self.pending = {
+                    "body": body,
+                    "usage": None,
+                    "time": self.last_time,
+                    "response_time": _time(record),
+                    "line": record.line,
+                }
+            self.answering = True
+        else:
+            self.answering = False
+        self.items.append(item)
+
+    def usage(self, info: Any) -> None:
+        if not isinstance(info, Mapping) or self.pending is None:
+            return
+        total, last = info.get("total_token_usage"), info.get("last_token_usage")
+        if total == self.total or not isinstance(last, Mapping):
+            return  # a repeat of the previous count
+        self.total = total
+        if self.pending["usage"] is None:
+            self.pending["usage"] = _responses_usage(last)
+
+    def flush(self) -> Iterator[RolloutRequest]:
+        if self.pending is not None:
+            yield RolloutRequest(**self.pending)
+            self.pending = None
+
+
+def _responses_usage(last: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "input_tokens": last.get("input_tokens"),
+        "input_tokens_details": {"cached_tokens": last.get("cached_input_tokens")},
+        "output_tokens": last.get("output_tokens"),
+    }
+
+
+def _time(record: JsonlRecord) -> str | None:
+    value = record.data.get("timestamp")
+    return value if isinstance(value, str) else None
+
+
+def _instructions(payload: Mapping[str, Any]) -> str | None:
+    value = payload.get("base_instructions", payload.get("instructions"))
+    if isinstance(value, Mapping):
+        value = value.get("text")
+    return value if isinstance(value, str) else None
+
+
 def _unwrap(record: JsonlRecord) -> tuple[str, Mapping[str, Any]]:
     data = record.data
     payload = data.get("payload")
     if isinstance(payload, Mapping) and isinstance(data.get("type"), str):
         return data["type"], payload
     return "response_item", data  # the older format: bare items
-
-
-def _role_of(item: Mapping[str, Any]) -> str | None:
-    kind = item.get("type")
-    if kind == "message":
-        role = item.get("role")
-        return role if isinstance(role, str) else None
-    if kind in _CALLS or kind == "reasoning":
-        return "assistant"
-    if kind in _OUTPUTS:
-        return "user"
-    return None
-
-
-def _messages(items: Iterable[tuple[int, Mapping[str, Any]]]) -> list[Message]:
-    out: list[Message] = []
-    current_role: str | None = None
-    blocks: list[Block] = []
-    lines: list[int] = []
-
-    def flush() -> None:
-        if current_role is not None and blocks:
-            out.append(Message(current_role, tuple(blocks), "blocks", None, {"lines": lines[:]}))
-
-    for line, item in items:
-        role = _role_of(item)
-        if role is None:
-            continue
-        is_output = item.get("type") in _OUTPUTS
-        group = f"{role}:{'out' if is_output else 'in'}"
-        previous = (
-            None
-            if current_role is None
-            else f"{current_role}:{'out' if _is_output_group(blocks) else 'in'}"
-        )
-        if group != previous or (item.get("type") == "message" and role != "assistant"):
-            flush()
-            current_role, blocks, lines = role, [], []
-        blocks.extend(_blocks(item, role))
-        lines.append(line)
-    flush()
-    return out
-
-
-def _is_output_group(blocks: list[Block]) -> bool:
-    return bool(blocks) and all(isinstance(b, ToolResult) for b in blocks)
-
-
-def _blocks(item: Mapping[str, Any], role: str) -> list[Block]:
-    kind = item.get("type")
-    if kind == "message":
-        return [_part(part, role) for part in item.get("content") or []]
-    if kind == "reasoning":
-        summary = item.get("summary") or []
-        text = "\n\n".join(str(s.get("text", "")) for s in summary if isinstance(s, Mapping))
-        content = item.get("content")
-        if not text and isinstance(content, list):
-            text = "\n\n".join(str(c.get("text", "")) for c in content if isinstance(c, Mapping))
-        return [Thinking(text, None, redacted=not text, raw=item)]
-    if kind in ("function_call", "custom_tool_call"):
-        arguments = item.get("arguments", item.get("input"))
-        parsed: Any = arguments
-        if kind == "function_call" and isinstance(arguments, str):
-            try:
-                parsed = jsonio.loads(arguments)
-            except jsonio.JSONDecodeError:
-                parsed = arguments
-        return [
-            ToolCall(
-                str(item.get("call_id", "")),
-                str(item.get("name", "")),
-                parsed,
-                arguments if isinstance(arguments, str) else None,
-                raw=item,
-            )
-        ]
-    if kind in ("local_shell_call", "web_search_call"):
-        return [
-            ToolCall(
-                str(item.get("call_id", item.get("id", ""))),
-                str(kind),
-                item.get("action"),
-                raw=item,
-            )
-        ]
-    if kind in _OUTPUTS:
-        output = item.get("output")
-        text = output if isinstance(output, str) else jsonio.dumps(output).decode()
-        return [ToolResult(str(item.get("call_id", "")), text, raw=item)]
-    return [Other(str(kind), raw=item)]
-
-
-def _part(part: Any, role: str) -> Block:
-    if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-        text = part["text"]
-        if role == "assistant":
-            origin = Origin.AGENT
-        elif role in ("developer", "system"):
-            origin = Origin.HARNESS
-        else:
-            origin = classify_user_text(text)
-        return Text(text, origin, raw=part)
-    if isinstance(part, Mapping):
-        return Other(str(part.get("type", "unknown")), raw=part)
-    return Other(type(part).__name__, raw={"value": part})

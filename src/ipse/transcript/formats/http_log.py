@@ -28,10 +28,10 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
+from ipse.transcript._codec import codec
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Conversation, Dialect
 from ipse.transcript._sniff import body_dialect
-from ipse.transcript.formats import anthropic, openai_chat
 
 _TIME_KEYS = ("ts", "time", "timestamp", "startedDateTime", "started_at", "request_time")
 
@@ -67,14 +67,13 @@ def read_http_log(
     entries = iter_entries(path, skip_bad_lines=skip_bad_lines, warnings=sink)
     for index, (where, entry) in enumerate(entries):
         fields = exchange_fields(entry, where)
-        if not isinstance(fields.body.get("messages"), list):
+        if not codec(fields.provider).positions(fields.body).messages:
             sink.append(f"{where}: request {index} has no messages (not a conversation turn)")
             continue
-        reader = anthropic.read_body if fields.provider == "anthropic" else openai_chat.read_body
         exchanges.append(
             Exchange(
                 index=index,
-                request=reader(fields.body, source=where),
+                request=codec(fields.provider).read_body(fields.body, source=where),
                 provider=fields.provider,
                 time=fields.time,
                 response_time=fields.response_time,
@@ -294,6 +293,8 @@ def provider_of(url: Any, body: Mapping[str, Any]) -> Dialect:
         return "anthropic"
     if "chat/completions" in text:
         return "openai-chat"
+    if "/responses" in text or ("input" in body and "messages" not in body):
+        return "openai-responses"
     model = body.get("model")
     if not text and isinstance(model, str) and model.startswith("claude"):
         return "anthropic"

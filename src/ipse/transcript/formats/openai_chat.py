@@ -31,7 +31,7 @@ from ipse.transcript._model import (
 )
 from ipse.transcript._origin import classify_user_text
 
-_SYSTEM_ROLES = ("system", "developer")
+SYSTEM_ROLES = ("system", "developer")
 
 
 # ---------------------------------------------------------------------------------------- read
@@ -49,7 +49,7 @@ def read_body(body: Any, *, source: str | None = None) -> Conversation:
     while (
         index < len(raw_messages)
         and isinstance(raw_messages[index], Mapping)
-        and raw_messages[index].get("role") in _SYSTEM_ROLES
+        and raw_messages[index].get("role") in SYSTEM_ROLES
     ):
         system.append(
             Text(
@@ -149,7 +149,7 @@ def _origin_for(role: str) -> Origin | None:
         return Origin.AGENT
     if role == "user":
         return None  # classified per text
-    if role in _SYSTEM_ROLES:
+    if role in SYSTEM_ROLES:
         return Origin.SYSTEM
     return Origin.HARNESS
 
@@ -227,7 +227,7 @@ def _write_system_block(block: Text | Other) -> Mapping[str, Any]:
     raw = block.raw
     if isinstance(block, Other):
         return raw if raw is not None else {"role": "system", "content": ""}
-    if raw is not None and raw.get("role") in _SYSTEM_ROLES:
+    if raw is not None and raw.get("role") in SYSTEM_ROLES:
         if _flatten(raw.get("content")) == block.text:
             return raw
         return {**raw, "content": block.text}
@@ -335,6 +335,18 @@ def _same_arguments(raw_arguments: Any, block: ToolCall) -> bool:
         return bool(jsonio.loads(raw_arguments or "{}") == block.input)
     except jsonio.JSONDecodeError:
         return block.input is None
+
+
+def write_block(block: Block) -> Mapping[str, Any]:
+    """One block as the dict the dialect has for it: a tool call as a ``tool_calls`` entry, a
+    tool result as a ``tool`` message, thinking as ``reasoning_content``, text as a part."""
+    if isinstance(block, ToolCall):
+        return _write_call(block)
+    if isinstance(block, ToolResult):
+        return _write_tool_message(Message("tool", (block,), "string", block.raw))
+    if isinstance(block, Thinking):
+        return {"reasoning_content": block.text}
+    return _write_part(block)
 
 
 def _write_tool_message(message: Message) -> Mapping[str, Any]:

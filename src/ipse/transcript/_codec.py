@@ -1,0 +1,309 @@
+"""One codec per dialect: the only place that knows how a dialect spells a conversation.
+
+A `Codec` reads a request body into a `Conversation` and writes a body, a message or a block
+back, and answers the questions the mechanisms would otherwise answer by testing the dialect's
+name: how a removed call or result is archived, which keys a stripped message drops, whether
+tool results may span several messages, whether roles must alternate, how a body splits into
+the positions the prompt cache sees. `codec(dialect)` is the one mapping from a name to its
+codec; mechanisms ask it and never branch on the name themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ipse.errors import UsageError
+from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
+from ipse.transcript.formats import anthropic, openai_chat, openai_responses
+
+
+@dataclass(frozen=True, slots=True)
+class Positions:
+    """A request body split into the parts the prompt cache sees, in the dialect's own dicts.
+
+    ``system`` holds system blocks (one position each); ``system_messages`` the leading
+    messages that carry the system prompt; ``messages`` the rest. ``per_message``: a message is
+    one position (OpenAI) rather than one position per content block (Anthropic)."""
+
+    tools: Any
+    system: list[Any] = field(default_factory=list)
+    system_messages: list[Any] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
+    per_message: bool = False
+    system_source: Any = None  # the body's own system value (memoised by identity)
+
+
+class Codec(Protocol):
+    """What a mechanism may ask of a dialect."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def provider(self) -> str:
+        """``anthropic`` or ``openai``: whose cache rules and prices apply."""
+        ...
+
+    @property
+    def result_role(self) -> str | None:
+        """The role of messages that hold only tool results, when the results of one turn's
+        calls may come in several such messages; None when they come in the next message."""
+        ...
+
+    @property
+    def alternates(self) -> bool:
+        """Whether user and assistant messages must alternate."""
+        ...
+
+    @property
+    def rejects_blank_text(self) -> bool:
+        """Whether the API rejects text blocks that are only whitespace."""
+        ...
+
+    @property
+    def needs_max_tokens(self) -> bool:
+        """Whether a request body must carry ``max_tokens``."""
+        ...
+
+    @property
+    def server_tool_types(self) -> frozenset[str]:
+        """`Other` types of tools the provider runs itself (stripped like tool calls)."""
+        ...
+
+    def read_body(self, body: Any, *, source: str | None = None) -> Conversation: ...
+
+    def write_body(self, conversation: Conversation) -> dict[str, Any]: ...
+
+    def write_message(self, message: Message) -> Any:
+        """A message as the JSON that goes on the wire for it."""
+        ...
+
+    def write_block(self, block: Block) -> Mapping[str, Any]:
+        """A block as the dialect's dict for it (a content block, a tool call, an item)."""
+        ...
+
+    def is_server_result(self, block: Block) -> bool:
+        """Whether a block is the result of a server-side tool (stripped with its call)."""
+        ...
+
+    def result_raw(self, message: Message, block: Block) -> Mapping[str, Any]:
+        """The dict a removed tool result is archived as."""
+        ...
+
+    def stripped_raw(self, message: Message, blocks: Sequence[Block]) -> Mapping[str, Any] | None:
+        """The ``raw`` of a message rebuilt with fewer blocks (keys for removed parts dropped)."""
+        ...
+
+    def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
+        """The content form of two neighbouring messages merged into one."""
+        ...
+
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """A tool definition in the dialect's shape."""
+        ...
+
+    def positions(self, body: Mapping[str, Any]) -> Positions: ...
+
+    def speaker(self, raw: Any) -> str | None:
+        """The role a raw message (or item) of ``Positions.messages`` speaks in."""
+        ...
+
+
+def _as_text(text: str) -> dict[str, str]:
+    return {"type": "text", "text": text}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+class _Anthropic:
+    dialect: Dialect = "anthropic"
+    provider = "anthropic"
+    result_role: str | None = None
+    alternates = True
+    rejects_blank_text = True
+    needs_max_tokens = True
+    server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
+
+    def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
+        return anthropic.read_body(body, source=source)
+
+    def write_body(self, conversation: Conversation) -> dict[str, Any]:
+        return anthropic.write_body(conversation)
+
+    def write_message(self, message: Message) -> Any:
+        return anthropic.write_message(message)
+
+    def write_block(self, block: Block) -> Mapping[str, Any]:
+        return anthropic.write_block(block)
+
+    def is_server_result(self, block: Block) -> bool:
+        return isinstance(block, Other) and block.type.endswith("_tool_result")
+
+    def result_raw(self, message: Message, block: Block) -> Mapping[str, Any]:
+        return block.raw if block.raw is not None else anthropic.write_block(block)
+
+    def stripped_raw(self, message: Message, blocks: Sequence[Block]) -> Mapping[str, Any] | None:
+        return message.raw
+
+    def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
+        return "string" if first == second == "string" else "blocks"
+
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": name, "description": description, "input_schema": schema}
+
+    def positions(self, body: Mapping[str, Any]) -> Positions:
+        system = body.get("system")
+        items: list[Any]
+        if system is None or system == "" or system == []:
+            items = []
+        elif isinstance(system, str):
+            items = [_as_text(system)]
+        else:
+            items = list(system) if isinstance(system, list) else [system]
+        messages = _list(body.get("messages"))
+        return Positions(body.get("tools"), items, [], messages, False, system)
+
+    def speaker(self, raw: Any) -> str | None:
+        return raw.get("role") if isinstance(raw, Mapping) else None
+
+
+_CHAT_DROPPED_KEYS = ("tool_calls", "function_call", "reasoning_content", "reasoning")
+
+
+class _OpenAIChat:
+    dialect: Dialect = "openai-chat"
+    provider = "openai"
+    result_role: str | None = "tool"
+    alternates = True
+    rejects_blank_text = False
+    needs_max_tokens = False
+    server_tool_types: frozenset[str] = frozenset()
+
+    def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
+        return openai_chat.read_body(body, source=source)
+
+    def write_body(self, conversation: Conversation) -> dict[str, Any]:
+        return openai_chat.write_body(conversation)
+
+    def write_message(self, message: Message) -> Any:
+        return openai_chat.write_message(message)
+
+    def write_block(self, block: Block) -> Mapping[str, Any]:
+        return openai_chat.write_block(block)
+
+    def is_server_result(self, block: Block) -> bool:
+        return False
+
+    def result_raw(self, message: Message, block: Block) -> Mapping[str, Any]:
+        if message.role == "tool":
+            return message.raw if message.raw is not None else openai_chat.write_message(message)
+        return block.raw if block.raw is not None else openai_chat.write_block(block)
+
+    def stripped_raw(self, message: Message, blocks: Sequence[Block]) -> Mapping[str, Any] | None:
+        raw = message.raw
+        if raw is None:
+            return None
+        drop = [k for k in _CHAT_DROPPED_KEYS if k in raw]
+        if any(b.kind == "tool_call" for b in blocks):
+            drop = [k for k in drop if k != "tool_calls"]
+        return {k: v for k, v in raw.items() if k not in drop}
+
+    def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
+        return "blocks" if "blocks" in (first, second) else "string"
+
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        function = {"name": name, "description": description, "parameters": schema}
+        return {"type": "function", "function": function}
+
+    def positions(self, body: Mapping[str, Any]) -> Positions:
+        messages = _list(body.get("messages"))
+        n = 0
+        while (
+            n < len(messages)
+            and isinstance(messages[n], Mapping)
+            and messages[n].get("role") in openai_chat.SYSTEM_ROLES
+        ):
+            n += 1
+        return Positions(body.get("tools"), [], messages[:n], messages[n:], True)
+
+    def speaker(self, raw: Any) -> str | None:
+        return raw.get("role") if isinstance(raw, Mapping) else None
+
+
+class _OpenAIResponses:
+    dialect: Dialect = "openai-responses"
+    provider = "openai"
+    result_role: str | None = "tool"
+    alternates = False
+    rejects_blank_text = False
+    needs_max_tokens = False
+    server_tool_types = openai_responses.HOSTED_TYPES
+
+    def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
+        return openai_responses.read_body(body, source=source)
+
+    def write_body(self, conversation: Conversation) -> dict[str, Any]:
+        return openai_responses.write_body(conversation)
+
+    def write_message(self, message: Message) -> Any:
+        return openai_responses.write_message(message)
+
+    def write_block(self, block: Block) -> Mapping[str, Any]:
+        return openai_responses.write_block(block)
+
+    def is_server_result(self, block: Block) -> bool:
+        return False
+
+    def result_raw(self, message: Message, block: Block) -> Mapping[str, Any]:
+        return block.raw if block.raw is not None else openai_responses.write_block(block)
+
+    def stripped_raw(self, message: Message, blocks: Sequence[Block]) -> Mapping[str, Any] | None:
+        return message.raw
+
+    def merged_form(self, first: ContentForm, second: ContentForm) -> ContentForm:
+        return "blocks"
+
+    def tool(self, name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"type": "function", "name": name, "description": description, "parameters": schema}
+
+    def positions(self, body: Mapping[str, Any]) -> Positions:
+        instructions = body.get("instructions")
+        system = [_as_text(instructions)] if isinstance(instructions, str) and instructions else []
+        value = body.get("input")
+        items = [{"role": "user", "content": value}] if isinstance(value, str) else _list(value)
+        return Positions(body.get("tools"), system, [], items, True, instructions)
+
+    def speaker(self, raw: Any) -> str | None:
+        return openai_responses.side_of(raw) if isinstance(raw, Mapping) else None
+
+
+_CODECS: dict[str, Codec] = {
+    "anthropic": _Anthropic(),
+    "openai-chat": _OpenAIChat(),
+    "openai-responses": _OpenAIResponses(),
+}
+DIALECTS: tuple[Dialect, ...] = ("anthropic", "openai-chat", "openai-responses")
+
+
+def codec(dialect: str) -> Codec:
+    """The codec of a dialect; `UsageError` for a name no codec has."""
+    found = _CODECS.get(dialect)
+    if found is None:
+        raise UsageError(f"no codec for {dialect!r}; known: {', '.join(DIALECTS)}")
+    return found
+
+
+def body_codec(body: Mapping[str, Any], provider: str) -> Codec:
+    """The codec of a body sent to ``provider``, by its shape (cheap: no full sniffing)."""
+    if provider == "anthropic":
+        return _CODECS["anthropic"]
+    if "input" in body and "messages" not in body:
+        return _CODECS["openai-responses"]
+    return _CODECS["openai-chat"]
+
+
+__all__ = ["DIALECTS", "Codec", "Positions", "body_codec", "codec"]
