@@ -7,7 +7,8 @@ fills the context from `ipse.transcript`'s token tally by kind, and a handoff's 
 `ipse.handoff.break_even`. Nothing here draws; `_svg` and `_page` do.
 
 Messages repeat from one request to the next, so their token counts are memoised by the
-message's JSON: the tally costs about one pass over the distinct messages, not one per request.
+message's provider JSON: the tally costs about one pass over the distinct messages, not one per
+request.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ipse.handoff import CHECKPOINT_TOOL, RATES, break_even
 from ipse.prefix import Report, Request, RequestLog, analyze, prices, read_requests
 from ipse.tokens import default_counter
 from ipse.transcript import Conversation, Message, Text, ToolCall
+from ipse.transcript._codec import body_codec
 from ipse.transcript._stats import TokenTally, block_kind, block_text
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -182,8 +184,8 @@ class _Composition:
         for name, count in self._front(request, conversation).items():
             kinds[name] += count
         names = _call_names(conversation.messages)
-        for raw, message in zip(_raw_messages(request), conversation.messages, strict=False):
-            by_kind, by_tool = self._message(raw, message, names)
+        for message in conversation.messages:
+            by_kind, by_tool = self._message(message, names)
             for name, count in by_kind.items():
                 kinds[name] += count
             for name, count in by_tool.items():
@@ -199,9 +201,9 @@ class _Composition:
         return self._fronts[key]
 
     def _message(
-        self, raw: Any, message: Message, names: Mapping[str, str]
+        self, message: Message, names: Mapping[str, str]
     ) -> tuple[dict[str, int], dict[str, int]]:
-        key = _digest(raw)
+        key = _digest([message.role, message.raw, [_identity(b) for b in message.blocks]])
         cached = self._messages.get(key)
         if cached is None:
             by_kind: dict[str, int] = {}
@@ -219,16 +221,18 @@ class _Composition:
 
 
 def _conversation(request: Request) -> Conversation:
-    from ipse.transcript.formats import anthropic, openai_chat
-
-    if request.provider == "anthropic":
-        return anthropic.read_body(request.body)
-    return openai_chat.read_body(request.body)
+    return body_codec(request.body, request.provider).read_body(request.body)
 
 
 def _raw_messages(request: Request) -> list[Any]:
-    messages = request.body.get("messages")
+    """The body's history as the provider's items (``messages``, or a Responses ``input``)."""
+    messages = request.body.get("messages", request.body.get("input"))
     return list(messages) if isinstance(messages, list) else []
+
+
+def _identity(block: Any) -> Any:
+    """What tells a block apart: its provider dict, else (a string content) its text."""
+    return block.raw if block.raw is not None else block_text(block)
 
 
 def _digest(value: Any) -> bytes:
