@@ -213,3 +213,28 @@ def test_responses_reasoning_is_thinking_in_a_rewritten_part() -> None:
 def test_strip_speaks_of_problems_in_the_vocabulary() -> None:
     assert set(PROBLEM_CODES) >= REPAIRABLE | FATAL_ANYWHERE
     assert not REPAIRABLE & FATAL_ANYWHERE
+
+
+def test_verify_without_at_catches_a_changed_tool_result_in_the_untouched_part() -> None:
+    """Without --at the untouched part is the identical tail; a tool result changed inside it
+    shortens that tail, and must still fail the check (it used to pass)."""
+    from ipse.handoff import strip
+    from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
+
+    messages = [
+        user(text("Fix the build.")),
+        assistant(text("Looking."), call("c1")),
+        user(result("c1", "error: missing semicolon")),
+        assistant(text("Found it."), call("c2")),
+        user(result("c2", "build ok")),
+        assistant(text("Fixed and built.")),
+    ]
+    before = anthropic_conv(*messages)
+    after, _ = strip(before, 2)
+    assert verify(before, after).ok
+    from ipse.transcript import write
+
+    written = write(after)["messages"]
+    assert written[-2] == user(result("c2", "build ok"))  # in the untouched part
+    written[-2] = user(result("c2", "build FAILED"))
+    assert not verify(before, anthropic_conv(*written)).ok

@@ -92,13 +92,17 @@ def strip(
         built = _Builder(dialect, keep, opts).build(messages[:cut])
         tail = messages[cut:]
         if not (
-            dialect.alternates
+            (dialect.alternates or dialect.merges_turns)
             and built.messages
             and tail
             and _same_side(built.messages[-1], tail[0])
         ):
             break
-        extra = _boundary_exchange(messages, cut, dialect) - keep
+        # Alternating dialects keep the boundary's tool exchange; a dialect that only merges
+        # adjacent turns on reading moves the cut back instead.
+        extra = (
+            _boundary_exchange(messages, cut, dialect) - keep if dialect.alternates else frozenset()
+        )
         if extra:
             keep = keep | extra
         else:

@@ -18,7 +18,7 @@ from typing import Any
 from ipse import jsonio
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.transcript._codec import codec
-from ipse.transcript._model import Conversation, Message, Text
+from ipse.transcript._model import Conversation, Message, Text, ToolCall, ToolResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,9 @@ def verify(
     if at is None:
         tail = _common_suffix(old, new)
         cut = len(old) - tail
-        identical = True
+        # A handoff keeps some tool blocks in the part it rewrites (the checkpoint's call and
+        # result), always as they were: one that differs was changed, not handed off.
+        identical = not _changed_tool_blocks(before.messages, after.messages[: len(new) - tail])
     else:
         cut = settle(before.messages, resolve_cut(before, at, checkpoint_tool).index)
         tail = len(old) - cut
@@ -116,6 +118,31 @@ def verify(
         found_chars=found,
         lost=tuple(lost),
     )
+
+
+def _changed_tool_blocks(before: Sequence[Message], rewritten: Sequence[Message]) -> list[str]:
+    """Ids of tool calls and results in ``rewritten`` that differ from ``before``'s same-id one."""
+    original: dict[tuple[str, str], Any] = {}
+    for message in before:
+        for block in message.blocks:
+            key = _tool_key(block)
+            if key is not None:
+                original[key] = block
+    changed = []
+    for message in rewritten:
+        for block in message.blocks:
+            key = _tool_key(block)
+            if key is not None and key in original and original[key] != block:
+                changed.append(key[1])
+    return changed
+
+
+def _tool_key(block: Any) -> tuple[str, str] | None:
+    if isinstance(block, ToolCall):
+        return ("call", block.id)
+    if isinstance(block, ToolResult):
+        return ("result", block.call_id)
+    return None
 
 
 def _find_in_order(

@@ -58,6 +58,12 @@ class Codec(Protocol):
         ...
 
     @property
+    def merges_turns(self) -> bool:
+        """Whether two adjacent messages of one side read back as one message (a Responses
+        body is a flat list of items, grouped into turns when read)."""
+        ...
+
+    @property
     def rejects_blank_text(self) -> bool:
         """Whether the API rejects text blocks that are only whitespace."""
         ...
@@ -124,6 +130,7 @@ class _Anthropic:
     provider = "anthropic"
     result_role: str | None = None
     alternates = True
+    merges_turns = False
     rejects_blank_text = True
     needs_max_tokens = True
     server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -179,6 +186,7 @@ class _OpenAIChat:
     provider = "openai"
     result_role: str | None = "tool"
     alternates = True
+    merges_turns = False
     rejects_blank_text = False
     needs_max_tokens = False
     server_tool_types: frozenset[str] = frozenset()
@@ -239,6 +247,7 @@ class _OpenAIResponses:
     provider = "openai"
     result_role: str | None = "tool"
     alternates = False
+    merges_turns = True
     rejects_blank_text = False
     needs_max_tokens = False
     server_tool_types = openai_responses.HOSTED_TYPES
