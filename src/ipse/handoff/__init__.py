@@ -8,7 +8,8 @@ narrated enough for the handoff to keep what it knew; `policy` says when a hando
 
 from __future__ import annotations
 
-from ipse.handoff._cut import CHECKPOINT_TOOL, CutError, CutPoint, resolve_cut
+from ipse.errors import CutError
+from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
 from ipse.handoff._measure import handoff_document, measure
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition

@@ -10,8 +10,9 @@ and an assembler that builds requests which keep it.
 
 from __future__ import annotations
 
+from ipse.errors import PrefixEdit
 from ipse.prefix._actual import Agreement, actual_tokens, agreement
-from ipse.prefix._assemble import Assembler, CacheCost, PrefixEdit
+from ipse.prefix._assemble import Assembler, CacheCost
 from ipse.prefix._causes import CAUSES, Cause
 from ipse.prefix._layers import BlockHash, Layer, layers
 from ipse.prefix._lint import Finding, lint
