@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ipse.errors import StoreError
-from ipse.store import Step, open_backend, register
+from ipse.store import MigrationStep, open_backend, register
 from ipse.store._migrations import _REGISTRY, registered
 from ipse.twin._tables import STEPS
 
@@ -101,7 +101,7 @@ def test_newer_database_is_refused(url: str) -> None:
 def extra_component() -> Iterator[str]:
     name = "archive_test"
     steps = [
-        Step(
+        MigrationStep(
             1,
             "archive blocks",
             ("CREATE TABLE archive_test_blocks (id INTEGER PRIMARY KEY, body TEXT)",),
@@ -127,7 +127,7 @@ def test_another_component_registers_its_own_steps(url: str, extra_component: st
 
 def test_register_rejects_bad_numbering() -> None:
     with pytest.raises(ValueError, match="numbered"):
-        register("bad_component", [Step(2, "x", (), ())])
+        register("bad_component", [MigrationStep(2, "x", (), ())])
     assert "bad_component" not in _REGISTRY
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ipse.archive._base import Item, Recalled, Removed, preview
+from ipse.archive._base import Archivable, Item, Recalled, preview
 from ipse.archive._blobs import CODEC, address, compress, decompress, payload
 from ipse.errors import InputError, StoreError, UsageError
 from ipse.store._connections import PostgresConnection, SqliteConnection
@@ -37,7 +37,7 @@ class SqlArchive:
         self._driver = driver
         self.url = driver.url
 
-    def put(self, session: str, removed: Sequence[Removed], source: str) -> int:
+    def put(self, session: str, removed: Sequence[Archivable], source: str) -> int:
         added = 0
         with self._driver.tx() as cur:
             for item in removed:

@@ -11,7 +11,7 @@ import click
 from ipse.cli._output import console, emit_json, progress, warn
 from ipse.errors import CheckFailed, InputError
 from ipse.prefix._lint import Finding, lint
-from ipse.prefix._report import Report, analyze
+from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import PROVIDERS
 
@@ -65,7 +65,7 @@ def _money(value: float) -> str:
     return f"${value:,.4f}"
 
 
-def _render(report: Report) -> None:
+def _render(report: PrefixReport) -> None:
     from rich.table import Table
 
     out = console()

@@ -2,7 +2,8 @@
 
 `Removed` holds the provider's original JSON of a removed tool call and its result (or of a
 removed thinking block, or a server-tool block), exactly as read, so the archive can give it back
-byte for byte. `Report` is a plain value; measuring it in tokens is `ipse.handoff._measure`'s job.
+byte for byte. `HandoffReport` is a plain value; measuring it in tokens is
+`ipse.handoff._measure`'s job.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Removed:
 
 
 @dataclass(frozen=True, slots=True)
-class Report:
+class HandoffReport:
     """The outcome of `ipse.handoff._strip`."""
 
     cut: int  # input index: messages [0, cut) were rewritten
@@ -56,4 +57,4 @@ class Report:
         return sum(1 for r in self.removed if r.kind == "thinking")
 
 
-__all__ = ["Removed", "RemovedKind", "Report"]
+__all__ = ["HandoffReport", "Removed", "RemovedKind"]

@@ -61,7 +61,7 @@ class Row:
 
 
 @dataclass
-class Report:
+class PrefixReport:
     """Rows in log order, and what holds for the whole log."""
 
     provider: str
@@ -158,7 +158,7 @@ def analyze(
     counter: TokenCounter | None = None,
     progress: Progress | None = None,
     warnings: Sequence[str] = (),
-) -> Report:
+) -> PrefixReport:
     """Replay ``requests`` through the provider's cache and explain every lost reuse.
 
     ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
@@ -175,7 +175,7 @@ def _analyze(
     counter: TokenCounter | None,
     progress: Progress | None,
     warnings: Sequence[str],
-) -> Report:
+) -> PrefixReport:
     name = _provider(requests, provider)
     sim = simulator(name)
     table = rules(name)
@@ -282,7 +282,7 @@ def _analyze(
     ordered = [rows[r.index] for r in requests]
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
-    return Report(name, ordered, agree, ttl, label, notes, cost_ideal)
+    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
 
 
 def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:
