@@ -54,7 +54,7 @@ def prefix_command(log: Path, provider: str | None, tokenizer: str, as_json: boo
         warnings=requests_log.warnings,
     )
     if as_json:
-        emit_json(report.as_dict())
+        emit_json(report.to_json())
         return
     for line in report.warnings:
         warn(line)
@@ -138,7 +138,7 @@ def lint_command(request: Path, provider: str | None, as_json: bool) -> None:
             {
                 "request": last.index,
                 "source": last.source,
-                "findings": [f.as_dict() for f in findings],
+                "findings": [f.to_json() for f in findings],
                 "ok": not findings,
             }
         )

@@ -34,7 +34,7 @@ class CacheCost:
     tokens: int
     usd: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "change": self.change,
             "invalidates": self.invalidates,

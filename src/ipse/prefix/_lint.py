@@ -37,7 +37,7 @@ class Finding:
     location: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, str]:
         return {"code": self.code, "location": self.location, "message": self.message}
 
 

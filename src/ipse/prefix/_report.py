@@ -44,13 +44,13 @@ class Row:
     cost_usd: float
     cost_lost_usd: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "time": self.time.isoformat() if self.time else None,
             "model": self.model,
-            "predicted": self.predicted.as_dict(),
-            "actual": self.actual.as_dict() if self.actual else None,
+            "predicted": self.predicted.to_json(),
+            "actual": self.actual.to_json() if self.actual else None,
             "cause": self.cause.kind if self.cause else None,
             "detail": self.cause.detail if self.cause else None,
             "location": self.cause.location if self.cause else None,
@@ -112,13 +112,13 @@ class PrefixReport:
             actual_total = sum(a.total for a in with_actual)
             actual_read = sum(a.cache_read for a in with_actual)
             summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
-        summary["agreement"] = self.agreement.as_dict() if self.agreement else None
+        summary["agreement"] = self.agreement.to_json() if self.agreement else None
         return summary
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
-            "requests": [r.as_dict() for r in self.rows],
+            "requests": [r.to_json() for r in self.rows],
             "summary": self.summary(),
         }
 
