@@ -30,7 +30,7 @@ class Archivable(Protocol):
     def message(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Item:
     """One archived item, as listed."""
 

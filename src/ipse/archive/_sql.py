@@ -128,7 +128,13 @@ class SqlArchive:
 def _item(row: Sequence[Any]) -> Item:
     session, item_id, kind, tool, text, size, position = row
     return Item(
-        str(session), str(item_id), str(kind), str(tool), str(text), int(size), int(position)
+        session=str(session),
+        id=str(item_id),
+        kind=str(kind),
+        tool=str(tool),
+        preview=str(text),
+        size=int(size),
+        position=int(position),
     )
 
 

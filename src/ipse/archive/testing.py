@@ -20,7 +20,7 @@ from ipse.store.testing import raises
 Check = Callable[[ArchiveStore], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Item:
     """A removed item with the shape the archive takes (`ipse.archive.Archivable`)."""
 
@@ -35,11 +35,15 @@ class Item:
 def items() -> tuple[Item, ...]:
     """Removed items of every kind, with unicode and a result shared by two calls."""
     shared = {"type": "tool_result", "content": "same output ✓"}
+    bash = {"name": "bash", "input": {"cmd": "ls -la"}}
+    read = {"name": "read", "input": {"path": "héllo.txt"}}
+    grep = {"name": "grep", "input": {"q": "x" * 500}}
+    thinking = {"type": "thinking", "thinking": "let me see"}
     return (
-        Item("tool", "c1", "bash", {"name": "bash", "input": {"cmd": "ls -la"}}, shared, 1),
-        Item("tool", "c2", "read", {"name": "read", "input": {"path": "héllo.txt"}}, shared, 3),
-        Item("tool", "c0", "grep", {"name": "grep", "input": {"q": "x" * 500}}, None, 1),
-        Item("thinking", "t1", "", {"type": "thinking", "thinking": "let me see"}, None, 2),
+        Item(kind="tool", id="c1", tool="bash", call=bash, result=shared, message=1),
+        Item(kind="tool", id="c2", tool="read", call=read, result=shared, message=3),
+        Item(kind="tool", id="c0", tool="grep", call=grep, result=None, message=1),
+        Item(kind="thinking", id="t1", tool="", call=thinking, result=None, message=2),
     )
 
 
