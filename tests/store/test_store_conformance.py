@@ -35,7 +35,7 @@ def test_a_broken_backend_fails_the_suite() -> None:
         def __getattr__(self, name: str) -> object:
             return getattr(self._inner, name)
 
-        def append(self, lease, **kwargs):  # type: ignore[no-untyped-def]
+        def append(self, lease, **kwargs):
             current = self._inner.acquire(lease.twin_id, lease.holder, 30)
             return self._inner.append(current, **kwargs)
 

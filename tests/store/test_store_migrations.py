@@ -39,7 +39,7 @@ def raw_exec(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            pg.execute(sql.replace("?", "%s"), params)
 
 
 def test_from_empty_applies_every_step_once(url: str) -> None:
