@@ -4,6 +4,7 @@ error as one line with its exit code (2 bad input or usage, 1 a check failed, 3 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,20 @@ def test_the_executable_and_the_in_process_runner_agree(tmp_path: Path) -> None:
             )
         else:
             assert done.returncode == 3
+
+
+def test_output_cut_short_by_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``ipse handoff ... | head -c 1``: the executable stops on SIGPIPE, with nothing on stderr."""
+    entry = "from ipse.cli.main import entry; entry()"
+    args = ["handoff", str(BIG_SESSION), "--at", "now", "--no-archive"]
+    child = subprocess.Popen(
+        [sys.executable, "-c", entry, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.read(1) == b"{"
+    child.stdout.close()  # the reader goes away, as `head` does
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) in (-signal.SIGPIPE, 0)
+    assert err == "" or ("Traceback" not in err and "internal error" not in err)
