@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ipse.handoff._cut import CutKind
 from ipse.handoff._validate import Problem
 
 RemovedKind: TypeAlias = Literal["tool", "thinking", "server_tool"]
@@ -38,7 +39,7 @@ class HandoffReport:
 
     cut: int  # input index: messages [0, cut) were rewritten
     requested_cut: int  # where ``at`` asked for, before settling on tool exchanges
-    cut_kind: str
+    cut_kind: CutKind
     checkpoint_id: str | None
     rewritten_out: int  # output messages [0, rewritten_out) are the rewritten part
     removed: tuple[Removed, ...]
