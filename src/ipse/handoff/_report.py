@@ -33,7 +33,7 @@ class Removed:
     message: int  # index of the message that held the call (or the block), in the input
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HandoffReport:
     """The outcome of `ipse.handoff._strip`."""
 
