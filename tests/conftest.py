@@ -1,14 +1,22 @@
-"""Shared test fixtures: where the real agent sessions live, an isolated IPSE_HOME, and a
-PostgreSQL URL isolated in a fresh schema."""
+"""Shared test fixtures: where the real agent sessions live, an isolated IPSE_HOME, a
+PostgreSQL URL isolated in a fresh schema, and the CLI run in process (`run_cli`, fixture `cli`).
+
+`run_cli` goes through the same entry as the ``ipse`` executable (the group's ``main``, which
+handles every error), so its exit codes and stderr lines are the executable's. Tests where the
+process itself matters (SIGPIPE, kills, installed hooks, crashes) still start a subprocess.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
@@ -33,6 +41,44 @@ def _isolated_home(
     home = tmp_path_factory.mktemp("ipse-home")
     monkeypatch.setenv("IPSE_HOME", str(home))
     return home
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What a CLI run left: named like `subprocess.CompletedProcess`, so either reads the same."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    stdout_bytes: bytes = b""
+
+
+def run_cli(
+    *args: str,
+    input: str | bytes | None = None,
+    env: Mapping[str, str | None] | None = None,
+    cwd: str | Path | None = None,
+) -> CliResult:
+    """Run ``ipse ARGS`` in this process: stdout and stderr apart, the executable's exit code."""
+    from ipse.cli.main import cli
+
+    runner = CliRunner()
+    chdir = contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()
+    with chdir:
+        result = runner.invoke(cli, list(args), input=input, env=env, prog_name="ipse")
+    unexpected = result.exception if not isinstance(result.exception, SystemExit) else None
+    if unexpected is not None:  # the group reports every error, so this is a bug in a test
+        raise unexpected
+    return CliResult(result.exit_code, result.stdout, result.stderr, result.stdout_bytes)
+
+
+CliRun = Callable[..., CliResult]
+
+
+@pytest.fixture
+def cli() -> CliRun:
+    """``cli(*args, input=..., env=..., cwd=...)``: the CLI run in process (see `run_cli`)."""
+    return run_cli
 
 
 def pg_base_url() -> str:

@@ -4,8 +4,6 @@ types, records without message ids, unicode everywhere."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +11,11 @@ import pytest
 
 from ipse import jsonio
 from ipse.transcript import Text, load
+from tests.conftest import CliResult, run_cli
 
 
-def _ipse(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ipse.cli.main", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"IPSE_HOME": str(home), "PATH": "/usr/bin:/bin"},
-    )
+def _ipse(*args: str, home: Path) -> CliResult:
+    return run_cli(*args, env={"IPSE_HOME": str(home)})
 
 
 def _record(kind: str, uuid: str, parent: str | None, message: Any, **extra: Any) -> str:

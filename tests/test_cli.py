@@ -1,22 +1,25 @@
-"""The command line as a user meets it: version, help with examples, inspect --json."""
+"""The command line as a user meets it: version, help with examples, inspect --json, and every
+error as one line with its exit code (2 bad input or usage, 1 a check failed, 3 a bug)."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
+import click
 import pytest
 
 from ipse import __version__
 from ipse.cli.main import _COMMANDS
-from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ
+from ipse.errors import CheckFailed, InputError
+from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, REPO, CliResult, run_cli
 
 
-def _ipse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ipse.cli.main", *args], capture_output=True, text=True, check=False
-    )
+def _ipse(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 def test_version() -> None:
@@ -79,3 +82,100 @@ def test_inspect_human_output_for_openai() -> None:
     result = _ipse("inspect", str(OPENAI_TRAJ))
     assert result.returncode == 0, result.stderr
     assert "bash" in result.stdout and "tokens by kind" in result.stdout
+
+
+@click.command()
+@click.argument("what")
+def boom(what: str) -> None:
+    """A command with a bug in it (for the error-handling tests)."""
+    if what == "input":
+        raise InputError("no such thing", path="x.json", position="line 3")
+    if what == "check":
+        raise CheckFailed("the check failed")
+    raise RuntimeError("a bug\nover two lines")
+
+
+@pytest.fixture
+def with_boom(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(_COMMANDS, "boom", "tests.test_cli:boom")
+
+
+@pytest.mark.usefixtures("with_boom")
+@pytest.mark.parametrize(
+    ("what", "code", "line"),
+    [
+        ("input", 2, "ipse: error: x.json:line 3: no such thing"),
+        ("check", 1, "ipse: error: the check failed"),
+        ("bug", 3, "ipse: internal error: RuntimeError: a bug over two lines; please report it"),
+    ],
+)
+def test_every_error_is_one_line_with_its_exit_code(what: str, code: int, line: str) -> None:
+    result = run_cli("boom", what)
+    assert result.returncode == code
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(line), result.stderr
+
+
+@pytest.mark.usefixtures("with_boom")
+def test_a_bug_shows_its_traceback_only_with_ipse_debug() -> None:
+    assert "Traceback" not in run_cli("boom", "bug").stderr
+    result = run_cli("boom", "bug", env={"IPSE_DEBUG": "1"})
+    assert result.returncode == 3
+    assert "Traceback" in result.stderr and "RuntimeError: a bug" in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith("ipse: internal error:")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["inspect", "--no-such-option"], "No such option '--no-such-option'; see ipse inspect"),
+        (["inspect"], "Missing argument 'FILE'; see ipse inspect --help"),
+        (["no-such-command"], "No such command 'no-such-command'; see ipse --help"),
+        (["state", "nope"], "No such command 'nope'; see ipse state --help"),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_help(args: list[str], needle: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and needle in result.stderr, result.stderr
+
+
+def test_the_executable_and_the_in_process_runner_agree(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    crash = "import ipse.cli.main as m; m._COMMANDS['boom'] = 'tests.test_cli:boom'; m.entry()"
+    for args in (["inspect", str(bad)], ["inspect", "--nope"], ["boom", "bug"]):
+        done = subprocess.run(
+            [sys.executable, "-c", crash, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=REPO,
+        )
+        in_process = run_cli(*args) if args[0] != "boom" else None
+        assert "Traceback" not in done.stderr
+        if in_process is not None:
+            assert (done.returncode, done.stdout, done.stderr) == (
+                in_process.returncode,
+                in_process.stdout,
+                in_process.stderr,
+            )
+        else:
+            assert done.returncode == 3
+
+
+def test_output_cut_short_by_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``ipse handoff ... | head -c 1``: the executable stops on SIGPIPE, with nothing on stderr."""
+    entry = "from ipse.cli.main import entry; entry()"
+    args = ["handoff", str(BIG_SESSION), "--at", "now", "--no-archive"]
+    child = subprocess.Popen(
+        [sys.executable, "-c", entry, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.read(1) == b"{"
+    child.stdout.close()  # the reader goes away, as `head` does
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) in (-signal.SIGPIPE, 0)
+    assert err == "" or ("Traceback" not in err and "internal error" not in err)

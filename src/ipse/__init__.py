@@ -10,10 +10,12 @@ __version__ = "0.1.0"
 
 from ipse.errors import (
     CheckFailed,
+    CutError,
     InputError,
     InvalidConversation,
     IpseError,
     MissingExtra,
+    PrefixEdit,
     StaleWriter,
     StoreError,
     UnknownFormat,
@@ -38,6 +40,7 @@ from ipse.transcript import (
 __all__ = [
     "CheckFailed",
     "Conversation",
+    "CutError",
     "InputError",
     "InvalidConversation",
     "IpseError",
@@ -45,6 +48,7 @@ __all__ = [
     "MissingExtra",
     "Origin",
     "Other",
+    "PrefixEdit",
     "StaleWriter",
     "StoreError",
     "Text",

@@ -1,9 +1,28 @@
 """The one exception tree of ipse.
 
 Every error ipse raises on purpose is an `IpseError`. Each class carries the process exit code
-the command line uses for it (0 ok, 1 a check found a problem, 2 bad input or usage), so the CLI
-needs exactly one handler. Foreign exceptions (OSError, JSON decoding, sqlite3, psycopg) are
-translated where they are caught, with ``raise ... from exc``, so callers only ever catch this tree.
+the command line uses for it, so the CLI needs exactly one handler (its group's ``main``)::
+
+    IpseError                 2  (root; also the code of anything not listed below)
+    ├── UsageError            2  a request that makes no sense (bad option or argument)
+    │   └── PrefixEdit        2  an edit would rewrite history the prompt cache holds
+    ├── InputError            2  input missing, unreadable or malformed (names path:position)
+    │   ├── UnknownFormat     2  a format that cannot be detected or is not supported
+    │   ├── InvalidConversation 2  a conversation that breaks its provider's rules
+    │   └── CutError          2  a handoff cut that cannot be placed
+    ├── CheckFailed           1  a check ran and found a problem
+    ├── StoreError            2  a storage backend failed or holds unusable data
+    │   ├── WriterConflict    1  another writer holds the twin's lease
+    │   └── StaleWriter       1  this writer's lease was taken over
+    └── MissingExtra          2  an optional package extra is not installed
+
+Exit codes: 0 ok, 1 a check found a problem, 2 bad input or usage; the CLI adds 3 for a bug (an
+exception outside this tree) and 130 for an interruption.
+
+Foreign exceptions are translated once, where they are caught, with ``raise ... from exc``:
+`os_error` turns an `OSError` into an `InputError` naming the file, and the store's connections
+(``ipse.store._connections``) turn sqlite3 and psycopg errors into `StoreError`. Callers only
+ever catch this tree.
 """
 
 from __future__ import annotations
@@ -57,6 +76,14 @@ class InvalidConversation(InputError):
     """A conversation breaks its provider's rules (orphan tool result, bad roles, ...)."""
 
 
+class CutError(InputError):
+    """The cut cannot be placed: out of range, or no checkpoint call to cut at."""
+
+
+class PrefixEdit(UsageError):
+    """An edit would rewrite history the cache already holds."""
+
+
 class CheckFailed(IpseError):
     """A check ran and found a problem (verification, lint, canary). Exit code 1."""
 
@@ -91,15 +118,26 @@ class MissingExtra(IpseError):
         self.package = package
 
 
+def os_error(exc: OSError, doing: str, path: str | Path) -> InputError:
+    """The `InputError` for an `OSError` met while ``doing`` something to ``path``.
+
+    ``raise os_error(exc, "read", path) from exc`` gives ``PATH: cannot read: REASON``.
+    """
+    return InputError(f"cannot {doing}: {exc.strerror or exc}", path=path)
+
+
 __all__ = [
     "CheckFailed",
+    "CutError",
     "InputError",
     "InvalidConversation",
     "IpseError",
     "MissingExtra",
+    "PrefixEdit",
     "StaleWriter",
     "StoreError",
     "UnknownFormat",
     "UsageError",
     "WriterConflict",
+    "os_error",
 ]

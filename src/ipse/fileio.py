@@ -13,7 +13,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from ipse.errors import InputError
+from ipse.errors import InputError, os_error
 
 
 def read_bytes(path: str | Path) -> bytes:
@@ -28,7 +28,7 @@ def read_bytes(path: str | Path) -> bytes:
     except PermissionError as exc:
         raise InputError("permission denied", path=p) from exc
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+        raise os_error(exc, "read", p) from exc
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -79,7 +79,7 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
+        raise os_error(exc, "write", target) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -90,7 +90,7 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
+        raise os_error(exc, "write", target) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -114,4 +114,4 @@ def _write_through(target: Path, payload: bytes) -> None:
             handle.write(payload)
             handle.flush()
     except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
+        raise os_error(exc, "write", target) from exc

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from ipse.archive import ArchiveStore, address, open_archive
+from ipse.archive.testing import CHECKS, Check
 from ipse.errors import InputError, StoreError, UsageError
 from ipse.handoff import Removed, strip
 from ipse.transcript import load
@@ -35,6 +36,11 @@ def archive(url: str) -> Iterator[ArchiveStore]:
         yield store
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__.removeprefix("check_"))
+def test_conformance(check: Check, archive: ArchiveStore) -> None:
+    check(archive)
 
 
 @pytest.mark.parametrize("path", [BIG_SESSION, OPENAI_TRAJ], ids=["claude-code", "openai-chat"])

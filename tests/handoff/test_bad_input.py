@@ -6,12 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ipse.cli.main import cli
 from ipse.errors import InvalidConversation, UsageError
 from ipse.handoff import CutError, strip
-from tests.conftest import OPENAI_TRAJ
+from tests.conftest import OPENAI_TRAJ, run_cli
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 
 
@@ -73,13 +71,11 @@ def test_empty_conversation() -> None:
 
 
 def _run(args: list[str]) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, args, standalone_mode=False, catch_exceptions=True)
-    from ipse.errors import IpseError
-
-    if isinstance(result.exception, IpseError):
-        return result.exception.exit_code, str(result.exception)
-    assert result.exception is None, result.exception
-    return 0, result.output
+    result = run_cli(*args)
+    if result.returncode:
+        assert result.stderr.count("\n") == 1, result.stderr
+        return result.returncode, result.stderr.removesuffix("\n")
+    return 0, result.stdout
 
 
 @pytest.mark.parametrize(

@@ -4,30 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from ipse.cli.main import cli
 from ipse.handoff._measure import KEYS
 from ipse.transcript import load
 from ipse.transcript._model import ToolCall, ToolResult
-from tests.conftest import BIG_SESSION, OPENAI_TRAJ
+from tests.conftest import BIG_SESSION, OPENAI_TRAJ, CliResult, run_cli
 
 SESSION_ID = "4d5611e5-241a-462a-8d15-5122611a9569"
 
 
-def run(args: list[str]) -> Any:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result
+def run(args: list[str]) -> CliResult:
+    return run_cli(*args)
 
 
 def test_handoff_json_document(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     result = run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stdout
     document = json.loads(result.stdout)
     assert set(document) >= {
         "before",
@@ -51,14 +47,14 @@ def test_handoff_json_document(tmp_path: Path) -> None:
 
 def test_recall_gives_back_byte_equal_originals(tmp_path: Path) -> None:
     out = str(tmp_path / "out.json")
-    assert run(["handoff", str(BIG_SESSION), "--at", "now", "-o", out, "--json"]).exit_code == 0
+    assert run(["handoff", str(BIG_SESSION), "--at", "now", "-o", out, "--json"]).returncode == 0
     conversation = load(BIG_SESSION).current()
     results = {b.call_id: b.raw for _, _, b in conversation.blocks() if isinstance(b, ToolResult)}
     calls = [b for _, _, b in conversation.blocks() if isinstance(b, ToolCall)]
     assert calls
     for call in calls[:: max(1, len(calls) // 12)]:
         recalled = run(["recall", call.id])
-        assert recalled.exit_code == 0
+        assert recalled.returncode == 0
         lines = recalled.stdout_bytes.split(b"\n")
         assert lines[0] == orjson.dumps(call.raw)
         if call.id in results:
@@ -87,7 +83,7 @@ def test_handoff_twice_archives_once(tmp_path: Path) -> None:
 def test_without_output_a_pipe_gets_the_body_and_json_is_a_dry_run(tmp_path: Path) -> None:
     """No -o: the body is the output when piped; --json alone writes and archives nothing."""
     piped = run(["handoff", str(BIG_SESSION), "--at", "now"])
-    assert piped.exit_code == 0, piped.output
+    assert piped.returncode == 0, piped.stderr
     body = orjson.loads(piped.stdout)
     assert set(body) == {"model", "max_tokens", "messages"}
     assert "tokens" in piped.stderr  # the measurement went to stderr
@@ -110,14 +106,14 @@ def test_openai_trajectory_session_id_is_a_content_hash(tmp_path: Path) -> None:
     assert document["carried_problems"]  # the trailing 'exit' record, untouched and reported
     assert "untouched part" in result.stderr
     verified = run(["verify", str(OPENAI_TRAJ), str(out), "--json"])
-    assert verified.exit_code == 0 and json.loads(verified.stdout)["ok"] is True
+    assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
 
 
 def test_human_table_and_verify(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     result = run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--no-archive"])
     assert "authored characters" in result.stdout and "tokens" in result.stdout
-    assert run(["verify", str(BIG_SESSION), str(out)]).exit_code == 0
+    assert run(["verify", str(BIG_SESSION), str(out)]).returncode == 0
 
 
 def test_verify_exits_1_when_a_word_is_lost(tmp_path: Path) -> None:
@@ -132,10 +128,8 @@ def test_verify_exits_1_when_a_word_is_lost(tmp_path: Path) -> None:
         message["content"] = message["content"].replace("e", "E", 1)
     damaged = tmp_path / "damaged.json"
     damaged.write_text(json.dumps(body))
-    result = CliRunner().invoke(
-        cli, ["verify", str(BIG_SESSION), str(damaged)], standalone_mode=False
-    )
-    assert getattr(result.exception, "exit_code", None) == 1
+    result = run(["verify", str(BIG_SESSION), str(damaged)])
+    assert result.returncode == 1
 
 
 @pytest.mark.parametrize(
@@ -143,7 +137,7 @@ def test_verify_exits_1_when_a_word_is_lost(tmp_path: Path) -> None:
 )
 def test_help_has_an_example(args: list[str]) -> None:
     result = run([*args, "--help"])
-    assert result.exit_code == 0 and "Examples:" in result.output
+    assert result.returncode == 0 and "Examples:" in result.stdout
 
 
 def test_print_tool_prompt_and_notes(tmp_path: Path) -> None:
@@ -159,5 +153,6 @@ def test_print_tool_prompt_and_notes(tmp_path: Path) -> None:
 
 
 def test_recall_unknown_id_exits_2() -> None:
-    result = CliRunner().invoke(cli, ["recall", "nope"], standalone_mode=False)
-    assert getattr(result.exception, "exit_code", None) == 2
+    result = run(["recall", "nope"])
+    assert result.returncode == 2
+    assert result.stderr.startswith("ipse: error: ") and result.stderr.count("\n") == 1

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import CLAUDE_CODE
+from tests.conftest import CLAUDE_CODE, CliResult, run_cli
 
 SESSION = CLAUDE_CODE / "tool_heavy.jsonl"
 
 
-def _ipse(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ipse.cli.main", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"IPSE_HOME": str(home), "PATH": "/usr/bin:/bin"},
-    )
+def _ipse(*args: str, home: Path) -> CliResult:
+    return run_cli(*args, env={"IPSE_HOME": str(home)})
 
 
 def test_claude_code_output_carries_model_and_max_tokens(tmp_path: Path) -> None:

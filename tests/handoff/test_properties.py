@@ -4,7 +4,8 @@ idempotence (in memory and through the written JSON), and determinism."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 import orjson
 from hypothesis import HealthCheck, given, settings
@@ -18,8 +19,9 @@ from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.handoff.build import IMAGE, oa_call, text
 from tests.transcript.responses import responses_bodies
 
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 WORDS = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
+    alphabet=st.characters(codec="utf-8", exclude_categories=SURROGATES), min_size=1, max_size=12
 )
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -105,7 +107,7 @@ def openai_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return {"model": "m", "messages": messages}
 
 
-def _cuts(draw: st.DrawFn, conversation: Conversation) -> Any:
+def _cuts(draw: Callable[..., Any], conversation: Conversation) -> Any:
     return draw(
         st.one_of(
             st.sampled_from(["now", "checkpoint"]),

@@ -35,7 +35,7 @@ from tests.transcript.responses import (
 )
 
 
-def codes(conversation: Conversation, **kwargs: int) -> list[str]:
+def codes(conversation: Conversation, **kwargs: Any) -> list[str]:
     return [p.code for p in validate(conversation, **kwargs)]
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.errors import UsageError
-from ipse.prefix._assemble import Assembler, PrefixEdit
+from ipse.errors import PrefixEdit, UsageError
+from ipse.prefix._assemble import Assembler
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._report import analyze
 from ipse.prefix._requests import Request
@@ -78,7 +78,7 @@ def test_each_request_extends_the_cached_prefix_of_the_one_before(
 
 
 def _marked(body: dict[str, Any]) -> list[Any]:
-    found = []
+    found: list[Any] = []
     for part in (body.get("tools", []), body.get("system", [])):
         found.extend(b for b in part if "cache_control" in b)
     for message in body["messages"]:

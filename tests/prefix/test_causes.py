@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from datetime import timedelta
+from typing import Any
 
 from ipse.prefix._causes import json_path
 from ipse.prefix._report import analyze
@@ -208,7 +209,7 @@ def test_concurrent_requests_miss() -> None:
 
 
 def test_side_requests_match_their_own_predecessors() -> None:
-    side = {
+    side: dict[str, Any] = {
         "model": "claude-sonnet-4-5-20250929",
         "system": [
             {"type": "text", "text": "Summarise. " * 500, "cache_control": {"type": "ephemeral"}}

@@ -7,14 +7,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from ipse.cli.main import cli
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
 from ipse.prefix._actual import actual_tokens
 from ipse.prefix._hashing import block_text
 from ipse.prefix._report import analyze
+from tests.conftest import run_cli
 
 from ..conftest import HTTP_LOG
 from .util import body
@@ -208,9 +207,7 @@ def test_prefix_json_with_a_huge_recorded_usage(tmp_path: Path) -> None:
         {**body(1), "usage": {"input_tokens": 1e30, "cache_read_input_tokens": 0}},
         {**body(2), "usage": {"input_tokens": 5, "cache_read_input_tokens": 100}},
     ]
-    result = CliRunner().invoke(
-        cli, ["prefix", str(_write_jsonl(tmp_path / "b.jsonl", rows)), "--json"]
-    )
-    assert result.exit_code == 0, result.output
+    result = run_cli("prefix", str(_write_jsonl(tmp_path / "b.jsonl", rows)), "--json")
+    assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["requests"][0]["actual"]["uncached"] == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ipse.prefix._actual import agrees
-from ipse.prefix._report import Report, analyze
+from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 
 from ..conftest import BIG_SESSION, HTTP_LOG
@@ -16,19 +16,19 @@ SIDE = (14, 16)  # 15.json and 17.json: web-search side requests of another conv
 
 
 @pytest.fixture(scope="module")
-def report() -> Report:
+def report() -> PrefixReport:
     log = read_requests(HTTP_LOG)
     return analyze(log.requests, warnings=log.warnings)
 
 
-def test_every_request_is_read_with_usage_and_time(report: Report) -> None:
+def test_every_request_is_read_with_usage_and_time(report: PrefixReport) -> None:
     assert len(report.rows) == 18
     assert all(r.actual is not None for r in report.rows)
     assert report.ttl_modelled
     assert report.provider == "anthropic"
 
 
-def test_agreement_is_computed_per_request(report: Report) -> None:
+def test_agreement_is_computed_per_request(report: PrefixReport) -> None:
     computed = [agrees(r.predicted, r.actual) for r in report.rows if r.actual is not None]
     assert report.agreement is not None
     assert report.agreement.compared == len(computed)
@@ -42,7 +42,7 @@ def test_agreement_is_computed_per_request(report: Report) -> None:
     assert all(agrees(r.predicted, r.actual) for r in main if r.actual is not None)
 
 
-def test_side_requests_do_not_break_the_main_conversation(report: Report) -> None:
+def test_side_requests_do_not_break_the_main_conversation(report: PrefixReport) -> None:
     after_side = report.rows[15]  # follows side request 14; must read from request 13
     assert after_side.cause is None
     assert after_side.predicted.cache_read >= report.rows[13].predicted.cache_read
@@ -55,7 +55,7 @@ def test_side_requests_do_not_break_the_main_conversation(report: Report) -> Non
     assert second_side.actual is not None and second_side.actual.cache_read > 0
 
 
-def test_no_loss_in_a_well_behaved_log(report: Report) -> None:
+def test_no_loss_in_a_well_behaved_log(report: PrefixReport) -> None:
     summary = report.summary()
     assert summary["by_cause"] == {}
     assert summary["cost_lost_usd"] == 0

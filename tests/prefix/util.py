@@ -6,7 +6,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ipse.prefix._report import Report, analyze
+from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import Request
 
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
@@ -101,7 +101,7 @@ def requests(
     return out
 
 
-def run(bodies: list[dict[str, Any]], **kwargs: Any) -> Report:
+def run(bodies: list[dict[str, Any]], **kwargs: Any) -> PrefixReport:
     gaps = kwargs.pop("gaps", None)
     times = kwargs.pop("times", True)
     return analyze(requests(bodies, gaps, times=times), tokenizer="bytes", **kwargs)

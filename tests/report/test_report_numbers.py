@@ -15,10 +15,10 @@ from ipse.report import collect, render
 from tests.report.build import HOSTILE_TOOL, write_log
 
 
-def run_json(*args: str) -> dict:  # type: ignore[type-arg]
+def run_json(*args: str) -> dict:
     result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    return json.loads(result.stdout)
 
 
 @pytest.fixture

@@ -1,19 +1,17 @@
-"""Shared fixtures: real git repositories in temporary folders and the real ``ipse`` CLI."""
+"""Shared fixtures: real git repositories in temporary folders and the ``ipse`` CLI (in process)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ipse.statedir import init
+from tests.conftest import CliResult, run_cli
 from tests.statedir.util import make_repo
 
-RunIpse = Callable[..., subprocess.CompletedProcess[str]]
+RunIpse = Callable[..., CliResult]
 
 
 @pytest.fixture
@@ -32,18 +30,9 @@ def state(repo: Path) -> Path:
 
 @pytest.fixture
 def run_ipse() -> RunIpse:
-    """Run the real CLI in a subprocess: ``run_ipse(*args, cwd=..., input=...)``."""
+    """Run the CLI in process, in ``cwd``: ``run_ipse(*args, cwd=..., input=...)``."""
 
-    def run(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k != "IPSE_STATE_DIR"}
-        return subprocess.run(
-            [sys.executable, "-m", "ipse.cli.main", *args],
-            cwd=cwd,
-            input=input,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
+    def run(*args: str, cwd: Path, input: str | None = None) -> CliResult:
+        return run_cli(*args, cwd=cwd, input=input, env={"IPSE_STATE_DIR": None})
 
     return run

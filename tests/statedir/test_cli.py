@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from ipse.cli.state import state_group
+from tests.conftest import run_cli
 from tests.statedir.conftest import RunIpse
 
 COMMANDS = sorted(state_group.commands)
@@ -25,11 +25,11 @@ def test_the_group_has_every_command() -> None:
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_command_has_help_with_an_example(name: str) -> None:
-    result = CliRunner().invoke(state_group, [name, "--help"])
-    assert result.exit_code == 0
-    assert "Example" in result.output
-    assert "--dir" in result.output
-    assert "--json" in result.output
+    result = run_cli("state", name, "--help")
+    assert result.returncode == 0
+    assert "Example" in result.stdout
+    assert "--dir" in result.stdout
+    assert "--json" in result.stdout
 
 
 def test_every_reporting_command_prints_one_json_document(state: Path, run_ipse: RunIpse) -> None:
@@ -72,12 +72,6 @@ def test_the_dir_option_and_environment_variable(tmp_path: Path, run_ipse: RunIp
     done = run_ipse("state", "init", "--goal", "g", "--dir", "work/st", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "work" / "st" / "00_goal.md").is_file()
-    env_run = subprocess.run(
-        [sys.executable, "-m", "ipse.cli.main", "state", "next", "from env"],
-        cwd=tmp_path,
-        env={"IPSE_STATE_DIR": "work/st", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-    )
+    env_run = run_cli("state", "next", "from env", cwd=tmp_path, env={"IPSE_STATE_DIR": "work/st"})
     assert env_run.returncode == 0, env_run.stderr
     assert (tmp_path / "work" / "st" / "99_next.md").read_text() == "from env\n"

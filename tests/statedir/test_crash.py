@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ipse.statedir import _wal as wal
-from ipse.statedir import resume, verify
+from ipse.statedir import resume, verify_state
 from ipse.statedir._ops import NO_NEXT, next_document
 from tests.statedir.conftest import RunIpse
 
@@ -77,7 +77,7 @@ def test_sigkill_during_next_leaves_the_old_or_the_new_step(state: Path) -> None
     from ipse.statedir import set_next
 
     set_next(state, "after the storm")
-    report = verify(state)
+    report = verify_state(state)
     assert not [v for v in report.violations if "99_next.md" in v]
     assert resume(state).next_step.text == "after the storm"
     print("outcomes", outcomes)
@@ -123,4 +123,4 @@ def test_concurrent_next_calls_are_serialised_and_none_is_lost(
         assert mine == sorted(mine)
     assert [r.seq for r in scan.records] == list(range(1, len(scan.records) + 1))
     assert (state / "99_next.md").read_bytes() == next_document(texts[-1])
-    assert verify(state).ok
+    assert verify_state(state).ok

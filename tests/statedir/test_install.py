@@ -127,7 +127,7 @@ def test_a_file_install_created_is_removed(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-EXISTING = {
+EXISTING: dict[str, Any] = {
     "model": "opus",
     "hooks": {
         "SessionStart": [

@@ -10,7 +10,7 @@ import pytest
 
 from ipse.errors import InputError, UsageError
 from ipse.statedir import _wal as wal
-from ipse.statedir import stamp, verify
+from ipse.statedir import stamp, verify_state
 from ipse.statedir._receipts import receipt_id
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json, git, wal_records
@@ -39,7 +39,7 @@ def test_stamp_binds_the_claim_to_hashes_and_head(
     assert receipt["git"] == {"head": git(state.parent, "rev-parse", "HEAD"), "dirty": True}
     assert receipt["id"] == receipt_id(receipt)
     assert wal_records(state)[-1]["receipt"] == receipt["id"]
-    assert verify(state).ok
+    assert verify_state(state).ok
 
 
 def test_a_clean_tree_is_recorded_as_clean(state: Path, artifact: Path) -> None:
@@ -52,7 +52,7 @@ def test_a_clean_tree_is_recorded_as_clean(state: Path, artifact: Path) -> None:
 def test_a_changed_artifact_is_caught(state: Path, artifact: Path) -> None:
     stamp(state, "all tests pass", [artifact])
     artifact.write_text("141 passed, 1 failed\n")
-    report = verify(state)
+    report = verify_state(state)
     assert len(report.violations) == 1
     assert "artifact out.log changed since the claim" in report.violations[0]
 
@@ -60,7 +60,7 @@ def test_a_changed_artifact_is_caught(state: Path, artifact: Path) -> None:
 def test_a_deleted_artifact_is_caught(state: Path, artifact: Path) -> None:
     stamp(state, "all tests pass", [artifact])
     artifact.unlink()
-    assert any("out.log is missing" in v for v in verify(state).violations)
+    assert any("out.log is missing" in v for v in verify_state(state).violations)
 
 
 def test_a_receipt_written_by_hand_is_caught(state: Path, artifact: Path) -> None:
@@ -70,7 +70,7 @@ def test_a_receipt_written_by_hand_is_caught(state: Path, artifact: Path) -> Non
     forged["id"] = receipt_id(forged)
     with open(state / ".receipts.jsonl", "a") as handle:
         handle.write(json.dumps(forged) + "\n")
-    report = verify(state)
+    report = verify_state(state)
     assert len(report.violations) == 1
     assert "not recorded in the WAL" in report.violations[0]
 
@@ -79,7 +79,7 @@ def test_an_edited_receipt_is_caught(state: Path, artifact: Path) -> None:
     stamp(state, "all tests pass", [artifact])
     path = state / ".receipts.jsonl"
     path.write_text(path.read_text().replace("all tests pass", "all tests and lints pass"))
-    report = verify(state)
+    report = verify_state(state)
     assert any("edited after stamping" in v for v in report.violations)
     assert any("missing from .receipts.jsonl" in v for v in report.violations)
 
@@ -87,7 +87,7 @@ def test_an_edited_receipt_is_caught(state: Path, artifact: Path) -> None:
 def test_a_rewritten_history_is_caught(state: Path, artifact: Path) -> None:
     stamp(state, "all tests pass", [artifact], use_git=True)
     git(state.parent, "commit", "-q", "--amend", "-m", "test log, reworded")
-    report = verify(state)
+    report = verify_state(state)
     assert len(report.violations) == 1
     assert "is not an ancestor of HEAD (history rewritten)" in report.violations[0]
 
@@ -110,7 +110,7 @@ def test_a_forged_clean_tree_claim_is_caught(state: Path, artifact: Path) -> Non
     record["receipt"] = data["id"]
     lines[-1] = wal.encode(record)
     (state / ".wal").write_bytes(b"\n".join(lines) + b"\n")
-    violations = verify(state).violations
+    violations = verify_state(state).violations
     assert len(violations) == 1, violations
     assert "forged claim" in violations[0]
 

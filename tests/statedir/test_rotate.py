@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ipse.statedir import add_invariant, resume, rotate, set_next, stamp, verify
+from ipse.statedir import add_invariant, resume, rotate, set_next, stamp, verify_state
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json, wal_records
 
@@ -31,12 +31,12 @@ def test_rotate_starts_a_new_log_and_keeps_the_old(state: Path, run_ipse: RunIps
     assert first["kind"] == "rotate" and first["seq"] == 1
     assert first["next_text"] == "Write the tokenizer"
     assert first["previous"]["lines"] == 4
-    assert verify(state).ok
+    assert verify_state(state).ok
     assert resume(state).next_step.text == "Write the tokenizer"
     set_next(state, "Write the parser")
     run_ipse("state", "rotate", cwd=state.parent)
     assert (state / ".wal.0002").is_file()
-    assert verify(state).ok
+    assert verify_state(state).ok
     assert resume(state).next_step.text == "Write the parser"
 
 
@@ -47,7 +47,7 @@ def test_after_rotation_verify_still_catches_everything(state: Path) -> None:
     inv.write_text(inv.read_text().replace("too slow", "fast"))
     artifact.write_text("changed\n")
     (state / "00_goal.md").write_text("# Goal\n\nsomething else\n")
-    violations = verify(state).violations
+    violations = verify_state(state).violations
     assert any("00_goal.md changed" in v for v in violations)
     assert any("invariant 'No regex lexer'" in v for v in violations)
     assert any("out.log changed" in v for v in violations)
@@ -61,7 +61,7 @@ def test_a_receipt_from_before_the_rotation_is_still_vouched_for(state: Path) ->
     line["claim"] = "everything passes"
     with open(path, "a") as handle:
         handle.write(json.dumps(line) + "\n")
-    violations = verify(state).violations
+    violations = verify_state(state).violations
     assert len(violations) == 1 and "edited after stamping" in violations[0]
 
 
@@ -70,8 +70,8 @@ def test_a_rotated_log_changed_afterwards_is_caught(state: Path) -> None:
     rotate(state)
     with open(state / ".wal.0001", "ab") as handle:
         handle.write(b"{}\n")
-    violations = verify(state).violations
+    violations = verify_state(state).violations
     assert violations == ["the rotated WAL .wal.0001 changed after the rotation"]
     (state / ".wal.0001").unlink()
-    report = verify(state)
+    report = verify_state(state)
     assert report.ok and any("is gone" in w for w in report.warnings)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ipse.statedir import _wal as wal
-from ipse.statedir import add_invariant, set_next, verify
+from ipse.statedir import add_invariant, set_next, verify_state
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json
 
@@ -23,7 +23,7 @@ def busy(state: Path) -> Path:
 
 
 def _only(folder: Path, needle: str) -> None:
-    report = verify(folder)
+    report = verify_state(folder)
     assert len(report.violations) == 1, report.violations
     assert needle in report.violations[0]
 
@@ -65,7 +65,7 @@ def test_a_removed_invariant_is_caught(busy: Path) -> None:
 def test_text_appended_by_hand_is_a_warning(busy: Path) -> None:
     with open(busy / "10_invariants.md", "a") as handle:
         handle.write("- added by hand\n")
-    report = verify(busy)
+    report = verify_state(busy)
     assert report.ok
     assert any("not added by `ipse state invariant`" in w for w in report.warnings)
 
@@ -110,10 +110,10 @@ def test_a_wal_line_rewritten_with_a_fresh_checksum_breaks_the_chain(busy: Path)
 def test_a_corrupted_wal_line_is_a_violation_and_a_torn_one_a_warning(busy: Path) -> None:
     raw = (busy / ".wal").read_bytes()
     (busy / ".wal").write_bytes(raw.replace(b"Write the tokenizer", b"Write the tokenizeR", 1))
-    report = verify(busy)
+    report = verify_state(busy)
     assert any("corrupted line" in v for v in report.violations)
     (busy / ".wal").write_bytes(raw + b'{"c":"00","kind":"next","te')
-    report = verify(busy)
+    report = verify_state(busy)
     assert report.ok, report.violations
     assert any("torn line" in w for w in report.warnings)
 
@@ -121,7 +121,7 @@ def test_a_corrupted_wal_line_is_a_violation_and_a_torn_one_a_warning(busy: Path
 def test_a_wal_without_its_start_is_caught(busy: Path) -> None:
     lines = (busy / ".wal").read_bytes().splitlines(keepends=True)
     (busy / ".wal").write_bytes(b"".join(lines[1:]))
-    report = verify(busy)
+    report = verify_state(busy)
     assert any("does not start with its init" in v for v in report.violations)
 
 

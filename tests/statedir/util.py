@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import CliResult
+
 
 def git(cwd: Path, *args: str) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
@@ -32,5 +34,5 @@ def wal_records(folder: Path) -> list[dict[str, Any]]:
     return [r.data for r in wal.read_all(folder / ".wal").records]
 
 
-def as_json(done: subprocess.CompletedProcess[str]) -> Any:
+def as_json(done: CliResult | subprocess.CompletedProcess[str]) -> Any:
     return json.loads(done.stdout)

@@ -1,157 +1,50 @@
-"""The one conformance suite: memory (the reference), SQLite and PostgreSQL all pass it."""
+"""The one conformance suite (`ipse.store.testing`): memory (the reference), SQLite and PostgreSQL
+all pass every check."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from ipse.errors import InputError, StaleWriter, WriterConflict
-from ipse.store import SnapshotBackend
-
-BODY = {"twin_id": "t1", "schema": 3, "text": "héllo ✓", "nested": {"a": [1, 2, None]}}
+from ipse.store import SnapshotBackend, open_backend
+from ipse.store.testing import CHECKS, Check, raises, run_all
 
 
-def write(b: SnapshotBackend, lease, n: int = 0, notes=()):  # type: ignore[no-untyped-def]
-    return b.append(lease, body={**BODY, "n": n}, state_hash=f"sha256:{n}", schema=3, notes=notes)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__.removeprefix("check_"))
+def test_conformance(check: Check, backend: SnapshotBackend) -> None:
+    check(backend)
 
 
-def test_empty_store(backend: SnapshotBackend) -> None:
-    assert backend.latest("t1") is None
-    assert backend.history("t1") == []
-    assert backend.twins() == []
+def test_run_all_opens_a_fresh_backend_for_every_check() -> None:
+    opened: list[SnapshotBackend] = []
+
+    def fresh() -> SnapshotBackend:
+        opened.append(open_backend("memory://"))
+        return opened[-1]
+
+    run_all(fresh)
+    assert len(opened) == len(CHECKS)
 
 
-def test_first_lease_and_write(backend: SnapshotBackend) -> None:
-    lease = backend.acquire("t1", "alice", 30)
-    assert (lease.twin_id, lease.holder, lease.token) == ("t1", "alice", 1)
-    record = write(backend, lease, 1, notes=[{"event": "fact_left", "reason": "expired"}])
-    assert record.version == 1
-    assert record.writer == "alice" and record.token == 1
-    latest = backend.latest("t1")
-    assert latest is not None
-    assert latest.body == {**BODY, "n": 1}
-    assert latest.state_hash == "sha256:1" and latest.schema == 3
-    assert latest.notes == ({"event": "fact_left", "reason": "expired"},)
-    assert backend.twins() == ["t1"]
+def test_a_broken_backend_fails_the_suite() -> None:
+    class NoFencing:
+        """The reference backend, except that a taken-over writer can still append."""
+
+        def __init__(self) -> None:
+            self._inner = open_backend("memory://")
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._inner, name)
+
+        def append(self, lease, **kwargs):
+            current = self._inner.acquire(lease.twin_id, lease.holder, 30)
+            return self._inner.append(current, **kwargs)
+
+    with pytest.raises(AssertionError):
+        run_all(NoFencing)  # type: ignore[arg-type]
 
 
-def test_versions_are_contiguous_and_history_ordered(backend: SnapshotBackend) -> None:
-    lease = backend.acquire("t1", "alice", 30)
-    for n in range(5):
-        write(backend, lease, n)
-    history = backend.history("t1")
-    assert [r.version for r in history] == [1, 2, 3, 4, 5]
-    assert [r.body["n"] for r in history] == [0, 1, 2, 3, 4]
-    latest = backend.latest("t1")
-    assert latest is not None and latest.version == 5
+def test_raises_checks_the_message() -> None:
+    from ipse.errors import InputError
 
-
-def test_twins_are_isolated(backend: SnapshotBackend) -> None:
-    a = backend.acquire("a", "w", 30)
-    b = backend.acquire("b", "w", 30)
-    write(backend, a, 1)
-    write(backend, b, 2)
-    write(backend, b, 3)
-    assert [r.version for r in backend.history("a")] == [1]
-    assert [r.version for r in backend.history("b")] == [1, 2]
-    assert backend.twins() == ["a", "b"]
-
-
-def test_second_holder_conflicts_while_lease_holds(backend: SnapshotBackend) -> None:
-    backend.acquire("t1", "alice", 30)
-    with pytest.raises(WriterConflict, match="alice"):
-        backend.acquire("t1", "bob", 30)
-
-
-def test_token_grows_with_every_lease(backend: SnapshotBackend) -> None:
-    tokens = []
-    for holder in ["a", "b", "c", "a"]:
-        lease = backend.acquire("t1", holder, 30)
-        tokens.append(lease.token)
-        backend.release(lease)
-    assert tokens == [1, 2, 3, 4]
-
-
-def test_taken_over_writer_is_fenced(backend: SnapshotBackend) -> None:
-    old = backend.acquire("t1", "alice", 30)
-    write(backend, old, 1)
-    backend.release(old)
-    new = backend.acquire("t1", "bob", 30)
-    assert new.token > old.token
-    with pytest.raises(StaleWriter):
-        write(backend, old, 2)
-    with pytest.raises(StaleWriter):
-        backend.renew(old, 30)
-    write(backend, new, 3)
-    assert [(r.writer, r.body["n"]) for r in backend.history("t1")] == [("alice", 1), ("bob", 3)]
-
-
-def test_release_of_stale_lease_does_not_free_the_new_one(backend: SnapshotBackend) -> None:
-    old = backend.acquire("t1", "alice", 30)
-    backend.release(old)
-    backend.acquire("t1", "bob", 30)
-    backend.release(old)
-    with pytest.raises(WriterConflict):
-        backend.acquire("t1", "carol", 30)
-
-
-def test_same_holder_reacquires_with_new_token(backend: SnapshotBackend) -> None:
-    first = backend.acquire("t1", "alice", 30)
-    second = backend.acquire("t1", "alice", 30)
-    assert second.token == first.token + 1
-    with pytest.raises(StaleWriter):
-        write(backend, first, 1)
-    write(backend, second, 2)
-
-
-def test_expired_lease_is_taken_over_and_cannot_write(backend: SnapshotBackend) -> None:
-    old = backend.acquire("t1", "alice", 0.05)
-    time.sleep(0.3)
-    with pytest.raises(StaleWriter):
-        write(backend, old, 1)
-    new = backend.acquire("t1", "bob", 30)
-    assert new.token == old.token + 1
-    with pytest.raises(StaleWriter):
-        write(backend, old, 1)
-    assert backend.history("t1") == []
-
-
-def test_renew_keeps_token(backend: SnapshotBackend) -> None:
-    lease = backend.acquire("t1", "alice", 30)
-    renewed = backend.renew(lease, 60)
-    assert renewed.token == lease.token
-    assert renewed.expires_at >= lease.expires_at
-    write(backend, renewed, 1)
-    write(backend, lease, 2)  # same token, still the current lease
-
-
-def test_returned_records_are_copies(backend: SnapshotBackend) -> None:
-    lease = backend.acquire("t1", "alice", 30)
-    write(backend, lease, 1)
-    latest = backend.latest("t1")
-    assert latest is not None
-    latest.body["n"] = 999
-    again = backend.latest("t1")
-    assert again is not None and again.body["n"] == 1
-
-
-@pytest.mark.parametrize("ttl", [0, -1, "5", True])
-def test_bad_ttl(backend: SnapshotBackend, ttl: object) -> None:
-    with pytest.raises(InputError, match="ttl"):
-        backend.acquire("t1", "alice", ttl)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("twin_id", ["", "a\nb"])
-def test_bad_twin_id(backend: SnapshotBackend, twin_id: str) -> None:
-    with pytest.raises(InputError, match="twin_id"):
-        backend.acquire(twin_id, "alice", 30)
-
-
-def test_latest_version(backend: SnapshotBackend) -> None:
-    assert backend.latest_version("t1") is None
-    lease = backend.acquire("t1", "alice", 30)
-    write(backend, lease, 1)
-    write(backend, lease, 2)
-    assert backend.latest_version("t1") == 2
-    assert backend.latest_version("other") is None
+    with pytest.raises(AssertionError, match="does not match"), raises(InputError, match="ttl"):
+        raise InputError("twin_id is empty")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ipse.errors import StoreError
-from ipse.store import Step, open_backend, register
+from ipse.store import MigrationStep, open_backend, register
 from ipse.store._migrations import _REGISTRY, registered
 from ipse.twin._tables import STEPS
 
@@ -39,7 +39,7 @@ def raw_exec(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            pg.execute(sql.replace("?", "%s"), params)
 
 
 def test_from_empty_applies_every_step_once(url: str) -> None:
@@ -101,7 +101,7 @@ def test_newer_database_is_refused(url: str) -> None:
 def extra_component() -> Iterator[str]:
     name = "archive_test"
     steps = [
-        Step(
+        MigrationStep(
             1,
             "archive blocks",
             ("CREATE TABLE archive_test_blocks (id INTEGER PRIMARY KEY, body TEXT)",),
@@ -127,7 +127,7 @@ def test_another_component_registers_its_own_steps(url: str, extra_component: st
 
 def test_register_rejects_bad_numbering() -> None:
     with pytest.raises(ValueError, match="numbered"):
-        register("bad_component", [Step(2, "x", (), ())])
+        register("bad_component", [MigrationStep(2, "x", (), ())])
     assert "bad_component" not in _REGISTRY
 
 
@@ -153,3 +153,87 @@ def test_missing_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(MissingExtra, match=r"ipse\[postgres\]"):
         open_backend("postgresql://127.0.0.1/x")
+
+
+def _schema(url: str) -> list[tuple[Any, ...]]:
+    """The database's schema as comparable rows: tables, columns, indexes, constraints."""
+    if url.startswith("sqlite:"):
+        conn = sqlite3.connect(url[len("sqlite://") :])
+        rows = conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master"
+            " WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+        ).fetchall()
+        conn.close()
+        return [
+            (kind, name, table, " ".join((sql or "").split())) for kind, name, table, sql in rows
+        ]
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pg:
+        schema = pg.execute("SELECT current_schema()").fetchone()
+        assert schema is not None
+        columns = pg.execute(
+            "SELECT table_name, column_name, ordinal_position, data_type, is_nullable,"
+            " column_default FROM information_schema.columns"
+            " WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+        ).fetchall()
+        indexes = pg.execute(
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE schemaname = current_schema() ORDER BY indexname"
+        ).fetchall()
+        constraints = pg.execute(
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)"
+            " FROM pg_constraint WHERE connamespace = current_schema()::regnamespace"
+            " ORDER BY 1, 2"
+        ).fetchall()
+    rows = [*columns, *indexes, *constraints]
+    return [tuple(str(v).replace(f"{schema[0]}.", "") for v in row) for row in rows]
+
+
+def _flat(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def _applied(url: str) -> list[tuple[str, int, str]]:
+    b = open_backend(url)
+    try:
+        return list(b.applied_migrations())  # type: ignore[attr-defined]
+    finally:
+        b.close()
+
+
+@pytest.fixture
+def second_url(url: str, tmp_path: Path) -> Iterator[str]:
+    """Another empty database of the same kind as ``url``."""
+    if url.startswith("sqlite:"):
+        yield f"sqlite:///{tmp_path / 'stepwise.db'}"
+        return
+    import secrets
+
+    import psycopg
+    from tests.conftest import pg_base_url, with_search_path
+
+    base = pg_base_url()
+    schema = "ipse_test_" + secrets.token_hex(6)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield with_search_path(base, schema)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_a_fresh_schema_equals_one_migrated_step_by_step(url: str, second_url: str) -> None:
+    from ipse.archive._schema import ensure_registered
+
+    ensure_registered()
+    components = registered()
+    assert set(components) >= {"twin", "archive"}
+    open_backend(url).close()  # every step at once
+    longest = max(len(steps) for steps in components.values())
+    for upto in range(1, longest + 1):  # one step at a time, reopening in between
+        open_backend(second_url, upto=dict.fromkeys(components, upto)).close()
+    assert _schema(second_url) == _schema(url)
+    assert _schema(url)  # the comparison saw tables
+    assert _applied(second_url) == _applied(url)

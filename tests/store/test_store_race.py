@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 from collections import defaultdict
+from collections.abc import Sequence
 
 import pytest
 import race_worker
@@ -19,7 +20,7 @@ CTX = multiprocessing.get_context("spawn")
 pytestmark = pytest.mark.parametrize("durable_url", ["sqlite", "postgres"], indirect=True)
 
 
-def _run(procs: list[multiprocessing.process.BaseProcess]) -> None:
+def _run(procs: Sequence[multiprocessing.process.BaseProcess]) -> None:
     for p in procs:
         p.start()
     for p in procs:

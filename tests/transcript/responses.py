@@ -9,12 +9,13 @@ unknown items passed through; ``extra`` adds the keys real bodies carry (``id``,
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 WORDS = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
+    alphabet=st.characters(codec="utf-8", exclude_categories=SURROGATES), min_size=1, max_size=12
 )
 IMAGE_PART = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
 

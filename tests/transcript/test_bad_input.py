@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIG_SESSION
+from tests.conftest import BIG_SESSION, CliResult, run_cli
 
 
-def _inspect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ipse.cli.main", "inspect", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def _inspect(*args: str) -> CliResult:
+    return run_cli("inspect", *args)
 
 
-def _assert_clean_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+def _assert_clean_error(result: CliResult, *needles: str) -> None:
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()

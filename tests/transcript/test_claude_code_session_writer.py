@@ -9,6 +9,7 @@ import re
 import stat
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -23,7 +24,7 @@ from ipse.transcript.formats.claude_code_session import (
     write_session,
 )
 
-BODY = {
+BODY: dict[str, Any] = {
     "model": "claude-sonnet-4-5",
     "max_tokens": 1024,
     "messages": [

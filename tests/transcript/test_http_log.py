@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ipse.transcript import load
+from ipse.transcript import Text, load
 
 
 def _sse(*events: dict) -> str:
@@ -77,7 +77,8 @@ def test_jsonl_exchanges_with_sse_and_json_responses(tmp_path: Path) -> None:
     }
     assert first.time is not None and first.time.isoformat() == "2026-01-01T00:00:00+00:00"
     assert second.time is not None and second.time.timestamp() == 1767225605.5
-    assert second.request.system[0].text == "be kind"
+    system = second.request.system[0]
+    assert isinstance(system, Text) and system.text == "be kind"
 
 
 def test_bare_bodies_with_ts_and_usage(tmp_path: Path) -> None:

@@ -111,7 +111,12 @@ def _anthropic_block(draw: st.DrawFn, role: str) -> dict[str, Any]:
                 ),
             )
         )
-        block = {"type": "tool_result", "tool_use_id": draw(_ids), "content": content, **extra}
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": draw(_ids),
+            "content": content,
+            **extra,
+        }
         if draw(st.booleans()):
             block["is_error"] = draw(st.booleans())
         return block
@@ -244,7 +249,7 @@ def test_generated_openai_bodies_round_trip(body: dict[str, Any]) -> None:
 
 
 def test_changed_text_is_written_from_its_fields_keeping_extra_keys() -> None:
-    body = {
+    body: dict[str, Any] = {
         "model": "claude-x",
         "messages": [
             {

@@ -1,27 +1,19 @@
-"""``ipse twin`` as a real subprocess: JSON output, exit codes, nothing stored on bad input."""
+"""``ipse twin`` as the executable runs it: JSON output, exit codes, nothing stored on bad input."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import CliResult, run_cli
 
 ROLE = "You are Ada, Acme's support twin."
 
 
-def ipse(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ipse.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-    )
+def ipse(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    return run_cli(*args, env=env)
 
 
 def ok_json(*args: str) -> Any:

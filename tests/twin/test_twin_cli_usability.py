@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ipse.twin import TwinConfig, anthropic_tools, openai_tools
+from ipse.twin import anthropic_tools, openai_tools
 from ipse.twin._tools import TOOL_SPECS
 from ipse.twin._transitions import OPS
 
@@ -102,7 +102,6 @@ def test_a_change_outside_the_identity_fields_is_reported_not_silently_dropped(
 ) -> None:
     config = tmp_path / "twin.toml"
     config.write_text('id = "x"\nrole = "r"\n[identity]\nfields = ["facts"]\n')
-    assert TwinConfig  # the config format documented in the README
     first = json.dumps({"op": "establish_fact", "text": "Prefers email"})
     assert ipse("twin", "apply", "--config", str(config), "-", "--store", store, stdin=first)
     later = json.dumps({"op": "make_commitment", "text": "Call back on Monday"})

@@ -11,7 +11,17 @@ from hypothesis import given
 
 from ipse.errors import InputError
 from ipse.twin import dump_state, export_state, load_snapshot
-from ipse.twin._schema import migrate_1_to_2, migrate_2_to_3
+from ipse.twin._schema import (
+    FACT_FIELDS,
+    LOOP_FIELDS,
+    V1_FIELDS,
+    V2_COUNTERPARTY_FIELDS,
+    V2_FIELDS,
+    V3_COUNTERPARTY_FIELDS,
+    V3_FIELDS,
+    migrate_1_to_2,
+    migrate_2_to_3,
+)
 
 V1: dict[str, Any] = {
     "twin_id": "ada",
@@ -136,3 +146,17 @@ def test_export_v2_is_valid_v2_and_keeps_live_facts(state: Any) -> None:
 def test_export_unknown_schema() -> None:
     with pytest.raises(InputError, match="schema"):
         export_state(load_snapshot(V2), 1)
+
+
+def test_the_writers_use_the_declared_fields() -> None:
+    state = load_snapshot(V1)
+    assert state.facts and state.open_loops
+    v3 = dump_state(state)
+    assert set(v3) == V3_FIELDS
+    assert set(v3["counterparty"]) == V3_COUNTERPARTY_FIELDS
+    assert all(set(f) == FACT_FIELDS for f in v3["counterparty"]["facts"])
+    assert all(set(lp) == LOOP_FIELDS for lp in v3["open_loops"])
+    v2 = export_state(state, 2)
+    assert set(v2) == V2_FIELDS and set(v2["counterparty"]) == V2_COUNTERPARTY_FIELDS
+    assert set(migrate_1_to_2(copy.deepcopy(V1))) == V2_FIELDS
+    assert set(V1) == V1_FIELDS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ def store(twin_url: str) -> Iterator[TwinStore]:
         yield s
 
 
-def turn(state: TwinState, *records: dict[str, object]) -> TwinState:
+def turn(state: TwinState, *records: Mapping[str, object]) -> TwinState:
     return apply_transitions(state, records, at=T0).state
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
@@ -12,8 +12,9 @@ from ipse.twin import TwinState, apply_op
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 texts = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20
+    alphabet=st.characters(blacklist_categories=SURROGATES), min_size=1, max_size=20
 ).filter(lambda s: s.strip() == s and s != "")
 small_texts = st.sampled_from(
     [

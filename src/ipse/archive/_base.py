@@ -2,7 +2,7 @@
 
 `Item` is a listing row (kind, tool, argument preview, size); `Recalled` adds the exact JSON of
 the call and of its result. `ArchiveStore` is the protocol every backend follows. The archive
-sits below the handoff in the layers, so it takes removed items by their shape (`Removed`), not
+sits below the handoff in the layers, so it takes removed items by their shape (`Archivable`), not
 by the handoff's class.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
-class Removed(Protocol):
+class Archivable(Protocol):
     """What the archive needs of a removed item (`ipse.handoff.Removed` has this shape)."""
 
     @property
@@ -30,7 +30,7 @@ class Removed(Protocol):
     def message(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Item:
     """One archived item, as listed."""
 
@@ -66,7 +66,7 @@ class Recalled:
 class ArchiveSink(Protocol):
     """Where a handoff puts what it removed: the part of an archive a handoff run needs."""
 
-    def put(self, session: str, removed: Sequence[Removed], source: str) -> int: ...
+    def put(self, session: str, removed: Sequence[Archivable], source: str) -> int: ...
 
 
 class ArchiveStore(Protocol):
@@ -74,7 +74,7 @@ class ArchiveStore(Protocol):
 
     url: str
 
-    def put(self, session: str, removed: Sequence[Removed], source: str) -> int:
+    def put(self, session: str, removed: Sequence[Archivable], source: str) -> int:
         """Store the items (already stored ones are kept as they are); the number newly added."""
         ...
 
@@ -93,7 +93,7 @@ class ArchiveStore(Protocol):
     def close(self) -> None: ...
 
 
-def preview(removed: Removed, width: int = 80) -> str:
+def preview(removed: Archivable, width: int = 80) -> str:
     """A one-line argument preview of a removed item."""
     raw: Mapping[str, Any] = removed.call or {}
     if removed.kind == "thinking":
@@ -117,4 +117,4 @@ def _argument_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-__all__ = ["ArchiveSink", "ArchiveStore", "Item", "Recalled", "Removed", "preview"]
+__all__ = ["Archivable", "ArchiveSink", "ArchiveStore", "Item", "Recalled", "preview"]

@@ -8,12 +8,12 @@ appended, never edited.
 
 from __future__ import annotations
 
-from ipse.store._migrations import Step, register
+from ipse.store._migrations import MigrationStep, register
 
 COMPONENT = "archive"
 
-STEPS: tuple[Step, ...] = (
-    Step(
+STEPS: tuple[MigrationStep, ...] = (
+    MigrationStep(
         number=1,
         name="archive blobs and items",
         sqlite=(

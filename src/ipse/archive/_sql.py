@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ipse.archive._base import Item, Recalled, Removed, preview
+from ipse.archive._base import Archivable, Item, Recalled, preview
 from ipse.archive._blobs import CODEC, address, compress, decompress, payload
 from ipse.errors import InputError, StoreError, UsageError
 from ipse.store._connections import PostgresConnection, SqliteConnection
@@ -37,7 +37,7 @@ class SqlArchive:
         self._driver = driver
         self.url = driver.url
 
-    def put(self, session: str, removed: Sequence[Removed], source: str) -> int:
+    def put(self, session: str, removed: Sequence[Archivable], source: str) -> int:
         added = 0
         with self._driver.tx() as cur:
             for item in removed:
@@ -128,7 +128,13 @@ class SqlArchive:
 def _item(row: Sequence[Any]) -> Item:
     session, item_id, kind, tool, text, size, position = row
     return Item(
-        str(session), str(item_id), str(kind), str(tool), str(text), int(size), int(position)
+        session=str(session),
+        id=str(item_id),
+        kind=str(kind),
+        tool=str(tool),
+        preview=str(text),
+        size=int(size),
+        position=int(position),
     )
 
 

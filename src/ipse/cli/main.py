@@ -1,15 +1,25 @@
 """The ``ipse`` entry point: the command group, lazy command loading, and the one error handler.
 
 Commands live one group per module under ``ipse.cli`` and are imported only when invoked, so
-``ipse --help`` stays fast. Every `IpseError` is printed as one line on stderr and turned into its
-exit code; click's own usage errors exit 2; nothing prints a traceback.
+``ipse --help`` stays fast. Errors are handled in one place, the group's `main`, so click's
+``CliRunner`` sees exactly what the ``ipse`` executable does:
+
+- an `IpseError` prints one line on stderr and exits with its class's code (1 or 2);
+- click's own usage errors print one line naming ``ipse CMD --help`` and exit 2;
+- anything else is a bug: one line, exit 3, the traceback only with ``IPSE_DEBUG=1``, so a crash
+  is never mistaken for exit 1 ("a check found a problem");
+- Ctrl-C exits 130; output cut short by a closed pipe ends quietly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import signal
 import sys
+import traceback
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -32,8 +42,14 @@ _COMMANDS: dict[str, str] = {
 }
 
 
-class _LazyGroup(click.Group):
-    """A group whose commands are imported on first use."""
+INTERNAL_ERROR = 3
+"""Exit code of a bug: an exception that is not an `IpseError`."""
+
+INTERRUPTED = 130
+
+
+class _IpseGroup(click.Group):
+    """The top group: commands imported on first use, every error handled in `main`."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_COMMANDS)
@@ -47,8 +63,72 @@ class _LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the CLI; in standalone mode every outcome becomes a message and an exit code."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except BaseException as exc:  # the one place every outcome is reported
+            code = _report(exc)
+        else:
+            code = result if isinstance(result, int) else 0
+        sys.exit(code)
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+def _report(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr and return the exit code it stands for."""
+    if isinstance(exc, SystemExit):
+        raise exc
+    if isinstance(exc, IpseError):
+        return _say(f"ipse: error: {exc}", exc.exit_code)
+    if isinstance(exc, click.UsageError):
+        see = f"see {exc.ctx.command_path} --help" if exc.ctx is not None else "see ipse --help"
+        message = _one_line(exc.format_message()).rstrip(".")
+        return _say(f"ipse: error: {message}; {see}", exc.exit_code)
+    if isinstance(exc, click.ClickException):
+        return _say(f"ipse: error: {_one_line(exc.format_message())}", exc.exit_code)
+    if isinstance(exc, click.exceptions.Abort | KeyboardInterrupt):
+        return _say("ipse: interrupted", INTERRUPTED)
+    if isinstance(exc, BrokenPipeError):
+        _quiet_closed_pipe()
+        return 0
+    if not isinstance(exc, Exception):
+        raise exc
+    if os.environ.get("IPSE_DEBUG") == "1":
+        traceback.print_exception(exc, file=sys.stderr)
+    what = _one_line(str(exc))
+    detail = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
+    return _say(
+        f"ipse: internal error: {detail}; please report it (IPSE_DEBUG=1 shows the traceback)",
+        INTERNAL_ERROR,
+    )
+
+
+def _say(line: str, code: int) -> int:
+    click.echo(line, err=True)
+    return code
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _quiet_closed_pipe() -> None:
+    """Stop Python's own flush at exit from complaining about the pipe that closed."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+@click.group(cls=_IpseGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="ipse")
 def cli() -> None:
     """ipse keeps an AI agent itself across context resets, and makes each reset cheaper.
@@ -70,25 +150,8 @@ def entry() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; translate every `IpseError` into a one-line message and its exit code."""
-    try:
-        result: Any = cli.main(args=argv, prog_name="ipse", standalone_mode=False)
-    except IpseError as exc:
-        click.echo(f"ipse: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("ipse: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("ipse: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
-    code = result if isinstance(result, int) else 0
-    sys.exit(code)
+    """Run the CLI and exit with its code; errors are handled by the group (`_IpseGroup.main`)."""
+    cli.main(args=argv, prog_name="ipse")
 
 
 if __name__ == "__main__":  # pragma: no cover

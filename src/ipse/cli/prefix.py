@@ -11,7 +11,7 @@ import click
 from ipse.cli._output import console, emit_json, progress, warn
 from ipse.errors import CheckFailed, InputError
 from ipse.prefix._lint import Finding, lint
-from ipse.prefix._report import Report, analyze
+from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import PROVIDERS
 
@@ -54,7 +54,7 @@ def prefix_command(log: Path, provider: str | None, tokenizer: str, as_json: boo
         warnings=requests_log.warnings,
     )
     if as_json:
-        emit_json(report.as_dict())
+        emit_json(report.to_json())
         return
     for line in report.warnings:
         warn(line)
@@ -65,7 +65,7 @@ def _money(value: float) -> str:
     return f"${value:,.4f}"
 
 
-def _render(report: Report) -> None:
+def _render(report: PrefixReport) -> None:
     from rich.table import Table
 
     out = console()
@@ -138,7 +138,7 @@ def lint_command(request: Path, provider: str | None, as_json: bool) -> None:
             {
                 "request": last.index,
                 "source": last.source,
-                "findings": [f.as_dict() for f in findings],
+                "findings": [f.to_json() for f in findings],
                 "ok": not findings,
             }
         )

@@ -256,9 +256,9 @@ def verify_command(folder: Path, as_json: bool) -> None:
     Example:
       ipse state verify --json
     """
-    from ipse.statedir import verify
+    from ipse.statedir import verify_state
 
-    report = verify(folder)
+    report = verify_state(folder)
     if as_json:
         emit_json(report.to_json())
     else:

@@ -8,12 +8,13 @@ narrated enough for the handoff to keep what it knew; `policy` says when a hando
 
 from __future__ import annotations
 
-from ipse.handoff._cut import CHECKPOINT_TOOL, CutError, CutPoint, resolve_cut
+from ipse.errors import CutError
+from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
 from ipse.handoff._measure import handoff_document, measure
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
-from ipse.handoff._report import Removed, Report
+from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions, breadcrumb, strip
 from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
@@ -31,12 +32,12 @@ __all__ = [
     "Decision",
     "Handoff",
     "HandoffOptions",
+    "HandoffReport",
     "Lost",
     "Narration",
     "Problem",
     "ProblemCode",
     "Removed",
-    "Report",
     "StripOptions",
     "Verdict",
     "authored_chars",

@@ -20,17 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ipse.errors import InputError, UsageError
+from ipse.errors import CutError, UsageError
 from ipse.transcript._model import Conversation, Message, ToolCall, ToolResult
 
 At: TypeAlias = int | str | None
 CutKind: TypeAlias = Literal["checkpoint", "index", "now", "end"]
 
 CHECKPOINT_TOOL = "micro_handoff"
-
-
-class CutError(InputError):
-    """The cut cannot be placed: out of range, or no checkpoint call to cut at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +127,6 @@ def settle(messages: Sequence[Message], index: int) -> int:
 __all__ = [
     "CHECKPOINT_TOOL",
     "At",
-    "CutError",
     "CutKind",
     "CutPoint",
     "parse_at",

@@ -12,7 +12,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.handoff._narration import Narration
-from ipse.handoff._report import Report
+from ipse.handoff._report import HandoffReport
 from ipse.handoff._verify import Verdict, authored_chars
 from ipse.transcript import write
 from ipse.transcript._model import Conversation, Text, Thinking, ToolCall, ToolResult
@@ -64,7 +64,7 @@ def saving(before: int, after: int) -> float:
 def handoff_document(
     before: Conversation,
     after: Conversation,
-    report: Report,
+    report: HandoffReport,
     verdict: Verdict,
     narration: Narration,
     tally: TokenTally,

@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ipse.handoff._report import Report
+from ipse.handoff._report import HandoffReport
 from ipse.transcript._model import Conversation, Origin, Text, ToolCall
 from ipse.transcript._stats import TokenTally
 
@@ -62,7 +62,7 @@ class Narration:
         }
 
 
-def narration(conversation: Conversation, report: Report, tally: TokenTally) -> Narration:
+def narration(conversation: Conversation, report: HandoffReport, tally: TokenTally) -> Narration:
     """Narration coverage of the part `strip` rewrote."""
     removed = {r.id for r in report.removed if r.kind == "tool"}
     calls = narrated = tokens = 0

@@ -2,7 +2,8 @@
 
 `Removed` holds the provider's original JSON of a removed tool call and its result (or of a
 removed thinking block, or a server-tool block), exactly as read, so the archive can give it back
-byte for byte. `Report` is a plain value; measuring it in tokens is `ipse.handoff._measure`'s job.
+byte for byte. `HandoffReport` is a plain value; measuring it in tokens is
+`ipse.handoff._measure`'s job.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ipse.handoff._cut import CutKind
 from ipse.handoff._validate import Problem
 
 RemovedKind: TypeAlias = Literal["tool", "thinking", "server_tool"]
@@ -31,13 +33,13 @@ class Removed:
     message: int  # index of the message that held the call (or the block), in the input
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandoffReport:
     """The outcome of `ipse.handoff._strip`."""
 
     cut: int  # input index: messages [0, cut) were rewritten
     requested_cut: int  # where ``at`` asked for, before settling on tool exchanges
-    cut_kind: str
+    cut_kind: CutKind
     checkpoint_id: str | None
     rewritten_out: int  # output messages [0, rewritten_out) are the rewritten part
     removed: tuple[Removed, ...]
@@ -56,4 +58,4 @@ class Report:
         return sum(1 for r in self.removed if r.kind == "thinking")
 
 
-__all__ = ["Removed", "RemovedKind", "Report"]
+__all__ = ["HandoffReport", "Removed", "RemovedKind"]

@@ -23,7 +23,7 @@ from ipse.handoff._cut import CHECKPOINT_TOOL, At
 from ipse.handoff._measure import body_bytes, handoff_document
 from ipse.handoff._narration import Narration, narration
 from ipse.handoff._policy import cached_share, decide
-from ipse.handoff._report import Report
+from ipse.handoff._report import HandoffReport
 from ipse.handoff._strip import StripOptions, strip
 from ipse.handoff._verify import Verdict, verify
 from ipse.transcript import Conversation, codec
@@ -53,7 +53,7 @@ class Handoff:
 
     before: Conversation
     after: Conversation
-    report: Report
+    report: HandoffReport
     verdict: Verdict
     body: bytes
     session: str

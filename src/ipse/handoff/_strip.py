@@ -1,7 +1,7 @@
 """The micro-handoff transform: strip tool traffic and thinking before a cut, keep every word.
 
-`strip` is pure (a `Conversation` in, a `Conversation` and a `Report` out), deterministic, and
-idempotent: stripping a stripped conversation changes nothing, so a proxy that re-strips every
+`strip` is pure (a `Conversation` in, a `Conversation` and a `HandoffReport` out), deterministic,
+and idempotent: stripping a stripped conversation changes nothing, so a proxy that re-strips every
 later request sends the same rewritten prefix each time and the provider's prompt cache keeps
 hitting.
 
@@ -28,7 +28,7 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import InvalidConversation
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
-from ipse.handoff._report import Removed, Report
+from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.transcript._codec import Codec, codec
 from ipse.transcript._model import (
@@ -76,7 +76,7 @@ class StripOptions:
 
 def strip(
     conversation: Conversation, at: At = None, options: StripOptions | None = None
-) -> tuple[Conversation, Report]:
+) -> tuple[Conversation, HandoffReport]:
     """The conversation with tool traffic and thinking removed before the cut, and a report."""
     opts = options or StripOptions()
     messages = conversation.messages
@@ -110,7 +110,7 @@ def strip(
     output = replace(conversation, messages=(*built.messages, *tail))
     rewritten = len(built.messages)
     carried = _check_output(output, rewritten, input_problems, cut)
-    report = Report(
+    report = HandoffReport(
         cut=cut,
         requested_cut=point.index,
         cut_kind=point.kind,

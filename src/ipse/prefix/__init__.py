@@ -10,12 +10,13 @@ and an assembler that builds requests which keep it.
 
 from __future__ import annotations
 
+from ipse.errors import PrefixEdit
 from ipse.prefix._actual import Agreement, actual_tokens, agreement
-from ipse.prefix._assemble import Assembler, CacheCost, PrefixEdit
+from ipse.prefix._assemble import Assembler, CacheCost
 from ipse.prefix._causes import CAUSES, Cause
 from ipse.prefix._layers import BlockHash, Layer, layers
 from ipse.prefix._lint import Finding, lint
-from ipse.prefix._report import Report, Row, analyze
+from ipse.prefix._report import PrefixReport, Row, analyze
 from ipse.prefix._requests import Request, RequestLog, read_requests
 from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
 from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
@@ -32,7 +33,7 @@ __all__ = [
     "Layer",
     "Prediction",
     "PrefixEdit",
-    "Report",
+    "PrefixReport",
     "Request",
     "RequestLog",
     "Row",

@@ -76,7 +76,7 @@ class Agreement:
     def share(self) -> float:
         return self.agreeing / self.compared if self.compared else 0.0
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "compared": self.compared,
             "agreeing": self.agreeing,

@@ -17,16 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ipse import jsonio
-from ipse.errors import UsageError
+from ipse.errors import PrefixEdit, UsageError
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._rules import prices, rules
 from ipse.tokens import TokenCounter
 
 Dialect = Literal["anthropic", "openai"]
-
-
-class PrefixEdit(UsageError):
-    """An edit would rewrite history the cache already holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +34,7 @@ class CacheCost:
     tokens: int
     usd: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "change": self.change,
             "invalidates": self.invalidates,

@@ -45,7 +45,7 @@ class Cause:
     detail: str
     candidate: int | None = None  # index of the earlier request compared against
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "location": self.location,

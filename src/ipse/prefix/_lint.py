@@ -13,7 +13,7 @@ Each finding names a code, where it is, and what to do:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,7 @@ class Finding:
     location: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, str]:
         return {"code": self.code, "location": self.location, "message": self.message}
 
 
@@ -157,15 +157,3 @@ def _breakpoints(
                 )
             )
     return findings
-
-
-def lint_many(
-    bodies: Sequence[Mapping[str, Any]], provider: str | None = None
-) -> list[list[Finding]]:
-    """Findings per request of a sequence, comparing each with the one before it."""
-    out = []
-    previous: Mapping[str, Any] | None = None
-    for body in bodies:
-        out.append(lint(body, provider, previous=previous))
-        previous = body
-    return out

@@ -44,13 +44,13 @@ class Row:
     cost_usd: float
     cost_lost_usd: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "time": self.time.isoformat() if self.time else None,
             "model": self.model,
-            "predicted": self.predicted.as_dict(),
-            "actual": self.actual.as_dict() if self.actual else None,
+            "predicted": self.predicted.to_json(),
+            "actual": self.actual.to_json() if self.actual else None,
             "cause": self.cause.kind if self.cause else None,
             "detail": self.cause.detail if self.cause else None,
             "location": self.cause.location if self.cause else None,
@@ -61,7 +61,7 @@ class Row:
 
 
 @dataclass
-class Report:
+class PrefixReport:
     """Rows in log order, and what holds for the whole log."""
 
     provider: str
@@ -112,13 +112,13 @@ class Report:
             actual_total = sum(a.total for a in with_actual)
             actual_read = sum(a.cache_read for a in with_actual)
             summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
-        summary["agreement"] = self.agreement.as_dict() if self.agreement else None
+        summary["agreement"] = self.agreement.to_json() if self.agreement else None
         return summary
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
-            "requests": [r.as_dict() for r in self.rows],
+            "requests": [r.to_json() for r in self.rows],
             "summary": self.summary(),
         }
 
@@ -158,7 +158,7 @@ def analyze(
     counter: TokenCounter | None = None,
     progress: Progress | None = None,
     warnings: Sequence[str] = (),
-) -> Report:
+) -> PrefixReport:
     """Replay ``requests`` through the provider's cache and explain every lost reuse.
 
     ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
@@ -175,7 +175,7 @@ def _analyze(
     counter: TokenCounter | None,
     progress: Progress | None,
     warnings: Sequence[str],
-) -> Report:
+) -> PrefixReport:
     name = _provider(requests, provider)
     sim = simulator(name)
     table = rules(name)
@@ -282,7 +282,7 @@ def _analyze(
     ordered = [rows[r.index] for r in requests]
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
-    return Report(name, ordered, agree, ttl, label, notes, cost_ideal)
+    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
 
 
 def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:

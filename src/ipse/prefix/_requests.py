@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.errors import InputError
+from ipse.errors import InputError, os_error
 from ipse.transcript import DIALECTS, Conversation, body_codec, codec, load, write
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
@@ -133,7 +133,7 @@ def _sniff(p: Path) -> str:
             with p.open("rb") as handle:
                 first = handle.readline()
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path=p) from exc
+            raise os_error(exc, "read", p) from exc
         try:
             value = jsonio.loads(first)
         except jsonio.JSONDecodeError:

@@ -38,7 +38,7 @@ class Tokens:
     def total(self) -> int:
         return self.cache_read + self.cache_write + self.uncached
 
-    def as_dict(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, int]:
         return {
             "cache_read": self.cache_read,
             "cache_write": self.cache_write,

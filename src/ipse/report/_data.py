@@ -21,7 +21,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.handoff import CHECKPOINT_TOOL, RATES, break_even
-from ipse.prefix import Report, Request, RequestLog, analyze, prices, read_requests
+from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests
 from ipse.tokens import default_counter
 from ipse.transcript import Conversation, Message, Text, ToolCall
 from ipse.transcript._codec import body_codec
@@ -252,7 +252,7 @@ def _tool_of(block: Any, names: Mapping[str, str]) -> str | None:
     return None
 
 
-def _points(log: RequestLog, report: Report, tally: _Composition) -> Iterable[Point]:
+def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Iterable[Point]:
     previous = 0
     for request, row in zip(log.requests, report.rows, strict=True):
         composition, tools = tally.of(request)

@@ -18,7 +18,7 @@ from ipse.statedir._ops import add_invariant, checkpoint, init, set_next
 from ipse.statedir._receipts import check_receipts, stamp
 from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
 from ipse.statedir._rotate import rotate
-from ipse.statedir._verify import Report, verify
+from ipse.statedir._verify import StateReport, verify_state
 from ipse.statedir._wal import Record
 
 __all__ = [
@@ -32,9 +32,9 @@ __all__ = [
     "Change",
     "NextStep",
     "Record",
-    "Report",
     "ResumeView",
     "Section",
+    "StateReport",
     "add_invariant",
     "canary",
     "check_receipts",
@@ -49,5 +49,5 @@ __all__ = [
     "stamp",
     "state_files",
     "uninstall",
-    "verify",
+    "verify_state",
 ]

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ipse.errors import InputError
+from ipse.errors import InputError, os_error
 from ipse.fileio import fsync_dir
 
 DEFAULT_DIR = "state"
@@ -47,7 +47,7 @@ def state_files(folder: Path) -> list[str]:
     except FileNotFoundError as exc:
         raise InputError("no state folder here (run `ipse state init` first)", path=folder) from exc
     except OSError as exc:
-        raise InputError(f"cannot list: {exc.strerror or exc}", path=folder) from exc
+        raise os_error(exc, "list", folder) from exc
     return sorted(n for n in names if is_state_file(n) and (folder / n).is_file())
 
 
@@ -88,7 +88,7 @@ def read_text(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "read", path) from exc
 
 
 def require_folder(folder: Path) -> None:
@@ -106,7 +106,7 @@ def locked(folder: Path) -> Iterator[None]:
     try:
         fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise InputError(f"cannot open the lock: {exc.strerror or exc}", path=folder) from exc
+        raise os_error(exc, "open the lock", folder) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -126,7 +126,7 @@ def append_fsync(path: Path, data: bytes) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        raise InputError(f"cannot append: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "append", path) from exc
 
 
 def write_file(path: Path, data: bytes) -> None:
@@ -154,7 +154,7 @@ def write_file(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "write", path) from exc
     fsync_dir(path.parent)
 
 

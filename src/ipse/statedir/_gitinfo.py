@@ -130,11 +130,3 @@ def blob_at(start: Path, commit: str, relpath: str) -> bytes | None:
     if done is None or done.returncode != 0:
         return None
     return done.stdout
-
-
-def toplevel(start: Path) -> Path | None:
-    """The repository's top folder, or None outside a repository."""
-    done = _git(start, "rev-parse", "--show-toplevel")
-    if done is None or done.returncode != 0:
-        return None
-    return Path(done.stdout.decode("utf-8", errors="replace").strip())

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipse.errors import InputError
+from ipse.errors import os_error
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._budget import Section, fit, render
@@ -84,7 +84,7 @@ def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[Next
     except FileNotFoundError:
         data = None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "read", path) from exc
     recorded = found.match.next_step() if found.match is not None else None
     file_text = data.decode("utf-8", errors="replace") if data is not None else None
     if recorded is None:

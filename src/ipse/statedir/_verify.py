@@ -24,7 +24,7 @@ from ipse.statedir import _wal as wal
 
 
 @dataclass
-class Report:
+class StateReport:
     """What verification found: violations fail the check, warnings do not."""
 
     violations: list[str] = field(default_factory=list)
@@ -53,7 +53,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _check_log(scan: wal.Scan, report: Report) -> None:
+def _check_log(scan: wal.Scan, report: StateReport) -> None:
     for bad in scan.bad:
         if bad.torn:
             report.warnings.append(f".wal:{bad.line}: torn line (an interrupted write), ignored")
@@ -107,7 +107,7 @@ def logged_state(records: list[wal.Record]) -> LoggedState:
     return state
 
 
-def _check_files(folder: Path, state: LoggedState, report: Report) -> None:
+def _check_files(folder: Path, state: LoggedState, report: StateReport) -> None:
     goal = folder / files.GOAL
     if goal.is_file() and state.goal_sha256 and _sha(read_bytes(goal)) != state.goal_sha256:
         report.violations.append(f"{files.GOAL} changed after init (the goal is written once)")
@@ -143,7 +143,7 @@ def _check_files(folder: Path, state: LoggedState, report: Report) -> None:
         )
 
 
-def _check_previous(folder: Path, state: LoggedState, report: Report) -> None:
+def _check_previous(folder: Path, state: LoggedState, report: StateReport) -> None:
     previous = state.previous
     if not isinstance(previous, dict):
         return
@@ -155,11 +155,11 @@ def _check_previous(folder: Path, state: LoggedState, report: Report) -> None:
         report.violations.append(f"the rotated WAL {name} changed after the rotation")
 
 
-def verify(folder: Path) -> Report:
+def verify_state(folder: Path) -> StateReport:
     """Check the state folder; see the module docstring for what is checked."""
     if not folder.is_dir():
         raise InputError("no state folder here (run `ipse state init` first)", path=folder)
-    report = Report()
+    report = StateReport()
     for name in files.REQUIRED:
         if not (folder / name).is_file():
             report.violations.append(f"{name} is missing")

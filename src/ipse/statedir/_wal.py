@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ipse.errors import InputError
+from ipse.errors import os_error
 
 KINDS_WITH_NEXT = ("init", "next", "rotate")
 LONG_WAL_LINES = 10_000
@@ -168,7 +168,7 @@ def tail(path: Path, want: Callable[[Record], bool] | None = None) -> Tail:
     except FileNotFoundError:
         return found
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "read", path) from exc
     return found
 
 
@@ -200,7 +200,7 @@ def read_all(path: Path) -> Scan:
                 else:
                     scan.records.append(Record(data, raw, number))
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "read", path) from exc
     return scan
 
 
@@ -239,7 +239,7 @@ def append(path: Path, body: dict[str, Any]) -> Record:
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "open", path) from exc
     try:
         size = os.fstat(fd).st_size
         last, ends_clean = _last_valid(fd, size) if size else (None, True)
@@ -254,7 +254,7 @@ def append(path: Path, body: dict[str, Any]) -> Record:
             data = data[os.write(fd, data) :]
         os.fsync(fd)
     except OSError as exc:
-        raise InputError(f"cannot append: {exc.strerror or exc}", path=path) from exc
+        raise os_error(exc, "append", path) from exc
     finally:
         os.close(fd)
     return Record(fields, raw)

@@ -32,7 +32,7 @@ class Lease:
     expires_at: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SnapshotRecord:
     """One stored snapshot, exactly as written (reading never rewrites it)."""
 

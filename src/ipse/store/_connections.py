@@ -78,6 +78,11 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def postgres_error(url: str, exc: BaseException, lead: str = "PostgreSQL") -> StoreError:
+    """The `StoreError` for a psycopg error: ``LEAD URL: WHY``, the URL without its password."""
+    return StoreError(f"{lead} {redact(url)}: {first_line(exc)}")
+
+
 def psycopg_module() -> Any:
     """psycopg 3, or `MissingExtra` naming the extra that installs it."""
     try:
@@ -96,7 +101,7 @@ class PostgresConnection:
         try:
             self.raw: Any = self.pg.connect(url, autocommit=True)
         except self.pg.Error as exc:
-            raise StoreError(f"cannot connect to {redact(url)}: {first_line(exc)}") from exc
+            raise postgres_error(url, exc, "cannot connect to") from exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -107,7 +112,7 @@ class PostgresConnection:
         except IpseError:
             raise
         except self.pg.Error as exc:
-            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
+            raise postgres_error(self.url, exc) from exc
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -18,7 +18,7 @@ from ipse.errors import StoreError
 
 
 @dataclass(frozen=True)
-class Step:
+class MigrationStep:
     """One migration step: its number within the component, a name, and SQL per backend."""
 
     number: int
@@ -27,7 +27,7 @@ class Step:
     postgres: tuple[str, ...]
 
 
-_REGISTRY: dict[str, tuple[Step, ...]] = {}
+_REGISTRY: dict[str, tuple[MigrationStep, ...]] = {}
 
 MIGRATIONS_TABLE_SQLITE = (
     "CREATE TABLE IF NOT EXISTS ipse_migrations ("
@@ -41,7 +41,7 @@ MIGRATIONS_TABLE_POSTGRES = (
 )
 
 
-def register(component: str, steps: Sequence[Step]) -> None:
+def register(component: str, steps: Sequence[MigrationStep]) -> None:
     """Register a component's ordered steps (numbered 1, 2, ...); re-registering must match."""
     numbers = [s.number for s in steps]
     if numbers != list(range(1, len(steps) + 1)):
@@ -52,17 +52,17 @@ def register(component: str, steps: Sequence[Step]) -> None:
     _REGISTRY[component] = tuple(steps)
 
 
-def registered() -> dict[str, tuple[Step, ...]]:
+def registered() -> dict[str, tuple[MigrationStep, ...]]:
     """Every registered component and its steps, in registration order."""
     _ensure_builtin()
     return dict(_REGISTRY)
 
 
 def plan(
-    applied: dict[tuple[str, int], str], components: dict[str, tuple[Step, ...]]
-) -> list[tuple[str, Step]]:
+    applied: dict[tuple[str, int], str], components: dict[str, tuple[MigrationStep, ...]]
+) -> list[tuple[str, MigrationStep]]:
     """The steps still to apply, in order; `StoreError` if the recorded history disagrees."""
-    todo: list[tuple[str, Step]] = []
+    todo: list[tuple[str, MigrationStep]] = []
     for component, steps in components.items():
         for step in steps:
             name = applied.get((component, step.number))

@@ -6,8 +6,8 @@ or expired and always increments the fencing token. ``append`` is one
 ``INSERT ... SELECT ... FROM twin_leases ... FOR UPDATE OF l``: it locks the lease row and
 only produces a snapshot row when the caller's token, holder and expiry still match on the
 server, so a taken-over writer can never add to the history, whatever its clock says.
-Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``) and
-its errors are translated into `StoreError` here.
+Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``); its
+errors become `StoreError` through ``_connections.postgres_error``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
-from ipse.errors import StaleWriter, StoreError, WriterConflict
+from ipse.errors import StaleWriter, WriterConflict
 from ipse.store._base import (
     Lease,
     SnapshotRecord,
@@ -25,7 +25,7 @@ from ipse.store._base import (
     check_twin_id,
     record_from_row,
 )
-from ipse.store._connections import PostgresConnection, first_line, redact
+from ipse.store._connections import PostgresConnection, postgres_error
 from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ class PostgresBackend:
                 cur.execute(_APPEND, params)
                 row = cur.fetchone()
         except self._pg.Error as exc:
-            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
+            raise postgres_error(self.url, exc) from exc
         if row is None:
             with self._tx() as cur:
                 self._lock_current(cur, lease)  # raises, saying why
@@ -218,7 +218,7 @@ class PostgresBackend:
                 )
                 row = cur.fetchone()
         except self._pg.Error as exc:
-            raise StoreError(f"PostgreSQL {redact(self.url)}: {first_line(exc)}") from exc
+            raise postgres_error(self.url, exc) from exc
         return None if row is None or row[0] is None else int(row[0])
 
     def history(self, twin_id: str) -> list[SnapshotRecord]:

@@ -2,8 +2,8 @@
 
 ``BEGIN IMMEDIATE`` takes SQLite's single writer lock at the start of the transaction, so the
 lease check and the snapshot insert happen atomically with respect to every other process
-using the same file. Lease times come from SQLite's own clock. sqlite3 errors are translated
-into `StoreError` here.
+using the same file. Lease times come from SQLite's own clock. sqlite3 errors become
+`StoreError` in the shared connection (``_connections.SqliteConnection``).
 """
 
 from __future__ import annotations

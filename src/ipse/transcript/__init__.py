@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from ipse.errors import UsageError
 from ipse.transcript._codec import DIALECTS, Codec, Positions, body_codec, codec
 from ipse.transcript._load import Source, load, read_conversation
 from ipse.transcript._model import (
@@ -22,17 +19,9 @@ from ipse.transcript._model import (
 )
 from ipse.transcript._sniff import FORMATS, body_dialect, detect
 from ipse.transcript._thread import Segment, Thread
+from ipse.transcript._write import write
 from ipse.transcript.formats.claude_code import ClaudeCodeSession
 from ipse.transcript.formats.http_log import Exchange
-
-
-def write(conversation: Conversation, dialect: str | None = None) -> dict[str, Any]:
-    """The conversation as a request body of ``dialect`` (default: its own)."""
-    target = codec(dialect or conversation.dialect)
-    if target.dialect != conversation.dialect:
-        raise UsageError(f"cannot write a {conversation.dialect} conversation as {target.dialect}")
-    return target.write_body(conversation)
-
 
 __all__ = [
     "DIALECTS",

@@ -18,6 +18,7 @@ superseded_by``; ``open_loops: [{id, text, opened_at}]`` with ``active_loop`` na
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -36,13 +37,28 @@ from ipse.twin._state import (
 JSONDict = dict[str, Any]
 SUPPORTED_SCHEMAS = (1, 2, 3)
 
+# Every version's fields, declared once: the validators, the fast paths and the writers use these.
+V1_FIELDS = frozenset(
+    {"twin_id", "account", "facts", "commitments", "open_loop", "as_of", "schema"}
+)
+V2_FIELDS = frozenset({"twin_id", "counterparty", "commitments", "open_loop", "as_of", "schema"})
+V2_COUNTERPARTY_FIELDS = frozenset({"account", "established_facts"})
+V3_FIELDS = frozenset(
+    {"twin_id", "counterparty", "commitments", "open_loops", "active_loop", "as_of", "schema"}
+)
+V3_COUNTERPARTY_FIELDS = frozenset({"account", "facts"})
+FACT_FIELDS = frozenset(
+    {"id", "text", "established_at", "last_used_at", "pinned", "expires_at", "superseded_by"}
+)
+LOOP_FIELDS = frozenset({"id", "text", "opened_at"})
+
 
 def _fail(path: str, problem: str) -> InputError:
     return InputError(f"{path}: {problem}")
 
 
 def _obj(
-    value: Any, path: str, required: set[str], optional: frozenset[str] = frozenset()
+    value: Any, path: str, required: AbstractSet[str], optional: AbstractSet[str] = frozenset()
 ) -> JSONDict:
     if not isinstance(value, dict):
         raise _fail(path or "snapshot", f"expected an object, got {type(value).__name__}")
@@ -126,8 +142,7 @@ def schema_of(doc: Any) -> int:
 
 def validate_v1(doc: Any) -> JSONDict:
     """Check a version 1 document field by field."""
-    keys = {"twin_id", "account", "facts", "commitments", "open_loop", "as_of", "schema"}
-    d = _obj(doc, "", keys)
+    d = _obj(doc, "", V1_FIELDS)
     _text(d["twin_id"], "twin_id")
     _text(d["account"], "account")
     _strs(d["facts"], "facts")
@@ -139,10 +154,9 @@ def validate_v1(doc: Any) -> JSONDict:
 
 def validate_v2(doc: Any) -> JSONDict:
     """Check a version 2 document field by field."""
-    keys = {"twin_id", "counterparty", "commitments", "open_loop", "as_of", "schema"}
-    d = _obj(doc, "", keys)
+    d = _obj(doc, "", V2_FIELDS)
     _text(d["twin_id"], "twin_id")
-    cp = _obj(d["counterparty"], "counterparty", {"account", "established_facts"})
+    cp = _obj(d["counterparty"], "counterparty", V2_COUNTERPARTY_FIELDS)
     _text(cp["account"], "counterparty.account")
     _strs(cp["established_facts"], "counterparty.established_facts")
     _strs(d["commitments"], "commitments")
@@ -202,9 +216,8 @@ _STEPS: dict[int, Callable[[JSONDict], JSONDict]] = {1: migrate_1_to_2, 2: migra
 
 
 def _parse_v3(doc: Any) -> TwinState:
-    keys = {"twin_id", "counterparty", "commitments", "open_loops", "active_loop", "as_of"}
-    d = _obj(doc, "", keys, frozenset({"schema"}))
-    cp = _obj(d["counterparty"], "counterparty", {"account", "facts"})
+    d = _obj(doc, "", V3_FIELDS - {"schema"}, frozenset({"schema"}))
+    cp = _obj(d["counterparty"], "counterparty", V3_COUNTERPARTY_FIELDS)
     if not isinstance(cp["facts"], list):
         raise _fail("counterparty.facts", f"expected a list, got {_kind(cp['facts'])}")
     facts = tuple(
@@ -241,16 +254,10 @@ def _no_duplicates(ids: list[str], path: str, what: str) -> None:
         seen.add(item)
 
 
-_FACT_KEYS = frozenset(
-    {"id", "text", "established_at", "last_used_at", "pinned", "expires_at", "superseded_by"}
-)
-_LOOP_KEYS = frozenset({"id", "text", "opened_at"})
-
-
 def _fact_fast(value: Any) -> Fact | None:
     """A well-formed fact without building error paths; None sends it to the checking parser,
     which names the field that is wrong."""
-    if type(value) is not dict or value.keys() != _FACT_KEYS:
+    if type(value) is not dict or value.keys() != FACT_FIELDS:
         return None
     expires, superseded = value["expires_at"], value["superseded_by"]
     if not (
@@ -279,7 +286,7 @@ def _fact_fast(value: Any) -> Fact | None:
 
 def _loop_fast(value: Any) -> Loop | None:
     """A well-formed loop without building error paths (see `_fact_fast`)."""
-    if type(value) is not dict or value.keys() != _LOOP_KEYS:
+    if type(value) is not dict or value.keys() != LOOP_FIELDS:
         return None
     if not (type(value["id"]) is str and type(value["text"]) is str):
         return None
@@ -293,8 +300,7 @@ def _loop_fast(value: Any) -> Loop | None:
 
 
 def _parse_fact(value: Any, path: str) -> Fact:
-    keys = {"id", "text", "established_at", "last_used_at", "pinned", "expires_at"}
-    f = _obj(value, path, keys | {"superseded_by"})
+    f = _obj(value, path, FACT_FIELDS)
     return Fact(
         id=_text(f["id"], f"{path}.id"),
         text=_text(f["text"], f"{path}.text"),
@@ -307,7 +313,7 @@ def _parse_fact(value: Any, path: str) -> Fact:
 
 
 def _parse_loop(value: Any, path: str) -> Loop:
-    lp = _obj(value, path, {"id", "text", "opened_at"})
+    lp = _obj(value, path, LOOP_FIELDS)
     return Loop(
         id=_text(lp["id"], f"{path}.id"),
         text=_text(lp["text"], f"{path}.text"),

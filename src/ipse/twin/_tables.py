@@ -8,10 +8,10 @@ never edited, once released. Bodies are stored as JSON text, byte for byte as wr
 
 from __future__ import annotations
 
-from ipse.store._migrations import Step, register
+from ipse.store._migrations import MigrationStep, register
 
-STEPS: tuple[Step, ...] = (
-    Step(
+STEPS: tuple[MigrationStep, ...] = (
+    MigrationStep(
         number=1,
         name="twin leases and snapshots",
         sqlite=(
@@ -38,7 +38,7 @@ STEPS: tuple[Step, ...] = (
             "ALTER TABLE twin_snapshots SET (toast_tuple_target = 8160)",
         ),
     ),
-    Step(
+    MigrationStep(
         number=2,
         name="snapshot notes",
         sqlite=("ALTER TABLE twin_snapshots ADD COLUMN notes TEXT NOT NULL DEFAULT '[]'",),

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.errors import InputError
+from ipse.errors import InputError, os_error
 from ipse.transcript._codec import codec
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Conversation, Dialect
@@ -150,7 +150,7 @@ def _first_line_value(p: Path) -> Any:
                     except jsonio.JSONDecodeError:
                         return None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+        raise os_error(exc, "read", p) from exc
     return None
 
 
@@ -160,7 +160,7 @@ def _stream_jsonl(
     try:
         handle = p.open("rb")
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+        raise os_error(exc, "read", p) from exc
     with handle:
         for number, line in enumerate(handle, start=1):
             if line.isspace():

@@ -1,0 +1,227 @@
+"""The conformance suite every snapshot backend passes, importable by any backend's tests.
+
+Each check is a plain function taking a fresh, empty `SnapshotBackend`; it raises
+`AssertionError` when the backend breaks the contract (the in-memory backend is the reference).
+The suite needs no test framework: with pytest, parametrize over `CHECKS`::
+
+    from ipse.store.testing import CHECKS
+
+    @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+    def test_conformance(check, backend):
+        check(backend)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ipse.errors import InputError, IpseError, StaleWriter, WriterConflict
+from ipse.store._base import Lease, SnapshotBackend, SnapshotRecord
+
+BODY: dict[str, Any] = {
+    "twin_id": "t1",
+    "schema": 3,
+    "text": "héllo ✓",
+    "nested": {"a": [1, 2, None]},
+}
+
+Check = Callable[[SnapshotBackend], None]
+
+
+@contextlib.contextmanager
+def raises(kind: type[IpseError], match: str = "") -> Iterator[None]:
+    """Assert that the block raises ``kind`` with a message matching ``match``."""
+    try:
+        yield
+    except kind as exc:
+        if not re.search(match, str(exc)):
+            raise AssertionError(f"{kind.__name__} {str(exc)!r} does not match {match!r}") from exc
+    else:
+        raise AssertionError(f"{kind.__name__} was not raised")
+
+
+def write(
+    backend: SnapshotBackend, lease: Lease, n: int = 0, notes: Sequence[dict[str, Any]] = ()
+) -> SnapshotRecord:
+    """Append snapshot ``n`` (a copy of `BODY` with ``"n": n``) under ``lease``."""
+    return backend.append(
+        lease, body={**BODY, "n": n}, state_hash=f"sha256:{n}", schema=3, notes=notes
+    )
+
+
+def check_empty_store(backend: SnapshotBackend) -> None:
+    assert backend.latest("t1") is None
+    assert backend.history("t1") == []
+    assert backend.twins() == []
+
+
+def check_first_lease_and_write(backend: SnapshotBackend) -> None:
+    lease = backend.acquire("t1", "alice", 30)
+    assert (lease.twin_id, lease.holder, lease.token) == ("t1", "alice", 1)
+    record = write(backend, lease, 1, notes=[{"event": "fact_left", "reason": "expired"}])
+    assert record.version == 1
+    assert record.writer == "alice" and record.token == 1
+    latest = backend.latest("t1")
+    assert latest is not None
+    assert latest.body == {**BODY, "n": 1}
+    assert latest.state_hash == "sha256:1" and latest.schema == 3
+    assert latest.notes == ({"event": "fact_left", "reason": "expired"},)
+    assert backend.twins() == ["t1"]
+
+
+def check_versions_are_contiguous_and_history_ordered(backend: SnapshotBackend) -> None:
+    lease = backend.acquire("t1", "alice", 30)
+    for n in range(5):
+        write(backend, lease, n)
+    history = backend.history("t1")
+    assert [r.version for r in history] == [1, 2, 3, 4, 5]
+    assert [r.body["n"] for r in history] == [0, 1, 2, 3, 4]
+    latest = backend.latest("t1")
+    assert latest is not None and latest.version == 5
+
+
+def check_twins_are_isolated(backend: SnapshotBackend) -> None:
+    a = backend.acquire("a", "w", 30)
+    b = backend.acquire("b", "w", 30)
+    write(backend, a, 1)
+    write(backend, b, 2)
+    write(backend, b, 3)
+    assert [r.version for r in backend.history("a")] == [1]
+    assert [r.version for r in backend.history("b")] == [1, 2]
+    assert backend.twins() == ["a", "b"]
+
+
+def check_second_holder_conflicts_while_lease_holds(backend: SnapshotBackend) -> None:
+    backend.acquire("t1", "alice", 30)
+    with raises(WriterConflict, match="alice"):
+        backend.acquire("t1", "bob", 30)
+
+
+def check_token_grows_with_every_lease(backend: SnapshotBackend) -> None:
+    tokens = []
+    for holder in ["a", "b", "c", "a"]:
+        lease = backend.acquire("t1", holder, 30)
+        tokens.append(lease.token)
+        backend.release(lease)
+    assert tokens == [1, 2, 3, 4]
+
+
+def check_taken_over_writer_is_fenced(backend: SnapshotBackend) -> None:
+    old = backend.acquire("t1", "alice", 30)
+    write(backend, old, 1)
+    backend.release(old)
+    new = backend.acquire("t1", "bob", 30)
+    assert new.token > old.token
+    with raises(StaleWriter):
+        write(backend, old, 2)
+    with raises(StaleWriter):
+        backend.renew(old, 30)
+    write(backend, new, 3)
+    assert [(r.writer, r.body["n"]) for r in backend.history("t1")] == [("alice", 1), ("bob", 3)]
+
+
+def check_release_of_stale_lease_does_not_free_the_new_one(backend: SnapshotBackend) -> None:
+    old = backend.acquire("t1", "alice", 30)
+    backend.release(old)
+    backend.acquire("t1", "bob", 30)
+    backend.release(old)
+    with raises(WriterConflict):
+        backend.acquire("t1", "carol", 30)
+
+
+def check_same_holder_reacquires_with_new_token(backend: SnapshotBackend) -> None:
+    first = backend.acquire("t1", "alice", 30)
+    second = backend.acquire("t1", "alice", 30)
+    assert second.token == first.token + 1
+    with raises(StaleWriter):
+        write(backend, first, 1)
+    write(backend, second, 2)
+
+
+def check_expired_lease_is_taken_over_and_cannot_write(backend: SnapshotBackend) -> None:
+    old = backend.acquire("t1", "alice", 0.05)
+    time.sleep(0.3)
+    with raises(StaleWriter):
+        write(backend, old, 1)
+    new = backend.acquire("t1", "bob", 30)
+    assert new.token == old.token + 1
+    with raises(StaleWriter):
+        write(backend, old, 1)
+    assert backend.history("t1") == []
+
+
+def check_renew_keeps_token(backend: SnapshotBackend) -> None:
+    lease = backend.acquire("t1", "alice", 30)
+    renewed = backend.renew(lease, 60)
+    assert renewed.token == lease.token
+    assert renewed.expires_at >= lease.expires_at
+    write(backend, renewed, 1)
+    write(backend, lease, 2)  # same token, still the current lease
+
+
+def check_returned_records_are_copies(backend: SnapshotBackend) -> None:
+    lease = backend.acquire("t1", "alice", 30)
+    write(backend, lease, 1)
+    latest = backend.latest("t1")
+    assert latest is not None
+    latest.body["n"] = 999
+    again = backend.latest("t1")
+    assert again is not None and again.body["n"] == 1
+
+
+def check_bad_ttl_is_refused(backend: SnapshotBackend) -> None:
+    for ttl in (0, -1, "5", True):
+        with raises(InputError, match="ttl"):
+            backend.acquire("t1", "alice", ttl)  # type: ignore[arg-type]
+
+
+def check_bad_twin_id_is_refused(backend: SnapshotBackend) -> None:
+    for twin_id in ("", "a\nb"):
+        with raises(InputError, match="twin_id"):
+            backend.acquire(twin_id, "alice", 30)
+
+
+def check_latest_version(backend: SnapshotBackend) -> None:
+    assert backend.latest_version("t1") is None
+    lease = backend.acquire("t1", "alice", 30)
+    write(backend, lease, 1)
+    write(backend, lease, 2)
+    assert backend.latest_version("t1") == 2
+    assert backend.latest_version("other") is None
+
+
+CHECKS: tuple[Check, ...] = (
+    check_empty_store,
+    check_first_lease_and_write,
+    check_versions_are_contiguous_and_history_ordered,
+    check_twins_are_isolated,
+    check_second_holder_conflicts_while_lease_holds,
+    check_token_grows_with_every_lease,
+    check_taken_over_writer_is_fenced,
+    check_release_of_stale_lease_does_not_free_the_new_one,
+    check_same_holder_reacquires_with_new_token,
+    check_expired_lease_is_taken_over_and_cannot_write,
+    check_renew_keeps_token,
+    check_returned_records_are_copies,
+    check_bad_ttl_is_refused,
+    check_bad_twin_id_is_refused,
+    check_latest_version,
+)
+"""Every check, in order; each takes a fresh, empty backend."""
+
+
+def run_all(open_backend: Callable[[], SnapshotBackend]) -> None:
+    """Run every check, each on a fresh backend from ``open_backend`` (closed afterwards)."""
+    for check in CHECKS:
+        backend = open_backend()
+        try:
+            check(backend)
+        finally:
+            backend.close()
+
+
+__all__ = ["BODY", "CHECKS", "Check", "raises", "run_all", "write"]
