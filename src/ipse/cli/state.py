@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ipse.cli._output import console, emit_json, warn
+from ipse.cli._output import clean, console, emit_json, warn
 from ipse.errors import CheckFailed
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -210,7 +210,7 @@ def resume_command(budget: int | None, hook: str | None, folder: Path, as_json: 
     else:
         for line in view.warnings:
             warn(line)
-        click.echo(text, nl=False)
+        click.echo(clean(text), nl=False)
 
 
 @state_group.command("stamp")

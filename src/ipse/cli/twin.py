@@ -17,6 +17,7 @@ import click
 
 from ipse.cli._output import console, emit_json
 from ipse.errors import InputError, UsageError
+from ipse.redact import redact
 
 _STORE = click.option(
     "--store",
@@ -85,13 +86,13 @@ def show_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
     with open_store(store_url) as store:
         snapshot = store.latest(twin_id)
         if snapshot is None:
-            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {store.url}")
+            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
         state = snapshot.state
     if as_json:
         emit_json({"twin_id": twin_id, **_summary(snapshot), "state": dump_state(state)})
         return
     out = console()
-    out.print(f"[bold]{twin_id}[/bold] v{snapshot.version} {snapshot.state_hash[:19]}")
+    out.print(f"{twin_id} v{snapshot.version} {snapshot.state_hash[:19]}", style="bold")
     out.print(f"talking with: {state.counterparty.account or '-'}")
     for fact in state.live_facts():
         out.print(f"  fact {fact.id}: {fact.text}" + (" (pinned)" if fact.pinned else ""))
@@ -278,7 +279,7 @@ def export_command(
     with open_store(store_url) as store:
         snapshot = store.latest(twin_id)
         if snapshot is None:
-            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {store.url}")
+            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
         document = export_state(snapshot.state, schema)
     if output:
         atomic_write(Path(output), json.dumps(document, indent=2, ensure_ascii=False) + "\n")

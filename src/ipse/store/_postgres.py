@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.errors import StaleWriter, StoreError, WriterConflict
+from ipse.redact import redact
 from ipse.store._base import (
     Lease,
     SnapshotRecord,
@@ -25,7 +26,7 @@ from ipse.store._base import (
     check_twin_id,
     record_from_row,
 )
-from ipse.store._connections import PostgresConnection, first_line, redact
+from ipse.store._connections import PostgresConnection, first_line
 from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class PostgresBackend:
     """Leases and snapshot history in PostgreSQL."""
 
     def __init__(self, url: str, *, upto: Mapping[str, int] | None = None) -> None:
-        self.url = url
+        self.url = redact(url)  # for messages only
         self._db = PostgresConnection(url)
         self._pg = self._db.pg
         self._conn = self._db.raw
