@@ -257,12 +257,8 @@ def test_a_hostile_state_folder_name_is_never_run_by_the_hooks(repo: Path, name:
             assert "Port the parser" in context
     assert set(os.listdir(repo)) == before  # nothing created: no P1..P6, no PWNED
     assert wal_records(folder)[-1]["text"].startswith("context compaction")
-    assert (
-        uninstall(repo, folder)
-        and "hooks" not in json.loads((repo / ".claude" / "settings.json").read_text())
-        if (repo / ".claude" / "settings.json").exists()
-        else True
-    )
+    uninstall(repo, folder)
+    assert not (repo / ".claude").exists()  # install created it; uninstall removed it all
 
 
 def test_hooks_written_for_another_executable_are_replaced_and_removed(tmp_path: Path) -> None:
