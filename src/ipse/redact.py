@@ -39,10 +39,35 @@ def _userinfo(match: re.Match[str]) -> str:
     return match.group("scheme") + user + (":" + MASK if colon else "") + "@"
 
 
-def redact(text: str) -> str:
-    """``text`` with every password in a URL or key=value connection string masked."""
+def redact(text: str, *, url: str | None = None) -> str:
+    """``text`` with every password in a URL or key=value connection string masked.
+
+    With ``url`` (the connection string a driver was given), the pieces of its password are
+    masked wherever they appear too: a driver that misreads an unescaped ``@`` in a password
+    names the rest of it as a host (``failed to resolve host 'ssw0rd@db'``).
+    """
+    for secret in _secrets(url) if url else ():
+        text = text.replace(secret, MASK)
     text = _USERINFO.sub(_userinfo, text)
     return _PARAM.sub(lambda m: m.group("key") + MASK, text)
+
+
+def _secrets(url: str) -> list[str]:
+    """The password of ``url`` (to its last ``@``) and each ``@``-separated piece of it of
+    three characters or more, plain and percent-decoded, longest first."""
+    from urllib.parse import unquote
+
+    match = _USERINFO.match(url)
+    found: set[str] = set()
+    if match is not None:
+        _, colon, password = match.group("info").partition(":")
+        if colon and password:
+            pieces = [password, *password.split("@")]
+            found.update(p for piece in pieces for p in (piece, unquote(piece)) if len(p) >= 3)
+    for param in _PARAM.finditer(url):
+        value = param.group("value").strip("'")
+        found.update(v for v in (value, unquote(value)) if len(v) >= 3)
+    return sorted(found, key=len, reverse=True)
 
 
 def fingerprint(value: str | bytes) -> str:

@@ -110,7 +110,8 @@ class PostgresConnection:
         try:
             self.raw: Any = self.pg.connect(url, autocommit=True)
         except self.pg.Error as exc:
-            raise StoreError(f"cannot connect to {redact(url)}: {first_line(exc)}") from exc
+            detail = redact(first_line(exc), url=url)
+            raise StoreError(f"cannot connect to {redact(url)}: {detail}") from exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
