@@ -99,6 +99,15 @@ def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
     return data
 
 
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open a regular file for streaming reads (a large log read line by line); FIFOs,
+    devices and sockets are refused as in `read_bytes`, without blocking."""
+    p = Path(path)
+    fd, _ = _open_regular(p)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def _too_large(p: Path, size: int, most: int) -> InputError:
     return InputError(
         f"file too large ({size:,} bytes, limit {most:,}); raise the limit with "

@@ -134,17 +134,41 @@ def history_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
 
 
 def _read_jsonl(path: str) -> list[Any]:
-    from ipse.fileio import read_bytes
+    """The transitions of a JSONL file (or ``-``): valid UTF-8 text, one JSON value a line,
+    no lone surrogates (a twin's text is hashed and stored as UTF-8), at least one line."""
+    import orjson
 
-    data = sys.stdin.buffer.read() if path == "-" else read_bytes(path)
+    from ipse.fileio import max_input_bytes, read_bytes
+
+    if path == "-":
+        data = sys.stdin.buffer.read(max_input_bytes() + 1)
+        if len(data) > max_input_bytes():
+            raise InputError("input too large; raise the limit with IPSE_MAX_INPUT_BYTES=BYTES")
+    else:
+        data = read_bytes(path)
+    if b"\0" in data:
+        raise InputError("a binary file, not JSONL", path=path)
     records: list[Any] = []
-    for number, line in enumerate(data.decode("utf-8", errors="strict").splitlines(), 1):
+    for number, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except ValueError as exc:
-            raise InputError("not valid JSON", path=path, position=f"line {number}") from exc
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                "not valid UTF-8", path=path, position=f"line {number} byte {exc.start + 1}"
+            ) from exc
+        try:
+            records.append(orjson.loads(line))  # strict: refuses lone surrogates and depth
+        except orjson.JSONDecodeError as exc:
+            what = (
+                "a lone surrogate escape (\\ud800-\\udfff), which a twin cannot store"
+                if "surrogate" in exc.msg
+                else f"not valid JSON ({exc.msg})"
+            )
+            raise InputError(what, path=path, position=f"line {number} column {exc.colno}") from exc
+    if not records:
+        raise InputError("no transitions (the input is empty): nothing applied", path=path)
     return records
 
 
