@@ -30,8 +30,14 @@ def _private_database(path: Path) -> None:
         private_dir(path.parent)
     if str(path) == ":memory:":
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
-    os.close(fd)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+    except PermissionError:
+        if not path.exists():
+            raise
+        # an existing file we may not write: SQLite may still open it read-only
+    else:
+        os.close(fd)
     tighten(path)
 
 
