@@ -89,7 +89,9 @@ def test_inspect(req: Path) -> None:
 
 
 def _archived(req: Path) -> str:
-    assert ipse("handoff", str(req), "--at", "now", "--json").returncode == 0
+    out = req.with_name("handed-off.json")
+    done = ipse("handoff", str(req), "--at", "now", "-o", str(out))
+    assert done.returncode == 0, done.stderr
     listed = json.loads(ipse("archive", "list", "--json").stdout)
     session: str = listed["sessions"][0]["session"]
     return session
