@@ -1,8 +1,16 @@
-"""Reading input files with clear errors, and writing output files atomically.
+"""Reading input files with clear errors, writing output files atomically, and private files.
 
 Every file ipse writes goes through `atomic_write`: a temporary file in the same folder,
 fsync, rename over the target, fsync of the folder. A crash leaves either the old file or the
 new one, never a torn mix, and bad input never leaves a half-written output behind.
+
+Input is read only from regular files (`read_bytes`, `read_text`): a FIFO would block forever
+and ``/dev/zero`` never ends, so both are refused by their type before anything is read, and a
+size limit (``IPSE_MAX_INPUT_BYTES``, default 2 GiB) bounds what is read into memory.
+
+What ipse keeps for itself (databases, the archive, records, logs, pid files) can hold secrets
+from tool output, so it is private to the user: `private_dir` makes folders 0700 and
+`private_file` / `tighten` make files 0600, tightening existing ones on open.
 """
 
 from __future__ import annotations
@@ -12,15 +20,35 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from ipse.errors import InputError, os_error
 
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+DEFAULT_MAX_INPUT = 2 * 1024**3
+MAX_INPUT_ENV = "IPSE_MAX_INPUT_BYTES"
 
-def read_bytes(path: str | Path) -> bytes:
-    """Read a whole file, translating OS errors into `InputError` naming the file."""
-    p = Path(path)
+
+def max_input_bytes() -> int:
+    """The largest input file ipse reads: ``IPSE_MAX_INPUT_BYTES``, else 2 GiB."""
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT
     try:
-        return p.read_bytes()
+        value = int(raw)
+    except ValueError:
+        raise InputError(f"{MAX_INPUT_ENV}={raw!r}: not a whole number of bytes") from None
+    if value <= 0:
+        raise InputError(f"{MAX_INPUT_ENV}={raw!r}: must be a positive number of bytes")
+    return value
+
+
+def _open_regular(p: Path) -> tuple[int, int]:
+    """An open descriptor on a regular file and its size; anything else is an `InputError`."""
+    try:
+        # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
         raise InputError("no such file", path=p) from exc
     except IsADirectoryError as exc:
@@ -29,6 +57,118 @@ def read_bytes(path: str | Path) -> bytes:
         raise InputError("permission denied", path=p) from exc
     except OSError as exc:
         raise os_error(exc, "read", p) from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError("is a folder, not a file", path=p)
+        raise InputError(f"not a regular file ({_kind(info.st_mode)}); ipse reads files", path=p)
+    return fd, info.st_size
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
+    """Read a whole regular file, translating OS errors into `InputError` naming the file.
+
+    FIFOs, devices and sockets are refused; a file over ``limit`` bytes (default
+    `max_input_bytes`) is refused with a message saying how to raise the limit.
+    """
+    p = Path(path)
+    most = max_input_bytes() if limit is None else limit
+    fd, size = _open_regular(p)
+    try:
+        if size > most:
+            raise _too_large(p, size, most)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(most + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+    finally:
+        os.close(fd)
+    if len(data) > most:  # grew while being read
+        raise _too_large(p, len(data), most)
+    return data
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open a regular file for streaming reads (a large log read line by line); FIFOs,
+    devices and sockets are refused as in `read_bytes`, without blocking."""
+    p = Path(path)
+    fd, _ = _open_regular(p)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _too_large(p: Path, size: int, most: int) -> InputError:
+    return InputError(
+        f"file too large ({size:,} bytes, limit {most:,}); raise the limit with "
+        f"{MAX_INPUT_ENV}=BYTES",
+        path=p,
+    )
+
+
+def read_text(path: str | Path, *, limit: int | None = None) -> str:
+    """`read_bytes` decoded as UTF-8; invalid UTF-8 is an `InputError` with its byte offset."""
+    data = read_bytes(path, limit=limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("not valid UTF-8", path=path, position=f"byte {exc.start}") from exc
+
+
+def private_dir(path: str | Path) -> Path:
+    """Create ``path`` (and its parents) if needed, and make it 0700 (owner only)."""
+    folder = Path(path)
+    try:
+        folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        tighten(folder)
+    except OSError as exc:
+        raise InputError(f"cannot create folder: {exc.strerror or exc}", path=folder) from exc
+    return folder
+
+
+def tighten(path: str | Path) -> None:
+    """Remove group and other permissions from an existing file or folder.
+
+    A missing path, or one owned by someone else (where chmod is refused), is left alone.
+    """
+    try:
+        current = os.stat(path).st_mode & 0o7777
+    except OSError:
+        return
+    if current & 0o077:
+        with contextlib.suppress(OSError):
+            os.chmod(path, current & ~0o077)
+
+
+def private_file(path: str | Path, *, append: bool = True) -> BinaryIO:
+    """Open a private file for writing (created 0600, an existing one tightened to 0600).
+
+    For records, logs and pid files: the file is created with mode 0600 atomically (no window
+    in which another user can open it), and its folder is created 0700 if missing. ``append``
+    adds to the end; otherwise the file is truncated.
+    """
+    target = Path(path)
+    if not target.parent.exists():
+        private_dir(target.parent)
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_APPEND if append else os.O_TRUNC
+    try:
+        fd = os.open(target, flags, PRIVATE_FILE)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from exc
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, PRIVATE_FILE)
+    return os.fdopen(fd, "ab" if append else "wb")
 
 
 def fsync_dir(folder: str | Path) -> None:

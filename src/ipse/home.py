@@ -1,13 +1,20 @@
-"""Where ipse keeps its own data: ``IPSE_HOME``, else the platform's user data folder."""
+"""Where ipse keeps its own data: ``IPSE_HOME``, else the platform's user data folder.
+
+The home folder holds the archive of removed tool output and thinking, which often carries
+secrets, so it is private: created 0700, and tightened to 0700 when found more open.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from ipse.fileio import private_dir
+
 
 def home_dir(create: bool = True) -> Path:
-    """The ipse home folder (holds ``ipse.db``); created on first use unless ``create`` is off."""
+    """The ipse home folder (holds ``ipse.db``); created 0700 on first use unless ``create``
+    is off, and tightened to owner-only when it exists with wider permissions."""
     env = os.environ.get("IPSE_HOME")
     if env:
         path = Path(env).expanduser()
@@ -16,7 +23,7 @@ def home_dir(create: bool = True) -> Path:
 
         path = Path(platformdirs.user_data_dir("ipse", appauthor=False))
     if create:
-        path.mkdir(parents=True, exist_ok=True)
+        private_dir(path)
     return path
 
 

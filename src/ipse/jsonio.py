@@ -4,6 +4,10 @@ orjson rejects strings holding a lone UTF-16 surrogate (``"\\ud800"``), which JS
 which real agent transcripts do contain (a model's output cut in the middle of an emoji).
 `loads` falls back to the standard library for such documents, and `dumps` writes such strings
 as ASCII escapes, so ipse never reports valid input as broken and never crashes writing it back.
+
+Nesting is bounded the same way on both paths: orjson refuses documents deeper than 1024
+levels, and the standard-library fallback's `RecursionError` on a deep document becomes the
+same `JSONDecodeError` (``depth limit exceeded``), never a traceback.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             return json.loads(text)
         except ValueError:
             raise exc from None
+        except RecursionError:
+            raise JSONDecodeError("depth limit exceeded", text, 0) from None
 
 
 def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ipse.statedir import install, uninstall
+from ipse.statedir import init, install, uninstall
 from ipse.statedir._install import (
     add_block,
     hook_groups,
     merge_hooks,
+    program,
     remove_block,
     rule_block,
     unmerge_hooks,
@@ -153,9 +156,10 @@ def test_claude_code_hooks_are_merged_and_removed_exactly(
     assert starts[0] == EXISTING["hooks"]["SessionStart"][0]
     assert {g["matcher"] for g in starts[1:]} == {"startup", "resume", "compact"}
     assert all(
-        g["hooks"][0]["command"] == "ipse state resume --hook claude-code" for g in starts[1:]
+        g["hooks"][0]["command"] == f"{program()} state resume --hook claude-code"
+        for g in starts[1:]
     )
-    assert "ipse state checkpoint" in data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
+    assert " state checkpoint" in data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
     installed = settings.read_bytes()
     run_ipse("state", "install", "--agent", "claude-code", cwd=tmp_path)
     assert settings.read_bytes() == installed
@@ -188,13 +192,21 @@ def test_a_custom_state_folder_is_named_in_the_rule_and_hooks(tmp_path: Path) ->
     assert "If .agent/state/ exists" in (tmp_path / "CLAUDE.md").read_text()
     data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert command == 'ipse state resume --hook claude-code --dir ".agent/state"'
+    assert command == f"{program()} state resume --hook claude-code --dir .agent/state"
 
 
 def _run_hook(command: str, cwd: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    line = command.replace("ipse ", f"{sys.executable} -m ipse.cli.main ", 1)
+    """Run a hook command as the agent does: ``sh -c``, with no virtual environment active
+    (PATH holds only the system folders) and no state folder in the environment."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
     return subprocess.run(
-        line, shell=True, cwd=cwd, input=json.dumps(payload), capture_output=True, text=True
+        ["sh", "-c", command],
+        cwd=cwd,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
 
 
@@ -213,3 +225,50 @@ def test_the_installed_hooks_run(state: Path) -> None:
     done = _run_hook(pre, root, {"hook_event_name": "PreCompact", "trigger": "manual"})
     assert done.returncode == 0, done.stderr
     assert wal_records(state)[-1]["text"] == "context compaction (PreCompact manual)"
+
+
+def test_the_hooks_name_the_ipse_executable_by_absolute_path(tmp_path: Path) -> None:
+    install(tmp_path, tmp_path / "state", "claude-code")
+    data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    first = shlex.split(command)[0]
+    assert os.path.isabs(first) and os.access(first, os.X_OK)
+    assert Path(first).parent == Path(sys.executable).parent or first == sys.executable
+
+
+# Every character the POSIX shell treats specially, in a folder name.
+HOSTILE = "st$(touch P1)`touch P2`;touch P3|touch P4&&touch P5>P6<x*?[a]{b,c}~!#'\"\\ \t$HOME%"
+
+
+@pytest.mark.parametrize("name", [HOSTILE, "st$(sh<p)", "it's", "a b", "-n", "new\nline"])
+def test_a_hostile_state_folder_name_is_never_run_by_the_hooks(repo: Path, name: str) -> None:
+    folder = repo / name
+    (repo / "p").write_text("touch PWNED\n")
+    init(folder, "Port the parser", "all parser tests pass")
+    install(repo, folder, "claude-code")
+    data = json.loads((repo / ".claude" / "settings.json").read_text())
+    before = set(os.listdir(repo))
+    for event, source in (("SessionStart", "startup"), ("PreCompact", "")):
+        group = next(g for g in data["hooks"][event] if g["matcher"] == source)
+        done = _run_hook(group["hooks"][0]["command"], repo, {"hook_event_name": event})
+        assert done.returncode == 0, done.stderr
+        if event == "SessionStart":
+            context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert "Port the parser" in context
+    assert set(os.listdir(repo)) == before  # nothing created: no P1..P6, no PWNED
+    assert wal_records(folder)[-1]["text"].startswith("context compaction")
+    uninstall(repo, folder)
+    assert not (repo / ".claude").exists()  # install created it; uninstall removed it all
+
+
+def test_hooks_written_for_another_executable_are_replaced_and_removed(tmp_path: Path) -> None:
+    old = hook_groups(" --dir .agent/state", "ipse")  # a bare `ipse`, as older installs wrote
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"hooks": old}))
+    install(tmp_path, tmp_path / ".agent" / "state", "claude-code")
+    data = json.loads(settings.read_text())
+    commands = [g["hooks"][0]["command"] for g in data["hooks"]["SessionStart"]]
+    assert len(commands) == 3 and all(c.startswith(program() + " ") for c in commands)
+    uninstall(tmp_path, tmp_path / ".agent" / "state")
+    assert json.loads(settings.read_text()) == {}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ipse.archive._base import Archivable, ArchiveStore
 from ipse.archive._schema import ensure_registered
 from ipse.errors import InputError
+from ipse.redact import redact
 
 
 def open_archive(url: str | None = None) -> ArchiveStore:
@@ -16,7 +17,9 @@ def open_archive(url: str | None = None) -> ArchiveStore:
 
     url = url or default_url()
     if not url.startswith(("sqlite:", "postgresql://", "postgres://")):
-        raise InputError(f"store URL {url!r}: the archive needs sqlite:///PATH or postgresql://...")
+        raise InputError(
+            f"store URL {redact(url)!r}: the archive needs sqlite:///PATH or postgresql://..."
+        )
     ensure_registered()
     open_backend(url).close()  # applies every pending migration step, the archive's included
     if url.startswith("sqlite:"):

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ipse.archive._base import Archivable, Item, Recalled, preview
 from ipse.archive._blobs import CODEC, address, compress, decompress, payload
 from ipse.errors import InputError, StoreError, UsageError
+from ipse.redact import redact
 from ipse.store._connections import PostgresConnection, SqliteConnection
 
 _ITEM_COLUMNS = "session, item_id, kind, tool, preview, size, position"
@@ -162,7 +163,7 @@ class PostgresDriver:
     """A PostgreSQL connection; ``?`` placeholders become ``%s``."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.url = redact(url)  # for messages only
         self._db = PostgresConnection(url)
 
     @contextlib.contextmanager

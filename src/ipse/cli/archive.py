@@ -1,13 +1,19 @@
-"""``ipse recall`` and ``ipse archive list``: give back what a handoff removed."""
+"""``ipse recall`` and ``ipse archive list``: give back what a handoff removed.
+
+Archived arguments and thinking often hold secrets, so ``archive list`` shows each item's
+argument preview as a length and short hash unless ``--show-values`` asks for the text;
+``recall`` is the way to see an item whole. On a terminal, ``recall`` escapes control
+characters; piped, it writes the exact bytes."""
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from ipse import jsonio
-from ipse.cli._output import console, emit_json
+from ipse.cli._output import clean, console, emit_json, fingerprint
 
 
 @click.command("recall")
@@ -40,10 +46,14 @@ def recall_command(item_id: str, session: str | None, store: str | None, as_json
             }
         )
         return
+    lines = [found.call] + ([found.result] if found.result is not None else [])
+    if sys.stdout.isatty():
+        for line in lines:
+            click.echo(clean(line.decode("utf-8", "replace")))
+        return
     stdout = sys.stdout.buffer
-    stdout.write(found.call + b"\n")
-    if found.result is not None:
-        stdout.write(found.result + b"\n")
+    for line in lines:
+        stdout.write(line + b"\n")
     stdout.flush()
 
 
@@ -61,9 +71,17 @@ def archive_group() -> None:
 @archive_group.command("list")
 @click.argument("session", required=False)
 @click.option("--store", help="Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME).")
+@click.option(
+    "--show-values",
+    is_flag=True,
+    help="Show argument previews as text (default: their length and a short hash).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def list_command(session: str | None, store: str | None, as_json: bool) -> None:
+def list_command(session: str | None, store: str | None, show_values: bool, as_json: bool) -> None:
     """List the items a session archived (tool, argument preview, size); without SESSION, sessions.
+
+    Previews of arguments and thinking may hold secrets: they are shown as a length and a
+    short hash unless --show-values is given (``ipse recall ID`` prints an item whole).
 
     \b
     Examples:
@@ -95,11 +113,23 @@ def list_command(session: str | None, store: str | None, as_json: bool) -> None:
     if not items:
         raise InputError(f"no archived items for session {session!r}")
     if as_json:
-        emit_json({"session": session, "items": [i.to_json() for i in items]})
+        emit_json({"session": session, "items": [_item_json(i, show_values) for i in items]})
         return
     table = Table(title=f"archived from {session}", title_justify="left")
     for column in ("id", "kind", "tool", "preview", "bytes"):
         table.add_column(column, justify="right" if column == "bytes" else "left")
     for item in items:
-        table.add_row(item.id, item.kind, item.tool, item.preview, f"{item.size:,}")
+        shown = item.preview if show_values else _hidden(item.preview)
+        table.add_row(item.id, item.kind, item.tool, shown, f"{item.size:,}")
     console().print(table)
+
+
+def _hidden(preview: str) -> str:
+    return fingerprint(preview) if preview else ""
+
+
+def _item_json(item: Any, show_values: bool) -> dict[str, Any]:
+    document: dict[str, Any] = item.to_json()
+    if not show_values:
+        document["preview"] = _hidden(document["preview"])
+    return document

@@ -1,5 +1,9 @@
 """``ipse prefix`` and ``ipse lint``: where and why requests stopped sharing a cached prefix,
-and the lints that keep the front of a request frozen."""
+and the lints that keep the front of a request frozen.
+
+A changed or volatile value in the front of a request is often a credential (a rotated token
+in a system prompt): both commands say where it is, what kind it is and a short hash of it,
+and print the value itself only with ``--show-values``."""
 
 from __future__ import annotations
 
@@ -14,6 +18,12 @@ from ipse.prefix._lint import Finding, lint
 from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import PROVIDERS
+
+_SHOW_VALUES = click.option(
+    "--show-values",
+    is_flag=True,
+    help="Also print changed or volatile values (default: where, what kind, and a short hash).",
+)
 
 
 @click.command("prefix")
@@ -31,8 +41,11 @@ from ipse.prefix._rules import PROVIDERS
     help="How block tokens are estimated: auto uses byte estimates scaled to recorded usage "
     "when every request has usage, o200k counts otherwise.",
 )
+@_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def prefix_command(log: Path, provider: str | None, tokenizer: str, as_json: bool) -> None:
+def prefix_command(
+    log: Path, provider: str | None, tokenizer: str, show_values: bool, as_json: bool
+) -> None:
     """Replay a log through the provider's prompt cache: per request the tokens reused,
     written and uncached, the cause of every lost reuse, and what it cost.
 
@@ -54,18 +67,22 @@ def prefix_command(log: Path, provider: str | None, tokenizer: str, as_json: boo
         warnings=requests_log.warnings,
     )
     if as_json:
-        emit_json(report.to_json())
+        document = report.to_json()
+        if show_values:
+            for row, entry in zip(report.rows, document["requests"], strict=True):
+                entry["value"] = row.cause.value if row.cause else None
+        emit_json(document)
         return
     for line in report.warnings:
         warn(line)
-    _render(report)
+    _render(report, show_values)
 
 
 def _money(value: float) -> str:
     return f"${value:,.4f}"
 
 
-def _render(report: PrefixReport) -> None:
+def _render(report: PrefixReport, show_values: bool = False) -> None:
     from rich.table import Table
 
     out = console()
@@ -89,6 +106,8 @@ def _render(report: PrefixReport) -> None:
     for row in report.rows:
         if row.cause is not None:
             out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")
+            if show_values and row.cause.value is not None:
+                out.print(f"    value: {row.cause.value!r}")
     summary = report.summary()
     out.print(
         f"hit rate {summary['hit_rate']:.1%}"
@@ -113,8 +132,9 @@ def _render(report: PrefixReport) -> None:
 @click.command("lint")
 @click.argument("request", type=click.Path(path_type=Path))
 @click.option("--provider", type=click.Choice(PROVIDERS), help="The cache rules to lint against.")
+@_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def lint_command(request: Path, provider: str | None, as_json: bool) -> None:
+def lint_command(request: Path, provider: str | None, show_values: bool, as_json: bool) -> None:
     """Check that the front of a request is frozen: no volatile values in the system prompt or
     tools, a stable tool order, breakpoints with stable content before them, TTLs in order,
     at most 4 breakpoints. Exits 1 when it finds a problem.
@@ -138,19 +158,28 @@ def lint_command(request: Path, provider: str | None, as_json: bool) -> None:
             {
                 "request": last.index,
                 "source": last.source,
-                "findings": [f.to_json() for f in findings],
+                "findings": [_finding_json(f, show_values) for f in findings],
                 "ok": not findings,
             }
         )
     else:
-        _render_findings(findings)
+        _render_findings(findings, show_values)
     if findings:
         raise CheckFailed(f"{len(findings)} problem(s) found")
 
 
-def _render_findings(findings: list[Finding]) -> None:
+def _finding_json(finding: Finding, show_values: bool) -> dict[str, Any]:
+    document: dict[str, Any] = finding.to_json()
+    if show_values and finding.value is not None:
+        document["value"] = finding.value
+    return document
+
+
+def _render_findings(findings: list[Finding], show_values: bool = False) -> None:
     out = console()
     if not findings:
         out.print("no problems found")
     for finding in findings:
         out.print(f"{finding.code}  {finding.location}: {finding.message}")
+        if show_values and finding.value is not None:
+            out.print(f"    value: {finding.value!r}")

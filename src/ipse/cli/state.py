@@ -7,7 +7,6 @@ there is no state folder, so an installed hook never breaks a session in another
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
-from ipse.cli._output import console, emit_json, warn
-from ipse.errors import CheckFailed
+from ipse import jsonio
+from ipse.cli._output import clean, console, emit_json, warn
+from ipse.errors import CheckFailed, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +38,20 @@ def _dir_option(func: F) -> F:
 
 def _json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(func)
+
+
+def _utf8(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Refuse an argument that is not valid UTF-8 (the OS hands its bytes over as lone
+    surrogates): state files are UTF-8 text, so it could only fail later, half-written."""
+    for text in value if isinstance(value, tuple) else (value,):
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"{param.human_readable_name}: not valid UTF-8 (byte {exc.start + 1})"
+                ) from None
+    return value
 
 
 def _say(text: str) -> None:
@@ -63,8 +77,8 @@ def state_group() -> None:
 
 
 @state_group.command("init")
-@click.option("--goal", required=True, help="What the task is.")
-@click.option("--done", default=None, help="What counts as done.")
+@click.option("--goal", required=True, callback=_utf8, help="What the task is.")
+@click.option("--done", default=None, callback=_utf8, help="What counts as done.")
 @_dir_option
 @_json_option
 def init_command(goal: str, done: str | None, folder: Path, as_json: bool) -> None:
@@ -86,8 +100,8 @@ def init_command(goal: str, done: str | None, folder: Path, as_json: bool) -> No
 
 
 @state_group.command("invariant")
-@click.argument("text")
-@click.option("--reason", required=True, help="Why (the reason is kept with it).")
+@click.argument("text", callback=_utf8)
+@click.option("--reason", required=True, callback=_utf8, help="Why (the reason is kept with it).")
 @_dir_option
 @_json_option
 def invariant_command(text: str, reason: str, folder: Path, as_json: bool) -> None:
@@ -109,7 +123,7 @@ def invariant_command(text: str, reason: str, folder: Path, as_json: bool) -> No
 
 
 @state_group.command("next")
-@click.argument("text")
+@click.argument("text", callback=_utf8)
 @_dir_option
 @_json_option
 def next_command(text: str, folder: Path, as_json: bool) -> None:
@@ -128,12 +142,16 @@ def next_command(text: str, folder: Path, as_json: bool) -> None:
         _say(f"next step set (WAL line {record.seq})")
 
 
+_HOOK_INPUT_LIMIT = 1 << 20  # a hook's JSON payload is a few hundred bytes
+
+
 def _hook_trigger() -> str:
     if sys.stdin is None or sys.stdin.isatty():
         return ""
     try:
-        data = json.loads(sys.stdin.read() or "{}")
-    except ValueError:
+        # bounded read and bounded depth: a hook never hangs, fills memory or fails the agent
+        data = jsonio.loads(sys.stdin.buffer.read(_HOOK_INPUT_LIMIT) or b"{}")
+    except (ValueError, OSError):
         return ""
     if not isinstance(data, dict):
         return ""
@@ -143,7 +161,7 @@ def _hook_trigger() -> str:
 
 
 @state_group.command("checkpoint")
-@click.argument("message")
+@click.argument("message", callback=_utf8)
 @click.option("--hook", type=HOOKS, default=None, help="Run as an agent hook (reads its stdin).")
 @_dir_option
 @_json_option
@@ -210,11 +228,11 @@ def resume_command(budget: int | None, hook: str | None, folder: Path, as_json: 
     else:
         for line in view.warnings:
             warn(line)
-        click.echo(text, nl=False)
+        click.echo(clean(text), nl=False)
 
 
 @state_group.command("stamp")
-@click.argument("claim")
+@click.argument("claim", callback=_utf8)
 @click.option(
     "--artifact",
     "artifacts",

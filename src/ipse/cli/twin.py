@@ -17,6 +17,7 @@ import click
 
 from ipse.cli._output import console, emit_json
 from ipse.errors import InputError, UsageError
+from ipse.redact import redact
 
 _STORE = click.option(
     "--store",
@@ -85,13 +86,13 @@ def show_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
     with open_store(store_url) as store:
         snapshot = store.latest(twin_id)
         if snapshot is None:
-            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {store.url}")
+            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
         state = snapshot.state
     if as_json:
         emit_json({"twin_id": twin_id, **_summary(snapshot), "state": dump_state(state)})
         return
     out = console()
-    out.print(f"[bold]{twin_id}[/bold] v{snapshot.version} {snapshot.state_hash[:19]}")
+    out.print(f"{twin_id} v{snapshot.version} {snapshot.state_hash[:19]}", style="bold")
     out.print(f"talking with: {state.counterparty.account or '-'}")
     for fact in state.live_facts():
         out.print(f"  fact {fact.id}: {fact.text}" + (" (pinned)" if fact.pinned else ""))
@@ -133,17 +134,41 @@ def history_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
 
 
 def _read_jsonl(path: str) -> list[Any]:
-    from ipse.fileio import read_bytes
+    """The transitions of a JSONL file (or ``-``): valid UTF-8 text, one JSON value a line,
+    no lone surrogates (a twin's text is hashed and stored as UTF-8), at least one line."""
+    import orjson
 
-    data = sys.stdin.buffer.read() if path == "-" else read_bytes(path)
+    from ipse.fileio import max_input_bytes, read_bytes
+
+    if path == "-":
+        data = sys.stdin.buffer.read(max_input_bytes() + 1)
+        if len(data) > max_input_bytes():
+            raise InputError("input too large; raise the limit with IPSE_MAX_INPUT_BYTES=BYTES")
+    else:
+        data = read_bytes(path)
+    if b"\0" in data:
+        raise InputError("a binary file, not JSONL", path=path)
     records: list[Any] = []
-    for number, line in enumerate(data.decode("utf-8", errors="strict").splitlines(), 1):
+    for number, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except ValueError as exc:
-            raise InputError("not valid JSON", path=path, position=f"line {number}") from exc
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                "not valid UTF-8", path=path, position=f"line {number} byte {exc.start + 1}"
+            ) from exc
+        try:
+            records.append(orjson.loads(line))  # strict: refuses lone surrogates and depth
+        except orjson.JSONDecodeError as exc:
+            what = (
+                "a lone surrogate escape (\\ud800-\\udfff), which a twin cannot store"
+                if "surrogate" in exc.msg
+                else f"not valid JSON ({exc.msg})"
+            )
+            raise InputError(what, path=path, position=f"line {number} column {exc.colno}") from exc
+    if not records:
+        raise InputError("no transitions (the input is empty): nothing applied", path=path)
     return records
 
 
@@ -278,7 +303,7 @@ def export_command(
     with open_store(store_url) as store:
         snapshot = store.latest(twin_id)
         if snapshot is None:
-            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {store.url}")
+            raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
         document = export_state(snapshot.state, schema)
     if output:
         atomic_write(Path(output), json.dumps(document, indent=2, ensure_ascii=False) + "\n")

@@ -20,6 +20,7 @@ from ipse import jsonio
 from ipse.prefix._hashing import Flat, Locator, block_text
 from ipse.prefix._simulate import Miss
 from ipse.prefix._volatile import changed_span, hint
+from ipse.redact import fingerprint
 
 CAUSES = (
     "model_changed",
@@ -44,6 +45,7 @@ class Cause:
     location: str
     detail: str
     candidate: int | None = None  # index of the earlier request compared against
+    value: str | None = None  # the changed text, shown only on request (it may be a secret)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -224,10 +226,10 @@ def _content_cause(new: Side, old: Side, position: int) -> Cause:
         text_old, text_new = block_text(_strip(raw_old)), block_text(_strip(raw_new))
         start, _, span = changed_span(text_old, text_new)
         why = hint(text_old, text_new)
-        detail = f"system prompt changed at character {start}: {span[:60]!r}"
+        detail = f"system prompt changed at character {start}: now {fingerprint(span)}"
         if why:
             detail += f"; {why}: keep volatile values out of the system prompt"
-        return Cause("system_changed", location, detail, old.index)
+        return Cause("system_changed", location, detail, old.index, value=span[:200])
     return _history_cause(new, old, position, location)
 
 

@@ -23,6 +23,7 @@ from ipse.prefix._layers import request_body
 from ipse.prefix._requests import body_provider
 from ipse.prefix._rules import rules
 from ipse.prefix._volatile import volatile_values
+from ipse.redact import fingerprint
 from ipse.tokens import TokenCounter
 from ipse.transcript import Conversation
 
@@ -36,6 +37,7 @@ class Finding:
     code: str
     location: str
     message: str
+    value: str | None = None  # the volatile value, shown only on request (it may be a secret)
 
     def to_json(self) -> dict[str, str]:
         return {"code": self.code, "location": self.location, "message": self.message}
@@ -80,8 +82,9 @@ def lint(
                 Finding(
                     f"volatile_{'system' if where[0] == 'system' else 'tool'}",
                     locate(where, body, name),
-                    f"a {kind} ({value!r}) in the front of the request: each new value "
-                    "rewrites the cache from here on; move it to the newest message",
+                    f"a {kind} {fingerprint(value)} in the front of the request: each new "
+                    "value rewrites the cache from here on; move it to the newest message",
+                    value=value,
                 )
             )
     names = _tool_names(body)

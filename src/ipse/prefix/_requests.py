@@ -123,7 +123,32 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
         raise InputError("no request with messages in this input", path=p)
+    for request in kept:
+        _check_messages(request, p)
     return RequestLog(p, name, kept, warnings)
+
+
+def _check_messages(request: Request, p: Path) -> None:
+    """Refuse messages that are not objects, and content that is neither text, a list of
+    block objects, nor null: a replay of such a request would measure nothing real."""
+    for number, message in enumerate(request.body.get("messages") or ()):
+        where = f"request {request.index} message {number}"
+        if not isinstance(message, Mapping):
+            raise InputError("a message must be a JSON object", path=p, position=where)
+        content = message.get("content")
+        if content is None or isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            raise InputError(
+                "message content must be a string or a list of blocks", path=p, position=where
+            )
+        for block_number, block in enumerate(content):
+            if not isinstance(block, Mapping):
+                raise InputError(
+                    "a content block must be a JSON object",
+                    path=p,
+                    position=f"{where} block {block_number}",
+                )
 
 
 def _sniff(p: Path) -> str:

@@ -10,12 +10,21 @@ For Claude Code, hook groups are merged into ``.claude/settings.json`` keeping e
 there: SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
 PreCompact logs a WAL checkpoint. Uninstall removes exactly those groups. The transforms on text
 and on the settings object are pure functions; the file edits are atomic.
+
+A hook command is run by a shell when the agent starts, often without ipse's virtual
+environment active: it names the ipse executable by absolute path (`program`), and every
+word in it is quoted for the POSIX shell (``shlex.quote``), so a state folder named
+``st$(sh<p)`` is a folder name, never a command. Uninstall and reinstall recognise hooks
+written for another executable path (a moved environment, or a bare ``ipse``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,10 +110,26 @@ def remove_block(text: str) -> tuple[str | None, dict[str, str]]:
     return before + after, attrs
 
 
-def hook_groups(state_arg: str) -> dict[str, list[dict[str, Any]]]:
-    """The hook groups install merges into Claude Code's settings."""
-    resume = f"ipse state resume --hook claude-code{state_arg}"
-    checkpoint = f"ipse state checkpoint --hook claude-code{state_arg} 'context compaction'"
+_RESUME = " state resume --hook claude-code"
+_CHECKPOINT = " state checkpoint --hook claude-code"
+_REASON = " 'context compaction'"
+
+
+def program() -> str:
+    """The shell words that run this ipse: the ``ipse`` script beside the running Python
+    (a virtual environment's ``bin/``), else that Python with ``-m ipse``; absolute, quoted."""
+    python = os.path.abspath(sys.executable)
+    script = os.path.join(os.path.dirname(python), "ipse")
+    if os.path.isfile(script) and os.access(script, os.X_OK):
+        return shlex.quote(script)
+    return f"{shlex.quote(python)} -m ipse"
+
+
+def hook_groups(state_arg: str, ipse: str = "ipse") -> dict[str, list[dict[str, Any]]]:
+    """The hook groups install merges into Claude Code's settings; ``ipse`` is the (already
+    quoted) command that runs ipse, ``state_arg`` the quoted ``--dir`` option or empty."""
+    resume = f"{ipse}{_RESUME}{state_arg}"
+    checkpoint = f"{ipse}{_CHECKPOINT}{state_arg}{_REASON}"
     return {
         "SessionStart": [
             {"matcher": source, "hooks": [{"type": "command", "command": resume, "timeout": 60}]}
@@ -200,7 +225,31 @@ def _state_arg(root: Path, folder: Path) -> tuple[str, str]:
         rel = folder.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         rel = str(folder.resolve())
-    return rel, ("" if rel == "state" else f" --dir {json.dumps(rel)}")
+    return rel, ("" if rel == "state" else f" --dir {shlex.quote(rel)}")
+
+
+def _programs(settings: dict[str, Any], state_arg: str) -> list[str]:
+    """Every ipse command prefix our resume hook was installed with (any executable path)."""
+    hooks = settings.get("hooks")
+    starts = hooks.get("SessionStart") if isinstance(hooks, dict) else None
+    found: list[str] = []
+    suffix = _RESUME + state_arg
+    for group in starts if isinstance(starts, list) else []:
+        inner = group.get("hooks") if isinstance(group, dict) else None
+        for hook in inner if isinstance(inner, list) else []:
+            command = hook.get("command") if isinstance(hook, dict) else None
+            if isinstance(command, str) and command.endswith(suffix):
+                prefix = command[: -len(suffix)]
+                if prefix and prefix not in found:
+                    found.append(prefix)
+    return found
+
+
+def _without_ours(settings: dict[str, Any], state_arg: str) -> dict[str, Any]:
+    """``settings`` without the hook groups any ipse install wrote for this state folder."""
+    for prefix in _programs(settings, state_arg):
+        settings = unmerge_hooks(settings, hook_groups(state_arg, prefix))
+    return settings
 
 
 def install(root: Path, folder: Path, agent: str = "generic") -> list[Change]:
@@ -220,8 +269,9 @@ def install(root: Path, folder: Path, agent: str = "generic") -> list[Change]:
                 "settings": "new",
                 "claude_dir": "keep" if settings_path.parent.exists() else "new",
             }
-        new_settings = _dump(merge_hooks(settings or {}, hook_groups(state_arg)))
-        if settings is not None and merge_hooks(settings, hook_groups(state_arg)) == settings:
+        groups = hook_groups(state_arg, program())
+        new_settings = _dump(merge_hooks(_without_ours(settings or {}, state_arg), groups))
+        if settings is not None and merge_hooks(settings, groups) == settings:
             new_settings = None  # already there: leave the file's bytes alone
     old = _read(doc)
     new = add_block(old, rule_block(rel), extra)
@@ -279,7 +329,7 @@ def _uninstall_settings(root: Path, state_arg: str, attrs: dict[str, str]) -> li
     settings = _load_settings(path)
     if settings is None:
         return []
-    cleaned = unmerge_hooks(settings, hook_groups(state_arg))
+    cleaned = _without_ours(settings, state_arg)
     if cleaned == settings:
         return []
     if cleaned == {} and attrs.get("settings") == "new":

@@ -1,22 +1,44 @@
 """Connections to the SQL databases the stores live in, with foreign errors translated once.
 
 `SqliteConnection` opens a SQLite file in WAL mode and runs writes in ``BEGIN IMMEDIATE``
-transactions (SQLite's writer lock, held across processes). `PostgresConnection` opens
-PostgreSQL through psycopg 3, imported only here and only when asked for. Both turn their
-driver's errors into `StoreError` naming the database (a PostgreSQL URL without its password),
-and let ipse's own errors pass after rolling back. The twin backends and the archive share them.
+transactions (SQLite's writer lock, held across processes). The file holds archived tool output
+and thinking, so it is created 0600 before SQLite opens it (SQLite gives its -wal and -shm files
+the database's mode), and an existing database and its -wal/-shm are tightened to 0600.
+`PostgresConnection` opens PostgreSQL through psycopg 3, imported only here and only when
+asked for. Both turn their driver's errors into `StoreError` naming the database (a PostgreSQL
+URL without its password), and let ipse's own errors pass after rolling back. URLs reach
+messages only through `ipse.redact.redact`. The twin backends and the archive share them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ipse.errors import IpseError, MissingExtra, StoreError
+from ipse.fileio import PRIVATE_FILE, private_dir, tighten
+from ipse.redact import redact
+
+
+def _private_database(path: Path) -> None:
+    """Create the database file 0600 (its folder 0700 when missing), or tighten it to 0600."""
+    if not path.parent.exists():
+        private_dir(path.parent)
+    if str(path) == ":memory:":
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+    except PermissionError:
+        if not path.exists():
+            raise
+        # an existing file we may not write: SQLite may still open it read-only
+    else:
+        os.close(fd)
+    tighten(path)
 
 
 class SqliteConnection:
@@ -25,7 +47,7 @@ class SqliteConnection:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_database(self.path)
             self.raw = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self.raw.execute("PRAGMA busy_timeout = 30000")
             self.raw.execute("PRAGMA journal_mode = WAL")
@@ -33,6 +55,8 @@ class SqliteConnection:
             self.raw.execute("PRAGMA foreign_keys = ON")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
+        for suffix in ("-wal", "-shm"):
+            tighten(f"{self.path}{suffix}")
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Cursor]:
@@ -67,15 +91,11 @@ class SqliteConnection:
             self.raw.close()
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
-
-
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (psycopg's run over several)."""
+    """The first line of an exception's message (psycopg's run over several), redacted: a
+    driver may quote the connection string it could not parse."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return redact(text.splitlines()[0]) if text else type(exc).__name__
 
 
 def postgres_error(url: str, exc: BaseException, lead: str = "PostgreSQL") -> StoreError:
@@ -96,7 +116,7 @@ class PostgresConnection:
     """One autocommit psycopg connection; `transaction` for atomic work."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.url = redact(url)  # for messages; the connection gets the real one
         self.pg = psycopg_module()
         try:
             self.raw: Any = self.pg.connect(url, autocommit=True)

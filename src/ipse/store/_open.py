@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ipse.errors import InputError
+from ipse.redact import redact
 from ipse.store._base import SnapshotBackend
 
 
@@ -36,7 +37,7 @@ def sqlite_path(url: str) -> Path:
     else:
         path = rest
     if not path.strip("/"):
-        raise InputError(f"store URL {url!r}: no database path (use sqlite:///PATH)")
+        raise InputError(f"store URL {redact(url)!r}: no database path (use sqlite:///PATH)")
     return Path(path)
 
 
@@ -61,7 +62,7 @@ def open_backend(
 
         return PostgresBackend(url, upto=upto)
     raise InputError(
-        f"store URL {url!r}: unknown scheme (use memory://, sqlite:///PATH or postgresql://...)"
+        f"store URL {redact(url)!r}: unknown scheme (use memory://, sqlite:///PATH or postgresql://...)"
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.errors import StaleWriter, WriterConflict
+from ipse.redact import redact
 from ipse.store._base import (
     Lease,
     SnapshotRecord,
@@ -55,7 +56,7 @@ class PostgresBackend:
     """Leases and snapshot history in PostgreSQL."""
 
     def __init__(self, url: str, *, upto: Mapping[str, int] | None = None) -> None:
-        self.url = url
+        self.url = redact(url)  # for messages only
         self._db = PostgresConnection(url)
         self._pg = self._db.pg
         self._conn = self._db.raw

@@ -15,7 +15,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.fileio import read_bytes
+from ipse.fileio import open_regular, read_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ def read_text_bytes(path: str | Path) -> bytes:
 def check_text_head(path: str | Path) -> None:
     """Refuse an empty or binary file by its first bytes, without reading the rest."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(8192)
             whole = len(head) < 8192
     except OSError:

@@ -1,0 +1,176 @@
+"""Bad input is one line on stderr, exit 2, and nothing written: JSON nested 100,000 deep,
+FIFOs and devices where files belong, files over the size limit, invalid UTF-8, binary
+input, lone surrogates, empty transitions, non-UTF-8 arguments, and requests of the wrong shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ipse import jsonio
+from ipse.errors import InputError
+from ipse.fileio import read_bytes
+
+DEEP = b"[" * 100_000
+
+
+def ipse(
+    *args: str | bytes, cwd: Path | None = None, stdin: bytes | None = None, **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ipse.cli.main", *args],
+        capture_output=True,
+        cwd=cwd,
+        input=stdin,
+        env={**os.environ, **env},
+        timeout=60,  # a FIFO that blocked would fail here instead of hanging the suite
+        check=False,
+    )
+
+
+def refused(done: subprocess.CompletedProcess[bytes], *words: str) -> str:
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("ipse: error: "), err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+def test_deep_json_is_a_decode_error_on_both_paths() -> None:
+    for text in (DEEP, b"[" * 1000 + b'"\\ud800"' + b"]" * 1000):
+        with pytest.raises(jsonio.JSONDecodeError, match="depth limit exceeded"):
+            jsonio.loads(text)
+    assert jsonio.loads(b'[["\\ud800"]]') == [["\ud800"]]  # shallow: the fallback still reads it
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["inspect"], ["prefix"], ["lint"], ["handoff", "--at", "now"], ["twin", "apply", "t"]],
+)
+def test_deep_json_files(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "deep.json"
+    path.write_bytes(DEEP)
+    store = ["--store", f"sqlite:///{tmp_path / 'ipse.db'}"] if command[0] == "twin" else []
+    refused(ipse(*command, str(path), *store), "depth limit exceeded")
+
+
+def test_a_hook_with_deep_json_on_stdin_still_checkpoints(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    assert ipse("state", "init", "--goal", "g", "--dir", str(folder)).returncode == 0
+    for stdin in (DEEP, b"[" * 1000 + b'"\\ud800"' + b"]" * 1000, b"\xff\xfe"):
+        done = ipse(
+            "state", "checkpoint", "--hook", "claude-code", "m", "--dir", str(folder), stdin=stdin
+        )
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def _commands(tmp_path: Path, target: str) -> list[list[str]]:
+    store = f"sqlite:///{tmp_path / 'ipse.db'}"
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"op": "establish_fact", "text": "x"}\n')
+    return [
+        ["inspect", target],
+        ["inspect", target, "--format", "http-log"],
+        ["prefix", target],
+        ["lint", target],
+        ["handoff", target, "--at", "now"],
+        ["twin", "apply", "t", target, "--store", store],
+        ["twin", "apply", "t", str(ok), "--config", target, "--store", store],
+        ["state", "stamp", "claim", "--artifact", target, "--dir", str(tmp_path / "state")],
+    ]
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path, fifo: Path) -> None:
+    ipse("state", "init", "--goal", "g", "--dir", str(tmp_path / "state"))
+    for command in _commands(tmp_path, str(fifo)):
+        refused(ipse(*command), "FIFO")
+    assert (
+        not (tmp_path / "ipse.db").exists()
+        or b"no snapshots"
+        in ipse("twin", "history", "t", "--store", f"sqlite:///{tmp_path / 'ipse.db'}").stdout
+    )
+
+
+def test_a_device_is_refused_without_reading_it(tmp_path: Path) -> None:
+    ipse("state", "init", "--goal", "g", "--dir", str(tmp_path / "state"))
+    for command in _commands(tmp_path, "/dev/zero"):
+        refused(ipse(*command), "device")
+
+
+def test_a_file_over_the_limit_names_the_way_to_raise_it(tmp_path: Path) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(
+        json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 500}]})
+    )
+    refused(ipse("inspect", str(path), IPSE_MAX_INPUT_BYTES="100"), "IPSE_MAX_INPUT_BYTES")
+    assert ipse("inspect", str(path), IPSE_MAX_INPUT_BYTES="100000").returncode == 0
+    with pytest.raises(InputError, match="file too large"):
+        read_bytes(path, limit=10)
+    refused(ipse("inspect", str(path), IPSE_MAX_INPUT_BYTES="lots"), "IPSE_MAX_INPUT_BYTES")
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b'{"op": "establish_fact", "text": "a\xff"}\n', ("line 1", "not valid UTF-8")),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00\x00", ("binary",)),
+        (b'{"op": "establish_fact", "text": "a\\ud800"}\n', ("line 1", "surrogate")),
+        (b"", ("no transitions", "nothing applied")),
+        (b"\n  \n", ("no transitions",)),
+    ],
+)
+def test_twin_apply_refuses_and_stores_nothing(
+    tmp_path: Path, content: bytes, words: tuple[str, ...]
+) -> None:
+    path = tmp_path / "turn.jsonl"
+    path.write_bytes(content)
+    store = f"sqlite:///{tmp_path / 'ipse.db'}"
+    refused(ipse("twin", "apply", "t", str(path), "--store", store), *words)
+    refused(ipse("twin", "apply", "t", "-", "--store", store, stdin=content), *words)
+    assert b"no snapshots" in ipse("twin", "history", "t", "--store", store).stdout
+
+
+def test_state_commands_refuse_non_utf8_arguments(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    refused(ipse("state", "init", "--goal", b"a\xff", "--dir", str(folder)), "not valid UTF-8")
+    assert not folder.exists()
+    assert ipse("state", "init", "--goal", "g", "--dir", str(folder)).returncode == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    refused(ipse("state", "next", b"\xff\xfe", "--dir", str(folder)), "TEXT", "not valid UTF-8")
+    refused(ipse("state", "invariant", b"x\xff", "--reason", "r", "--dir", str(folder)))
+    refused(ipse("state", "invariant", "x", "--reason", b"\xff", "--dir", str(folder)))
+    refused(ipse("state", "checkpoint", b"\xff", "--dir", str(folder)))
+    after = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+    assert after == {k: v for k, v in before.items() if k != ".lock"}
+
+
+@pytest.mark.parametrize(
+    ("messages", "position"),
+    [
+        ([1, 2], "request 0 message 0"),
+        ([{"role": "user", "content": 7}], "request 0 message 0"),
+        ([{"role": "user", "content": "x"}, {"role": "user", "content": [3]}], "message 1 block 0"),
+    ],
+)
+@pytest.mark.parametrize("command", ["prefix", "lint"])
+def test_requests_of_the_wrong_shape(
+    tmp_path: Path, messages: list[object], position: str, command: str
+) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps({"model": "claude-sonnet-4-5", "messages": messages}))
+    refused(ipse(command, str(path)), position)
