@@ -100,7 +100,7 @@ def first_line(exc: BaseException) -> str:
 
 def postgres_error(url: str, exc: BaseException, lead: str = "PostgreSQL") -> StoreError:
     """The `StoreError` for a psycopg error: ``LEAD URL: WHY``, the URL without its password."""
-    return StoreError(f"{lead} {redact(url)}: {first_line(exc)}")
+    return StoreError(f"{lead} {redact(url)}: {redact(first_line(exc), url=url)}")
 
 
 def psycopg_module() -> Any:
