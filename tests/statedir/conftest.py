@@ -34,7 +34,9 @@ def state(repo: Path) -> Path:
 def run_ipse() -> RunIpse:
     """Run the real CLI in a subprocess: ``run_ipse(*args, cwd=..., input=...)``."""
 
-    def run(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path, input: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "IPSE_STATE_DIR"}
         return subprocess.run(
             [sys.executable, "-m", "ipse.cli.main", *args],
@@ -44,6 +46,7 @@ def run_ipse() -> RunIpse:
             text=True,
             env=env,
             check=False,
+            timeout=timeout,  # a command that hangs fails the test instead of stalling it
         )
 
     return run
