@@ -56,9 +56,11 @@ def line_hash(raw: bytes) -> str:
 
 def encode(body: dict[str, Any], key: bytes | None = None) -> bytes:
     """One WAL line (without its newline) for ``body``: signed with ``mac`` when a key is
-    given, then with the checksum ``c`` added."""
-    clean = {k: v for k, v in body.items() if k not in ("c", "mac")}
+    given (without one, a ``mac`` already in ``body`` is kept as it is), then with the
+    checksum ``c`` added."""
+    clean = {k: v for k, v in body.items() if k != "c"}
     if key is not None:
+        clean.pop("mac", None)
         clean["mac"] = seal.mac(key, _canonical(clean))
     return _canonical({**clean, "c": _checksum(_canonical(clean))})
 
