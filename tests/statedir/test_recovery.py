@@ -9,6 +9,7 @@ saying so; ``verify`` must never call the interrupted write a hand edit.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -152,3 +153,16 @@ def test_verify_sees_no_false_violation_while_writers_are_busy(state: Path) -> N
     bad = [r.violations for r in reports if not r.ok]
     assert bad == [], bad[:3]
     assert len(reports) > 1
+
+
+def test_a_planted_init_intent_cannot_write_outside_the_state_files(
+    repo: Path, run_ipse: RunIpse
+) -> None:
+    folder = repo / "state"
+    folder.mkdir()
+    intent = {"files": {"../escaped.txt": "owned\n"}, "wal": "{}"}
+    (folder / ".init.pending").write_text(json.dumps(intent))
+    done = run_ipse("state", "init", "--goal", "Port the parser", cwd=repo)
+    assert done.returncode == 2
+    assert "names files init never writes" in done.stderr
+    assert not (repo / "escaped.txt").exists()

@@ -102,6 +102,8 @@ def _finish_init(folder: Path) -> bool:
             line = str(intent["wal"]).encode("ascii")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError("an interrupted init left an unreadable intent", path=pending) from exc
+        if not set(documents) <= {files.GOAL, files.INVARIANTS, files.NEXT}:
+            raise InputError("an init intent names files init never writes", path=pending)
         for name, data in documents.items():
             files.write_file(folder / name, data)
         files.write_file(folder / files.WAL, line)
