@@ -6,13 +6,17 @@
    appends and fsyncs its WAL line, then writes 99_next.md through a temporary file, fsync,
    rename and a folder fsync. The same durable sequence as bare system calls (the floor) is
    timed too, so the report separates what durability costs from ipse's own overhead.
+3. ``verify`` of a folder with 1,000 and with 4,000 invariants, each against reading the
+   folder's invariants file and log (the baseline): the ratio must not grow with the number of
+   invariants (verify is linear; it used to re-hash every recorded prefix, quadratically).
 
-Run: ``python bench/statedir.py [--runs N] [--lines N] [--tmp DIR]``.
+Run: ``python bench/statedir.py [--runs N] [--lines N] [--tmp DIR] [--only verify]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import tempfile
@@ -20,9 +24,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ipse.statedir import _seal as seal
 from ipse.statedir import _wal as wal
-from ipse.statedir import add_invariant, init, resume, set_next
-from ipse.statedir._ops import next_document, sha256_hex
+from ipse.statedir import add_invariant, init, resume, set_next, verify
+from ipse.statedir._ops import invariant_entry, next_document, sha256_hex
 
 
 def median_seconds(func: Callable[[], object], runs: int) -> float:
@@ -143,16 +148,77 @@ def bench_next(base: Path, runs: int) -> None:
     print(f"ratio next/floor: {t_next / t_floor:.2f} (ipse's own overhead)")
 
 
+def make_invariants(folder: Path, count: int) -> None:
+    """A state folder with ``count`` invariants, each logged (signed) as ``invariant`` logs it."""
+    init(folder, "Port the parser to Rust", "all parser tests pass")
+    path = folder / "10_invariants.md"
+    data = path.read_bytes()
+    hasher = hashlib.sha256(data)
+    key = seal.key()
+    last = wal.tail(folder / ".wal").last
+    assert last is not None
+    prev, seq = wal.line_hash(last.raw), last.seq
+    lines: list[bytes] = []
+    entries: list[bytes] = []
+    size = len(data)
+    for i in range(count):
+        text, reason = f"Rule {i}: never parse token {i} with a regex", f"it broke case {i}"
+        entry = invariant_entry(text, reason).encode("utf-8")
+        entries.append(entry)
+        hasher.update(entry)
+        start, size = size, size + len(entry)
+        seq += 1
+        body = {"kind": "invariant", "text": text, "reason": reason, "start": start}
+        body.update(length=size, sha256=hasher.hexdigest(), seq=seq, prev=prev)
+        raw = wal.encode({**body, "t": wal.utc_now(), "rev": "abc1234"}, key)
+        prev = wal.line_hash(raw)
+        lines.append(raw)
+    with open(path, "ab") as handle:
+        handle.write(b"".join(entries))
+    with open(folder / ".wal", "ab") as handle:
+        handle.write(b"\n".join(lines) + b"\n")
+    wal.anchor(folder / ".wal", wal.read_all(folder / ".wal").records[-1])
+    report = verify(folder)
+    assert report.ok and not report.warnings, report
+
+
+def bench_verify(base: Path, runs: int) -> None:
+    ratios = {}
+    for count in (1_000, 4_000):
+        folder = base / f"inv{count}" / "state"
+        make_invariants(folder, count)
+
+        def baseline(folder: Path = folder) -> None:
+            (folder / "10_invariants.md").read_bytes()
+            (folder / ".wal").read_bytes()
+
+        t_verify = median_seconds(lambda folder=folder: verify(folder), runs)
+        t_base = median_seconds(baseline, runs)
+        ratios[count] = t_verify / t_base
+        print(
+            f"verify, {count:,} invariants:       {t_verify * 1e3:9.2f} ms (median of {runs}); "
+            f"reading the files {t_base * 1e6:.0f} us; ratio {ratios[count]:.0f}"
+        )
+    growth = ratios[4_000] / ratios[1_000]
+    print(f"ratio growth 4,000/1,000 invariants: {growth:.2f} (linear: about 1; quadratic: 4)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--tmp", type=Path, default=None, help="where to build the folders")
+    parser.add_argument("--only", choices=["resume", "next", "verify"], default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.tmp) as name:
         base = Path(name)
-        bench_resume(base, args.lines, args.runs)
-        bench_next(base, args.runs)
+        os.environ.setdefault("IPSE_HOME", str(base / "home"))  # the key and anchors stay here
+        if args.only in (None, "resume"):
+            bench_resume(base, args.lines, args.runs)
+        if args.only in (None, "next"):
+            bench_next(base, args.runs)
+        if args.only in (None, "verify"):
+            bench_verify(base, max(3, args.runs // 20))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ipse.errors import InputError, UsageError
+from ipse.statedir import _seal as seal
 from ipse.statedir import _wal as wal
 from ipse.statedir import stamp, verify_state
 from ipse.statedir._receipts import receipt_id
@@ -108,7 +109,9 @@ def test_a_forged_clean_tree_claim_is_caught(state: Path, artifact: Path) -> Non
     record = wal.decode(lines[-1])  # the stamp line is the last: re-address it, re-checksum it
     assert record is not None and record["receipt"] == receipt["id"]
     record["receipt"] = data["id"]
-    lines[-1] = wal.encode(record)
+    # a forger holding ipse's key and home: sign the line and move the anchor too
+    lines[-1] = wal.encode(record, seal.key())
+    wal.anchor(state / ".wal", wal.Record(record, lines[-1]))
     (state / ".wal").write_bytes(b"\n".join(lines) + b"\n")
     violations = verify_state(state).violations
     assert len(violations) == 1, violations

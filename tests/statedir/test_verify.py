@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ipse.statedir import _seal as seal
 from ipse.statedir import _wal as wal
 from ipse.statedir import add_invariant, set_next, verify_state
 from tests.statedir.conftest import RunIpse
@@ -102,7 +103,7 @@ def test_a_wal_line_rewritten_with_a_fresh_checksum_breaks_the_chain(busy: Path)
     data = wal.decode(lines[1])
     assert data is not None
     data["reason"] = "a different reason"
-    lines[1] = wal.encode(data)
+    lines[1] = wal.encode(data, seal.key())  # even signed with ipse's key
     (busy / ".wal").write_bytes(b"\n".join(lines) + b"\n")
     _only(busy, ".wal:3: does not chain to the line before")
 

@@ -101,3 +101,47 @@ def opener(url: str, barrier: Any, out: Any) -> None:
     backend = open_backend(url)
     out.put(backend.applied_migrations())  # type: ignore[attr-defined]
     backend.close()
+
+
+def frozen_holder(url: str, twin_id: str, ttl: float, ready: Any) -> None:
+    """Take the lease, enter the backend's critical section (SQLite: the writer lock; PostgreSQL:
+    renew's ``SELECT ... FOR UPDATE`` of the lease row), and freeze there with SIGSTOP."""
+    import os
+    import signal
+
+    from ipse.store import open_backend
+
+    backend: Any = open_backend(url)
+    lease = backend.acquire(twin_id, "frozen", ttl=ttl)
+    section = backend._immediate() if url.startswith("sqlite") else backend._tx()
+    with section as cur:
+        if not url.startswith("sqlite"):
+            backend._lock_current(cur, lease)
+        ready.set()
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def waiting_writer(url: str, twin_id: str, ttl: float, out: Any) -> None:
+    """Try to take the lease while the holder is frozen; report the outcome and the wait."""
+    from ipse.store import open_backend
+
+    started = time.monotonic()
+    backend = open_backend(url)
+    try:
+        backend.acquire(twin_id, "waiting", ttl=ttl)
+        outcome = "acquired"
+    except WriterConflict as exc:
+        outcome = f"conflict: {exc}"
+    out.put((outcome, time.monotonic() - started))
+    backend.close()
+
+
+def reader(url: str, twin_id: str, out: Any) -> None:
+    """Open the store and read the twin's latest snapshot, as ``ipse twin show`` does."""
+    from ipse.store import open_backend
+
+    started = time.monotonic()
+    backend = open_backend(url)
+    latest = backend.latest(twin_id)
+    out.put((latest is None, time.monotonic() - started))
+    backend.close()

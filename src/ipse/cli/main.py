@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -138,6 +139,21 @@ def cli() -> None:
       ipse inspect session.jsonl
       ipse inspect request.json --json
     """
+    _notes_to_stderr()
+
+
+class _StderrNotes(logging.Handler):
+    """The library's notes (``ipse`` loggers) as lines on the command's stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(self.format(record), err=True)
+
+
+def _notes_to_stderr() -> None:
+    logger = logging.getLogger("ipse")
+    if not any(isinstance(h, _StderrNotes) for h in logger.handlers):
+        logger.addHandler(_StderrNotes(logging.WARNING))
+        logger.propagate = False
 
 
 def entry() -> None:

@@ -16,7 +16,7 @@ import click
 
 from ipse import jsonio
 from ipse.cli._output import clean, console, emit_json, warn
-from ipse.errors import CheckFailed, InputError
+from ipse.errors import CheckFailed, InputError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,26 +100,46 @@ def init_command(goal: str, done: str | None, folder: Path, as_json: bool) -> No
 
 
 @state_group.command("invariant")
-@click.argument("text", callback=_utf8)
-@click.option("--reason", required=True, callback=_utf8, help="Why (the reason is kept with it).")
+@click.argument("text", required=False, callback=_utf8)
+@click.option("--reason", callback=_utf8, help="Why (the reason is kept with it).")
+@click.option(
+    "--explain",
+    metavar="REASON",
+    callback=_utf8,
+    help="Instead of adding one, vouch for text added to 10_invariants.md by hand.",
+)
 @_dir_option
 @_json_option
-def invariant_command(text: str, reason: str, folder: Path, as_json: bool) -> None:
+def invariant_command(
+    text: str | None, reason: str | None, explain: str | None, folder: Path, as_json: bool
+) -> None:
     """Append a decision or a rejected approach, with its reason, to 10_invariants.md.
 
-    The file is append-only: verify catches any rewrite of earlier lines.
+    The file is append-only: verify catches any rewrite of earlier lines, and flags text added
+    by hand until `--explain` vouches for it.
 
     \b
     Example:
       ipse state invariant "Do not mock the database" --reason "mocks hid a migration bug"
+      ipse state invariant --explain "copied the list from the design review"
     """
     from ipse.statedir import add_invariant
+    from ipse.statedir import explain as vouch
 
-    record = add_invariant(folder, text, reason)
+    if explain is not None:
+        if text is not None or reason is not None:
+            raise UsageError("--explain takes no TEXT and no --reason")
+        record = vouch(folder, explain)
+        done = f"vouched for {folder}/10_invariants.md as it stands (WAL line {record.seq})"
+    else:
+        if text is None or reason is None:
+            raise UsageError("give TEXT and --reason (or --explain REASON)")
+        record = add_invariant(folder, text, reason)
+        done = f"appended to {folder}/10_invariants.md (WAL line {record.seq})"
     if as_json:
         emit_json(_record_json(record))
     else:
-        _say(f"appended to {folder}/10_invariants.md (WAL line {record.seq})")
+        _say(done)
 
 
 @state_group.command("next")

@@ -14,7 +14,7 @@ from ipse.statedir._budget import Section, fit
 from ipse.statedir._canary import CanaryResult, canary
 from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
 from ipse.statedir._install import Change, install, uninstall
-from ipse.statedir._ops import add_invariant, checkpoint, init, set_next
+from ipse.statedir._ops import add_invariant, checkpoint, explain, init, set_next
 from ipse.statedir._receipts import check_receipts, stamp
 from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
 from ipse.statedir._rotate import rotate
@@ -39,6 +39,7 @@ __all__ = [
     "canary",
     "check_receipts",
     "checkpoint",
+    "explain",
     "fit",
     "hook_json",
     "init",

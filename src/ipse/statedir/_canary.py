@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import UsageError
-from ipse.fileio import read_bytes
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._gitinfo import short_revision
-from ipse.statedir._ops import invariant_entry
+from ipse.statedir._ops import invariant_entry, writing
 
 PROMPT = """\
 Your working state is kept in the folder {folder}: its files are read in lexicographic order
@@ -116,13 +115,13 @@ def canary(folder: Path, command: str, timeout: float = 600.0) -> CanaryResult:
     files.require_folder(folder)
     path = folder / files.INVARIANTS
     token = f"canary-{secrets.token_hex(6)}"
-    with files.locked(folder):
+    with writing(folder):
         found = wal.last_next(folder / files.WAL)
         step = found.match.next_step() if found.match is not None else None
         if step is None:
             raise UsageError(f"{folder / files.WAL}: no recorded next step to ask about")
         expected = step[0]
-        original = read_bytes(path) if path.is_file() else None
+        original = files.read_bytes(path)
         planted = invariant_entry(
             f"Do not use the {token} approach",
             "it was tried and it corrupted the build cache",

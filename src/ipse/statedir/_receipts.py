@@ -23,6 +23,7 @@ from ipse.fileio import read_bytes
 from ipse.statedir import _files as files
 from ipse.statedir import _gitinfo as gitinfo
 from ipse.statedir import _wal as wal
+from ipse.statedir._ops import writing
 
 
 def receipt_id(body: dict[str, Any]) -> str:
@@ -76,7 +77,7 @@ def stamp(folder: Path, claim: str, artifacts: list[Path], use_git: bool = False
     """Make a receipt, log its id, and store it in ``.receipts.jsonl``."""
     files.require_folder(folder)
     receipt = make_receipt(folder, claim, artifacts, use_git)
-    with files.locked(folder):
+    with writing(folder):
         wal.append(
             folder / files.WAL,
             wal.new_body(
@@ -101,11 +102,11 @@ class StoredReceipt:
 
 def load(folder: Path) -> list[StoredReceipt]:
     """Every receipt line in the folder (an empty list when there is no receipts file)."""
-    path = folder / files.RECEIPTS
-    if not path.is_file():
+    data = files.read_bytes(folder / files.RECEIPTS)
+    if data is None:
         return []
     out = []
-    for number, raw in enumerate(read_bytes(path).splitlines(), start=1):
+    for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip():
             continue
         try:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipse.errors import os_error
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._budget import Section, fit, render
@@ -80,11 +79,10 @@ class ResumeView:
 def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[NextStep, str | None]:
     path = folder / files.NEXT
     try:
-        data: bytes | None = path.read_bytes()
-    except FileNotFoundError:
+        data = files.read_bytes(path)
+    except files.NotRegular as exc:
+        warnings.append(f"{files.NEXT} is {exc.what}: not read")
         data = None
-    except OSError as exc:
-        raise os_error(exc, "read", path) from exc
     recorded = found.match.next_step() if found.match is not None else None
     file_text = data.decode("utf-8", errors="replace") if data is not None else None
     if recorded is None:
@@ -112,8 +110,12 @@ def resume(folder: Path) -> ResumeView:
     """Read the state folder for a fresh context (see the module docstring)."""
     names = files.state_files(folder)
     warnings: list[str] = []
-    found = wal.last_next(folder / files.WAL)
-    if not (folder / files.WAL).is_file():
+    try:
+        found = wal.last_next(folder / files.WAL)
+    except files.NotRegular as exc:
+        warnings.append(f"{files.WAL} is {exc.what}: not read")
+        found = wal.Tail()
+    if not files.is_regular(folder / files.WAL):
         warnings.append("no .wal in the state folder: the next step cannot be checked")
     for bad in found.bad:
         kind = "torn (an interrupted write)" if bad.torn else "corrupted"
@@ -128,7 +130,11 @@ def resume(folder: Path) -> ResumeView:
         if name == files.NEXT:
             body = next_body if next_body is not None else f"[ipse: {step.note}]"
         else:
-            text = files.read_text(folder / name)
+            try:
+                text = files.read_text(folder / name)
+            except files.NotRegular as exc:
+                warnings.append(f"{name} is {exc.what}, not a regular file: not read")
+                continue
             if text is None:
                 warnings.append(f"{name} is missing")
                 continue

@@ -15,10 +15,11 @@ import shutil
 from pathlib import Path
 
 from ipse.errors import UsageError
-from ipse.fileio import fsync_dir, read_bytes
+from ipse.fileio import fsync_dir
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._gitinfo import short_revision
+from ipse.statedir._ops import writing
 from ipse.statedir._verify import logged_state
 
 
@@ -32,12 +33,12 @@ def rotate(folder: Path) -> tuple[str, wal.Record]:
     """Rotate the log; returns the old log's new name and the new log's first record."""
     files.require_folder(folder)
     path = folder / files.WAL
-    with files.locked(folder):
+    with writing(folder):
         scan = wal.read_all(path)
         state = logged_state(scan.records)
         if state.goal_sha256 is None or state.next_step is None:
             raise UsageError(f"{path}: the log has no valid init record; it cannot be rotated")
-        old = read_bytes(path)
+        old = files.need_bytes(path)
         name = _next_name(folder)
         try:
             os.link(path, folder / name)
@@ -50,6 +51,7 @@ def rotate(folder: Path) -> tuple[str, wal.Record]:
             short_revision(files.project_root(folder)),
             goal_sha256=state.goal_sha256,
             prefixes=[list(p) for p in state.prefixes],
+            gaps=[list(g) for g in state.gaps],
             next_text=state.next_step[0],
             next_sha256=state.next_step[1],
             receipts=sorted(state.receipts),
@@ -61,5 +63,6 @@ def rotate(folder: Path) -> tuple[str, wal.Record]:
         )
         line = wal.first_line(body)
         files.write_file(path, line)
-    raw = line.rstrip(b"\n")
+        raw = line.rstrip(b"\n")
+        wal.anchor(path, wal.Record(wal.decode(raw) or {}, raw, 1))
     return name, wal.Record(wal.decode(raw) or {}, raw, 1)

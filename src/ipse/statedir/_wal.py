@@ -3,9 +3,10 @@
 Each line is a JSON object (ASCII, sorted keys) with ``seq`` (1-based within this log),
 ``t`` (UTC time), ``rev`` (git short revision or ``no-git``), ``kind``, ``text``, kind-specific
 fields, ``prev`` (a hash of the previous valid line, so a deleted or edited line breaks the
-chain) and ``c`` (a checksum of the rest, so a torn or corrupted line is recognised and
-skipped). Lines are appended with one ``write`` under the folder lock and fsynced before the
-caller touches the file the line describes.
+chain), ``mac`` (an HMAC of the rest under ipse's secret key, see `ipse.statedir._seal`; logs
+written before ipse signed its records have none) and ``c`` (a checksum of the rest, so a torn
+or corrupted line is recognised and skipped). Lines are appended with one ``write`` under the
+folder lock and fsynced before the caller touches the file the line describes.
 
 Readers that need only the newest records (``resume``) read the file from its end in blocks,
 so their cost does not grow with the log's length; ``verify`` reads it forward, whole.
@@ -22,7 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ipse.errors import os_error
+from ipse.errors import InputError, os_error
+from ipse.statedir import _seal as seal
+from ipse.statedir._files import open_regular
 
 KINDS_WITH_NEXT = ("init", "next", "rotate")
 LONG_WAL_LINES = 10_000
@@ -51,10 +54,24 @@ def line_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def encode(body: dict[str, Any]) -> bytes:
-    """One WAL line (without its newline) for ``body``, with the checksum ``c`` added."""
+def encode(body: dict[str, Any], key: bytes | None = None) -> bytes:
+    """One WAL line (without its newline) for ``body``: signed with ``mac`` when a key is
+    given (without one, a ``mac`` already in ``body`` is kept as it is), then with the
+    checksum ``c`` added."""
     clean = {k: v for k, v in body.items() if k != "c"}
+    if key is not None:
+        clean.pop("mac", None)
+        clean["mac"] = seal.mac(key, _canonical(clean))
     return _canonical({**clean, "c": _checksum(_canonical(clean))})
+
+
+def signed_by(data: dict[str, Any], key: bytes) -> bool:
+    """Whether a decoded record's ``mac`` was made with ``key``."""
+    claimed = data.get("mac")
+    if not isinstance(claimed, str):
+        return False
+    clean = {k: v for k, v in data.items() if k not in ("c", "mac")}
+    return seal.mac_ok(key, _canonical(clean), claimed)
 
 
 def decode(raw: bytes) -> dict[str, Any] | None:
@@ -122,7 +139,7 @@ def _is_torn(raw: bytes) -> bool:
 
 def iter_lines_reversed(path: Path) -> Iterator[bytes]:
     """The non-empty lines of a file, last first, read in blocks from the end."""
-    with open(path, "rb") as handle:
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as handle:
         pos = handle.seek(0, os.SEEK_END)
         rest = b""
         block = _FIRST_BLOCK  # most reads want only the last line or two: start small, grow
@@ -189,7 +206,7 @@ def read_all(path: Path) -> Scan:
     """Every line of the log, forward."""
     scan = Scan()
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as handle:
             for number, line in enumerate(handle, start=1):
                 raw = line.rstrip(b"\n")
                 if not raw:
@@ -210,8 +227,27 @@ def new_body(kind: str, text: str, rev: str, **fields: Any) -> dict[str, Any]:
 
 
 def first_line(body: dict[str, Any]) -> bytes:
-    """The first line of a new log (seq 1, no predecessor), with its newline."""
-    return encode({**body, "seq": 1, "prev": None}) + b"\n"
+    """The first line of a new log (seq 1, no predecessor, signed), with its newline."""
+    return encode({**body, "seq": 1, "prev": None}, seal.key()) + b"\n"
+
+
+def first_hash(path: Path) -> str | None:
+    """The chain hash of the log's first line, or None when the log is empty or missing."""
+    try:
+        with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as handle:
+            raw = handle.readline().rstrip(b"\n")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    return line_hash(raw) if raw else None
+
+
+def anchor(path: Path, last: Record) -> None:
+    """Record ``last`` as the newest record of the log at ``path`` (see `_seal`)."""
+    first = first_hash(path)
+    if first is not None:
+        seal.write_anchor(path.parent, first, last.seq, line_hash(last.raw))
 
 
 def _last_valid(fd: int, size: int) -> tuple[Record | None, bool]:
@@ -237,7 +273,7 @@ def append(path: Path, body: dict[str, Any]) -> Record:
     newline first so it stays one bad line and never swallows the new record.
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         raise os_error(exc, "open", path) from exc
     try:
@@ -248,7 +284,7 @@ def append(path: Path, body: dict[str, Any]) -> Record:
         seq = last.seq + 1 if last is not None else 1
         prev = line_hash(last.raw) if last is not None else None
         fields = {**body, "seq": seq, "prev": prev}
-        raw = encode(fields)
+        raw = encode(fields, seal.key())
         data = memoryview((b"" if ends_clean else b"\n") + raw + b"\n")
         while data:
             data = data[os.write(fd, data) :]
@@ -257,4 +293,6 @@ def append(path: Path, body: dict[str, Any]) -> Record:
         raise os_error(exc, "append", path) from exc
     finally:
         os.close(fd)
-    return Record(fields, raw)
+    record = Record(decode(raw) or fields, raw)
+    anchor(path, record)
+    return record

@@ -6,18 +6,24 @@ or expired and always increments the fencing token. ``append`` is one
 ``INSERT ... SELECT ... FROM twin_leases ... FOR UPDATE OF l``: it locks the lease row and
 only produces a snapshot row when the caller's token, holder and expiry still match on the
 server, so a taken-over writer can never add to the history, whatever its clock says.
-Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``); its
-errors become `StoreError` through ``_connections.postgres_error``.
+Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``) and
+its errors are translated into `StoreError` here.
+
+Waits are bounded: every lease transaction sets ``lock_timeout`` and ``statement_timeout``
+(``SET LOCAL``) to about the lease's time to live (at most `MAX_WAIT` seconds), so a holder
+frozen while it holds the lease row's lock (say, inside `renew` after ``SELECT ... FOR
+UPDATE``) makes the others wait that long and then get `WriterConflict`, never forever.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
-from ipse.errors import StaleWriter, WriterConflict
+from ipse.errors import StaleWriter, StoreError, WriterConflict
 from ipse.redact import redact
 from ipse.store._base import (
     Lease,
@@ -31,6 +37,10 @@ from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
     pass
+
+MAX_WAIT = 30.0  # seconds a writer waits for a lock, at most
+MIN_WAIT = 1.0
+_TIMED_OUT = ("55P03", "57014")  # lock_not_available, query_canceled
 
 _MIGRATION_LOCK = 0x1F5E_7717  # advisory lock key for applying migrations
 _COLUMNS = (
@@ -52,6 +62,11 @@ _APPEND = (
 )
 
 
+def _remaining(lease: Lease) -> float:
+    """How long a lease holder may wait for a lock: until its lease runs out."""
+    return lease.expires_at - time.time()
+
+
 class PostgresBackend:
     """Leases and snapshot history in PostgreSQL."""
 
@@ -65,6 +80,25 @@ class PostgresBackend:
     def _tx(self) -> contextlib.AbstractContextManager[Any]:
         """One transaction; psycopg errors become `StoreError`, ipse errors roll back."""
         return self._db.transaction()
+
+    @contextlib.contextmanager
+    def _bounded(self, wait: float) -> Iterator[Any]:
+        """One transaction whose lock waits end after ``wait`` seconds with `WriterConflict`."""
+        wait = min(MAX_WAIT, max(MIN_WAIT, wait))
+        try:
+            with self._tx() as cur:
+                cur.execute(f"SET LOCAL lock_timeout = {int(wait * 1000)}")
+                cur.execute(f"SET LOCAL statement_timeout = {int((2 * wait + 5) * 1000)}")
+                yield cur
+        except WriterConflict:
+            raise
+        except StoreError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) in _TIMED_OUT:
+                raise WriterConflict(
+                    f"the lease row is locked by another writer for more than {wait:.1f} s "
+                    "(a writer frozen inside its transaction?); try again"
+                ) from exc
+            raise
 
     def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
         """Apply pending migration steps under an advisory lock (only up to ``upto``)."""
@@ -95,7 +129,7 @@ class PostgresBackend:
     def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
         check_twin_id(twin_id)
         ttl = check_ttl(ttl)
-        with self._tx() as cur:
+        with self._bounded(ttl) as cur:
             cur.execute(
                 "INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
                 " VALUES (%(t)s, %(h)s, 1, clock_timestamp() + make_interval(secs => %(s)s))"
@@ -134,7 +168,7 @@ class PostgresBackend:
 
     def renew(self, lease: Lease, ttl: float) -> Lease:
         ttl = check_ttl(ttl)
-        with self._tx() as cur:
+        with self._bounded(_remaining(lease)) as cur:
             self._lock_current(cur, lease)
             cur.execute(
                 "UPDATE twin_leases SET expires_at = clock_timestamp()"
@@ -146,7 +180,7 @@ class PostgresBackend:
         return Lease(lease.twin_id, lease.holder, lease.token, float(expires))
 
     def release(self, lease: Lease) -> None:
-        with self._tx() as cur:
+        with self._bounded(_remaining(lease)) as cur:
             cur.execute(
                 "UPDATE twin_leases SET expires_at = to_timestamp(0)"
                 " WHERE twin_id = %s AND token = %s",
@@ -173,17 +207,14 @@ class PostgresBackend:
             "token": lease.token,
             "holder": lease.holder,
         }
-        # One statement, one transaction: the lease row is locked (FOR UPDATE) and re-checked
-        # by the server; a concurrent takeover either waits for this insert or makes it
-        # produce no row.
-        try:
-            with self._conn.cursor() as cur:
-                cur.execute(_APPEND, params)
-                row = cur.fetchone()
-        except self._pg.Error as exc:
-            raise postgres_error(self.url, exc) from exc
+        # One statement in one (bounded) transaction: the lease row is locked (FOR UPDATE) and
+        # re-checked by the server; a concurrent takeover either waits for this insert or
+        # makes it produce no row.
+        with self._bounded(_remaining(lease)) as cur:
+            cur.execute(_APPEND, params)
+            row = cur.fetchone()
         if row is None:
-            with self._tx() as cur:
+            with self._bounded(_remaining(lease)) as cur:
                 self._lock_current(cur, lease)  # raises, saying why
             raise StaleWriter(
                 f"lease token {lease.token} of twin {lease.twin_id!r} is no longer current; "

@@ -2,20 +2,29 @@
 
 ``BEGIN IMMEDIATE`` takes SQLite's single writer lock at the start of the transaction, so the
 lease check and the snapshot insert happen atomically with respect to every other process
-using the same file. Lease times come from SQLite's own clock. sqlite3 errors become
-`StoreError` in the shared connection (``_connections.SqliteConnection``).
+using the same file. Lease times come from SQLite's own clock. sqlite3 errors are translated
+into `StoreError` here.
+
+Waits are bounded. A writer waits for SQLite's lock at most about as long as the lease it
+asks for (or the lease it holds) is valid, at most `MAX_WAIT` seconds, and then gets
+`WriterConflict`: a holder frozen inside its transaction never blocks the others for longer.
+Opening the store reads the schema version with a plain query and takes the writer lock only
+when a migration is due, so readers never wait for a writer. Writes run with
+``synchronous = FULL``: an acknowledged snapshot survives an OS crash or power loss, not only
+a killed process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.errors import StaleWriter, WriterConflict
+from ipse.errors import StaleWriter, StoreError, WriterConflict
 from ipse.store._base import (
     Lease,
     SnapshotRecord,
@@ -28,6 +37,23 @@ from ipse.store._migrations import MIGRATIONS_TABLE_SQLITE, plan, registered
 
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _COLUMNS = "twin_id, version, state_hash, schema, body, created_at, writer, token, notes"
+MAX_WAIT = 30.0  # seconds a writer waits for SQLite's lock, at most
+MIN_WAIT = 1.0
+
+
+def _bounded(seconds: float) -> float:
+    return min(MAX_WAIT, max(MIN_WAIT, seconds))
+
+
+def _is_busy(exc: BaseException | None) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _remaining(lease: Lease) -> float:
+    """How long a lease holder may wait for the lock: until its lease runs out (same clock:
+    SQLite's ``julianday('now')`` is this machine's time)."""
+    return lease.expires_at - time.time()
 
 
 class SqliteBackend:
@@ -37,11 +63,48 @@ class SqliteBackend:
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self._db = SqliteConnection(self.path)
-        self.migrate(upto)
+        try:
+            self._db.raw.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+        if self._pending(upto):
+            self.migrate(upto)
 
-    def _immediate(self) -> contextlib.AbstractContextManager[sqlite3.Cursor]:
-        """One write transaction holding SQLite's writer lock."""
-        return self._db.write()
+    @contextlib.contextmanager
+    def _immediate(self, wait: float = MAX_WAIT) -> Iterator[sqlite3.Cursor]:
+        """One write transaction holding SQLite's writer lock, waited for at most ``wait``
+        seconds (then `WriterConflict`)."""
+        wait = _bounded(wait)
+        try:
+            self._db.raw.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite {self.path}: {exc}") from exc
+        try:
+            with self._db.write() as cur:
+                yield cur
+        except WriterConflict:
+            raise
+        except StoreError as exc:
+            if _is_busy(exc.__cause__):
+                raise WriterConflict(
+                    f"SQLite {self.path} is held by another writer for more than {wait:.1f} s "
+                    "(a writer frozen inside its transaction?); try again"
+                ) from exc
+            raise
+
+    def _pending(self, upto: Mapping[str, int] | None) -> bool:
+        """Whether a migration step is due, read without the writer lock."""
+        try:
+            rows = self._read("SELECT component, step, name FROM ipse_migrations", ())
+        except StoreError:
+            return True  # no migrations table yet: a fresh file
+        applied = {(str(c), int(n)): str(name) for c, n, name in rows}
+        due = [
+            step
+            for component, step in plan(applied, registered())
+            if upto is None or step.number <= upto.get(component, 0)
+        ]
+        return bool(due)
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._db.read(sql, params)
@@ -78,7 +141,7 @@ class SqliteBackend:
     def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
         check_twin_id(twin_id)
         ttl = check_ttl(ttl)
-        with self._immediate() as conn:
+        with self._immediate(ttl) as conn:
             now = float(conn.execute(f"SELECT {_NOW}").fetchone()[0])
             row = conn.execute(
                 "SELECT holder, token, expires_at FROM twin_leases WHERE twin_id = ?", (twin_id,)
@@ -123,7 +186,7 @@ class SqliteBackend:
 
     def renew(self, lease: Lease, ttl: float) -> Lease:
         ttl = check_ttl(ttl)
-        with self._immediate() as conn:
+        with self._immediate(_remaining(lease)) as conn:
             now = self._check_current(conn, lease)
             conn.execute(
                 "UPDATE twin_leases SET expires_at = ? WHERE twin_id = ?",
@@ -132,7 +195,7 @@ class SqliteBackend:
         return Lease(lease.twin_id, lease.holder, lease.token, now + ttl)
 
     def release(self, lease: Lease) -> None:
-        with self._immediate() as conn:
+        with self._immediate(_remaining(lease)) as conn:
             conn.execute(
                 "UPDATE twin_leases SET expires_at = 0 WHERE twin_id = ? AND token = ?",
                 (lease.twin_id, lease.token),
@@ -149,7 +212,7 @@ class SqliteBackend:
     ) -> SnapshotRecord:
         body_text = jsonio.dumps(dict(body)).decode("utf-8")
         notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
-        with self._immediate() as conn:
+        with self._immediate(_remaining(lease)) as conn:
             row = conn.execute(
                 f"INSERT INTO twin_snapshots ({_COLUMNS})"
                 " SELECT l.twin_id, COALESCE((SELECT MAX(version) FROM twin_snapshots s"
