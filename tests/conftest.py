@@ -1,9 +1,17 @@
-"""Shared test fixtures: where the real agent sessions live, an isolated IPSE_HOME, a
-PostgreSQL URL isolated in a fresh schema, and the CLI run in process (`run_cli`, fixture `cli`).
+"""Shared test fixtures: where the real agent sessions live, an isolated IPSE_HOME, and a
+PostgreSQL URL isolated in a fresh schema.
 
-`run_cli` goes through the same entry as the ``ipse`` executable (the group's ``main``, which
-handles every error), so its exit codes and stderr lines are the executable's. Tests where the
-process itself matters (SIGPIPE, kills, installed hooks, crashes) still start a subprocess.
+The real sessions live outside the repository, in ``../shared/data`` (``IPSE_SHARED_DATA`` names
+another folder). A fresh clone has no such folder: every test that reads it carries the
+``shared`` marker (`needs_shared` wraps a parameter) and is skipped, saying why. Under
+``IPSE_REQUIRE_SHARED=1`` (set by CI) a missing folder stops the run with an error instead, so
+these tests can never skip silently there. ``examples/tool_heavy.jsonl`` ships with the
+repository (see examples/README.md), so the core tests still run on a real session without it.
+
+The CLI runs in process through `run_cli` (fixture `cli`), the same entry as the ``ipse``
+executable (the group's ``main``, which handles every error), so its exit codes and stderr
+lines are the executable's. Tests where the process matters (SIGPIPE, kills, installed hooks,
+crashes) still start a subprocess.
 """
 
 from __future__ import annotations
@@ -14,22 +22,70 @@ import secrets
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+SHARED_DATA = Path(os.environ.get("IPSE_SHARED_DATA") or REPO / ".." / "shared" / "data").resolve()
 CLAUDE_CODE = SHARED_DATA / "claude-code"
 BIG_SESSION = CLAUDE_CODE / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 OPENAI_TRAJ = SHARED_DATA / "openai-chat" / "deepseek-chat__django__django-13265.traj.json"
 HTTP_LOG = SHARED_DATA / "anthropic-http" / "captured-2"
+EXAMPLE_SESSION = REPO / "examples" / "tool_heavy.jsonl"
+
+SHARED = pytest.mark.shared
+REQUIRE_SHARED = os.environ.get("IPSE_REQUIRE_SHARED", "") not in ("", "0")
+
+
+def shared_present() -> bool:
+    """Whether the folder of real sessions is there."""
+    return SHARED_DATA.is_dir()
+
+
+def needs_shared(*values: Any, id: str | None = None) -> Any:
+    """A parameter that reads the shared sessions: skipped like a ``shared`` test without them."""
+    return pytest.param(*values, id=id, marks=SHARED)
+
+
+def shared_glob(folder: Path, pattern: str) -> list[Path]:
+    """The files of a shared folder, sorted, for parametrizing at collection time: empty when the
+    shared data is absent (the test is then skipped), an error when it is there but has none."""
+    if not shared_present():
+        return []
+    found = sorted(folder.glob(pattern))
+    if not found:
+        raise pytest.UsageError(f"no {pattern} in {folder}: the shared data has changed")
+    return found
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "shared: reads the real sessions in ../shared/data; skipped when that folder is absent, "
+        "an error under IPSE_REQUIRE_SHARED=1",
+    )
+    if REQUIRE_SHARED and not shared_present():
+        raise pytest.UsageError(
+            f"IPSE_REQUIRE_SHARED is set but the shared data folder is missing: {SHARED_DATA}"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if shared_present():
+        return
+    skip = pytest.mark.skip(reason=f"needs the real sessions in {SHARED_DATA}, which is absent")
+    for item in items:
+        if item.get_closest_marker("shared") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture()
 def shared_data() -> Path:
-    """The folder of real sessions (read-only)."""
-    assert SHARED_DATA.is_dir(), f"the shared data folder is missing: {SHARED_DATA}"
+    """The folder of real sessions (read-only); the test is skipped without it."""
+    if not shared_present():
+        pytest.skip(f"needs the real sessions in {SHARED_DATA}, which is absent")
     return SHARED_DATA
 
 

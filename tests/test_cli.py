@@ -15,7 +15,7 @@ import pytest
 from ipse import __version__
 from ipse.cli.main import _COMMANDS
 from ipse.errors import CheckFailed, InputError
-from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, REPO, CliResult, run_cli
+from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, REPO, SHARED, CliResult, run_cli
 
 
 def _ipse(*args: str) -> CliResult:
@@ -41,6 +41,7 @@ def test_unknown_option_is_a_usage_error() -> None:
     assert "Traceback" not in result.stderr
 
 
+@SHARED
 def test_inspect_json_for_a_claude_code_session() -> None:
     result = _ipse("inspect", str(BIG_SESSION), "--json")
     assert result.returncode == 0, result.stderr
@@ -66,6 +67,7 @@ def test_inspect_json_for_a_claude_code_session() -> None:
     assert report["messages"] > report["after_last_compaction"]["messages"]
 
 
+@SHARED
 def test_inspect_json_for_an_http_log() -> None:
     result = _ipse("inspect", str(HTTP_LOG), "--json")
     assert result.returncode == 0, result.stderr
@@ -78,6 +80,7 @@ def test_inspect_json_for_an_http_log() -> None:
     assert rows[14]["input_tokens"] < rows[13]["input_tokens"] / 5
 
 
+@SHARED
 def test_inspect_human_output_for_openai() -> None:
     result = _ipse("inspect", str(OPENAI_TRAJ))
     assert result.returncode == 0, result.stderr

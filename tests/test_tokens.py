@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import socket
+import subprocess
+import sys
 
 import pytest
 
-from ipse.tokens import CharCounter, O200kCounter, tokenizer_label
+from ipse import tokens
+from ipse.errors import IpseError
+from ipse.tokens import (
+    O200K_SHA256,
+    CharCounter,
+    O200kCounter,
+    build_ranks_file,
+    load_ranks,
+    tiktoken_text,
+    tokenizer_label,
+)
 
 
 def test_counts_o200k_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,3 +45,27 @@ def test_labels_name_the_tokenizer_and_mark_claude_approximate() -> None:
     assert tokenizer_label(counter, "gpt-4o") == "o200k_base"
     assert "approximate" in tokenizer_label(counter, "claude-opus-4-6")
     assert tokenizer_label(CharCounter()) == "chars/4"
+
+
+def test_shipped_ranks_are_the_published_vocabulary_byte_for_byte() -> None:
+    ranks = load_ranks()
+    assert len(ranks) == 199998 and sorted(ranks.values()) == list(range(199998))
+    published = tiktoken_text(ranks)
+    assert hashlib.sha256(published).hexdigest() == O200K_SHA256
+    assert hashlib.sha256(build_ranks_file(published)).hexdigest() == tokens.O200K_RANKS_SHA256
+
+
+def test_a_damaged_vocabulary_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(IpseError, match="not the published"):
+        build_ranks_file(b"IQ== 0\n")
+    monkeypatch.setattr(tokens, "O200K_RANKS_SHA256", "0" * 64)
+    with pytest.raises(IpseError, match="damaged"):
+        O200kCounter().count("Hello")
+
+
+def test_importing_the_counter_loads_nothing() -> None:
+    code = (
+        "import sys; from ipse.tokens import default_counter; c = default_counter(); "
+        "assert 'tiktoken' not in sys.modules; c.count('x'); assert 'tiktoken' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,10 +1,15 @@
 """ipse keeps an AI agent itself across context resets, and makes each reset cheaper.
 
-Public names are re-exported here; the mechanisms live in their own subpackages
-(``ipse.transcript``, ``ipse.handoff``, ``ipse.prefix``, ``ipse.twin``, ``ipse.statedir``).
+Public names are re-exported here, those of ``ipse.transcript`` on first use (a command that
+never reads a conversation does not import its readers); the mechanisms live in their own
+subpackages (``ipse.transcript``, ``ipse.handoff``, ``ipse.prefix``, ``ipse.twin``,
+``ipse.statedir``).
 """
 
 from __future__ import annotations
+
+import typing as _typing
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
@@ -22,20 +27,56 @@ from ipse.errors import (
     UsageError,
     WriterConflict,
 )
-from ipse.transcript import (
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-    load,
-    read_conversation,
-    write,
+
+if _typing.TYPE_CHECKING:
+    from ipse.transcript import (
+        Conversation,
+        Message,
+        Origin,
+        Other,
+        Text,
+        Thinking,
+        ToolCall,
+        ToolDef,
+        ToolResult,
+        load,
+        read_conversation,
+        write,
+    )
+
+# Names served from ipse.transcript, imported on first use: a command that never reads a
+# conversation (a SessionStart hook) does not pay for the readers of every format.
+_LAZY = frozenset(
+    {
+        "Conversation",
+        "Message",
+        "Origin",
+        "Other",
+        "Text",
+        "Thinking",
+        "ToolCall",
+        "ToolDef",
+        "ToolResult",
+        "load",
+        "read_conversation",
+        "write",
+    }
 )
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        import ipse.transcript
+
+        value = getattr(ipse.transcript, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ipse' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
+
 
 __all__ = [
     "CheckFailed",

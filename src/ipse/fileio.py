@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -217,6 +216,8 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
     folder = target.parent if str(target.parent) else Path(".")
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        import tempfile  # here, not at the top: commands that only read never need it
+
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise os_error(exc, "write", target) from exc

@@ -3,7 +3,14 @@
 `TokenCounter` is the protocol every counter follows: a name (which tokenizer) and ``count``.
 The default counts with OpenAI's o200k_base vocabulary through tiktoken, loading the vocabulary
 from a copy shipped inside this package (tiktoken would download it on first use, which fails
-without a network). The copy is checked against the published sha256 before use.
+without a network). Nothing is loaded until the first count: a command that counts nothing does
+not import tiktoken.
+
+The copy is the published ``o200k_base.tiktoken`` (sha256 `O200K_SHA256`) precompiled into the
+form tiktoken takes, a pickled ``{token bytes: rank}`` dict (`build_ranks_file`): it loads in a
+few tens of milliseconds, where decoding the published base64 text took most of a second. The
+file's own sha256 (`O200K_RANKS_SHA256`) is checked before it is unpickled, and `tiktoken_text`
+rebuilds the published text from it, byte for byte (the tests check it against `O200K_SHA256`).
 
 Claude's tokenizer is not public: counts for Claude models come from o200k_base and are labelled
 approximate (`tokenizer_label`).
@@ -11,17 +18,16 @@ approximate (`tokenizer_label`).
 
 from __future__ import annotations
 
-import base64
-import gzip
-import hashlib
 import threading
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 from ipse.errors import IpseError
 
+# The published o200k_base.tiktoken, and the precompiled ranks shipped in ipse/data.
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+O200K_RANKS_FILE = "data/o200k_base.ranks.pickle"
+O200K_RANKS_SHA256 = "9092ac3ddfae5086a3ef2bfd0e990d0a24fc3a6b4bd706590da0883168aad907"
 
 # The pre-tokenization pattern of o200k_base, as published with the vocabulary.
 _O200K_PATTERN = "|".join(
@@ -78,21 +84,51 @@ class O200kCounter:
 def _load_o200k() -> Any:
     import tiktoken
 
-    packed = resources.files("ipse").joinpath("data/o200k_base.tiktoken.gz").read_bytes()
-    raw = gzip.decompress(packed)
-    if hashlib.sha256(raw).hexdigest() != O200K_SHA256:
-        raise IpseError("the shipped o200k_base vocabulary is damaged (sha256 mismatch)")
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
     return tiktoken.Encoding(
         name="o200k_base",
         pat_str=_O200K_PATTERN,
-        mergeable_ranks=ranks,
+        mergeable_ranks=load_ranks(),
         special_tokens=_O200K_SPECIAL,
     )
+
+
+def load_ranks() -> dict[bytes, int]:
+    """The shipped o200k_base mergeable ranks, checked against their sha256 before use."""
+    import hashlib
+    import pickle
+    from importlib import resources
+
+    packed = resources.files("ipse").joinpath(O200K_RANKS_FILE).read_bytes()
+    if hashlib.sha256(packed).hexdigest() != O200K_RANKS_SHA256:
+        raise IpseError("the shipped o200k_base vocabulary is damaged (sha256 mismatch)")
+    ranks = pickle.loads(packed)
+    if not isinstance(ranks, dict):
+        raise IpseError("the shipped o200k_base vocabulary is damaged (not a rank table)")
+    return ranks
+
+
+def build_ranks_file(published: bytes) -> bytes:
+    """The shipped form of the published ``o200k_base.tiktoken`` text (checked by sha256)."""
+    import base64
+    import hashlib
+    import pickle
+
+    if hashlib.sha256(published).hexdigest() != O200K_SHA256:
+        raise IpseError("this is not the published o200k_base vocabulary (sha256 mismatch)")
+    ranks: dict[bytes, int] = {}
+    for line in published.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return pickle.dumps(ranks, protocol=4)
+
+
+def tiktoken_text(ranks: dict[bytes, int]) -> bytes:
+    """The ``.tiktoken`` text of a rank table: one ``base64 rank`` line per token, by rank."""
+    import base64
+
+    lines = (base64.b64encode(t) + b" " + str(r).encode() for t, r in ranks.items())
+    return b"".join(line + b"\n" for line in lines)
 
 
 class CharCounter:
@@ -123,9 +159,13 @@ def _is_claude(model: str) -> bool:
 
 
 __all__ = [
+    "O200K_SHA256",
     "CharCounter",
     "O200kCounter",
     "TokenCounter",
+    "build_ranks_file",
     "default_counter",
+    "load_ranks",
+    "tiktoken_text",
     "tokenizer_label",
 ]

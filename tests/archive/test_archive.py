@@ -15,10 +15,10 @@ from ipse.archive.testing import CHECKS, Check
 from ipse.errors import InputError, StoreError, UsageError
 from ipse.handoff import Removed, strip
 from ipse.transcript import load
-from tests.conftest import BIG_SESSION, OPENAI_TRAJ
+from tests.conftest import BIG_SESSION, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared
 
 
-def _removed(path: Path = BIG_SESSION) -> tuple[Removed, ...]:
+def _removed(path: Path = EXAMPLE_SESSION) -> tuple[Removed, ...]:
     return strip(load(path).current(), "now")[1].removed
 
 
@@ -43,7 +43,14 @@ def test_conformance(check: Check, archive: ArchiveStore) -> None:
     check(archive)
 
 
-@pytest.mark.parametrize("path", [BIG_SESSION, OPENAI_TRAJ], ids=["claude-code", "openai-chat"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(EXAMPLE_SESSION, id="example"),
+        needs_shared(BIG_SESSION, id="claude-code"),
+        needs_shared(OPENAI_TRAJ, id="openai-chat"),
+    ],
+)
 def test_recall_gives_back_byte_equal_originals(archive: ArchiveStore, path: Path) -> None:
     removed = _removed(path)
     assert archive.put("s1", removed, str(path)) == len(removed)

@@ -9,7 +9,7 @@ import pytest
 
 from ipse.errors import InvalidConversation, UsageError
 from ipse.handoff import CutError, strip
-from tests.conftest import OPENAI_TRAJ, run_cli
+from tests.conftest import OPENAI_TRAJ, SHARED, run_cli
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 
 
@@ -103,6 +103,7 @@ def test_cli_bad_input_exits_2_without_output_or_archive(
     assert not (home / "ipse.db").exists()
 
 
+@SHARED
 def test_cli_trajectory_cut_past_the_exit_record_is_rejected(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     code, message = _run(["handoff", str(OPENAI_TRAJ), "--at", "end", "-o", str(out)])

@@ -11,7 +11,7 @@ import pytest
 from ipse.handoff._measure import KEYS
 from ipse.transcript import load
 from ipse.transcript._model import ToolCall, ToolResult
-from tests.conftest import BIG_SESSION, OPENAI_TRAJ, CliResult, run_cli
+from tests.conftest import BIG_SESSION, OPENAI_TRAJ, SHARED, CliResult, run_cli
 
 SESSION_ID = "4d5611e5-241a-462a-8d15-5122611a9569"
 
@@ -20,6 +20,7 @@ def run(args: list[str]) -> CliResult:
     return run_cli(*args)
 
 
+@SHARED
 def test_handoff_json_document(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     result = run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--json"])
@@ -45,6 +46,7 @@ def test_handoff_json_document(tmp_path: Path) -> None:
     assert set(body) == {"model", "max_tokens", "messages"}
 
 
+@SHARED
 def test_recall_gives_back_byte_equal_originals(tmp_path: Path) -> None:
     out = str(tmp_path / "out.json")
     assert run(["handoff", str(BIG_SESSION), "--at", "now", "-o", out, "--json"]).returncode == 0
@@ -64,6 +66,7 @@ def test_recall_gives_back_byte_equal_originals(tmp_path: Path) -> None:
     assert as_json["call"] == calls[0].raw and as_json["session"] == SESSION_ID
 
 
+@SHARED
 def test_archive_list(tmp_path: Path) -> None:
     run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(tmp_path / "out.json"), "--json"])
     listed = json.loads(run(["archive", "list", SESSION_ID, "--json"]).stdout)
@@ -73,6 +76,7 @@ def test_archive_list(tmp_path: Path) -> None:
     assert "Bash" in run(["archive", "list", SESSION_ID]).stdout
 
 
+@SHARED
 def test_handoff_twice_archives_once(tmp_path: Path) -> None:
     args = ["handoff", str(BIG_SESSION), "--at", "now", "-o", str(tmp_path / "o.json"), "--json"]
     first = json.loads(run(args).stdout)
@@ -80,6 +84,7 @@ def test_handoff_twice_archives_once(tmp_path: Path) -> None:
     assert first["archived"] > 0 and second["archived"] == 0
 
 
+@SHARED
 def test_without_output_a_pipe_gets_the_body_and_json_is_a_dry_run(tmp_path: Path) -> None:
     """No -o: the body is the output when piped; --json alone writes and archives nothing."""
     piped = run(["handoff", str(BIG_SESSION), "--at", "now"])
@@ -98,6 +103,7 @@ def test_without_output_a_pipe_gets_the_body_and_json_is_a_dry_run(tmp_path: Pat
     assert not (home / "ipse.db").exists()
 
 
+@SHARED
 def test_openai_trajectory_session_id_is_a_content_hash(tmp_path: Path) -> None:
     out = tmp_path / "traj.json"
     result = run(["handoff", str(OPENAI_TRAJ), "--at", "now", "-o", str(out), "--json"])
@@ -109,6 +115,7 @@ def test_openai_trajectory_session_id_is_a_content_hash(tmp_path: Path) -> None:
     assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
 
 
+@SHARED
 def test_human_table_and_verify(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     result = run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--no-archive"])
@@ -116,6 +123,7 @@ def test_human_table_and_verify(tmp_path: Path) -> None:
     assert run(["verify", str(BIG_SESSION), str(out)]).returncode == 0
 
 
+@SHARED
 def test_verify_exits_1_when_a_word_is_lost(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(out), "--no-archive"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import CLAUDE_CODE, CliResult, run_cli
+from tests.conftest import EXAMPLE_SESSION, CliResult, run_cli
 
-SESSION = CLAUDE_CODE / "tool_heavy.jsonl"
+SESSION = EXAMPLE_SESSION
 
 
 def _ipse(*args: str, home: Path) -> CliResult:

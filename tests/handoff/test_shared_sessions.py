@@ -14,9 +14,18 @@ from ipse.transcript import load, write
 from ipse.transcript._model import Conversation, Thinking
 from ipse.transcript._stats import TokenTally
 from ipse.transcript.formats import anthropic, openai_chat
-from tests.conftest import CLAUDE_CODE, OPENAI_TRAJ
+from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared, shared_glob
 
-SESSIONS = [*sorted(CLAUDE_CODE.glob("*.jsonl")), OPENAI_TRAJ]
+# The example ships with the repository; the shared sessions are there only beside a checkout.
+SESSIONS = [
+    pytest.param(EXAMPLE_SESSION, id="example-tool_heavy"),
+    *(
+        needs_shared(p, id=p.name[:24])
+        for p in shared_glob(CLAUDE_CODE, "*.jsonl")
+        if p.name != EXAMPLE_SESSION.name
+    ),
+    needs_shared(OPENAI_TRAJ, id=OPENAI_TRAJ.name[:24]),
+]
 CUTS = ("now", "end")
 
 
@@ -30,7 +39,7 @@ def _reread(conversation: Conversation) -> Conversation:
     return reader(body)
 
 
-@pytest.fixture(scope="module", params=SESSIONS, ids=lambda p: p.name[:24])
+@pytest.fixture(scope="module", params=SESSIONS)
 def session(request: pytest.FixtureRequest) -> Conversation:
     path: Path = request.param
     assert path.exists(), f"missing shared session {path}"

@@ -9,7 +9,7 @@ import pytest
 
 from ipse.cli.main import main
 
-from ..conftest import HTTP_LOG
+from ..conftest import HTTP_LOG, SHARED
 from .util import body
 
 
@@ -21,6 +21,7 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return int(code) if isinstance(code, int) else 0, out, err
 
 
+@SHARED
 def test_prefix_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["prefix", str(HTTP_LOG), "--json"], capsys)
     assert code == 0
@@ -42,6 +43,7 @@ def test_prefix_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert document["summary"]["agreement"]["compared"] == 18
 
 
+@SHARED
 def test_prefix_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["prefix", str(HTTP_LOG)], capsys)
     assert code == 0

@@ -15,7 +15,7 @@ from ipse.prefix._hashing import block_text
 from ipse.prefix._report import analyze
 from tests.conftest import run_cli
 
-from ..conftest import HTTP_LOG
+from ..conftest import HTTP_LOG, SHARED
 from .util import body
 
 
@@ -61,6 +61,7 @@ def test_missing_file() -> None:
         read_requests("/nonexistent/log.jsonl")
 
 
+@SHARED
 def test_unknown_provider() -> None:
     log = read_requests(HTTP_LOG)
     with pytest.raises(UsageError, match="unknown provider"):

@@ -10,7 +10,9 @@ from ipse.prefix._actual import agrees
 from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 
-from ..conftest import BIG_SESSION, HTTP_LOG
+from ..conftest import BIG_SESSION, HTTP_LOG, SHARED
+
+pytestmark = SHARED
 
 SIDE = (14, 16)  # 15.json and 17.json: web-search side requests of another conversation
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIG_SESSION, CliResult, run_cli
+from tests.conftest import BIG_SESSION, SHARED, CliResult, run_cli
 
 
 def _inspect(*args: str) -> CliResult:
@@ -42,6 +42,7 @@ def test_undetectable_format(tmp_path: Path) -> None:
     _assert_clean_error(_inspect(str(path)), str(path), "cannot tell the format")
 
 
+@SHARED
 def test_bad_jsonl_line_reports_its_number_and_can_be_skipped(tmp_path: Path) -> None:
     lines = BIG_SESSION.read_text().splitlines()[:40]
     lines.insert(5, '{"type": "user", "broken')

@@ -25,7 +25,7 @@ from ipse.transcript import (
     write,
 )
 from ipse.transcript.formats import anthropic, openai_chat, openai_responses
-from tests.conftest import HTTP_LOG, OPENAI_TRAJ
+from tests.conftest import HTTP_LOG, OPENAI_TRAJ, SHARED
 from tests.transcript.responses import (
     assistant_message,
     extra_keys,
@@ -41,6 +41,7 @@ def read_body_of(dialect: str, body: dict[str, Any]) -> Conversation:
     return codec(dialect).read_body(body)
 
 
+@SHARED
 def test_captured_anthropic_bodies_round_trip_byte_for_byte() -> None:
     for path in sorted(HTTP_LOG.glob("*.json")):
         body = orjson.loads(path.read_bytes())["request"]["content"]
@@ -49,6 +50,7 @@ def test_captured_anthropic_bodies_round_trip_byte_for_byte() -> None:
         assert orjson.dumps(out) == orjson.dumps(body)
 
 
+@SHARED
 def test_openai_trajectory_round_trips() -> None:
     document = json.loads(OPENAI_TRAJ.read_text())
     assert openai_chat.write_body(openai_chat.read_body(document)) == document

@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 
 from ipse.transcript import ToolCall, ToolResult, load
-from tests.conftest import BIG_SESSION, CLAUDE_CODE, HTTP_LOG, OPENAI_TRAJ, SHARED_DATA
+from tests.conftest import (
+    BIG_SESSION,
+    CLAUDE_CODE,
+    HTTP_LOG,
+    OPENAI_TRAJ,
+    SHARED,
+    SHARED_DATA,
+    shared_glob,
+)
+
+pytestmark = SHARED
 
 ALL_FILES = sorted(
     p
@@ -62,7 +72,7 @@ def test_big_session_tool_calls_whole_thread_and_after_compaction() -> None:
     assert {c.id for c in _calls(thread.conversation.messages)} == ids_after
 
 
-@pytest.mark.parametrize("path", sorted(CLAUDE_CODE.glob("*.jsonl")), ids=lambda p: p.name[:30])
+@pytest.mark.parametrize("path", shared_glob(CLAUDE_CODE, "*.jsonl"), ids=lambda p: p.name[:30])
 def test_claude_code_main_thread_matches_raw_records(path: Path) -> None:
     """Without abandoned branches, the live path holds every main-thread message record."""
     records = _raw_records(path)

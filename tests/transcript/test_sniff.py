@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from ipse.transcript import body_dialect, detect
-from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, SHARED_DATA
+from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, SHARED, SHARED_DATA
 
 
+@SHARED
 def test_shared_files_are_detected() -> None:
     assert detect(BIG_SESSION) == "claude-code"
     assert detect(OPENAI_TRAJ) == "openai-chat"

@@ -14,9 +14,6 @@ the result. ``resume`` takes no lock, so an agent may call it during the check.
 from __future__ import annotations
 
 import os
-import secrets
-import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +64,9 @@ def _normal(text: str) -> str:
 
 
 def _run_agent(command: str, prompt: str, cwd: Path, timeout: float) -> tuple[int | None, str]:
+    import shlex
+    import subprocess  # here, not at the top: a SessionStart hook imports this package
+
     line = command.replace("{prompt}", shlex.quote(prompt))
     env = {**os.environ, "IPSE_CANARY_PROMPT": prompt}
     try:
@@ -114,6 +114,8 @@ def canary(folder: Path, command: str, timeout: float = 600.0) -> CanaryResult:
         raise UsageError("--agent is empty")
     files.require_folder(folder)
     path = folder / files.INVARIANTS
+    import secrets
+
     token = f"canary-{secrets.token_hex(6)}"
     with writing(folder):
         found = wal.last_next(folder / files.WAL)

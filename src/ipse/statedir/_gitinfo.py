@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 NO_GIT = "no-git"
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -52,6 +55,8 @@ def _read_ref(common: Path, ref: str) -> str | None:
 
 
 def _rev_parse(start: Path) -> str | None:
+    import subprocess  # here, not at the top: a SessionStart hook imports this package
+
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--verify", "-q", "HEAD"],
@@ -100,6 +105,8 @@ def short_revision(start: Path) -> str:
 
 
 def _git(start: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    import subprocess
+
     try:
         return subprocess.run(["git", *args], cwd=start, capture_output=True, check=False)
     except OSError:

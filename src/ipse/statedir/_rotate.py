@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
 from ipse.errors import UsageError
@@ -43,6 +42,8 @@ def rotate(folder: Path) -> tuple[str, wal.Record]:
         try:
             os.link(path, folder / name)
         except OSError:
+            import shutil  # here, not at the top: a SessionStart hook imports this package
+
             shutil.copyfile(path, folder / name)
         fsync_dir(folder)
         body = wal.new_body(

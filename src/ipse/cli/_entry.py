@@ -1,0 +1,78 @@
+"""The ``ipse`` executable's first step: the SessionStart hook without the command-line framework.
+
+``ipse state resume --hook claude-code`` runs at every session start and after every compaction,
+so its cost is paid over and over; importing click and building the command tree costs more than
+the work. This module answers that exact command line (``--hook claude-code`` and ``--dir``, in
+any order, ``--opt=value`` too) from the library alone. Anything else, and every error, goes to
+the full command line in `ipse.cli.main`, which then parses, runs and reports as always, so a
+fast answer and a slow one are the same answer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+_HOOKS = ("claude-code",)
+
+
+def entry() -> None:
+    """The ``ipse`` executable: the hook's fast path, else `ipse.cli.main.entry`."""
+    if _hook_resume(sys.argv[1:]):
+        return
+    from ipse.cli.main import entry as full
+
+    full()
+
+
+def hook_folder(argv: list[str]) -> Path | None:
+    """The state folder when ``argv`` is exactly a ``state resume --hook`` call, else None."""
+    if argv[:2] != ["state", "resume"]:
+        return None
+    options: dict[str, str] = {}
+    rest = argv[2:]
+    while rest:
+        name, _, value = rest[0].partition("=")
+        if name not in ("--hook", "--dir") or name in options:
+            return None
+        if not value:
+            if len(rest) < 2 or rest[1].startswith("-"):
+                return None
+            value, rest = rest[1], rest[2:]
+        else:
+            rest = rest[1:]
+        options[name] = value
+    if options.get("--hook") not in _HOOKS:
+        return None
+    folder = options.get("--dir")
+    if folder is None:
+        env = os.environ.get("IPSE_STATE_DIR")
+        if env == "":
+            return None
+        folder = env or "state"
+    return Path(folder)
+
+
+def _hook_resume(argv: list[str]) -> bool:
+    folder = hook_folder(argv)
+    if folder is None or (folder.exists() and not folder.is_dir()):
+        return False  # the full command line reports a file given as --dir
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if not folder.is_dir():
+        return True  # no state folder: a hook prints nothing
+    from ipse.errors import IpseError
+    from ipse.statedir import hook_json, resume
+
+    try:
+        text = hook_json(resume(folder).text(None, None))
+    except IpseError:
+        return False  # the full command line reports it, as one line with its exit code
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    return True
+
+
+__all__ = ["entry", "hook_folder"]

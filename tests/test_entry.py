@@ -1,0 +1,91 @@
+"""The executable's fast path for the SessionStart hook: the same answer as the full command line,
+without importing click; every other command line goes to the full one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ipse.cli._entry import hook_folder
+from ipse.statedir import init
+
+
+def _run(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--hook", "claude-code"),
+        ("--hook=claude-code", "--dir", "state"),
+        ("--dir=elsewhere", "--hook", "claude-code"),
+        ("--hook", "claude-code", "--dir", "missing"),
+    ],
+)
+def test_fast_answer_is_the_full_command_lines_answer(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    init(tmp_path / "state", "Port the parser", "the tests pass")
+    init(tmp_path / "elsewhere", "Another goal", "")
+    fast = _run("ipse", "state", "resume", *args, cwd=tmp_path)
+    full = _run("ipse.cli.main", "state", "resume", *args, cwd=tmp_path)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (
+        full.returncode,
+        full.stdout,
+        full.stderr,
+    )
+    assert fast.returncode == 0
+    assert ("Port the parser" in fast.stdout) == ("state" in args or len(args) == 2)
+
+
+def test_the_hook_does_not_import_click(tmp_path: Path) -> None:
+    init(tmp_path / "state", "Port the parser", "the tests pass")
+    code = (
+        "import sys; sys.argv = ['ipse', 'state', 'resume', '--hook', 'claude-code']; "
+        "from ipse.cli._entry import entry; entry(); "
+        "assert 'click' not in sys.modules and 'ipse.transcript' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert b"Port the parser" in done.stdout
+
+
+def test_a_file_as_the_folder_is_reported_by_the_full_command_line(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    done = _run("ipse", "state", "resume", "--hook", "claude-code", "--dir", "afile", cwd=tmp_path)
+    assert done.returncode == 2 and "is a file" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["state", "resume"],
+        ["state", "resume", "--hook", "claude-code", "--json"],
+        ["state", "resume", "--hook", "claude-code", "--budget", "100"],
+        ["state", "resume", "--hook", "other"],
+        ["state", "resume", "--hook", "claude-code", "--hook", "claude-code"],
+        ["state", "resume", "--hook"],
+        ["state", "resume", "--hook", "claude-code", "--dir"],
+        ["state", "resume", "--hook", "claude-code", "--dir", "--json"],
+        ["state", "checkpoint", "--hook", "claude-code", "x"],
+        ["--help"],
+    ],
+)
+def test_other_command_lines_go_to_the_full_one(argv: list[str]) -> None:
+    assert hook_folder(argv) is None
+
+
+def test_the_folder_comes_from_dir_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("IPSE_STATE_DIR", raising=False)
+    hook = ["state", "resume", "--hook", "claude-code"]
+    assert hook_folder(hook) == Path("state")
+    assert hook_folder([*hook, "--dir", "x"]) == Path("x")
+    monkeypatch.setenv("IPSE_STATE_DIR", "from-env")
+    assert hook_folder(hook) == Path("from-env")
+    assert hook_folder([*hook, "--dir=x"]) == Path("x")
