@@ -13,6 +13,8 @@ PACKAGES = [
     "ipse",
     "ipse.archive",
     "ipse.handoff",
+    "ipse.harness",
+    "ipse.mcp",
     "ipse.prefix",
     "ipse.statedir",
     "ipse.store",

@@ -34,6 +34,7 @@ _COMMANDS: dict[str, str] = {
     "handoff": "ipse.cli.handoff:handoff_command",
     "inspect": "ipse.cli.inspect:inspect_command",
     "lint": "ipse.cli.prefix:lint_command",
+    "mcp": "ipse.cli.mcp:mcp_command",
     "prefix": "ipse.cli.prefix:prefix_command",
     "report": "ipse.cli.report:report_command",
     "recall": "ipse.cli.archive:recall_command",

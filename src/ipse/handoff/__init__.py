@@ -2,13 +2,23 @@
 
 `strip` rewrites the part before a cut (pure, deterministic, idempotent); `validate` holds the
 provider's rules every output is checked against; `verify` proves nothing authored was lost;
-`notes` defines the checkpoint tool and renders its notes; `narration` measures whether the agent
-narrated enough for the handoff to keep what it knew; `policy` says when a handoff pays off.
+`notes` defines the checkpoint tool and renders its notes; `checkpoint` stores them in the
+archive by session; `narration` measures whether the agent narrated enough for the handoff to
+keep what it knew; `policy` says when a handoff pays off.
 """
 
 from __future__ import annotations
 
 from ipse.errors import CutError
+from ipse.handoff._checkpoint import (
+    CHECKPOINT_KIND,
+    Checkpoint,
+    Drop,
+    checkpoint_id,
+    checkpoint_items,
+    is_checkpoint_tool,
+    record_checkpoint,
+)
 from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
 from ipse.handoff._measure import handoff_document, measure
 from ipse.handoff._narration import Narration, narration, narration_prompt
@@ -21,15 +31,18 @@ from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
 from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
 
 __all__ = [
+    "CHECKPOINT_KIND",
     "CHECKPOINT_TOOL",
     "DEFAULT_MAX_TOKENS",
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
     "CacheRates",
+    "Checkpoint",
     "CutError",
     "CutPoint",
     "Decision",
+    "Drop",
     "Handoff",
     "HandoffOptions",
     "HandoffReport",
@@ -44,11 +57,15 @@ __all__ = [
     "breadcrumb",
     "break_even",
     "check_notes",
+    "checkpoint_id",
+    "checkpoint_items",
     "decide",
     "handoff_document",
+    "is_checkpoint_tool",
     "measure",
     "narration",
     "narration_prompt",
+    "record_checkpoint",
     "render_notes",
     "resolve_cut",
     "run",

@@ -1,0 +1,202 @@
+"""Recording a checkpoint: the agent's ``micro_handoff`` notes, stored in the archive by session.
+
+The notes are checked against `SCHEMA` (`check_notes`), rendered (`render_notes`), and stored as
+one archive item of kind ``checkpoint`` whose id is a hash of the session and the notes: the same
+notes recorded twice are one item, and a checkpoint's id is stable across processes. The call is
+stored as an Anthropic ``tool_use`` block holding the notes, the result as the rendered text, so
+``ipse recall`` gives a checkpoint back like any other archived item.
+
+When the conversation the checkpoint was called from is at hand (a Claude Code session file, a
+proxy's last request), `record_checkpoint` also says what the next request will drop: the tool
+calls, results and thinking blocks before the checkpoint call and their tokens, measured by
+running `strip` at the call exactly as the handoff will. Without it the drop is unknown (None).
+
+`checkpoint_items` gives back what a checkpoint's handoff removed: the session's archived items
+between the previous checkpoint and this one (by message position, when known).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ipse import jsonio
+from ipse.errors import InputError
+from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._notes import check_notes, render_notes
+from ipse.handoff._strip import StripOptions, strip
+from ipse.transcript._model import Conversation, Text, Thinking, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from ipse.archive import ArchiveStore, Item
+
+CHECKPOINT_KIND = "checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """What the next request drops at a checkpoint: counts and the tokens they held."""
+
+    tool_calls: int
+    tool_results: int
+    thinking_blocks: int
+    tokens: int
+    tokens_before: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+            "thinking_blocks": self.thinking_blocks,
+            "tokens": self.tokens,
+            "tokens_before": self.tokens_before,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """The archive's view of a checkpoint (`ipse.archive.Archivable`)."""
+
+    kind: str
+    id: str
+    tool: str
+    call: Mapping[str, Any] | None
+    result: Mapping[str, Any] | None
+    message: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkpoint:
+    """A recorded checkpoint: its id, session, rendered notes, and the drop when known."""
+
+    id: str
+    session: str
+    text: str
+    stored: bool  # False when the same notes were already recorded for this session
+    drop: Drop | None
+    position: int  # message index of the checkpoint call; -1 when unknown
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.id,
+            "session": self.session,
+            "stored": self.stored,
+            "notes": self.text,
+            "next_request_drops": self.drop.to_json() if self.drop else None,
+        }
+
+
+def checkpoint_id(session: str, notes: Mapping[str, Any]) -> str:
+    """The stable id of these notes in this session: ``checkpoint-`` and 16 hex digits."""
+    body = jsonio.dumps(dict(notes), option=orjson.OPT_SORT_KEYS)
+    digest = hashlib.sha256(session.encode("utf-8") + b"\0" + body)
+    return "checkpoint-" + digest.hexdigest()[:16]
+
+
+def is_checkpoint_tool(name: str, tool: str = CHECKPOINT_TOOL) -> bool:
+    """``micro_handoff`` itself, or the name an MCP client gives it (``mcp__ipse__...``)."""
+    return name == tool or (name.startswith("mcp__") and name.endswith("__" + tool))
+
+
+def record_checkpoint(
+    notes: Any,
+    *,
+    session: str,
+    archive: ArchiveStore,
+    conversation: Conversation | None = None,
+    tool: str = CHECKPOINT_TOOL,
+) -> Checkpoint:
+    """Check and store the notes under ``session``; measure the drop from ``conversation``.
+
+    `InputError` (naming the first bad field) for notes that do not follow the schema; nothing
+    is stored then."""
+    if not session:
+        raise InputError("checkpoint: the session is empty")
+    checked = check_notes(notes)
+    text = render_notes(checked)
+    drop, position = _drop(conversation, tool) if conversation is not None else (None, -1)
+    cid = checkpoint_id(session, checked)
+    item = _Stored(
+        kind=CHECKPOINT_KIND,
+        id=cid,
+        tool=tool,
+        call={"type": "tool_use", "id": cid, "name": tool, "input": dict(checked)},
+        result={"type": "text", "text": text},
+        message=position,
+    )
+    added = archive.put(session, [item], "checkpoint")
+    return Checkpoint(
+        id=cid, session=session, text=text, stored=added > 0, drop=drop, position=position
+    )
+
+
+def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
+    """Strip at the last checkpoint call; (None, -1) when the conversation has none."""
+    name = None
+    position = -1
+    for index, message in enumerate(conversation.messages):
+        for block in message.blocks:
+            if isinstance(block, ToolCall) and is_checkpoint_tool(block.name, tool):
+                name, position = block.name, index
+    if name is None:
+        return None, -1
+    from ipse.tokens import default_counter
+    from ipse.transcript._stats import TokenTally
+
+    _, report = strip(conversation, "checkpoint", StripOptions(checkpoint_tool=name))
+    tally = TokenTally(default_counter())
+    removed_ids = {r.id for r in report.removed}
+    calls = results = thinking = tokens = 0
+    for message in conversation.messages[: report.cut]:
+        for block in message.blocks:
+            if isinstance(block, ToolCall) and block.id in removed_ids:
+                calls += 1
+            elif isinstance(block, ToolResult) and block.call_id in removed_ids:
+                results += 1
+            elif isinstance(block, Thinking):
+                thinking += 1
+            else:
+                continue
+            tokens += _block_tokens(tally, block)
+    before = sum(_block_tokens(tally, b) for m in conversation.messages for b in m.blocks)
+    return Drop(calls, results, thinking, tokens, before), position
+
+
+def _block_tokens(tally: Any, block: Any) -> int:
+    if isinstance(block, Text | Thinking):
+        return int(tally.count(block.text))
+    return int(tally.count(jsonio.dumps(dict(block.raw or {})).decode()))
+
+
+def checkpoint_items(archive: ArchiveStore, checkpoint: str) -> tuple[Item, list[Item]]:
+    """A checkpoint's archive row and the items its handoff removed (by message position: after
+    the session's previous checkpoint, before this one; every item when positions are unknown).
+
+    `InputError` when no checkpoint has that id."""
+    found = archive.recall(checkpoint)
+    if found.item.kind != CHECKPOINT_KIND:
+        raise InputError(f"{checkpoint!r} is an archived {found.item.kind}, not a checkpoint")
+    items = archive.items(found.item.session)
+    here = found.item.position
+    if here < 0:
+        return found.item, [i for i in items if i.kind != CHECKPOINT_KIND]
+    earlier = [i.position for i in items if i.kind == CHECKPOINT_KIND and 0 <= i.position < here]
+    floor = max(earlier, default=-1)
+    return found.item, [
+        i for i in items if i.kind != CHECKPOINT_KIND and floor <= i.position < here
+    ]
+
+
+__all__ = [
+    "CHECKPOINT_KIND",
+    "Checkpoint",
+    "Drop",
+    "checkpoint_id",
+    "checkpoint_items",
+    "is_checkpoint_tool",
+    "record_checkpoint",
+]

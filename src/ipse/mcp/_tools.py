@@ -1,0 +1,398 @@
+"""The MCP server's tools: name, description for a model, JSON schema, and the library call.
+
+Each tool is a `Tool` whose ``run`` takes the server's `Settings` and the checked arguments and
+returns a JSON object (the structured result) with a ``text`` for the model. Nothing here does
+the work: the checkpoint is `ipse.handoff.record_checkpoint`, recall is the archive, the state
+tools are `ipse.statedir`, the twin tools `ipse.twin.apply_turn` and `ipse.twin.rehydrate`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ipse import jsonio
+from ipse.errors import InputError, UsageError
+
+RECALL_CHARS = 8000  # the default size of one recall page
+RECALL_MAX_CHARS = 100_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """What the server was started with."""
+
+    session: str = field(default_factory=lambda: default_session())
+    state_dir: Path = Path("state")
+    archive_url: str | None = None  # None: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME
+    store_url: str | None = None  # the twin store
+    twin: str | None = None
+    twin_config: Path | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+def default_session() -> str:
+    """The session the checkpoints are stored under: ``IPSE_SESSION``, else the Claude Code
+    session that started the server (``CLAUDE_CODE_SESSION_ID``), else a fresh ``mcp-`` id."""
+    for name in ("IPSE_SESSION", "CLAUDE_CODE_SESSION_ID"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return f"mcp-{uuid.uuid4()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One MCP tool."""
+
+    name: str
+    description: str
+    schema: Mapping[str, Any]
+    run: Callable[[Settings, dict[str, Any]], dict[str, Any]]
+
+
+def _object(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required or [],
+        "additionalProperties": False,
+    }
+
+
+# ------------------------------------------------------------------------------ checkpoint
+
+
+def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.archive import open_archive
+    from ipse.handoff import record_checkpoint
+
+    conversation = _session_conversation(settings)
+    archive = open_archive(settings.archive_url)
+    try:
+        found = record_checkpoint(
+            args, session=settings.session, archive=archive, conversation=conversation
+        )
+    finally:
+        archive.close()
+    result = found.to_json()
+    drop = found.drop
+    said = (
+        f"The next request drops {drop.tool_calls} tool calls, {drop.tool_results} results and "
+        f"{drop.thinking_blocks} thinking blocks (about {drop.tokens} tokens)."
+        if drop is not None
+        else "What the next request drops is not known here (the proxy decides at the cut)."
+    )
+    result["text"] = (
+        f"Checkpoint {found.id} recorded for session {found.session}. {said} "
+        f"`recall` with checkpoint={found.id} lists what it removed."
+    )
+    return result
+
+
+def _session_conversation(settings: Settings) -> Any:
+    """The Claude Code session this server runs in, when its file can be found; else None."""
+    from ipse.harness import claude_code_session_file
+
+    path = claude_code_session_file(settings.session, settings.cwd)
+    if path is None:
+        return None
+    from ipse.errors import IpseError
+    from ipse.transcript import read_conversation
+
+    try:
+        return read_conversation(path, "claude-code", skip_bad_lines=True)
+    except IpseError:
+        return None
+
+
+# ----------------------------------------------------------------------------------- recall
+
+_RECALL_SCHEMA = _object(
+    {
+        "id": {
+            "type": "string",
+            "description": "An archived item's id, as a breadcrumb shows it (a tool call id).",
+        },
+        "checkpoint": {
+            "type": "string",
+            "description": "A checkpoint id: lists its notes and the items its handoff removed.",
+        },
+        "session": {"type": "string", "description": "The session, when an id is in several."},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Continue from this character (the next_offset of the last page).",
+        },
+        "max_chars": {
+            "type": "integer",
+            "minimum": 100,
+            "maximum": RECALL_MAX_CHARS,
+            "description": f"Page size in characters (default {RECALL_CHARS}).",
+        },
+    }
+)
+
+
+def _recall(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.archive import open_archive
+
+    item_id, checkpoint = args.get("id"), args.get("checkpoint")
+    if (item_id is None) == (checkpoint is None):
+        raise UsageError("recall: give exactly one of id or checkpoint")
+    archive = open_archive(settings.archive_url)
+    try:
+        if item_id is not None:
+            found = archive.recall(item_id, args.get("session"))
+            parts = [found.call.decode("utf-8", "replace")]
+            if found.result is not None:
+                parts.append(found.result.decode("utf-8", "replace"))
+            whole, key = "\n".join(parts), found.item.id
+        else:
+            whole, key = _checkpoint_text(archive, checkpoint), str(checkpoint)
+    finally:
+        archive.close()
+    offset = int(args.get("offset", 0))
+    size = int(args.get("max_chars", RECALL_CHARS))
+    page = whole[offset : offset + size]
+    more = offset + size < len(whole)
+    text = page + (
+        f"\n[… {len(whole) - offset - size} more characters: call recall again with "
+        f"offset={offset + size}]"
+        if more
+        else ""
+    )
+    return {
+        "id": key,
+        "offset": offset,
+        "total_chars": len(whole),
+        "next_offset": offset + size if more else None,
+        "text": text,
+    }
+
+
+def _checkpoint_text(archive: Any, checkpoint: Any) -> str:
+    from ipse.handoff import checkpoint_items
+
+    row, items = checkpoint_items(archive, str(checkpoint))
+    found = archive.recall(row.id, row.session)
+    notes = jsonio.loads(found.result)["text"] if found.result else ""
+    lines = [str(notes), "", f"Removed at this checkpoint ({len(items)} items; recall by id):"]
+    lines.extend(f"- {i.id} [{i.kind} {i.tool}] {i.preview} ({i.size} bytes)" for i in items)
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ state
+
+
+def _folder(settings: Settings) -> Path:
+    folder = settings.state_dir
+    return folder if folder.is_absolute() else settings.cwd / folder
+
+
+def _state_resume(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.statedir import resume
+
+    folder = _folder(settings)
+    if not folder.is_dir():
+        raise InputError(
+            f"no state folder at {folder} (create it with `ipse state init --goal TEXT`)"
+        )
+    view = resume(folder)
+    budget = args.get("budget")
+    count = None
+    if budget is not None:
+        from ipse.tokens import default_counter
+
+        count = default_counter().count
+    text = view.text(budget, count)
+    return {"folder": str(folder), "warnings": list(view.warnings), "text": text}
+
+
+def _record(settings: Settings, record: Any, done: str) -> dict[str, Any]:
+    return {"folder": str(_folder(settings)), "wal_line": record.seq, "text": done}
+
+
+def _state_next(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.statedir import set_next
+
+    record = set_next(_folder(settings), args["text"])
+    return _record(settings, record, f"next step set (WAL line {record.seq})")
+
+
+def _state_invariant(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.statedir import add_invariant
+
+    record = add_invariant(_folder(settings), args["text"], args["reason"])
+    return _record(settings, record, f"invariant appended (WAL line {record.seq})")
+
+
+def _state_checkpoint(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.statedir import checkpoint
+
+    record = checkpoint(_folder(settings), args["message"])
+    return _record(settings, record, f"checkpoint logged (WAL line {record.seq})")
+
+
+# ------------------------------------------------------------------------------------- twin
+
+
+def _twin_id(settings: Settings) -> str:
+    if not settings.twin:
+        raise UsageError("no twin: start the server with `ipse mcp --twin ID`")
+    return settings.twin
+
+
+def _twin_show(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.redact import redact
+    from ipse.twin import dump_state, open_store
+
+    twin_id = _twin_id(settings)
+    with open_store(settings.store_url) as store:
+        snapshot = store.latest(twin_id)
+        if snapshot is None:
+            raise InputError(f"no snapshot of twin {twin_id!r} in {redact(store.url)}")
+    state = dump_state(snapshot.state)
+    return {
+        "twin_id": twin_id,
+        "version": snapshot.version,
+        "state_hash": snapshot.state_hash,
+        "state": state,
+        "text": jsonio.dumps(state).decode(),
+    }
+
+
+def _transition(op: str) -> Callable[[Settings, dict[str, Any]], dict[str, Any]]:
+    def run(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+        from ipse.twin import apply_turn, load_config, open_store
+
+        twin_id = _twin_id(settings)
+        config = load_config(settings.twin_config) if settings.twin_config else None
+        with open_store(settings.store_url) as store:
+            turn = apply_turn(store, twin_id, [{"op": op, **args}], config=config)
+        result = turn.to_json()
+        result["text"] = (
+            f"{op} applied; wrote v{turn.version}"
+            if turn.written is not None
+            else f"{op} applied; identity unchanged, nothing written"
+        )
+        return result
+
+    return run
+
+
+def _twin_rehydrate(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
+    from ipse.twin import TwinConfig, load_config, open_store, rehydrate
+
+    twin_id = _twin_id(settings)
+    config = load_config(settings.twin_config) if settings.twin_config else TwinConfig(role="")
+    fmt = args.get("format", "text")
+    with open_store(settings.store_url) as store:
+        found = rehydrate(store, twin_id, config)
+    prefix = found.render(fmt)
+    return {
+        "twin_id": twin_id,
+        "cold": found.cold,
+        "version": found.version,
+        "format": fmt,
+        "prefix": prefix,
+        "text": prefix if isinstance(prefix, str) else jsonio.dumps(prefix).decode(),
+    }
+
+
+# ------------------------------------------------------------------------------------ table
+
+
+def tools() -> list[Tool]:
+    """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
+    from ipse.handoff import SCHEMA
+    from ipse.handoff._notes import DESCRIPTION
+    from ipse.twin._tools import TOOL_SPECS
+
+    table = [
+        Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),
+        Tool(
+            "recall",
+            "Get back a tool call and its result that a handoff removed, by the id its "
+            "breadcrumb shows; or, with checkpoint, the notes of a checkpoint and the list of "
+            "items it removed. Long output comes in pages: call again with next_offset.",
+            _RECALL_SCHEMA,
+            _recall,
+        ),
+        Tool(
+            "state_resume",
+            "Read the project's state directory in order (goal, invariants, next step, last "
+            "log entry). Call it at the start and after your context was reset.",
+            _object(
+                {
+                    "budget": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Keep the text within this many tokens.",
+                    }
+                }
+            ),
+            _state_resume,
+        ),
+        Tool(
+            "state_next",
+            "Set the next step (replaces the previous one; the log keeps it). Call it when you "
+            "finish a step or change plan.",
+            _object({"text": {"type": "string", "description": "The next step."}}, ["text"]),
+            _state_next,
+        ),
+        Tool(
+            "state_invariant",
+            "Append a decision or a rejected approach, with its reason, to the invariants "
+            "(append-only: it holds for the rest of the task).",
+            _object(
+                {
+                    "text": {"type": "string", "description": "The decision or rule."},
+                    "reason": {"type": "string", "description": "Why it holds."},
+                },
+                ["text", "reason"],
+            ),
+            _state_invariant,
+        ),
+        Tool(
+            "state_checkpoint",
+            "Log one state transition (what just happened) in the state directory's log.",
+            _object(
+                {"message": {"type": "string", "description": "What happened, one line."}},
+                ["message"],
+            ),
+            _state_checkpoint,
+        ),
+        Tool(
+            "twin_show",
+            "Show the twin's current identity state: counterparty, facts, commitments, loops.",
+            _object({}),
+            _twin_show,
+        ),
+    ]
+    table.extend(Tool(f"twin_{n}", d, s, _transition(n)) for n, d, s in TOOL_SPECS)
+    table.append(
+        Tool(
+            "twin_rehydrate",
+            "The text (or request prefix) that resumes the twin in a fresh context: its role, "
+            "facts, commitments and open loops, in a fixed order.",
+            _object(
+                {
+                    "format": {
+                        "type": "string",
+                        "enum": ["text", "anthropic", "openai"],
+                        "description": "Shape of the prefix (default text).",
+                    }
+                }
+            ),
+            _twin_rehydrate,
+        )
+    )
+    return table
+
+
+__all__ = ["RECALL_CHARS", "Settings", "Tool", "default_session", "tools"]
