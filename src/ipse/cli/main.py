@@ -33,6 +33,7 @@ _COMMANDS: dict[str, str] = {
     "archive": "ipse.cli.archive:archive_group",
     "handoff": "ipse.cli.handoff:handoff_command",
     "inspect": "ipse.cli.inspect:inspect_command",
+    "install": "ipse.cli.install:install_command",
     "lint": "ipse.cli.prefix:lint_command",
     "mcp": "ipse.cli.mcp:mcp_command",
     "prefix": "ipse.cli.prefix:prefix_command",
@@ -41,6 +42,7 @@ _COMMANDS: dict[str, str] = {
     "verify": "ipse.cli.verify:verify_command",
     "state": "ipse.cli.state:state_group",
     "twin": "ipse.cli.twin:twin_group",
+    "uninstall": "ipse.cli.install:uninstall_command",
 }
 
 

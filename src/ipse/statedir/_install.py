@@ -6,10 +6,12 @@ marker records what install added around the block (``lead=N`` newlines before i
 ``lead=new`` when install created the file; for Claude Code also whether it created
 ``.claude/settings.json`` and ``.claude/``), so ``uninstall`` removes exactly that.
 
-For Claude Code, hook groups are merged into ``.claude/settings.json`` keeping everything
-there: SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
-PreCompact logs a WAL checkpoint. Uninstall removes exactly those groups. The transforms on text
-and on the settings object are pure functions; the file edits are atomic.
+For Claude Code, hook groups are added to ``.claude/settings.json`` keeping everything there
+byte for byte (`ipse.harness.jsonedit`: formatting, key order and trailing newline stay):
+SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
+PreCompact logs a WAL checkpoint. The marker records which containers install created
+(``hooks=new``, ``session_start=new``, ``pre_compact=new``), so uninstall removes exactly the
+groups and those containers. The file edits are atomic.
 
 A hook command is run by a shell when the agent starts, often without ipse's virtual
 environment active: it names the ipse executable by absolute path (`program`), and every
@@ -21,16 +23,16 @@ written for another executable path (a moved environment, or a bare ``ipse``).
 from __future__ import annotations
 
 import json
-import os
-import re
 import shlex
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError, UsageError
 from ipse.fileio import atomic_write
+from ipse.harness import Change, jsonedit, program
+from ipse.harness import add_block as _add_block
+from ipse.harness import find_block as _find_block
+from ipse.harness import remove_block as _remove_block
 
 AGENT_FILES = {
     "claude-code": "CLAUDE.md",
@@ -39,8 +41,14 @@ AGENT_FILES = {
     "generic": "AGENTS.md",
 }
 SETTINGS = Path(".claude") / "settings.json"
+BLOCK = "state"
 END = "<!-- ipse:state:end -->"
-_BEGIN = re.compile(r"<!-- ipse:state:begin((?: [a-z_]+=[a-z0-9]+)*) -->\n")
+# the containers install may create, and the marker attribute that records it
+_CONTAINERS = {
+    "hooks": "hooks",
+    "hooks.SessionStart": "session_start",
+    "hooks.PreCompact": "pre_compact",
+}
 
 
 def rule_block(state_dir: str) -> str:
@@ -54,75 +62,24 @@ def rule_block(state_dir: str) -> str:
     )
 
 
-def _attrs(text: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in text.split())
-
-
-def _begin(attrs: dict[str, str]) -> str:
-    inner = "".join(f" {k}={v}" for k, v in attrs.items())
-    return f"<!-- ipse:state:begin{inner} -->\n"
-
-
 def find_block(text: str) -> tuple[int, int, dict[str, str]] | None:
     """(start, end, marker attributes) of the marked block, end past its newline."""
-    match = _BEGIN.search(text)
-    if match is None:
-        return None
-    end = text.find(END, match.end())
-    if end < 0:
-        return None
-    end += len(END)
-    if text.startswith("\n", end):
-        end += 1
-    return match.start(), end, _attrs(match.group(1))
+    return _find_block(text, BLOCK)
 
 
 def add_block(text: str | None, body: str, extra: dict[str, str] | None = None) -> str:
     """The file's text with the block added or replaced; nothing else changes."""
-    found = find_block(text) if text is not None else None
-    if text is not None and found is not None:
-        start, end, attrs = found
-        return text[:start] + _begin(attrs) + body + END + "\n" + text[end:]
-    if text is None or text == "":
-        attrs = {"lead": "new" if text is None else "0"}
-        lead = ""
-    else:
-        lead = "\n\n" if not text.endswith("\n") else ("" if text.endswith("\n\n") else "\n")
-        attrs = {"lead": str(len(lead))}
-    attrs.update(extra or {})
-    return (text or "") + lead + _begin(attrs) + body + END + "\n"
+    return _add_block(text, body, BLOCK, extra)
 
 
 def remove_block(text: str) -> tuple[str | None, dict[str, str]]:
     """The text without the block and what install added before it (None: delete the file)."""
-    found = find_block(text)
-    if found is None:
-        return text, {}
-    start, end, attrs = found
-    before, after = text[:start], text[end:]
-    lead = attrs.get("lead", "0")
-    if lead == "new":
-        rest = before + after
-        return (None if rest == "" else rest), attrs
-    count = int(lead) if lead.isdigit() else 0
-    if count and before.endswith("\n" * count):
-        before = before[:-count]
-    return before + after, attrs
+    return _remove_block(text, BLOCK)
 
 
 _RESUME = " state resume --hook claude-code"
 _CHECKPOINT = " state checkpoint --hook claude-code"
 _REASON = " 'context compaction'"
-
-
-def program() -> str:
-    """The shell words that run this ipse: the ``ipse`` script beside the running Python
-    (a virtual environment's ``bin/``), else that Python with ``-m ipse``; absolute, quoted."""
-    python = os.path.abspath(sys.executable)
-    script = os.path.join(os.path.dirname(python), "ipse")
-    if os.path.isfile(script) and os.access(script, os.X_OK):
-        return shlex.quote(script)
-    return f"{shlex.quote(python)} -m ipse"
 
 
 def hook_groups(state_arg: str, ipse: str = "ipse") -> dict[str, list[dict[str, Any]]]:
@@ -195,29 +152,16 @@ def _read(path: Path) -> str | None:
         raise InputError(f"cannot read: {exc}", path=path) from exc
 
 
-def _load_settings(path: Path) -> dict[str, Any] | None:
-    text = _read(path)
-    if text is None:
-        return None
-    try:
-        data: Any = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from exc
-    if not isinstance(data, dict):
-        raise InputError("not a JSON object", path=path)
-    return data
-
-
-def _dump(settings: dict[str, Any]) -> str:
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One file install or uninstall created, updated, removed, or left alone."""
-
-    path: str
-    action: str  # created | updated | removed | unchanged
+def _settings_value(path: Path, text: str) -> dict[str, Any]:
+    value, _ = jsonedit.parse(text, path)
+    hooks = value.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise InputError("`hooks` is not an object", path=path)
+    for event in ("SessionStart", "PreCompact"):
+        if isinstance(hooks, dict) and not isinstance(hooks.get(event, []), list):
+            raise InputError(f"`hooks.{event}` is not a list", path=path)
+    result: dict[str, Any] = value
+    return result
 
 
 def _state_arg(root: Path, folder: Path) -> tuple[str, str]:
@@ -245,11 +189,44 @@ def _programs(settings: dict[str, Any], state_arg: str) -> list[str]:
     return found
 
 
-def _without_ours(settings: dict[str, Any], state_arg: str) -> dict[str, Any]:
-    """``settings`` without the hook groups any ipse install wrote for this state folder."""
-    for prefix in _programs(settings, state_arg):
-        settings = unmerge_hooks(settings, hook_groups(state_arg, prefix))
-    return settings
+def _remove_groups(text: str, path: Path, state_arg: str, keep: str | None) -> str:
+    """``text`` without the hook groups any ipse install wrote for this state folder (except
+    those for the program ``keep``)."""
+    for prefix in _programs(_settings_value(path, text), state_arg):
+        if prefix == keep:
+            continue
+        for event, groups in hook_groups(state_arg, prefix).items():
+            for group in groups:
+                text = jsonedit.remove_items(text, ["hooks", event], group)
+    return text
+
+
+def _prune(text: str, created: list[str]) -> str:
+    for event in ("SessionStart", "PreCompact"):
+        text = jsonedit.prune(text, ["hooks", event], created)
+    return text
+
+
+def _install_settings(path: Path, state_arg: str, extra: dict[str, str]) -> tuple[str | None, str]:
+    """(old text, new text) of the settings with our hook groups."""
+    old = _read(path)
+    if old is None:
+        extra["settings"] = "new"
+        extra["claude_dir"] = "keep" if path.parent.exists() else "new"
+    text = old if old is not None and old.strip() else "{}\n"
+    _settings_value(path, text)
+    ours = program()
+    cleaned = _remove_groups(text, path, state_arg, ours)
+    if cleaned != text:  # an older install's groups: what they alone held goes with them
+        text = _prune(cleaned, list(_CONTAINERS))
+    for event, groups in hook_groups(state_arg, ours).items():
+        for group in groups:
+            hooks = _settings_value(path, text).get("hooks") or {}
+            if group in hooks.get(event, []):
+                continue
+            text, created = jsonedit.append_item(text, ["hooks", event], group)
+            extra.update({_CONTAINERS[c]: "new" for c in created})
+    return old, text
 
 
 def install(root: Path, folder: Path, agent: str = "generic") -> list[Change]:
@@ -260,29 +237,15 @@ def install(root: Path, folder: Path, agent: str = "generic") -> list[Change]:
     doc = root / AGENT_FILES[agent]
     settings_path = root / SETTINGS
     extra: dict[str, str] = {}
-    new_settings: str | None = None
-    old_settings_text = _read(settings_path) if agent == "claude-code" else None
+    settings: tuple[str | None, str] | None = None
     if agent == "claude-code":
-        settings = _load_settings(settings_path)
-        if settings is None:
-            extra = {
-                "settings": "new",
-                "claude_dir": "keep" if settings_path.parent.exists() else "new",
-            }
-        groups = hook_groups(state_arg, program())
-        new_settings = _dump(merge_hooks(_without_ours(settings or {}, state_arg), groups))
-        if settings is not None and merge_hooks(settings, groups) == settings:
-            new_settings = None  # already there: leave the file's bytes alone
+        settings = _install_settings(settings_path, state_arg, extra)
     old = _read(doc)
     new = add_block(old, rule_block(rel), extra)
     changes = [Change(str(doc), _write(doc, old, new))]
-    if agent == "claude-code":
-        if new_settings is None:
-            changes.append(Change(str(settings_path), "unchanged"))
-        else:
-            changes.append(
-                Change(str(settings_path), _write(settings_path, old_settings_text, new_settings))
-            )
+    if settings is not None:
+        settings_path.parent.mkdir(parents=True, exist_ok=True)
+        changes.append(Change(str(settings_path), _write(settings_path, *settings)))
     return changes
 
 
@@ -326,16 +289,35 @@ def uninstall(root: Path, folder: Path, agent: str | None = None) -> list[Change
 
 def _uninstall_settings(root: Path, state_arg: str, attrs: dict[str, str]) -> list[Change]:
     path = root / SETTINGS
-    settings = _load_settings(path)
-    if settings is None:
+    old = _read(path)
+    if old is None or not old.strip():
         return []
-    cleaned = _without_ours(settings, state_arg)
-    if cleaned == settings:
+    text = _remove_groups(old, path, state_arg, None)
+    if text == old:
         return []
-    if cleaned == {} and attrs.get("settings") == "new":
+    text = _prune(text, [c for c, name in _CONTAINERS.items() if attrs.get(name) == "new"])
+    if attrs.get("settings") == "new" and _settings_value(path, text) == {}:
         path.unlink()
         if attrs.get("claude_dir") == "new" and not any(path.parent.iterdir()):
             path.parent.rmdir()
         return [Change(str(path), "removed")]
-    _replace(path, _dump(cleaned))
+    _replace(path, text)
     return [Change(str(path), "updated")]
+
+
+__all__ = [
+    "AGENT_FILES",
+    "END",
+    "SETTINGS",
+    "Change",
+    "add_block",
+    "find_block",
+    "hook_groups",
+    "install",
+    "merge_hooks",
+    "program",
+    "remove_block",
+    "rule_block",
+    "uninstall",
+    "unmerge_hooks",
+]
