@@ -147,7 +147,8 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
     from ipse.tokens import default_counter
     from ipse.transcript._stats import TokenTally
 
-    _, report = strip(conversation, "checkpoint", StripOptions(checkpoint_tool=name))
+    answered = _answered(conversation, name)
+    _, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=name))
     tally = TokenTally(default_counter())
     removed_ids = {r.id for r in report.removed}
     calls = results = thinking = tokens = 0
@@ -164,6 +165,31 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
             tokens += _block_tokens(tally, block)
     before = sum(_block_tokens(tally, b) for m in conversation.messages for b in m.blocks)
     return Drop(calls, results, thinking, tokens, before), position
+
+
+def _answered(conversation: Conversation, name: str) -> Conversation:
+    """The conversation as the next request will carry it: the checkpoint call answered (the
+    cut then falls after its result, as a handoff at the checkpoint places it)."""
+    from ipse.transcript import codec, write
+
+    last = conversation.messages[-1]
+    calls = [b for b in last.blocks if isinstance(b, ToolCall) and b.name == name]
+    if last.role != "assistant" or not calls:
+        return conversation
+    call_id = calls[-1].id
+    text = "Checkpoint recorded."
+    if conversation.dialect == "anthropic":
+        result: dict[str, Any] = {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+        }
+    elif conversation.dialect == "openai-chat":
+        result = {"role": "tool", "tool_call_id": call_id, "content": text}
+    else:
+        return conversation
+    body = write(conversation)
+    body["messages"] = [*body.get("messages", []), result]
+    return codec(conversation.dialect).read_body(body)
 
 
 def _block_tokens(tally: Any, block: Any) -> int:

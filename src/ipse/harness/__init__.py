@@ -27,7 +27,6 @@ from ipse.harness._install import (
 from ipse.harness._sessions import (
     claude_code_session_file,
     claude_config_dir,
-    claude_project_folder,
 )
 
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
     "add_block",
     "claude_code_session_file",
     "claude_config_dir",
-    "claude_project_folder",
     "codex_home",
     "find_block",
     "install_agent",
