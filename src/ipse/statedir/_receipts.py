@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipse.errors import UsageError
-from ipse.fileio import read_bytes
+from ipse.fileio import StrPath, read_bytes
 from ipse.statedir import _files as files
 from ipse.statedir import _gitinfo as gitinfo
 from ipse.statedir import _wal as wal
@@ -73,10 +74,14 @@ def make_receipt(folder: Path, claim: str, artifacts: list[Path], use_git: bool)
     return {"id": receipt_id(body), **body}
 
 
-def stamp(folder: Path, claim: str, artifacts: list[Path], use_git: bool = False) -> dict[str, Any]:
+def stamp(
+    folder: StrPath, claim: str, artifacts: Sequence[StrPath], use_git: bool = False
+) -> dict[str, Any]:
     """Make a receipt, log its id, and store it in ``.receipts.jsonl``."""
+    folder = Path(folder)
+    paths = [Path(a) for a in artifacts]
     files.require_folder(folder)
-    receipt = make_receipt(folder, claim, artifacts, use_git)
+    receipt = make_receipt(folder, claim, paths, use_git)
     with writing(folder):
         wal.append(
             folder / files.WAL,
@@ -154,8 +159,9 @@ def _check_git(root: Path, receipt: dict[str, Any], where: str) -> list[str]:
     return []
 
 
-def check_receipts(folder: Path, logged: set[str]) -> list[str]:
+def check_receipts(folder: StrPath, logged: set[str]) -> list[str]:
     """Every problem with the folder's receipts; ``logged`` holds the ids the WAL recorded."""
+    folder = Path(folder)
     root = files.project_root(folder)
     problems: list[str] = []
     seen: set[str] = set()
