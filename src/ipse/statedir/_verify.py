@@ -332,4 +332,6 @@ def _verify_locked(folder: Path, report: StateReport) -> None:
         state = logged_state(scan.records)
         _check_files(folder, state, report)
         _check_previous(folder, state, report)
-    report.violations.extend(receipts.check_receipts(folder, state.receipts))
+    problems, notes = receipts.review_receipts(folder, state.receipts)
+    report.violations.extend(problems)
+    report.warnings.extend(notes)
