@@ -28,6 +28,7 @@ from ipse import jsonio
 from ipse.errors import InputError
 from ipse.handoff._cut import CHECKPOINT_TOOL
 from ipse.handoff._notes import check_notes, render_notes
+from ipse.handoff._rewrite import is_checkpoint
 from ipse.handoff._strip import StripOptions, strip
 from ipse.transcript._model import Conversation, Text, Thinking, ToolCall, ToolResult
 
@@ -97,11 +98,6 @@ def checkpoint_id(session: str, notes: Mapping[str, Any]) -> str:
     return "checkpoint-" + digest.hexdigest()[:16]
 
 
-def is_checkpoint_tool(name: str, tool: str = CHECKPOINT_TOOL) -> bool:
-    """``micro_handoff`` itself, or the name an MCP client gives it (``mcp__ipse__...``)."""
-    return name == tool or (name.startswith("mcp__") and name.endswith("__" + tool))
-
-
 def record_checkpoint(
     notes: Any,
     *,
@@ -140,7 +136,7 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
     position = -1
     for index, message in enumerate(conversation.messages):
         for block in message.blocks:
-            if isinstance(block, ToolCall) and is_checkpoint_tool(block.name, tool):
+            if isinstance(block, ToolCall) and is_checkpoint(block.name, (tool,)):
                 name, position = block.name, index
     if name is None:
         return None, -1
@@ -223,6 +219,5 @@ __all__ = [
     "Drop",
     "checkpoint_id",
     "checkpoint_items",
-    "is_checkpoint_tool",
     "record_checkpoint",
 ]
