@@ -230,6 +230,8 @@ def install_agent(
     from ipse.handoff import narration_prompt
 
     old_doc = _read(where.instructions)
+    if old_doc is None and not where.instructions.parent.exists():
+        attrs["docs_dir"] = "new"
     new_doc = add_block(old_doc, narration_prompt().rstrip("\n") + "\n", BLOCK, attrs)
     writes.append((where.instructions, old_doc, new_doc))
     changes = []
@@ -322,12 +324,16 @@ def uninstall_agent(agent: str, root: Path, *, user: bool = False) -> list[Chang
             gone = attrs.get("config") == "new" and _is_empty_object(new)
         if new != old_config:
             changes.append(_write(where.config, old_config, None if gone else new))
-            _remove_dir_if_empty(where.config.parent, gone and attrs.get("dir") == "new")
     if where.settings is not None and (attrs.get("proxy") == "1" or not found):
         changes.extend(_uninstall_claude_proxy(where.settings, attrs))
     if old_doc is not None and found is not None:
         new_doc, _ = remove_block(old_doc, BLOCK)
         changes.append(_write(where.instructions, old_doc, new_doc))
+    folders = [(where.config.parent, "dir"), (where.instructions.parent, "docs_dir")]
+    if where.settings is not None:
+        folders.append((where.settings.parent, "settings_dir"))
+    for folder, name in folders:
+        _remove_dir_if_empty(folder, attrs.get(name) == "new")
     return changes
 
 
@@ -355,9 +361,7 @@ def _uninstall_claude_proxy(path: Path, attrs: dict[str, str]) -> list[Change]:
     if text == old:
         return []
     gone = attrs.get("settings") == "new" and _is_empty_object(text)
-    change = _write(path, old, None if gone else text)
-    _remove_dir_if_empty(path.parent, gone and attrs.get("settings_dir") == "new")
-    return [change]
+    return [_write(path, old, None if gone else text)]
 
 
 _ATTR_OF = {"hooks": "hooks", "hooks.SessionStart": "session_start"}

@@ -1,0 +1,230 @@
+"""``ipse install`` / ``ipse uninstall`` for Claude Code, Codex and Gemini CLI: what each agent's
+files get, that the command runs without the virtual environment, refusals, and that uninstall
+gives back every file byte for byte (and removes the files and folders install created)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ipse.harness import PROXY_URL, launcher, proxy_hook
+from tests.conftest import CliRun
+
+SETTINGS_STYLES = {
+    "none": None,
+    "pretty": json.dumps({"model": "opus", "permissions": {"allow": ["Bash(ls)"]}}, indent=2)
+    + "\n",
+    "tabs": '{\n\t"theme": "dark",\n\t"mcpServers": {\n\t\t"other": {"command": "x"}\n\t}\n}',
+    "compact": '{"model":"opus","env":{"DEBUG":"1"},"hooks":{"Stop":[]}}',
+    "empty": "{}\n",
+}
+DOC_STYLES = {"none": None, "plain": "# Project\n\nBuild with make.", "newline": "# Notes\n"}
+
+
+@pytest.fixture
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(project, home): HOME, CODEX_HOME and CLAUDE_CONFIG_DIR point into tmp_path."""
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    return project, home
+
+
+def snapshot(*roots: Path) -> dict[str, bytes | None]:
+    found: dict[str, bytes | None] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            found[str(path)] = path.read_bytes() if path.is_file() else None
+    return found
+
+
+def _write(path: Path, text: str | None) -> None:
+    if text is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _files(agent: str, project: Path, home: Path, user: bool) -> tuple[Path, Path, Path | None]:
+    """(server config, instructions file, proxy settings) of an agent."""
+    if agent == "claude-code":
+        if user:
+            return (
+                home / ".claude.json",
+                home / ".claude" / "CLAUDE.md",
+                home / ".claude" / ("settings.json"),
+            )
+        return project / ".mcp.json", project / "CLAUDE.md", project / ".claude" / "settings.json"
+    if agent == "codex":
+        docs = home / ".codex" if user else project
+        return home / ".codex" / "config.toml", docs / "AGENTS.md", None
+    folder = (home if user else project) / ".gemini"
+    return folder / "settings.json", (folder if user else project) / "GEMINI.md", None
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+@pytest.mark.parametrize("user", [False, True])
+@pytest.mark.parametrize("style", list(SETTINGS_STYLES))
+@pytest.mark.parametrize("doc", list(DOC_STYLES))
+def test_json_agents_install_and_uninstall_byte_for_byte(
+    cli: CliRun, homes: tuple[Path, Path], agent: str, user: bool, style: str, doc: str
+) -> None:
+    project, home = homes
+    config, instructions, settings = _files(agent, project, home, user)
+    _write(config, SETTINGS_STYLES[style])
+    _write(instructions, DOC_STYLES[doc])
+    if settings is not None:
+        _write(settings, SETTINGS_STYLES[style])
+    before = snapshot(project, home)
+    proxy = ["--proxy"] if agent == "claude-code" else []
+    scope = ["--user"] if user else []
+    done = cli("install", "--agent", agent, *scope, *proxy, "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(config.read_text())["mcpServers"]["ipse"]
+    command, args = launcher()
+    assert entry["command"] == command and entry["args"] == [*args, "mcp"]
+    assert "call `micro_handoff`" in instructions.read_text()
+    if settings is not None:
+        data = json.loads(settings.read_text())
+        assert data["env"]["ANTHROPIC_BASE_URL"] == PROXY_URL
+        assert data["hooks"]["SessionStart"][-1] == proxy_hook()
+    installed = snapshot(project, home)
+    again = cli("install", "--agent", agent, *scope, *proxy, "--json", cwd=project)
+    assert {c["action"] for c in json.loads(again.stdout)["changes"]} == {"unchanged"}
+    assert snapshot(project, home) == installed
+    gone = cli("uninstall", "--agent", agent, *scope, cwd=project)
+    assert gone.returncode == 0, gone.stderr
+    assert snapshot(project, home) == before
+
+
+CODEX_STYLES = {
+    "none": None,
+    "keys": 'model = "o4"\napproval_policy = "never"\n',
+    "tables": '# mine\nmodel = "o4"\n\n[projects."/w"]\ntrust_level = "trusted"\n\n'
+    '[mcp_servers.other]\ncommand = "npx"\nargs = ["-y", "x"]\n',
+    "no newline": "[tui]\nnotifications = true",
+}
+
+
+@pytest.mark.parametrize("user", [False, True])
+@pytest.mark.parametrize("proxy", [False, True])
+@pytest.mark.parametrize("style", list(CODEX_STYLES))
+def test_codex_install_and_uninstall_byte_for_byte(
+    cli: CliRun,
+    homes: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    user: bool,
+    proxy: bool,
+    style: str,
+) -> None:
+    import tomlkit
+
+    project, home = homes
+    codex = home / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    config = codex / "config.toml"
+    _write(config, CODEX_STYLES[style])
+    before = snapshot(project, home)
+    flags = (["--user"] if user else []) + (["--proxy"] if proxy else [])
+    done = cli("install", "--agent", "codex", *flags, cwd=project)
+    assert done.returncode == 0, done.stderr
+    parsed = tomlkit.parse(config.read_text())
+    command, args = launcher()
+    assert parsed["mcp_servers"]["ipse"]["command"] == command
+    assert parsed["mcp_servers"]["ipse"]["args"] == [*args, "mcp"]
+    if proxy:
+        assert parsed["model_provider"] == "ipse"
+        provider = parsed["model_providers"]["ipse"]
+        assert provider["base_url"] == PROXY_URL + "/v1" and provider["wire_api"] == "responses"
+    else:
+        assert "model_provider" not in parsed
+    assert (codex if user else project).joinpath("AGENTS.md").is_file()
+    installed = snapshot(project, home)
+    assert cli("install", "--agent", "codex", *flags, cwd=project).returncode == 0
+    assert snapshot(project, home) == installed
+    scope = ["--user"] if user else []
+    assert cli("uninstall", "--agent", "codex", *scope, cwd=project).returncode == 0
+    assert snapshot(project, home) == before
+
+
+def test_the_installed_server_runs_without_the_virtual_environment(
+    cli: CliRun, homes: tuple[Path, Path]
+) -> None:
+    project, _ = homes
+    assert cli("install", "--agent", "gemini", cwd=project).returncode == 0
+    entry = json.loads((project / ".gemini" / "settings.json").read_text())["mcpServers"]["ipse"]
+    bare = {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"]}  # no venv, no PYTHONPATH
+    done = subprocess.run(
+        [entry["command"], *entry["args"], "--help"], env=bare, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Serve ipse's tools to an agent over MCP" in done.stdout
+
+
+def test_the_proxy_hook_is_shell_quoted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    python = tmp_path / "my env $(touch pwned)" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    monkeypatch.setattr("sys.executable", str(python))
+    command = proxy_hook()["hooks"][0]["command"]
+    assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start"]
+
+
+def test_another_base_url_is_refused_and_nothing_is_written(
+    cli: CliRun, homes: tuple[Path, Path]
+) -> None:
+    project, home = homes
+    _write(project / ".claude" / "settings.json", '{"env": {"ANTHROPIC_BASE_URL": "http://gw"}}')
+    before = snapshot(project, home)
+    done = cli("install", "--agent", "claude-code", "--proxy", cwd=project)
+    assert done.returncode == 2 and "ANTHROPIC_BASE_URL is already 'http://gw'" in done.stderr
+    assert snapshot(project, home) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('model_provider = "azure"\n', "already selects model_provider = 'azure'"),
+        ('[mcp_servers.ipse]\ncommand = "mine"\n', "already has [mcp_servers.ipse]"),
+        ("not = [toml\n", "not valid TOML"),
+    ],
+)
+def test_codex_conflicts_are_refused(
+    cli: CliRun, homes: tuple[Path, Path], text: str, message: str
+) -> None:
+    project, home = homes
+    _write(home / ".codex" / "config.toml", text)
+    before = snapshot(project, home)
+    done = cli("install", "--agent", "codex", "--proxy", cwd=project)
+    assert done.returncode == 2 and message in done.stderr
+    assert snapshot(project, home) == before
+
+
+def test_gemini_has_no_proxy(cli: CliRun, homes: tuple[Path, Path]) -> None:
+    project, home = homes
+    done = cli("install", "--agent", "gemini", "--proxy", cwd=project)
+    assert done.returncode == 2 and "Gemini CLI" in done.stderr
+    assert snapshot(project, home) == {}
+
+
+@pytest.mark.parametrize("style", ["pretty", "tabs", "compact"])
+def test_state_uninstall_leaves_settings_byte_for_byte(
+    cli: CliRun, homes: tuple[Path, Path], style: str
+) -> None:
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    _write(settings, SETTINGS_STYLES[style])
+    _write(project / "CLAUDE.md", "# Notes\n")
+    before = snapshot(project, home)
+    assert cli("state", "install", "--agent", "claude-code", cwd=project).returncode == 0
+    assert json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert cli("state", "uninstall", cwd=project).returncode == 0
+    assert snapshot(project, home) == before
