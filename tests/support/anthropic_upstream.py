@@ -4,8 +4,9 @@ It records every request (path, headers, JSON body) and answers ``POST /v1/messa
 API documents: JSON for ``stream: false``; for ``stream: true`` the server-sent event sequence
 ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
 ``content_block_stop``, ``message_delta``, ``message_stop``. ``count_tokens`` answers
-``{"input_tokens": N}``. Replies are scripted: each request takes the next text (the last one
-repeats).
+``{"input_tokens": N}``. Replies are scripted: each request takes the next reply (the last one
+repeats). A reply is a text, or a `ToolUse`: the model calls that tool (a ``tool_use`` block
+streamed as ``input_json_delta``, ``stop_reason: "tool_use"``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+@dataclass(frozen=True)
+class ToolUse:
+    """A scripted reply that calls a tool."""
+
+    name: str
+    input: dict[str, Any]
+    id: str = "toolu_scripted_01"
+    text: str = ""  # said before the call
+
+
+Reply = str | ToolUse
+
+
 @dataclass
 class Upstream:
     """The running server: its URL and what it received."""
@@ -29,6 +43,32 @@ class Upstream:
     def messages_requests(self) -> list[dict[str, Any]]:
         """The bodies of the ``/v1/messages`` requests (not count_tokens), in order."""
         return [r["body"] for r in self.received if r["path"].split("?")[0] == "/v1/messages"]
+
+
+def _tool_events(reply: ToolUse, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    yield "message_start", {"type": "message_start", "message": {
+        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}  # fmt: skip
+    index = 0
+    if reply.text:
+        yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}}  # fmt: skip
+        delta = {"type": "text_delta", "text": reply.text}
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+        index = 1
+    yield "content_block_start", {"type": "content_block_start", "index": index,
+                                  "content_block": {"type": "tool_use", "id": reply.id,
+                                                    "name": reply.name, "input": {}}}  # fmt: skip
+    yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                  "delta": {"type": "input_json_delta",
+                                            "partial_json": json.dumps(reply.input)}}  # fmt: skip
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                            "usage": {"output_tokens": 20}}  # fmt: skip
+    yield "message_stop", {"type": "message_stop"}
 
 
 def _events(text: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -49,7 +89,7 @@ def _events(text: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_stop", {"type": "message_stop"}
 
 
-def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -79,12 +119,12 @@ def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequest
             if path.endswith("/count_tokens"):
                 self._json(200, {"input_tokens": len(raw) // 4})
             elif path == "/v1/messages":
-                text = replies[min(max(turn, 0), len(replies) - 1)]
+                reply = replies[min(max(turn, 0), len(replies) - 1)]
                 model = str(body.get("model", "claude"))
                 if body.get("stream"):
-                    self._stream(text, model)
+                    self._stream(reply, model)
                 else:
-                    self._json(200, _message(text, model))
+                    self._json(200, _message(reply, model))
             else:
                 error = {"type": "not_found_error", "message": self.path}
                 self._json(404, {"type": "error", "error": error})
@@ -97,13 +137,16 @@ def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequest
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, text: str, model: str) -> None:
+        def _stream(self, reply: Reply, model: str) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("connection", "close")
             self.end_headers()
-            for name, data in _events(text, model):
+            events = (
+                _tool_events(reply, model) if isinstance(reply, ToolUse) else _events(reply, model)
+            )
+            for name, data in events:
                 self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
             self.close_connection = True
@@ -111,14 +154,21 @@ def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequest
     return Handler
 
 
-def _message(text: str, model: str) -> dict[str, Any]:
+def _message(reply: Reply, model: str) -> dict[str, Any]:
+    if isinstance(reply, ToolUse):
+        content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        content.append({"type": "tool_use", "id": reply.id, "name": reply.name,
+                        "input": reply.input})  # fmt: skip
+        stop = "tool_use"
+    else:
+        content, stop = [{"type": "text", "text": reply}], "end_turn"
     return {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "content": content, "stop_reason": stop,
             "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3}}  # fmt: skip
 
 
 @contextmanager
-def anthropic_upstream(replies: Sequence[str] = ("OK.",)) -> Iterator[Upstream]:
+def anthropic_upstream(replies: Sequence[Reply] = ("OK.",)) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, replies))

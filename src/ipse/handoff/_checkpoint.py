@@ -131,20 +131,29 @@ def record_checkpoint(
 
 
 def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
-    """Strip at the last checkpoint call; (None, -1) when the conversation has none."""
+    """Strip at the last checkpoint call, or, when the harness has not written the call yet,
+    at its end (all but an unfinished tool exchange): the call comes next. (None, -1) when the
+    conversation is empty or cannot be handed off."""
+    from ipse.errors import IpseError
+    from ipse.tokens import default_counter
+    from ipse.transcript._stats import TokenTally
+
     name = None
-    position = -1
+    position = len(conversation.messages)
     for index, message in enumerate(conversation.messages):
         for block in message.blocks:
             if isinstance(block, ToolCall) and is_checkpoint(block.name, (tool,)):
                 name, position = block.name, index
-    if name is None:
+    if not conversation.messages:
         return None, -1
-    from ipse.tokens import default_counter
-    from ipse.transcript._stats import TokenTally
-
-    answered = _answered(conversation, name)
-    _, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=name))
+    try:
+        if name is None:
+            _, report = strip(conversation, "now")
+        else:
+            answered = _answered(conversation, name)
+            _, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=name))
+    except IpseError:
+        return None, -1
     tally = TokenTally(default_counter())
     removed_ids = {r.id for r in report.removed}
     calls = results = thinking = tokens = 0
