@@ -1,11 +1,13 @@
 """Format-preserving edits of a TOML file (Codex's ``config.toml``): one marked block of tables
 at the end, and one marked top-level key.
 
-tomlkit parses the file (to refuse invalid TOML, and keys ipse would clash with) and checks the
-result; the edit itself is textual so that removing it gives the original bytes back (tomlkit's
-own deletions leave blank lines behind). The tables go between ``# ipse:begin lead=N`` and
-``# ipse:end`` lines (``N`` newlines install added before them); a top-level key goes on one
-line ending in ``# ipse``, after the last top-level line before the first table.
+The standard library's parser (``tomllib``) reads the file (to refuse invalid TOML, and keys ipse
+would clash with) and checks the result; the edit itself is textual, so removing it gives the
+original bytes back (a format-preserving TOML library, tomlkit, was tried: its deletions leave
+blank lines behind, so uninstall could not give the file back byte for byte). The tables go
+between ``# ipse:begin lead=N`` and ``# ipse:end`` lines (``N`` newlines install added before
+them); a top-level key goes on one line ending in ``# ipse``, after the last top-level line
+before the first table.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ _END = "# ipse:end\n"
 KEY_MARK = "  # ipse"
 
 
-def parse_toml(text: str, path: str | Path = "") -> Any:
+def parse_toml(text: str, path: str | Path = "") -> dict[str, Any]:
     """The parsed document; `InputError` for invalid TOML."""
-    import tomlkit
-    from tomlkit.exceptions import TOMLKitError
+    import tomllib
 
     try:
-        return tomlkit.parse(text)
-    except TOMLKitError as exc:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path or None) from exc
 
 
