@@ -16,7 +16,7 @@ pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
 from tests.handoff.test_to_claude_code import claude_binary
-from tests.support.anthropic_upstream import Reply, ToolUse, anthropic_upstream
+from tests.support.anthropic_upstream import Reply, anthropic_upstream
 
 NOTES = {
     "done": ["measured the parser on 1 MB"],
@@ -70,10 +70,8 @@ def test_claude_code_calls_micro_handoff_and_the_notes_are_stored(
         json.dumps({"mcpServers": {"ipse": {"type": "stdio", "command": command[0],
                                             "args": command[1:], "env": {}}}})
     )  # fmt: skip
-    replies: list[Reply] = [
-        ToolUse("mcp__ipse__micro_handoff", NOTES, text="Checkpoint."),
-        "Noted.",
-    ]
+    call = {"id": "toolu_scripted_01", "name": "mcp__ipse__micro_handoff", "input": NOTES}
+    replies: list[Reply] = [{"text": "Checkpoint.", "tool_use": call}, "Noted."]
     with anthropic_upstream(replies) as upstream:
         done = subprocess.run(
             [claude, "-p", "Record a checkpoint.", "--bare", "--mcp-config", str(config),
