@@ -97,7 +97,8 @@ def test_claude_code_calls_micro_handoff_and_the_notes_are_stored(
     assert count == 1 and item.kind == "checkpoint"
     assert json.loads(recalled.call)["input"] == NOTES
     # Claude Code hands its session id to the server: the notes are under the key the proxy uses
-    assert session == json.loads(requests[-1]["metadata"]["user_id"])["session_id"]
+    claude_session = json.loads(requests[-1]["metadata"]["user_id"])["session_id"]
+    assert session == f"session:{claude_session}"
     # when Claude Code has written the transcript by the time of the call, the drop is measured
     # there (nothing to drop in this one-turn session); a later write leaves it unknown
     drops = json.loads(result)["next_request_drops"]

@@ -140,7 +140,7 @@ def test_micro_handoff_says_what_the_next_request_drops(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     session = str(uuid.uuid4())
     write_session(_tool_session(), cwd=str(tmp_path.resolve()), session_id=session)
-    settings = Settings(session=session, cwd=tmp_path)
+    settings = Settings(session=f"session:{session}", cwd=tmp_path)
     done = call(settings, "micro_handoff", NOTES)
     assert not done.is_error, done.content
     drop = done.structured_content["next_request_drops"]

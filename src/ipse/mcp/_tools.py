@@ -35,13 +35,21 @@ class Settings:
     cwd: Path = field(default_factory=Path.cwd)
 
 
+CLAUDE_CODE_PREFIX = "session:"
+
+
 def default_session() -> str:
     """The session the checkpoints are stored under: ``IPSE_SESSION``, else the Claude Code
-    session that started the server (``CLAUDE_CODE_SESSION_ID``), else a fresh ``mcp-`` id."""
-    for name in ("IPSE_SESSION", "CLAUDE_CODE_SESSION_ID"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
+    session that started the server (``CLAUDE_CODE_SESSION_ID``, which Claude Code gives its
+    MCP servers) keyed as the proxy keys that session (``session:<id>``, from the request's
+    ``x-claude-code-session-id``) so a checkpoint and what its handoff removed share one key,
+    else a fresh ``mcp-`` id."""
+    value = os.environ.get("IPSE_SESSION", "").strip()
+    if value:
+        return value
+    value = os.environ.get("CLAUDE_CODE_SESSION_ID", "").strip()
+    if value:
+        return CLAUDE_CODE_PREFIX + value
     return f"mcp-{uuid.uuid4()}"
 
 
@@ -98,7 +106,8 @@ def _session_conversation(settings: Settings) -> Any:
     """The Claude Code session this server runs in, when its file can be found; else None."""
     from ipse.harness import claude_code_session_file
 
-    path = claude_code_session_file(settings.session, settings.cwd)
+    session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
+    path = claude_code_session_file(session, settings.cwd)
     if path is None:
         return None
     from ipse.errors import IpseError
