@@ -11,8 +11,11 @@ proxy's last request), `record_checkpoint` also says what the next request will 
 calls, results and thinking blocks before the checkpoint call and their tokens, measured by
 running `strip` at the call exactly as the handoff will. Without it the drop is unknown (None).
 
-`checkpoint_items` gives back what a checkpoint's handoff removed: the session's archived items
-between the previous checkpoint and this one (by message position, when known).
+`checkpoint_items` gives back what the handoffs of a checkpoint's session removed. Not only the
+items of that one checkpoint: the positions a harness transcript gives (where the MCP server
+measures) and those of the wire request (where the proxy archives) count messages differently
+(Claude Code's requests carry system messages its transcript does not), so a split by position
+could leave an item out; listing the session's items never does.
 """
 
 from __future__ import annotations
@@ -204,22 +207,14 @@ def _block_tokens(tally: Any, block: Any) -> int:
 
 
 def checkpoint_items(archive: ArchiveStore, checkpoint: str) -> tuple[Item, list[Item]]:
-    """A checkpoint's archive row and the items its handoff removed (by message position: after
-    the session's previous checkpoint, before this one; every item when positions are unknown).
+    """A checkpoint's archive row and the items its session's handoffs removed, in order.
 
     `InputError` when no checkpoint has that id."""
     found = archive.recall(checkpoint)
     if found.item.kind != CHECKPOINT_KIND:
         raise InputError(f"{checkpoint!r} is an archived {found.item.kind}, not a checkpoint")
     items = archive.items(found.item.session)
-    here = found.item.position
-    if here < 0:
-        return found.item, [i for i in items if i.kind != CHECKPOINT_KIND]
-    earlier = [i.position for i in items if i.kind == CHECKPOINT_KIND and 0 <= i.position < here]
-    floor = max(earlier, default=-1)
-    return found.item, [
-        i for i in items if i.kind != CHECKPOINT_KIND and floor <= i.position < here
-    ]
+    return found.item, [i for i in items if i.kind != CHECKPOINT_KIND]
 
 
 __all__ = [

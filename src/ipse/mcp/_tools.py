@@ -129,7 +129,8 @@ _RECALL_SCHEMA = _object(
         },
         "checkpoint": {
             "type": "string",
-            "description": "A checkpoint id: lists its notes and the items its handoff removed.",
+            "description": "A checkpoint id: its notes and the items its session's handoffs "
+            "removed.",
         },
         "session": {"type": "string", "description": "The session, when an id is in several."},
         "offset": {
@@ -190,7 +191,7 @@ def _checkpoint_text(archive: Any, checkpoint: Any) -> str:
     row, items = checkpoint_items(archive, str(checkpoint))
     found = archive.recall(row.id, row.session)
     notes = jsonio.loads(found.result)["text"] if found.result else ""
-    lines = [str(notes), "", f"Removed at this checkpoint ({len(items)} items; recall by id):"]
+    lines = [str(notes), "", f"Removed in this session ({len(items)} items; recall by id):"]
     lines.extend(f"- {i.id} [{i.kind} {i.tool}] {i.preview} ({i.size} bytes)" for i in items)
     return "\n".join(lines)
 
@@ -328,7 +329,8 @@ def tools() -> list[Tool]:
             "recall",
             "Get back a tool call and its result that a handoff removed, by the id its "
             "breadcrumb shows; or, with checkpoint, the notes of a checkpoint and the list of "
-            "items it removed. Long output comes in pages: call again with next_offset.",
+            "items its session's handoffs removed. Long output comes in pages: call again with "
+            "next_offset.",
             _RECALL_SCHEMA,
             _recall,
         ),
