@@ -218,7 +218,15 @@ def test_twin_tools_apply_show_and_rehydrate(twin_store: str, tmp_path: Path) ->
         assert [f.text for f in latest.state.live_facts()] == ["Prefers email"]
     rehydrated = call(settings, "twin_rehydrate", {"format": "text"}).structured_content
     assert "Prefers email" in rehydrated["text"] and "send the invoice" in rehydrated["text"]
-    assert rehydrated["cold"] is False
+    assert rehydrated["cold"] is False and rehydrated["text"].startswith("# Resuming")
+    config = tmp_path / "twin.toml"
+    config.write_text('id = "ada"\nrole = "You are Ada, Acme support."\n')
+    with_role = Settings(session="s", cwd=tmp_path, store_url=twin_store, twin="ada",
+                         twin_config=config)  # fmt: skip
+    prefix = call(with_role, "twin_rehydrate", {"format": "anthropic"}).structured_content
+    system = prefix["prefix"]["system"]
+    assert system[0]["text"] == "You are Ada, Acme support."
+    assert "Prefers email" in system[1]["text"]
 
 
 @pytest.mark.parametrize(
@@ -241,6 +249,7 @@ def test_twin_tools_apply_show_and_rehydrate(twin_store: str, tmp_path: Path) ->
         ("twin_show", {}, "no snapshot of twin 'ada'"),
         ("twin_close_loop", {"loop": "nothing open"}, "nothing open"),
         ("twin_rehydrate", {"format": "yaml"}, "format: must be one of text, anthropic, openai"),
+        ("twin_rehydrate", {"format": "openai"}, "start the server with --twin-config FILE"),
         ("no_such_tool", {}, "unknown tool 'no_such_tool'"),
     ],
 )

@@ -299,11 +299,18 @@ def _twin_rehydrate(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     from ipse.twin import TwinConfig, load_config, open_store, rehydrate
 
     twin_id = _twin_id(settings)
-    config = load_config(settings.twin_config) if settings.twin_config else TwinConfig(role="")
     fmt = args.get("format", "text")
+    if settings.twin_config is None and fmt != "text":
+        raise UsageError(
+            f"format {fmt}: a request prefix needs the twin's role; start the server with "
+            "--twin-config FILE (format text works without it)"
+        )
+    config = load_config(settings.twin_config) if settings.twin_config else TwinConfig(role="")
     with open_store(settings.store_url) as store:
         found = rehydrate(store, twin_id, config)
     prefix = found.render(fmt)
+    if settings.twin_config is None:  # no role: the resumption text alone
+        prefix = found.context or ""
     return {
         "twin_id": twin_id,
         "cold": found.cold,
