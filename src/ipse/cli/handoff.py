@@ -62,6 +62,11 @@ if TYPE_CHECKING:
     "records none, and the API requires it).",
 )
 @click.option(
+    "--model",
+    help="The model of the written body, for inputs that record none (a trajectory without "
+    "its config) or to replace the recorded one.",
+)
+@click.option(
     "--at",
     default="checkpoint",
     show_default=True,
@@ -105,6 +110,7 @@ def handoff_command(
     target: str,
     cwd: Path | None,
     max_tokens: int,
+    model: str | None,
     at: str,
     fmt: str | None,
     thread: str | None,
@@ -160,6 +166,7 @@ def handoff_command(
             breadcrumbs=breadcrumbs,
         ),
         max_tokens=max_tokens,
+        model=model,
     )
     resumed: list[tuple[str, Path]] = []
     write: Callable[[bytes], None] | None
@@ -197,6 +204,8 @@ def handoff_command(
         _render(document, to_stderr=to_stdout)
     if dry_run:
         warn("dry run: nothing written or archived (give -o FILE, or -o - for stdout)")
+    if target == "body" and result.after.model is None:
+        warn("the body names no model (the input records none); give it with --model")
     if result.narration.warning:
         warn(result.narration.warning)
     for problem in result.report.carried_problems:

@@ -1,0 +1,328 @@
+"""Readers of the harnesses people run: Cline and Roo Code, SWE-agent, mini-swe-agent,
+OpenHands, Gemini CLI. Generated files in each harness's shape (tests/transcript/
+harness_cases.py), sniffed, read, written back where the format can be, refused where not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ipse.errors import UsageError
+from ipse.transcript import (
+    FORMATS,
+    Origin,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    detect,
+    load,
+    write,
+)
+from tests.conftest import OPENAI_TRAJ, SHARED, CliRun
+from tests.transcript import harness_cases as cases
+
+ANTHROPIC_MESSAGE_KEYS = {"role", "content"}
+CHAT_MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id"}
+
+
+def _texts(conversation: Any, origin: Origin) -> list[str]:
+    return [
+        b.text
+        for m in conversation.messages
+        for b in m.blocks
+        if isinstance(b, Text) and b.origin == origin
+    ]
+
+
+# ------------------------------------------------------------------------------ Cline / Roo
+
+
+def test_cline_history_is_sniffed_read_and_written_as_an_api_body(tmp_path: Path) -> None:
+    path = cases.write_json(tmp_path / "api_conversation_history.json", cases.cline_history())
+    assert detect(path) == "cline"
+    source = load(path)
+    conversation = source.current()
+    assert conversation.dialect == "anthropic"
+    assert conversation.model == "claude-sonnet-4-5"
+    assert [m.role for m in conversation.messages] == ["user", "assistant", "user", "assistant"]
+    assert _texts(conversation, Origin.HUMAN) == [f"<task>\n{cases.HUMAN}\n</task>"]
+    assert _texts(conversation, Origin.HARNESS)[0].startswith("<environment_details>")
+    assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+    assert conversation.messages[0].meta["timestamp"] == "2025-11-24T16:00:00Z"
+    assert not any(isinstance(b, Thinking) for _, _, b in conversation.blocks())  # unsigned
+    body = write(conversation)
+    for message in body["messages"]:
+        assert set(message) <= ANTHROPIC_MESSAGE_KEYS
+        for block in message["content"]:
+            assert not {"call_id", "reasoning_details", "signature", "summary"} & set(block)
+
+
+def test_cline_times_come_from_ui_messages_when_messages_have_none(tmp_path: Path) -> None:
+    path = cases.write_json(
+        tmp_path / "api_conversation_history.json", cases.cline_history(extras=False)
+    )
+    cases.write_json(tmp_path / "ui_messages.json", cases.ui_messages())
+    conversation = load(path).current()
+    times = [m.meta.get("timestamp") for m in conversation.messages]
+    assert times == [
+        "2025-11-24T16:00:00.900000Z",
+        "2025-11-24T16:00:01.500000Z",
+        "2025-11-24T16:00:02.500000Z",
+        "2025-11-24T16:00:03.500000Z",
+    ]
+    assert conversation.model is None
+
+
+def test_roo_history_is_what_roo_sends(tmp_path: Path) -> None:
+    path = cases.write_json(tmp_path / "api_conversation_history.json", cases.roo_history())
+    assert detect(path) == "cline"
+    conversation = load(path).current()
+    texts = [m.text for m in conversation.messages]
+    assert texts == [
+        "Summary of the conversation so far.",
+        "[truncated]",
+        cases.HUMAN,
+        cases.AGENT_END,
+    ]
+    assert not any(isinstance(b, ToolResult) for _, _, b in conversation.blocks())
+
+
+def test_a_bare_array_of_something_else_names_the_arrays_it_reads(tmp_path: Path) -> None:
+    from ipse.errors import UnknownFormat
+
+    path = cases.write_json(tmp_path / "x.json", [1, 2, 3])
+    with pytest.raises(UnknownFormat, match="Anthropic messages"):
+        detect(path)
+
+
+_extra_keys = st.dictionaries(
+    st.sampled_from(["ts", "id", "modelInfo", "metrics", "isSummary", "condenseId", "x_new"]),
+    st.one_of(st.integers(), st.text(max_size=5), st.booleans()),
+    max_size=4,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    words=st.lists(st.text(min_size=1, max_size=30).filter(str.strip), min_size=1, max_size=6),
+    extras=st.lists(_extra_keys, min_size=6, max_size=6),
+)
+def test_cline_extras_never_reach_the_body_and_words_survive(
+    tmp_path_factory: pytest.TempPathFactory, words: list[str], extras: list[dict[str, Any]]
+) -> None:
+    items: list[dict[str, Any]] = []
+    for index, word in enumerate(words):
+        role = "user" if index % 2 == 0 else "assistant"
+        extra = {k: v for k, v in extras[index].items() if k != "isSummary"}
+        items.append(
+            {"role": role, "content": [{"type": "text", "text": word, "call_id": "r"}], **extra}
+        )
+    path = cases.write_json(tmp_path_factory.mktemp("cline") / "h.json", items)
+    body = write(load(path, "cline").current())
+    assert [b["text"] for m in body["messages"] for b in m["content"]] == words
+    assert all(set(m) <= ANTHROPIC_MESSAGE_KEYS for m in body["messages"])
+
+
+# -------------------------------------------------------------------- SWE-agent, mini-swe-agent
+
+
+def test_swe_agent_traj_reads_history_as_chat(tmp_path: Path) -> None:
+    path = cases.write_json(tmp_path / "repo__repo-1.traj", cases.swe_agent_traj())
+    assert detect(path) == "swe-agent"
+    conversation = load(path).current()
+    assert conversation.dialect == "openai-chat"
+    assert conversation.model == "claude-sonnet-4-20250514"
+    assert getattr(conversation.system[0], "text", None) == "You are a helpful assistant."
+    calls = list(conversation.tool_calls())
+    assert [(c.id, c.name, c.input) for c in calls] == [("call_1", "bash", {"command": "ls"})]
+    result = conversation.messages[2].blocks[0]
+    assert isinstance(result, ToolResult) and result.call_id == "call_1"
+    assert conversation.messages[1].meta["message_type"] == "action"
+    body = write(conversation)
+    assert body["model"] == "claude-sonnet-4-20250514"
+    assert all(set(m) <= CHAT_MESSAGE_KEYS for m in body["messages"])
+    assert body["messages"][3] == {
+        "role": "tool",
+        "content": [{"type": "text", "text": "parser.py"}],
+        "tool_call_id": "call_1",
+    }
+
+
+def test_mini_swe_agent_trajectory_writes_an_api_body(tmp_path: Path, cli: CliRun) -> None:
+    path = cases.write_json(tmp_path / "traj.json", cases.mini_swe_agent_traj())
+    assert detect(path) == "mini-swe-agent"
+    conversation = load(path).current()
+    assert conversation.meta["exit"]["extra"]["exit_status"] == "Submitted"
+    for at in ("end", "now"):
+        out = tmp_path / f"{at}.json"
+        result = cli("handoff", str(path), "--at", at, "-o", str(out), "--no-archive")
+        assert result.returncode == 0, result.stderr
+        body = json.loads(out.read_text())
+        assert set(body) == {"model", "messages"}
+        assert body["model"] == "deepseek/deepseek-chat"
+        for message in body["messages"]:
+            assert message["role"] in {"system", "user", "assistant", "tool"}
+            assert set(message) <= CHAT_MESSAGE_KEYS
+            for call in message.get("tool_calls") or []:
+                assert set(call) == {"id", "type", "function"}
+
+
+def test_a_trajectory_without_a_model_takes_model_from_the_command(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    path = cases.write_json(tmp_path / "traj.json", cases.mini_swe_agent_traj(with_model=False))
+    out = tmp_path / "out.json"
+    result = cli("handoff", str(path), "--at", "end", "-o", str(out), "--no-archive")
+    assert result.returncode == 0 and "--model" in result.stderr
+    assert "model" not in json.loads(out.read_text())
+    result = cli(
+        "handoff", str(path), "--at", "end", "-o", str(out), "--no-archive", "--model", "gpt-4.1"
+    )
+    assert result.returncode == 0 and json.loads(out.read_text())["model"] == "gpt-4.1"
+
+
+@SHARED
+def test_the_real_mini_swe_agent_trajectory_hands_off_at_end(tmp_path: Path, cli: CliRun) -> None:
+    out = tmp_path / "out.json"
+    result = cli("handoff", str(OPENAI_TRAJ), "--at", "end", "-o", str(out), "--no-archive")
+    assert result.returncode == 0, result.stderr
+    body = json.loads(out.read_text())
+    assert body["model"] == "deepseek/deepseek-chat"
+    assert {m["role"] for m in body["messages"]} <= {"system", "user", "assistant", "tool"}
+    assert all(set(m) <= CHAT_MESSAGE_KEYS for m in body["messages"])
+    assert cli("verify", str(OPENAI_TRAJ), str(out)).returncode == 0
+
+
+# ---------------------------------------------------------------------------------- OpenHands
+
+
+@pytest.mark.parametrize("export", [False, True], ids=["event-list", "trajectory-export"])
+def test_openhands_events_map_onto_calls_results_and_authored_text(
+    tmp_path: Path, export: bool
+) -> None:
+    events = cases.openhands_events()
+    path = cases.write_json(tmp_path / "t.json", {"trajectory": events} if export else events)
+    assert detect(path) == "openhands"
+    conversation = load(path).current()
+    assert getattr(conversation.system[0], "text", None) == "You are OpenHands agent."
+    assert _texts(conversation, Origin.HUMAN) == [cases.HUMAN]
+    assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+    roles = [m.role for m in conversation.messages]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant", "assistant"]
+    parallel = [b for b in conversation.messages[1].blocks if isinstance(b, ToolCall)]
+    assert [(c.id, c.name) for c in parallel] == [
+        ("toolu_a", "execute_bash"),
+        ("toolu_b", "str_replace_editor"),
+    ]
+    assert parallel[0].input == {"command": "ls", "is_input": False, "blocking": False}
+    results = [m.blocks[0] for m in conversation.messages if m.role == "tool"]
+    assert [(r.call_id, r.content) for r in results if isinstance(r, ToolResult)] == [
+        ("toolu_a", "parser.py"),
+        ("toolu_b", "def parse(): ..."),
+    ]
+    assert conversation.meta["skipped"] == {
+        "action:recall": 1,
+        "observation:agent_state_changed": 1,
+        "action:change_agent_state": 1,
+    }
+
+
+def test_openhands_cannot_be_written_and_says_what_can(tmp_path: Path, cli: CliRun) -> None:
+    path = cases.write_json(tmp_path / "t.json", cases.openhands_events())
+    with pytest.raises(UsageError, match=r"read only.*anthropic.*cline"):
+        write(load(path).current())
+    result = cli("handoff", str(path), "--at", "end", "-o", str(tmp_path / "o.json"))
+    assert result.returncode == 2
+    assert "openhands conversations are read only" in result.stderr
+    assert "openai-chat" in result.stderr and not (tmp_path / "o.json").exists()
+    assert cli("inspect", str(path)).returncode == 0
+
+
+# --------------------------------------------------------------------------------- Gemini CLI
+
+
+def _check_gemini_session(conversation: Any) -> None:
+    assert conversation.model == "gemini-2.5-pro"
+    assert [m.role for m in conversation.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    assert _texts(conversation, Origin.HUMAN) == [cases.HUMAN]
+    assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+    thinking = conversation.messages[1].blocks[0]
+    assert isinstance(thinking, Thinking) and "Look at the parser." in thinking.text
+    results = [m.blocks[0] for m in conversation.messages if m.role == "tool"]
+    assert [(r.call_id, r.text, r.is_error) for r in results if isinstance(r, ToolResult)] == [
+        ("read_file-1", "def parse(): ...", False),
+        ("run_shell_command-2", "exit 1", True),
+    ]
+    assert conversation.messages[1].meta["tokens"]["total"] == 930
+
+
+def test_gemini_session_jsonl_replays_rewinds_and_rewrites(tmp_path: Path) -> None:
+    path = cases.write_jsonl(
+        tmp_path / "session-2026-08-01T10-00-s1.jsonl", cases.gemini_session_jsonl()
+    )
+    assert detect(path) == "gemini-cli"
+    conversation = load(path).current()
+    _check_gemini_session(conversation)
+    assert conversation.meta["skipped"] == {"info": 1}
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])
+def test_gemini_legacy_session_json(tmp_path: Path, indent: int | None) -> None:
+    records = cases.gemini_session_jsonl()
+    live = [r for r in records if r.get("id") in ("m3", "m4", "m6")]
+    live.insert(1, records[7])  # the finished m5
+    document = {**records[0], "messages": live}
+    path = cases.write_json(tmp_path / "session-x.json", document, indent=indent)
+    assert detect(path) == "gemini-cli"
+    _check_gemini_session(load(path).current())
+
+
+@pytest.mark.parametrize(
+    "shape", ["bare-list", "chat-save", "restore"], ids=["bare-list", "chat-save", "restore"]
+)
+def test_gemini_checkpoints(tmp_path: Path, shape: str) -> None:
+    contents = cases.gemini_contents()
+    document: Any = {
+        "bare-list": contents,
+        "chat-save": {"history": contents, "authType": "oauth-personal"},
+        "restore": {
+            "history": [{"type": "user", "text": cases.HUMAN, "id": 1}],
+            "clientHistory": contents,
+            "commitHash": "abc",
+            "toolCall": {"name": "write_file", "args": {"file_path": "/repo/parser.py"}},
+            "messageId": "m9",
+        },
+    }[shape]
+    path = cases.write_json(tmp_path / "checkpoint-x.json", document)
+    assert detect(path) == "gemini-cli"
+    conversation = load(path).current()
+    assert [m.role for m in conversation.messages] == ["user", "assistant", "tool", "assistant"]
+    call = next(conversation.tool_calls())
+    result = conversation.messages[2].blocks[0]
+    assert isinstance(result, ToolResult) and result.call_id == call.id
+    assert result.text == "def parse(): ..."
+    assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+    with pytest.raises(UsageError, match="gemini-cli conversations are read only"):
+        write(conversation)
+
+
+def test_every_new_format_is_named_for_format(tmp_path: Path, cli: CliRun) -> None:
+    for name in ("cline", "swe-agent", "mini-swe-agent", "openhands", "gemini-cli"):
+        assert name in FORMATS
+    path = cases.write_json(tmp_path / "t.json", cases.mini_swe_agent_traj())
+    result = cli("inspect", str(path), "--format", "openai-chat", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["format"] == "openai-chat"
+    result = cli("inspect", str(path), "--format", "mini-swe-agent", "--json")
+    assert json.loads(result.stdout)["format"] == "mini-swe-agent"
