@@ -528,3 +528,92 @@ def write_json(path: Path, value: Any, *, indent: int | None = 2) -> Path:
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"cache_prompt": False, "type": "text", "text": text}
+
+
+def openhands_v1_events() -> list[dict[str, Any]]:
+    """OpenHands 1.x (software-agent-sdk) events: ``kind``-tagged, parallel calls by response."""
+
+    def action(n: int, call_id: str, name: str, args: str, thought: str) -> dict[str, Any]:
+        return {
+            "kind": "ActionEvent",
+            "id": f"e{n}",
+            "timestamp": f"2026-08-01T10:00:0{n}",
+            "source": "agent",
+            "thought": [_text_part(thought)] if thought else [],
+            "reasoning_content": None,
+            "thinking_blocks": [{"type": "thinking", "thinking": "plan", "signature": "s"}]
+            if thought
+            else [],
+            "action": {"kind": "TerminalAction", "command": "ls"},
+            "tool_name": name,
+            "tool_call_id": call_id,
+            "tool_call": {"id": call_id, "name": name, "arguments": args, "origin": "completion"},
+            "llm_response_id": "resp-1",
+            "security_risk": "LOW",
+        }
+
+    def observation(n: int, call_id: str, name: str, text: str, error: bool) -> dict[str, Any]:
+        return {
+            "kind": "ObservationEvent",
+            "id": f"e{n}",
+            "timestamp": f"2026-08-01T10:00:0{n}",
+            "source": "environment",
+            "tool_name": name,
+            "tool_call_id": call_id,
+            "observation": {
+                "kind": "TerminalObservation",
+                "content": [_text_part(text)],
+                "is_error": error,
+            },
+            "action_id": "e3",
+        }
+
+    return [
+        {
+            "kind": "SystemPromptEvent",
+            "id": "e0",
+            "timestamp": "2026-08-01T10:00:00",
+            "source": "agent",
+            "system_prompt": _text_part("You are OpenHands agent."),
+            "tools": [],
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "e1",
+            "timestamp": "2026-08-01T10:00:01",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [_text_part(cases_human())]},
+            "activated_skills": [],
+            "extended_content": [_text_part("<REPOSITORY_INFO>repo</REPOSITORY_INFO>")],
+        },
+        {
+            "kind": "ConversationStateUpdateEvent",
+            "id": "e2",
+            "timestamp": "2026-08-01T10:00:02",
+            "source": "environment",
+            "key": "execution_status",
+            "value": "running",
+        },
+        action(3, "call_a", "terminal", '{"command": "ls"}', AGENT),
+        action(4, "call_b", "file_editor", '{"command": "view", "path": "/repo/parser.py"}', ""),
+        observation(5, "call_a", "terminal", "parser.py", False),
+        observation(6, "call_b", "file_editor", "no such file", True),
+        {
+            "kind": "MessageEvent",
+            "id": "e7",
+            "timestamp": "2026-08-01T10:00:07",
+            "source": "agent",
+            "llm_message": {"role": "assistant", "content": [_text_part(AGENT_END)]},
+            "llm_response_id": "resp-2",
+            "activated_skills": [],
+            "extended_content": [],
+        },
+    ]
+
+
+def cases_human() -> str:
+    return HUMAN

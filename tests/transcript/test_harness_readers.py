@@ -326,3 +326,34 @@ def test_every_new_format_is_named_for_format(tmp_path: Path, cli: CliRun) -> No
     assert result.returncode == 0 and json.loads(result.stdout)["format"] == "openai-chat"
     result = cli("inspect", str(path), "--format", "mini-swe-agent", "--json")
     assert json.loads(result.stdout)["format"] == "mini-swe-agent"
+
+
+def test_openhands_v1_sdk_events(tmp_path: Path) -> None:
+    path = cases.write_json(tmp_path / "events.json", cases.openhands_v1_events())
+    assert detect(path) == "openhands"
+    conversation = load(path).current()
+    assert getattr(conversation.system[0], "text", None) == "You are OpenHands agent."
+    assert _texts(conversation, Origin.HUMAN) == [cases.HUMAN]
+    assert _texts(conversation, Origin.HARNESS) == ["<REPOSITORY_INFO>repo</REPOSITORY_INFO>"]
+    assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+    assert [m.role for m in conversation.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    calls = list(conversation.tool_calls())
+    assert [(c.id, c.name, c.input) for c in calls] == [
+        ("call_a", "terminal", {"command": "ls"}),
+        ("call_b", "file_editor", {"command": "view", "path": "/repo/parser.py"}),
+    ]
+    results = [m.blocks[0] for m in conversation.messages if m.role == "tool"]
+    assert [(r.call_id, r.text, r.is_error) for r in results if isinstance(r, ToolResult)] == [
+        ("call_a", "parser.py", False),
+        ("call_b", "no such file", True),
+    ]
+    assert isinstance(conversation.messages[1].blocks[0], Thinking)
+    assert conversation.meta["skipped"] == {"ConversationStateUpdateEvent": 1}
+    events = cases.write_json(tmp_path / "export.json", {"events": cases.openhands_v1_events()})
+    assert detect(events) == "openhands"

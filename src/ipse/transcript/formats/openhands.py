@@ -29,6 +29,19 @@ Mapping onto the model:
   ``agent_state_changed``, ``null``, ``recall`` actions, ``condensation`` and the like) are not
   messages; their counts go to ``Conversation.meta["skipped"]``.
 
+OpenHands 1.x (checked: OpenHands/software-agent-sdk 1.43.1 at 611629e,
+``openhands/sdk/event/``): events carry ``kind`` (the class name), ``id``, ``timestamp``,
+``source``. ``SystemPromptEvent`` (``system_prompt``, ``dynamic_context``: text content) is
+the system prompt; ``MessageEvent`` (``llm_message``: ``role``, ``content`` parts,
+``reasoning_content``, ``thinking_blocks``; ``extended_content`` harness text) authored text
+by ``source``;
+``ActionEvent`` (``thought`` parts, ``tool_call``: ``id``, ``name``, ``arguments``;
+``llm_response_id`` groups parallel calls) a call; ``ObservationEvent`` (``tool_call_id``,
+``observation``: ``content`` parts, ``is_error``), ``UserRejectObservation``
+(``rejection_reason``) and ``AgentErrorEvent`` (``error``) its result; every other kind
+(state updates, condensations, pauses, hook runs) is skipped and counted. Read from a JSON
+array of events or ``{"events": [...]}``.
+
 The conversation is read only: OpenHands builds its requests from these events with its own
 prompts, condensers and tool schemas, none of which the events record, so ipse does not write
 one back (`ipse.transcript.write` says which formats it can write).
@@ -43,7 +56,17 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.transcript._model import Block, Conversation, Message, Origin, Text, ToolCall, ToolResult
+from ipse.transcript._model import (
+    Block,
+    Conversation,
+    Message,
+    Origin,
+    Other,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
 
 _NOT_MESSAGES = frozenset(
     {
@@ -68,22 +91,35 @@ _ERROR_OBSERVATIONS = frozenset({"error", "user_rejected"})
 
 
 def looks_like_openhands(items: Sequence[Any]) -> bool:
-    """Whether a JSON array is a list of OpenHands events."""
+    """Whether a JSON array is a list of OpenHands events (either generation)."""
     head = [i for i in items[:20] if isinstance(i, Mapping)]
     return (
         bool(head)
         and len(head) == len(items[:20])
-        and all(
-            ("action" in e or "observation" in e) and ("source" in e or "id" in e) for e in head
-        )
+        and all(_is_v0(e) or _is_v1(e) for e in head)
+        and any(_is_v0(e) or e.get("kind") in _V1_CONVERSATION for e in head)
     )
+
+
+def _is_v0(event: Mapping[str, Any]) -> bool:
+    return (
+        "kind" not in event
+        and ("action" in event or "observation" in event)
+        and ("source" in event or "id" in event)
+    )
+
+
+def _is_v1(event: Mapping[str, Any]) -> bool:
+    return isinstance(event.get("kind"), str) and "source" in event and "id" in event
 
 
 def events_of(document: Any) -> list[Any] | None:
     """The events of either shape, or None."""
     if isinstance(document, list):
         return document
-    events = document.get("trajectory") if isinstance(document, Mapping) else None
+    if not isinstance(document, Mapping):
+        return None
+    events = document.get("trajectory", document.get("events"))
     return events if isinstance(events, list) else None
 
 
@@ -101,7 +137,9 @@ class _Builder:
 
     def event(self, event: Mapping[str, Any], position: int) -> None:
         meta = {"index": position, "event_id": event.get("id"), "timestamp": event.get("timestamp")}
-        if "action" in event:
+        if _is_v1(event):
+            self._v1(event, meta)
+        elif "action" in event:
             self._action(event, meta)
         else:
             self._observation(event, meta)
@@ -171,6 +209,115 @@ class _Builder:
         else:
             self.add("user", [Text(content, Origin.HARNESS)], {**meta, "observation": kind})
 
+    # --------------------------------------------------------------- OpenHands 1.x (the SDK)
+
+    def _v1(self, event: Mapping[str, Any], meta: dict[str, Any]) -> None:
+        kind = str(event["kind"])
+        if kind == "SystemPromptEvent":
+            for key in ("system_prompt", "dynamic_context"):
+                text = _content_text([event.get(key)])
+                if text:
+                    self.system.append(Text(text, Origin.SYSTEM))
+        elif kind == "MessageEvent":
+            self._v1_message(event, meta)
+        elif kind == "ActionEvent":
+            self._v1_action(event, meta)
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            observation = event.get("observation")
+            observation = observation if isinstance(observation, Mapping) else {}
+            if kind == "ObservationEvent":
+                text = _content_text(observation.get("content"))
+                is_error = observation.get("is_error") is True
+            else:
+                text = _text(event.get("rejection_reason", event.get("error")))
+                is_error = True
+            call_id = str(event.get("tool_call_id", ""))
+            response = self.response
+            self.messages.append(
+                ("tool", [ToolResult(call_id, text, is_error=is_error)], {**meta, "kind": kind})
+            )
+            self.response = response
+        else:
+            self.skipped[kind] += 1
+
+    def _v1_message(self, event: Mapping[str, Any], meta: dict[str, Any]) -> None:
+        message = event.get("llm_message")
+        message = message if isinstance(message, Mapping) else {}
+        agent = event.get("source") == "agent" or message.get("role") == "assistant"
+        blocks: list[Block] = []
+        if agent:
+            blocks.extend(_thinking(message))
+        for part in _list(message.get("content")):
+            blocks.extend(_v1_part(part, Origin.AGENT if agent else Origin.HUMAN))
+        for part in _list(event.get("extended_content")):
+            blocks.extend(_v1_part(part, Origin.HARNESS))
+        self.add("assistant" if agent else "user", blocks, {**meta, "kind": "MessageEvent"})
+
+    def _v1_action(self, event: Mapping[str, Any], meta: dict[str, Any]) -> None:
+        call = event.get("tool_call")
+        call = call if isinstance(call, Mapping) else {}
+        call_id = str(call.get("id") or event.get("tool_call_id") or f"event-{event.get('id')}")
+        name = str(call.get("name") or event.get("tool_name") or "")
+        arguments = call.get("arguments")
+        parsed: Any = None
+        if isinstance(arguments, str):
+            try:
+                parsed = jsonio.loads(arguments) if arguments else {}
+            except jsonio.JSONDecodeError:
+                parsed = None
+        tool_call = ToolCall(
+            call_id, name, parsed, arguments if isinstance(arguments, str) else None
+        )
+        response_id = event.get("llm_response_id")
+        if response_id is not None and self.response == response_id:
+            index = max(i for i, m in enumerate(self.messages) if m[0] == "assistant")
+            self.messages[index][1].append(tool_call)
+            return
+        blocks: list[Block] = list(_thinking(event))
+        for part in _list(event.get("thought")):
+            blocks.extend(_v1_part(part, Origin.AGENT))
+        blocks.append(tool_call)
+        self.add("assistant", blocks, {**meta, "kind": "ActionEvent"})
+        self.response = response_id
+
+
+_V1_CONVERSATION = frozenset(
+    {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent"}
+)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _content_text(parts: Any) -> str:
+    return "\n".join(
+        str(p["text"])
+        for p in _list(parts)
+        if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+    )
+
+
+def _v1_part(part: Any, origin: Origin) -> list[Block]:
+    if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+        return [Text(part["text"], origin)]
+    if isinstance(part, Mapping):
+        return [Other(str(part.get("type", "unknown")), raw=part)]
+    return []
+
+
+def _thinking(holder: Mapping[str, Any]) -> list[Block]:
+    blocks: list[Block] = []
+    for block in _list(holder.get("thinking_blocks")):
+        if isinstance(block, Mapping) and isinstance(block.get("thinking"), str):
+            blocks.append(Thinking(block["thinking"], block.get("signature")))
+        elif isinstance(block, Mapping):
+            blocks.append(Thinking("", redacted=True))
+    reasoning = holder.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append(Thinking(reasoning))
+    return blocks
+
 
 def _text(value: Any) -> str:
     return (
@@ -186,9 +333,12 @@ def read_events(path: str | Path, document: Any) -> Conversation:
         raise InputError("an OpenHands trajectory is a list of events", path=p)
     builder = _Builder()
     for position, event in enumerate(events):
-        if not isinstance(event, Mapping) or not ("action" in event or "observation" in event):
+        if not isinstance(event, Mapping) or not (_is_v0(event) or _is_v1(event)):
             raise InputError(
-                "an event needs 'action' or 'observation'", path=p, position=f"event {position}"
+                "an event needs 'action' or 'observation' (OpenHands 0.x), or 'kind', 'id' and "
+                "'source' (1.x)",
+                path=p,
+                position=f"event {position}",
             )
         builder.event(event, position)
     messages = tuple(
