@@ -357,3 +357,56 @@ def test_openhands_v1_sdk_events(tmp_path: Path) -> None:
     assert conversation.meta["skipped"] == {"ConversationStateUpdateEvent": 1}
     events = cases.write_json(tmp_path / "export.json", {"events": cases.openhands_v1_events()})
     assert detect(events) == "openhands"
+
+
+OPENHANDS_EXAMPLES = sorted(
+    (Path(__file__).resolve().parents[2] / "examples" / "openhands").glob("*.json")
+)
+
+
+@pytest.mark.parametrize("path", OPENHANDS_EXAMPLES, ids=lambda p: p.stem)
+def test_real_openhands_trajectories(path: Path) -> None:
+    events = json.loads(path.read_text())
+    assert detect(path) == "openhands"
+    conversation = load(path).current()
+    human = [
+        e["args"]["content"]
+        for e in events
+        if e.get("action") == "message" and e["source"] == "user"
+    ]
+    assert _texts(conversation, Origin.HUMAN) == human
+    agent_said = [
+        e["args"]["content"]
+        for e in events
+        if e.get("action") == "message" and e["source"] == "agent"
+    ]
+    thoughts = [
+        e["args"]["thought"]
+        for e in events
+        if e.get("source") == "agent"
+        and e.get("action") not in (None, "message")
+        and e["args"].get("thought")
+    ]
+    assert sorted(_texts(conversation, Origin.AGENT)) == sorted(agent_said + thoughts)
+    sent = {}  # the tool calls as the model sent them, from the recorded responses
+    for event in events:
+        response = (event.get("tool_call_metadata") or {}).get("model_response") or {}
+        for choice in response.get("choices", []):
+            for call in choice["message"].get("tool_calls") or []:
+                sent[call["id"]] = (
+                    call["function"]["name"],
+                    json.loads(call["function"]["arguments"]),
+                )
+    calls = {c.id: (c.name, c.input) for c in conversation.tool_calls()}
+    assert calls and calls == sent
+    answered = {e["cause"] for e in events if "observation" in e and e.get("cause") is not None}
+    results = [b for _, _, b in conversation.blocks() if isinstance(b, ToolResult)]
+    assert len(results) == len(
+        [e for e in events if e.get("id") in answered and e.get("tool_call_metadata")]
+    )
+    models = [
+        e["tool_call_metadata"]["model_response"]["model"]
+        for e in events
+        if (e.get("tool_call_metadata") or {}).get("model_response")
+    ]
+    assert conversation.model == models[-1]

@@ -20,7 +20,9 @@ Mapping onto the model:
   ``browse_interactive``, ``call_tool_mcp``, ``think``, ``finish``, ``delegate``,
   ``task_tracking``, ...): a tool call, named by ``tool_call_metadata.function_name`` with its
   ``tool_call_id`` when recorded, else by the action name with ``event-<id>``; its ``args`` are
-  the input; ``args.thought`` is the agent's text before the call. Calls from one model response
+  the input, or rather the arguments the model sent when ``model_response`` holds the call
+  (``args`` carry harness additions such as ``translated_ipython_code``); ``args.thought`` is
+  the agent's text before the call. Calls from one model response
   (same ``model_response.id``) share one assistant message.
 * an observation whose ``cause`` (or ``tool_call_metadata.tool_call_id``) is such a call: its
   result (``content``; ``error`` and ``user_rejected`` observations are errors).
@@ -41,6 +43,10 @@ by ``source``;
 (``rejection_reason``) and ``AgentErrorEvent`` (``error``) its result; every other kind
 (state updates, condensations, pauses, hook runs) is skipped and counted. Read from a JSON
 array of events or ``{"events": [...]}``.
+
+Tested on generated cases of both generations and on real 0.x trajectories (recorded in
+January and February 2025 for OpenHands' replay tests, with Claude 3.5 Sonnet and GPT-4o;
+``examples/openhands/``).
 
 The conversation is read only: OpenHands builds its requests from these events with its own
 prompts, condensers and tool schemas, none of which the events record, so ipse does not write
@@ -130,6 +136,7 @@ class _Builder:
         self.calls: dict[Any, str] = {}  # event id -> call id
         self.response: Any = None  # the model response the open assistant message came from
         self.skipped: Counter[str] = Counter()
+        self.model: str | None = None  # the last model_response's model
 
     def add(self, role: str, blocks: list[Block], meta: dict[str, Any]) -> None:
         self.messages.append((role, blocks, meta))
@@ -171,13 +178,14 @@ class _Builder:
         name = str(tool.get("function_name") or kind)
         response = tool.get("model_response")
         response_id = response.get("id") if isinstance(response, Mapping) else None
+        if isinstance(response, Mapping) and isinstance(response.get("model"), str):
+            self.model = response["model"]
         self.calls[event.get("id")] = call_id
         blocks: list[Block] = []
         thought = args.get("thought")
         if isinstance(thought, str) and thought:
             blocks.append(Text(thought, Origin.AGENT))
-        arguments = {k: v for k, v in args.items() if k != "thought"}
-        blocks.append(ToolCall(call_id, name, arguments, jsonio.dumps(arguments).decode()))
+        blocks.append(_recorded_call(response, call_id, name, args))
         if response_id is not None and self.response == response_id:
             index = max(i for i, m in enumerate(self.messages) if m[0] == "assistant")
             self.messages[index][1].extend(b for b in blocks if isinstance(b, ToolCall))
@@ -319,6 +327,27 @@ def _thinking(holder: Mapping[str, Any]) -> list[Block]:
     return blocks
 
 
+def _recorded_call(response: Any, call_id: str, name: str, args: Mapping[str, Any]) -> ToolCall:
+    """The call as the model sent it (its arguments in ``model_response``), else the action's
+    ``args`` without ``thought``."""
+    choices = response.get("choices") if isinstance(response, Mapping) else None
+    for choice in choices if isinstance(choices, list) else []:
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if call.get("id") != call_id or not isinstance(function, Mapping):
+                continue
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                try:
+                    return ToolCall(call_id, name, jsonio.loads(arguments or "{}"), arguments)
+                except jsonio.JSONDecodeError:
+                    return ToolCall(call_id, name, None, arguments)
+    rest = {k: v for k, v in args.items() if k != "thought"}
+    return ToolCall(call_id, name, rest, jsonio.dumps(rest).decode())
+
+
 def _text(value: Any) -> str:
     return (
         value if isinstance(value, str) else "" if value is None else jsonio.dumps(value).decode()
@@ -348,6 +377,7 @@ def read_events(path: str | Path, document: Any) -> Conversation:
     return Conversation(
         messages=messages,
         system=tuple(builder.system),
+        settings={"model": builder.model} if builder.model else {},
         dialect="openai-chat",
         system_form="blocks" if builder.system else "none",
         meta={
