@@ -410,3 +410,34 @@ def test_real_openhands_trajectories(path: Path) -> None:
         if (e.get("tool_call_metadata") or {}).get("model_response")
     ]
     assert conversation.model == models[-1]
+
+
+SWE_AGENT_EXAMPLES = sorted(
+    (Path(__file__).resolve().parents[2] / "examples" / "swe-agent").glob("*.traj")
+)
+
+
+@pytest.mark.parametrize("path", SWE_AGENT_EXAMPLES, ids=lambda p: p.stem[:24])
+def test_real_swe_agent_trajectories(path: Path, tmp_path: Path, cli: CliRun) -> None:
+    document = json.loads(path.read_text())
+    assert detect(path) == "swe-agent"
+    conversation = load(path).current()
+    history = document["history"]
+    system = [h for h in history if h["role"] == "system"]
+    assert len(conversation.system) == len(system)
+    assert [m.role for m in conversation.messages] == [
+        h["role"] for h in history if h["role"] != "system"
+    ]
+    expected_calls = [c["id"] for h in history for c in h.get("tool_calls") or []]
+    assert [c.id for c in conversation.tool_calls()] == expected_calls
+    expected_results = [h["tool_call_ids"][0] for h in history if h["role"] == "tool"]
+    results = [b.call_id for _, _, b in conversation.blocks() if isinstance(b, ToolResult)]
+    assert results == expected_results
+    out = tmp_path / "out.json"
+    result = cli(
+        "handoff", str(path), "--at", "now", "-o", str(out), "--no-archive", "--model", "gpt-4o"
+    )
+    assert result.returncode == 0, result.stderr
+    body = json.loads(out.read_text())
+    assert all(set(m) <= CHAT_MESSAGE_KEYS for m in body["messages"])
+    assert body["model"] == "gpt-4o"

@@ -14,7 +14,8 @@ demonstration, observation, action, thought, user, assistant; optional ``agent``
 message), ``tags``, ``cache_control``, ``thinking_blocks``), ``info`` (``model_stats``,
 ``exit_status``, ``submission``, ``swe_agent_version``, ...), ``replay_config`` (a JSON string
 of the run config; the model is ``agent.model.name``) and ``environment``. A retry agent adds
-``attempts`` and copies the chosen attempt to the top level. Messages are rebuilt as SWE-agent's
+``attempts`` and copies the chosen attempt to the top level. Demonstrations
+(``trajectories/demonstrations/*.traj``) hold only ``history``. Messages are rebuilt as SWE-agent's
 ``_history_to_messages`` does: a ``tool`` item gets ``tool_call_id`` from ``tool_call_ids[0]``,
 an item with ``tool_calls`` keeps them. The history is the full one; history processors that
 elide old observations when sending are not replayed.
@@ -49,9 +50,15 @@ _CHAT_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
 def looks_like_swe_agent(document: Mapping[str, Any]) -> bool:
-    return isinstance(document.get("history"), list) and isinstance(
-        document.get("trajectory"), list
-    )
+    """A ``.traj`` object: ``history`` with ``trajectory`` steps, or (a demonstration) a
+    ``history`` of items that carry SWE-agent's ``message_type``."""
+    history = document.get("history")
+    if not isinstance(history, list):
+        return False
+    if isinstance(document.get("trajectory"), list):
+        return True
+    head = history[:5]
+    return bool(head) and all(isinstance(h, Mapping) and "message_type" in h for h in head)
 
 
 def looks_like_mini_swe_agent(document: Mapping[str, Any]) -> bool:
