@@ -617,3 +617,58 @@ def openhands_v1_events() -> list[dict[str, Any]]:
 
 def cases_human() -> str:
     return HUMAN
+
+
+def cline_text_results() -> list[dict[str, Any]]:
+    """Cline 3.x with native tool calls: results it could not tie to an id written as text."""
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": f"<task>\n{HUMAN}\n</task>"}],
+            "ts": 1764000000000,
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": AGENT, "call_id": "r1"},
+                {
+                    "type": "tool_use",
+                    "id": "tooluse_a",
+                    "name": "read_file",
+                    "input": {"path": "parser.py"},
+                    "call_id": "r1",
+                },
+                {
+                    "type": "tool_use",
+                    "id": "tooluse_b",
+                    "name": "ask_followup_question",
+                    "input": {"question": "Run the tests?"},
+                    "call_id": "r1",
+                },
+            ],
+            "modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic", "mode": "act"},
+            "ts": 1764000001000,
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'parser.py'] Result:\ndef parse(): ..."},
+                {
+                    "type": "text",
+                    "text": "[ask_followup_question for 'Run the tests?'] Result:\n"
+                    "<answer>\nyes, all of them\n</answer>",
+                },
+                {"type": "text", "text": "# TODO LIST UPDATE REQUIRED - update task_progress"},
+                {
+                    "type": "text",
+                    "text": "<environment_details>\n# cwd: /repo\n</environment_details>",
+                },
+            ],
+            "ts": 1764000002000,
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": AGENT_END}],
+            "ts": 1764000003000,
+        },
+    ]

@@ -441,3 +441,55 @@ def test_real_swe_agent_trajectories(path: Path, tmp_path: Path, cli: CliRun) ->
     body = json.loads(out.read_text())
     assert all(set(m) <= CHAT_MESSAGE_KEYS for m in body["messages"])
     assert body["model"] == "gpt-4o"
+
+
+def test_cline_text_results_become_the_results_of_their_calls(tmp_path: Path) -> None:
+    path = cases.write_json(tmp_path / "api_conversation_history.json", cases.cline_text_results())
+    conversation = load(path).current()
+    assert conversation.meta["text_results"] == 1
+    reply = conversation.messages[2]
+    results = [b for b in reply.blocks if isinstance(b, ToolResult)]
+    assert [(r.call_id, r.text) for r in results] == [
+        ("tooluse_a", "[read_file for 'parser.py'] Result:\ndef parse(): ..."),
+        ("tooluse_b", "result missing"),  # Cline's own filler: the answer is the human's words
+    ]
+    texts = [(b.origin, b.text.split("\n")[0]) for b in reply.blocks if isinstance(b, Text)]
+    assert texts == [
+        (Origin.HUMAN, "[ask_followup_question for 'Run the tests?'] Result:"),
+        (Origin.HARNESS, "# TODO LIST UPDATE REQUIRED - update task_progress"),
+        (Origin.HARNESS, "<environment_details>"),
+    ]
+    body = write(conversation)
+    assert [b["type"] for b in body["messages"][2]["content"]] == [
+        "tool_result",
+        "tool_result",
+        "text",
+        "text",
+        "text",
+    ]
+
+
+def test_cline_xml_tool_era_keeps_every_word_as_text(tmp_path: Path) -> None:
+    items = [
+        {"role": "user", "content": [{"type": "text", "text": f"<task>\n{cases.HUMAN}\n</task>"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "<read_file>\n<path>parser.py</path>\n</read_file>"}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'parser.py'] Result:"},
+                {"type": "text", "text": "def parse(): ..."},
+            ],
+        },
+    ]
+    path = cases.write_json(tmp_path / "h.json", items)
+    conversation = load(path).current()
+    assert conversation.meta["text_results"] == 0
+    assert write(conversation)["messages"] == items
+    assert [b.origin for b in conversation.messages[2].blocks if isinstance(b, Text)] == [
+        Origin.HARNESS
+    ] * 2

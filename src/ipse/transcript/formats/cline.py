@@ -6,8 +6,16 @@ Both extensions keep one folder per task under their VS Code global storage
 ``text``, ``image``, ``document``, ``tool_use``, ``tool_result``, ``thinking``,
 ``redacted_thinking``). Older Cline wrote tool calls as XML inside assistant text and tool
 results as user text (``[read_file for 'x'] Result:``); newer ones use native ``tool_use``
-blocks. Either way the words are kept as text, the blocks as blocks. Harness text
-(``<environment_details>``, ``<task>`` is the human's) is classified by its markers.
+blocks. Everything the human typed is wrapped in a tag (``<task>``, ``<feedback>``, ``<answer>``,
+``<user_message>``): user text with one is the human's, the rest of a user turn (tool output
+as text, ``<environment_details>``, reminders, attached files) the extension's.
+
+Cline 3.3x-3.x with native tool calls writes a result it could not tie to its call id as text
+(``[name for 'x'] Result:`` and the output) and, when sending, puts ``"result missing"``
+``tool_result`` blocks first for calls left without one. `pair_text_results` ties such a text
+result to its call (the first unanswered call of that name) as a ``tool_result`` holding the
+text unchanged, so the conversation has its tool results as results; results that carry the
+human's words stay text and their call gets Cline's ``"result missing"``.
 
 Fields the extensions add and the API does not accept are moved out of the message before the
 Anthropic codec reads it, so a written body is one the API accepts:
@@ -38,14 +46,16 @@ definitions are not recorded: a written body has neither.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError
 from ipse.transcript._jsonl import parse_json, read_text_bytes
-from ipse.transcript._model import Conversation
+from ipse.transcript._model import Conversation, Message, Origin, Text
 from ipse.transcript.formats import anthropic
 
 UI_MESSAGES = "ui_messages.json"
@@ -92,19 +102,20 @@ def read_history(
         metas.append(meta)
         if isinstance(meta.get("model"), str):
             model = meta["model"]
+    paired = pair_text_results(messages)
     body: dict[str, Any] = {"messages": messages}
     if model is not None:
         body = {"model": model, **body}
     conversation = anthropic.read_body(body, source=str(p))
     read = tuple(
-        _with_meta(message, meta)
+        _with_meta(_with_origins(message), meta)
         for message, meta in zip(conversation.messages, metas, strict=True)
     )
     return Conversation(
         messages=read,
         settings=conversation.settings,
         dialect="anthropic",
-        meta={"format": "cline", "path": str(p)},
+        meta={"format": "cline", "path": str(p), "text_results": paired},
     )
 
 
@@ -151,6 +162,80 @@ def effective_history(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, Map
         for i, m in indexed
         if m.get("condenseParent") not in summaries and m.get("truncationParent") not in markers
     ]
+
+
+_RESULT_RE = re.compile(r"\[([A-Za-z0-9_.-]+)(?: for [^\n]*)?\] Result:")
+_HUMAN_TAGS = re.compile(r"<(task|feedback|answer|user_message)>")
+RESULT_MISSING = "result missing"  # what Cline sends for a call whose result it did not pair
+
+
+def pair_text_results(messages: list[dict[str, Any]]) -> int:
+    """Give every ``tool_use`` its ``tool_result`` in the next user message, in place.
+
+    Cline with native tool calls writes a result it could not tie to a call id as a text block
+    (``[read_file for 'x'] Result:`` and the output), and before sending puts a
+    ``tool_result`` with ``"result missing"`` first in the next user message for every call
+    left without one (``ensureToolResultsFollowToolUse``). Here a text result is tied to the
+    first unanswered call of the same name and becomes its ``tool_result`` (its text
+    unchanged), unless it carries the human's words (``<answer>``, ``<feedback>``,
+    ``<user_message>``): those stay text, and their call gets Cline's ``"result missing"``.
+    Results go first, in call order. Returns how many text results became ``tool_result``.
+    """
+    converted = 0
+    for index in range(len(messages) - 1):
+        message, following = messages[index], messages[index + 1]
+        calls = [
+            (str(b.get("id")), str(b.get("name")))
+            for b in _blocks(message)
+            if b.get("type") == "tool_use"
+        ]
+        if message.get("role") != "assistant" or not calls or following.get("role") != "user":
+            continue
+        content = following.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        results: dict[str, Any] = {}
+        rest: list[Any] = []
+        for block in blocks:
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                results.setdefault(str(block.get("tool_use_id")), block)
+                continue
+            text = block.get("text") if isinstance(block, Mapping) else None
+            match = _RESULT_RE.match(text) if isinstance(text, str) else None
+            call = None
+            if match and not _HUMAN_TAGS.search(str(text)):
+                call = next(
+                    (c for c, name in calls if name == match.group(1) and c not in results), None
+                )
+            if call is None:
+                rest.append(block)
+            else:
+                results[call] = {"type": "tool_result", "tool_use_id": call, "content": text}
+                converted += 1
+        missing = [c for c, _ in calls if c not in results]
+        if not missing and len(results) == sum(
+            1 for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"
+        ):
+            continue  # nothing paired, nothing missing: the message stays as written
+        for call in missing:
+            results[call] = {"type": "tool_result", "tool_use_id": call, "content": RESULT_MISSING}
+        ordered = [results[c] for c, _ in calls]
+        ordered += [r for key, r in results.items() if key not in {c for c, _ in calls}]
+        messages[index + 1] = {**following, "content": ordered + rest}
+    return converted
+
+
+def _with_origins(message: Message) -> Message:
+    """Cline wraps every word the human typed in a tag (``<task>``, ``<feedback>``,
+    ``<answer>``, ``<user_message>``); the rest of a user turn is the extension's."""
+    if message.role != "user":
+        return message
+    blocks = tuple(
+        replace(b, origin=Origin.HUMAN if _HUMAN_TAGS.search(b.text) else Origin.HARNESS)
+        if isinstance(b, Text)
+        else b
+        for b in message.blocks
+    )
+    return replace(message, blocks=blocks)
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -203,9 +288,7 @@ def _meta(item: Mapping[str, Any], index: int, times: Mapping[int, str]) -> dict
     return meta
 
 
-def _with_meta(message: Any, meta: Mapping[str, Any]) -> Any:
-    from dataclasses import replace
-
+def _with_meta(message: Message, meta: Mapping[str, Any]) -> Message:
     return replace(message, meta={**message.meta, **meta})
 
 
