@@ -493,3 +493,23 @@ def test_cline_xml_tool_era_keeps_every_word_as_text(tmp_path: Path) -> None:
     assert [b.origin for b in conversation.messages[2].blocks if isinstance(b, Text)] == [
         Origin.HARNESS
     ] * 2
+
+
+def test_gemini_compress_replaces_the_history(tmp_path: Path) -> None:
+    records = cases.gemini_session_jsonl()
+    summary = {
+        "id": "c1",
+        "timestamp": "2026-08-01T10:01:00Z",
+        "type": "user",
+        "content": [{"text": "<state_snapshot>the parser is fixed</state_snapshot>"}],
+    }
+    records.append({"$set": {"messages": [summary]}})
+    records.append(
+        {"id": "m7", "timestamp": "2026-08-01T10:02:00Z", "type": "user", "content": "thanks"}
+    )
+    path = cases.write_jsonl(tmp_path / "session.jsonl", records)
+    conversation = load(path).current()
+    assert [m.text for m in conversation.messages] == [
+        "<state_snapshot>the parser is fixed</state_snapshot>",
+        "thanks",
+    ]
