@@ -182,7 +182,9 @@ def swe_agent_traj() -> dict[str, Any]:
             },
             {
                 "role": "tool",
-                "content": [{"type": "text", "text": "parser.py"}],
+                "content": [
+                    {"type": "text", "text": "parser.py", "cache_control": {"type": "ephemeral"}}
+                ],
                 "agent": "main",
                 "message_type": "observation",
                 "tool_call_ids": ["call_1"],

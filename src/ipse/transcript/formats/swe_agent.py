@@ -28,9 +28,10 @@ tool calls carry a streaming ``index``. The last message may have ``role: "exit"
 submission): it is no chat message and is kept in ``Conversation.meta["exit"]``. The model is
 ``info.config.model.model_name``.
 
-Kept per message: only ``role``, ``content``, ``name``, ``tool_calls`` (``id``, ``type``,
-``function`` with ``name`` and ``arguments``), ``tool_call_id``; a ``system`` message keeps
-``role`` and ``content``. Thinking blocks and reasoning fields are not sent back.
+Kept per message: only ``role``, ``content`` (its parts without the ``cache_control`` that
+SWE-agent's cache history processor sets), ``name``, ``tool_calls`` (``id``, ``type``,
+``function`` with ``name`` and ``arguments``), ``tool_call_id``. Thinking blocks and
+reasoning fields are not sent back.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def looks_like_mini_swe_agent(document: Mapping[str, Any]) -> bool:
 def chat_message(item: Mapping[str, Any]) -> dict[str, Any]:
     """A message with chat fields only, tool calls in the request's shape."""
     out = {k: item[k] for k in _CHAT_KEYS if k in item and item[k] is not None}
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [_chat_part(part) for part in content]
     calls = out.get("tool_calls")
     if isinstance(calls, list):
         out["tool_calls"] = [_chat_call(c) for c in calls]
@@ -77,6 +81,13 @@ def chat_message(item: Mapping[str, Any]) -> dict[str, Any]:
     if "content" not in out:
         out["content"] = None if out.get("tool_calls") else ""
     return out
+
+
+def _chat_part(part: Any) -> Any:
+    """A content part without the ``cache_control`` SWE-agent's history processors add."""
+    if isinstance(part, Mapping) and "cache_control" in part:
+        return {k: v for k, v in part.items() if k != "cache_control"}
+    return part
 
 
 def _chat_call(call: Any) -> Any:
@@ -109,7 +120,9 @@ def read_swe_agent(document: Any, *, source: str) -> Conversation:
         if role == "tool":
             ids = item.get("tool_call_ids")
             call_id = ids[0] if isinstance(ids, list) and ids else item.get("tool_call_id")
-            message = {"role": "tool", "content": item.get("content"), "tool_call_id": call_id}
+            message = chat_message(
+                {"role": "tool", "content": item.get("content"), "tool_call_id": call_id}
+            )
         else:
             message = chat_message(item)
         if role not in CHAT_ROLES:
