@@ -128,7 +128,7 @@ def roo_history() -> list[dict[str, Any]]:
             "role": "user",
             "content": [
                 {"type": "tool_result", "tool_use_id": "old", "content": "condensed away"},
-                {"type": "text", "text": HUMAN},
+                {"type": "text", "text": f"<user_message>\n{HUMAN}\n</user_message>"},
             ],
             "ts": 6,
         },

@@ -87,9 +87,10 @@ def test_roo_history_is_what_roo_sends(tmp_path: Path) -> None:
     assert texts == [
         "Summary of the conversation so far.",
         "[truncated]",
-        cases.HUMAN,
+        f"<user_message>\n{cases.HUMAN}\n</user_message>",
         cases.AGENT_END,
     ]
+    assert _texts(conversation, Origin.HUMAN) == [f"<user_message>\n{cases.HUMAN}\n</user_message>"]
     assert not any(isinstance(b, ToolResult) for _, _, b in conversation.blocks())
 
 
