@@ -514,3 +514,94 @@ def test_gemini_compress_replaces_the_history(tmp_path: Path) -> None:
         "<state_snapshot>the parser is fixed</state_snapshot>",
         "thanks",
     ]
+
+
+# ------------------------------------------------------------------ generated event sequences
+
+_words = st.text(min_size=1, max_size=20).filter(str.strip)
+
+
+@st.composite
+def _openhands_run(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str], int]:
+    """A random but valid 0.x run: messages, calls (some parallel), results, bookkeeping."""
+    events: list[dict[str, Any]] = []
+    said: list[str] = []
+    calls = 0
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["user", "agent", "calls", "noise"]))
+        n = len(events)
+        if kind in ("user", "agent"):
+            text = draw(_words)
+            said.append(text)
+            events.append({"id": n, "source": kind, "action": "message", "args": {"content": text}})
+        elif kind == "noise":
+            events.append(
+                {
+                    "id": n,
+                    "source": "environment",
+                    "observation": "agent_state_changed",
+                    "content": "",
+                    "extras": {},
+                }
+            )
+        else:
+            width = draw(st.integers(1, 3))
+            response = f"resp-{n}"
+            ids = []
+            for k in range(width):
+                call_id = f"call-{n}-{k}"
+                meta = {
+                    "function_name": "execute_bash",
+                    "tool_call_id": call_id,
+                    "model_response": {"id": response},
+                    "total_calls_in_response": width,
+                }
+                events.append(
+                    {
+                        "id": len(events),
+                        "source": "agent",
+                        "action": "run",
+                        "args": {"command": "ls", "thought": ""},
+                        "tool_call_metadata": meta,
+                    }
+                )
+                ids.append((len(events) - 1, call_id))
+            for cause, call_id in ids:
+                events.append(
+                    {
+                        "id": len(events),
+                        "source": "agent",
+                        "cause": cause,
+                        "observation": "run",
+                        "content": draw(st.text(max_size=10)),
+                        "extras": {},
+                        "tool_call_metadata": {"tool_call_id": call_id},
+                    }
+                )
+            calls += width
+    return events, said, calls
+
+
+@settings(max_examples=60, deadline=None)
+@given(run=_openhands_run())
+def test_openhands_runs_keep_every_word_and_answer_every_call(
+    tmp_path_factory: pytest.TempPathFactory, run: tuple[list[dict[str, Any]], list[str], int]
+) -> None:
+    events, said, calls = run
+    path = cases.write_json(tmp_path_factory.mktemp("oh") / "t.json", events)
+    conversation = load(path, "openhands").current()
+    texts = [b.text for m in conversation.messages for b in m.blocks if isinstance(b, Text)]
+    assert texts == said
+    made = [c.id for c in conversation.tool_calls()]
+    answered = [b.call_id for _, _, b in conversation.blocks() if isinstance(b, ToolResult)]
+    assert len(made) == calls and sorted(made) == sorted(answered)
+    for index, message in enumerate(conversation.messages):  # a result follows its call
+        for block in message.blocks:
+            if isinstance(block, ToolResult):
+                earlier = [
+                    b.id
+                    for m in conversation.messages[:index]
+                    for b in m.blocks
+                    if isinstance(b, ToolCall)
+                ]
+                assert block.call_id in earlier

@@ -128,8 +128,10 @@ def handoff_command(
 ) -> None:
     """Strip tool calls, tool results and thinking before a checkpoint; keep every authored word.
 
-    FILE is an Anthropic or OpenAI chat request body, or a Claude Code session (written out as
-    an Anthropic request body). The removed blocks go to the archive (see ``ipse recall``); the
+    FILE is an Anthropic, OpenAI chat or Responses request body, a Claude Code session or a
+    Cline / Roo Code history (written out as an Anthropic body), a Codex rollout (a Responses
+    body), or a SWE-agent / mini-swe-agent trajectory (a Chat Completions body; --model names
+    the model where it records none). OpenHands and Gemini CLI files are read only. The removed blocks go to the archive (see ``ipse recall``); the
     table shows the conversation before and after. Bad input: exit 2, no output, nothing archived.
     The default cut is the agent's last call of the checkpoint tool; a session without one
     needs --at now, --at end or --at N (`ipse inspect FILE` lists the message indices).
