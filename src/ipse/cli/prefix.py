@@ -18,7 +18,14 @@ from ipse.prefix._lint import Finding, lint
 from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import PROVIDERS
+from ipse.transcript import FORMATS
 
+_FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="Name the input format instead of detecting it.",
+)
 _SHOW_VALUES = click.option(
     "--show-values",
     is_flag=True,
@@ -28,6 +35,7 @@ _SHOW_VALUES = click.option(
 
 @click.command("prefix")
 @click.argument("log", type=click.Path(path_type=Path))
+@_FORMAT
 @click.option(
     "--provider",
     type=click.Choice(PROVIDERS),
@@ -44,7 +52,12 @@ _SHOW_VALUES = click.option(
 @_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def prefix_command(
-    log: Path, provider: str | None, tokenizer: str, show_values: bool, as_json: bool
+    log: Path,
+    fmt: str | None,
+    provider: str | None,
+    tokenizer: str,
+    show_values: bool,
+    as_json: bool,
 ) -> None:
     """Replay a log through the provider's prompt cache: per request the tokens reused,
     written and uncached, the cause of every lost reuse, and what it cost.
@@ -58,7 +71,7 @@ def prefix_command(
       ipse prefix requests.jsonl --provider vllm --json
       ipse prefix ~/.claude/projects/p/4d5611e5.jsonl
     """
-    requests_log = read_requests(log)
+    requests_log = read_requests(log, fmt)
     report = analyze(
         requests_log.requests,
         provider,
@@ -131,10 +144,13 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
 
 @click.command("lint")
 @click.argument("request", type=click.Path(path_type=Path))
+@_FORMAT
 @click.option("--provider", type=click.Choice(PROVIDERS), help="The cache rules to lint against.")
 @_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def lint_command(request: Path, provider: str | None, show_values: bool, as_json: bool) -> None:
+def lint_command(
+    request: Path, fmt: str | None, provider: str | None, show_values: bool, as_json: bool
+) -> None:
     """Check that the front of a request is frozen: no volatile values in the system prompt or
     tools, a stable tool order, breakpoints with stable content before them, TTLs in order,
     at most 4 breakpoints. Exits 1 when it finds a problem.
@@ -147,7 +163,7 @@ def lint_command(request: Path, provider: str | None, show_values: bool, as_json
       ipse lint request.json
       ipse lint captured/ --json
     """
-    log = read_requests(request)
+    log = read_requests(request, fmt)
     if not log.requests:
         raise InputError("no request to lint", path=request)
     last = log.requests[-1]
