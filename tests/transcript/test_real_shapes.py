@@ -163,17 +163,17 @@ def test_codex_human_turns_are_the_typed_ones(tmp_path: Path) -> None:
                         "type": "message",
                         "role": "user",
                         "content": [{"type": "input_text", "text": "fix the bug"}],
-                    },  # noqa: E501
+                    },
                     {
                         "type": "message",
                         "role": "user",
                         "content": [{"type": "input_text", "text": "and the test"}],
-                    },  # noqa: E501
+                    },
                     {
                         "type": "message",
                         "role": "assistant",
                         "content": [{"type": "output_text", "text": "summary"}],
-                    },  # noqa: E501
+                    },
                 ],
             },
         ),

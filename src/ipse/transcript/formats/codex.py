@@ -22,7 +22,7 @@ recorded in a rollout; neither request bodies nor conversations have them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,7 +146,7 @@ class _TypedUsers:
             self._pending_event = True
 
     def classify(self, message: Message) -> Message:
-        items = message.meta.get("items") or ()
+        items: Sequence[Mapping[str, Any]] = message.meta.get("items") or ()
         if message.role != "user" or len(items) != 1 or not _is_user_message(items[0]):
             return message
         item = items[0]
