@@ -100,8 +100,10 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
 
     out = console()
     table = Table(title=f"prefix cache ({report.provider})", title_justify="left")
-    for column in ("#", "model", "read", "written", "uncached", "actual read", "cause", "lost"):
-        justify: Any = "right" if column not in ("model", "cause") else "left"
+    columns: tuple[str, ...] = ("#", "model", "read", "written", "uncached", "actual read")
+    columns += ("agrees", "cause", "lost")
+    for column in columns:
+        justify: Any = "right" if column not in ("model", "cause", "agrees") else "left"
         table.add_column(column, justify=justify)
     for row in report.rows:
         cause = f"{row.cause.kind} @ {row.cause.location}" if row.cause else ""
@@ -112,6 +114,7 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             f"{row.predicted.cache_write:,}",
             f"{row.predicted.uncached:,}",
             f"{row.actual.cache_read:,}" if row.actual else "-",
+            "-" if row.agrees is None else ("yes" if row.agrees else "no"),
             cause,
             _money(row.cost_lost_usd) if row.cause else "",
         )
@@ -121,6 +124,12 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")
             if show_values and row.cause.value is not None:
                 out.print(f"    value: {row.cause.value!r}")
+        elif row.predicted_cause is not None:
+            out.print(
+                f"#{row.index} predicted {row.predicted_cause.kind} at "
+                f"{row.predicted_cause.location}, but the recorded usage shows no loss: "
+                "not charged"
+            )
     summary = report.summary()
     out.print(
         f"hit rate {summary['hit_rate']:.1%}"
@@ -132,6 +141,13 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
         out.print(
             f"  {kind}: {entry['requests']} request(s), {entry['tokens_lost']:,} tokens, "
             f"{_money(entry['cost_lost_usd'])}"
+        )
+    basis = summary["basis"]
+    if basis["recorded"]:
+        out.print(
+            f"cost and loss from recorded usage for {basis['recorded']} of "
+            f"{summary['requests']} requests (predicted hit rate "
+            f"{summary['predicted_hit_rate']:.1%})"
         )
     agreement = summary.get("agreement")
     if agreement:
