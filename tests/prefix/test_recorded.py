@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+from ipse.prefix import lint
 from ipse.prefix._report import analyze
 from ipse.prefix._requests import Request
 
@@ -124,3 +127,73 @@ def test_openai_string_and_one_text_part_render_alike() -> None:
     report = analyze(out, tokenizer="bytes")
     assert report.rows[1].cause is None
     assert report.rows[1].predicted.cache_read > 1024
+
+
+# ------------------------------------------------------------------------------------- lint
+
+
+def _session(path: Path, turns: int) -> Path:
+    """A small Claude Code session whose usage shows the front was read from the cache."""
+    records: list[dict[str, Any]] = []
+    parent = None
+    for n in range(turns):
+        user = {
+            "type": "user",
+            "uuid": f"u{n}",
+            "parentUuid": parent,
+            "sessionId": "s",
+            "timestamp": f"2026-01-01T00:00:{2 * n:02d}Z",
+            "message": {"role": "user", "content": f"step {n}"},
+        }
+        usage = _usage(18_000 if n else 0, 300 if n else 18_300)
+        assistant = {
+            "type": "assistant",
+            "uuid": f"a{n}",
+            "parentUuid": f"u{n}",
+            "sessionId": "s",
+            "timestamp": f"2026-01-01T00:00:{2 * n + 1:02d}Z",
+            "message": {
+                "id": f"m{n}",
+                "role": "assistant",
+                "model": "claude-opus-4-6",
+                "content": [{"type": "text", "text": f"did {n}"}],
+                "usage": usage,
+            },
+        }
+        records += [user, assistant]
+        parent = f"a{n}"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_lint_does_not_judge_a_front_a_session_does_not_record(tmp_path: Path, cli: Any) -> None:
+    path = _session(tmp_path / "s.jsonl", 4)
+    result = cli("lint", str(path), "--json")
+    assert result.returncode == 0, result.stdout
+    assert json.loads(result.stdout)["findings"] == []
+
+
+def test_recorded_cache_use_overrules_the_size_estimate() -> None:
+    small = body(1)
+    small["system"] = [{"type": "text", "text": "short", "cache_control": {"type": "ephemeral"}}]
+    small["tools"] = []
+    small["messages"] = [{"role": "user", "content": "hi"}]
+    assert [f.code for f in lint(small)] == ["unstable_breakpoint"]
+    assert lint(small, usage=_usage(5_000, 0)) == []
+
+
+def test_lint_as_openai_sees_an_anthropic_system_prompt() -> None:
+    anthropic = body(1)
+    anthropic["system"] = [
+        {"type": "text", "text": "Now: 2026-11-30T10:00:00Z. " + anthropic["system"][0]["text"]}
+    ]
+    codes = [f.code for f in lint(anthropic, "openai")]
+    assert codes == ["volatile_system"]
+    chat = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Now: 2026-11-30T10:00:00Z. Be brief."},
+            {"role": "user", "content": "hi"},
+        ],
+    }
+    assert "volatile_system" in [f.code for f in lint(chat, "anthropic")]

@@ -184,7 +184,7 @@ def lint_command(
         raise InputError("no request to lint", path=request)
     last = log.requests[-1]
     previous = log.requests[-2].body if len(log.requests) > 1 else None
-    findings = lint(last.body, provider, previous=previous)
+    findings = lint(last.body, provider, previous=previous, usage=last.usage)
     if as_json:
         emit_json(
             {
