@@ -4,12 +4,14 @@ the shared rollouts where they hold the shape."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ipse.prefix import read_requests
 from ipse.transcript import body_dialect, detect, load
 from ipse.transcript._stats import message_counts
 
@@ -218,3 +220,116 @@ def test_prefix_and_lint_take_format(tmp_path: Path, cli: Any) -> None:
         assert result.returncode in (0, 1), result.stderr
         result = cli(command, str(path), "--format", "nonsense")
         assert result.returncode == 2
+
+
+# ------------------------------------------------ new record types and the journaled requests
+
+
+def _sha(message: dict[str, Any]) -> str:
+    data = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+SYSTEM = [
+    {"type": "text", "text": "You are Claude Code. " * 300, "cache_control": {"type": "ephemeral"}}
+]
+TOOLS = [{"name": "Bash", "description": "Run a command.", "input_schema": {"type": "object"}}]
+
+
+def _journaled_session(path: Path, turns: int = 3) -> Path:
+    records: list[dict[str, Any]] = [
+        {"type": "custom-title", "customTitle": "journaled", "sessionId": "s1"},
+        {
+            "type": "api-request-shape",
+            "shapeHash": "shape1",
+            "shape": {"system": SYSTEM, "tools": TOOLS},
+        },
+        {"type": "cost-state", "sessionId": "s1", "cost": 0.1},
+        {"type": "zebra-record", "stripes": 12},  # a type no version writes yet
+    ]
+    parent: str | None = None
+    sent: list[dict[str, Any]] = []
+    for n in range(turns):
+        attachment = {
+            "type": "attachment",
+            "uuid": f"att{n}",
+            "parentUuid": parent,
+            "sessionId": "s1",
+            "attachment": {"type": "date", "rendered": "Today is Monday", "renderedRole": "user"},
+        }
+        user_message = {"role": "user", "content": f"step {n} " + "words " * 50}
+        user = _cc("user", f"u{n}", f"att{n}", user_message["content"])
+        records += [
+            attachment,
+            {"type": "queue-operation", "operation": "enqueue", "sessionId": "s1"},
+            user,
+            {"type": "api-request-blob", "hash": _sha(user_message), "message": user_message},
+        ]
+        tail = [_sha(m) for m in sent[-1:]] + [_sha(user_message)]  # last reply has no blob
+        keep = max(0, len(sent) - 1)
+        records.append(
+            {
+                "type": "api-request",
+                "id": f"req{n}",
+                "shapeHash": "shape1",
+                "params": {"model": "claude-opus-4-6", "max_tokens": 32000, "betas": ["x"]},
+                "keep": keep,
+                "tail": tail,
+                "cacheControl": [
+                    {"path": ["messages", 2 * n, "content", 0], "value": {"type": "ephemeral"}}
+                ],
+            }
+        )
+        reply = {"role": "assistant", "content": [{"type": "text", "text": f"did {n}"}]}
+        assistant = _cc("assistant", f"a{n}", f"u{n}", reply["content"], requestRef=f"req{n}")
+        assistant["message"]["usage"] = {
+            "input_tokens": 3,
+            "cache_read_input_tokens": 2000 if n else 0,
+            "cache_creation_input_tokens": 200 if n else 2100,
+        }
+        records += [assistant, {"type": "mode", "mode": "default", "sessionId": "s1"}]
+        sent += [user_message, reply]
+        parent = f"a{n}"
+    records.append({"type": "last-prompt", "lastPrompt": "x", "sessionId": "s1"})
+    return _jsonl(path, records)
+
+
+def test_new_record_types_never_break_reading(tmp_path: Path, cli: Any) -> None:
+    path = _journaled_session(tmp_path / "s.jsonl")
+    assert detect(path) == "claude-code"
+    source = load(path)
+    assert source.thread is not None
+    assert [m.role for m in source.current().messages] == ["user", "assistant"] * 3
+    assert source.thread.skipped.get("attachment") == 3
+    report = json.loads(cli("inspect", str(path), "--json").stdout)
+    assert report["messages"] == 6 and report["turns"] == 3
+    result = cli("handoff", str(path), "--at", "end", "-o", str(tmp_path / "o.json"))
+    assert result.returncode == 0, result.stderr
+
+
+def test_prefix_uses_the_journaled_requests(tmp_path: Path, cli: Any) -> None:
+    path = _journaled_session(tmp_path / "s.jsonl")
+    log = read_requests(path)
+    assert len(log.requests) == 3
+    for request in log.requests:
+        assert request.body["system"] == SYSTEM and request.body["tools"] == TOOLS
+        assert request.body["max_tokens"] == 32000 and "betas" not in request.body
+        assert "cache_control" not in request.body  # breakpoints as journaled
+    second = log.requests[-1].body["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user", "assistant", "user"]
+    assert second[4]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    document = json.loads(cli("prefix", str(path), "--json").stdout)
+    assert not any("fitted" in w or "placeholder" in w for w in document["summary"]["warnings"])
+    assert all(r["basis"] == "recorded" for r in document["requests"])
+
+
+def test_an_unresolvable_journal_keeps_the_front_and_rebuilt_messages(tmp_path: Path) -> None:
+    path = _journaled_session(tmp_path / "s.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:  # messages neither blobbed nor in the session
+        if record.get("type") == "api-request":
+            record["tail"] = ["0" * 64]
+    log = read_requests(_jsonl(path, records))
+    for request in log.requests:
+        assert request.body["system"] == SYSTEM
+        assert request.body["cache_control"] == {"type": "ephemeral"}  # messages as rebuilt

@@ -393,6 +393,7 @@ def _meta(record: JsonlRecord) -> dict[str, Any]:
         ("isCompactSummary", "is_compact_summary"),
         ("requestId", "request_id"),
         ("isSidechain", "is_sidechain"),
+        ("requestRef", "request_ref"),
     ):
         if data.get(key):
             meta[target] = data[key]
