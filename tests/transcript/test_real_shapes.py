@@ -67,6 +67,11 @@ def test_a_legacy_codex_rollout_is_detected_and_read(tmp_path: Path) -> None:
             {"id": "r1", "timestamp": "2025-05-01T00:00:00Z", "instructions": "be brief"},
             {"record_type": "state"},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "# AGENTS.md instructions for /r"}],
+            },
             {"record_type": "state"},
             {
                 "type": "message",
@@ -77,7 +82,7 @@ def test_a_legacy_codex_rollout_is_detected_and_read(tmp_path: Path) -> None:
     )
     assert detect(path) == "codex"
     conversation = load(path).current()
-    assert [m.role for m in conversation.messages] == ["user", "assistant"]
+    assert [m.role for m in conversation.messages] == ["user", "user", "assistant"]
     assert conversation.system[0].text == "be brief"  # type: ignore[union-attr]
     assert message_counts(conversation.messages)["turns"] == 1
 
