@@ -78,6 +78,10 @@ class StripOptions:
     promote_thinking: bool = False  # keep the text of thinking blocks as agent text
     breadcrumbs: bool = False  # one short line per removed call
     breadcrumb_width: int = 60
+    # Remove (and archive) tool results before the cut whose call is not in the input, as in a
+    # session continued from another; off, such an input is refused (a wire-level rewrite
+    # forwards an invalid request untouched rather than repair it).
+    drop_orphans: bool = True
 
 
 def strip(
@@ -91,7 +95,7 @@ def strip(
     point = resolve_cut(conversation, at, opts.checkpoint_tool)
     cut = settle(messages, point.index)
     input_problems = validate(conversation)
-    _check_input(input_problems, cut)
+    _check_input(input_problems, cut, opts.drop_orphans)
     dialect = codec(conversation.dialect)
     keep = _checkpoint_calls(messages[:cut], opts.checkpoint_tool, dialect)
     while True:
@@ -135,14 +139,12 @@ def strip(
 # ------------------------------------------------------------------------------ input checks
 
 
-def _check_input(problems: Sequence[Problem], cut: int) -> None:
+def _check_input(problems: Sequence[Problem], cut: int, drop_orphans: bool = True) -> None:
     for problem in problems:
         in_prefix = problem.index is not None and problem.index < cut
         if problem.code == ORPHAN:
-            if not in_prefix:
-                raise InvalidConversation(
-                    f"a tool result after the cut has no call in the input: {problem}"
-                )
+            if not (in_prefix and drop_orphans):
+                raise InvalidConversation(f"a tool result has no call in the input: {problem}")
             continue
         if problem.code in FATAL_ANYWHERE or (in_prefix and problem.code not in REPAIRABLE):
             raise InvalidConversation(f"the conversation is invalid before stripping: {problem}")
