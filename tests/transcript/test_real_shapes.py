@@ -338,3 +338,28 @@ def test_an_unresolvable_journal_keeps_the_front_and_rebuilt_messages(tmp_path: 
     for request in log.requests:
         assert request.body["system"] == SYSTEM
         assert request.body["cache_control"] == {"type": "ephemeral"}  # messages as rebuilt
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        {"type": "api-request", "id": "req1", "keep": "x", "tail": "y", "cacheControl": 3},
+        {"type": "api-request", "id": "req1", "keep": 99, "tail": [], "shapeHash": None},
+        {"type": "api-request", "id": "req1", "keep": 0, "tail": [1, None], "params": []},
+        {
+            "type": "api-request",
+            "id": "req1",
+            "keep": 0,
+            "tail": [],
+            "cacheControl": [{"path": ["messages", 7, "content", 9], "value": {}}, "x"],
+        },
+        {"type": "api-request-shape", "shapeHash": "shape1", "shape": "not a shape"},
+        {"type": "api-request-blob", "hash": 5, "message": None},
+    ],
+)
+def test_a_malformed_journal_never_breaks_reading(tmp_path: Path, garbage: dict[str, Any]) -> None:
+    path = _journaled_session(tmp_path / "s.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    log = read_requests(_jsonl(path, [*records, garbage, _cc("user", "z", "a2", "more")]))
+    assert len(log.requests) == 3
+    assert all(r.body.get("messages") for r in log.requests)

@@ -127,7 +127,7 @@ def _messages(
         if message is None:
             return None
         out.append(_without_cache_control(message))
-    return out
+    return out or None  # a request with no messages was not sent: nothing resolved
 
 
 def _place_breakpoints(messages: list[Any], marks: Any) -> None:
