@@ -197,3 +197,23 @@ def test_lint_as_openai_sees_an_anthropic_system_prompt() -> None:
         ],
     }
     assert "volatile_system" in [f.code for f in lint(chat, "anthropic")]
+
+
+def test_the_cli_reports_basis_and_agreement(tmp_path: Path, cli: Any) -> None:
+    rows = [
+        {**body(3), "ts": "2026-01-05T09:00:00Z", "usage": _usage(0, 20_000)},
+        {
+            **body(4, thinking={"type": "enabled", "budget_tokens": 2048}),
+            "ts": "2026-01-05T09:00:10Z",
+            "usage": _usage(20_000, 900),
+        },
+    ]
+    path = tmp_path / "bodies.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    document = json.loads(cli("prefix", str(path), "--json").stdout)
+    second = document["requests"][1]
+    assert second["basis"] == "recorded" and second["agrees"] is False
+    assert second["cause"] is None and second["predicted_cause"] == "settings_changed"
+    assert document["summary"]["cost_lost_usd"] == 0
+    human = cli("prefix", str(path)).stdout
+    assert "predicted settings_changed" in human and "not charged" in human
