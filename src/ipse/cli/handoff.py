@@ -160,6 +160,8 @@ def handoff_command(
     if output is not None and not to_stdout and output.is_dir():
         raise UsageError(f"{output}: is a folder; -o takes a file path")
     source = load(file, fmt, thread=thread)
+    for line in source.warnings:  # e.g. results whose calls are not in the file
+        warn(line)
     options = HandoffOptions(
         at=at,
         strip=StripOptions(
