@@ -605,3 +605,17 @@ def test_openhands_runs_keep_every_word_and_answer_every_call(
                     if isinstance(b, ToolCall)
                 ]
                 assert block.call_id in earlier
+
+
+def test_openhands_v1_conversation_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "conversation"
+    (folder / "events").mkdir(parents=True)
+    cases.write_json(folder / "base_state.json", {"id": "c", "agent": {"llm": {"model": "gpt-5"}}})
+    events = cases.openhands_v1_events()
+    for index, event in reversed(list(enumerate(events))):  # written out of order on purpose
+        cases.write_json(folder / "events" / f"event-{index:05d}-{event['id']}.json", event)
+    for where in (folder, folder / "events"):
+        assert detect(where) == "openhands"
+        conversation = load(where).current()
+        assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+        assert conversation.model == "gpt-5"

@@ -99,6 +99,10 @@ def detect(path: str | Path) -> str:
     """The format name of a file or folder (one of `FORMATS`)."""
     p = Path(path)
     if p.is_dir():
+        from ipse.transcript.formats.openhands import event_files
+
+        if event_files(p):
+            return "openhands"
         if any(p.glob("*.json")):
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
