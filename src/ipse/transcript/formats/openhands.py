@@ -4,8 +4,9 @@ Checked against All-Hands-AI/OpenHands 0.62.0 (156d068, ``openhands/events/seria
 event.py``, ``openhands/core/schema/{action,observation}.py``, ``openhands/events/tool.py``,
 ``openhands/server/routes/trajectory.py``, ``frontend/src/hooks/
 use-conversation-name-context-menu.ts``). Two shapes: a JSON array of events (what
-``save_trajectory_path`` writes, and the UI's "Export conversation", ``trajectory-<id>.json``)
-and ``{"trajectory": [...]}`` (the ``/api/conversations/{id}/trajectory`` answer). Each event has ``id``, ``timestamp``,
+``save_trajectory_path`` writes, and the UI's "Export conversation",
+``trajectory-<id>.json``) and ``{"trajectory": [...]}`` (the
+``/api/conversations/{id}/trajectory`` answer). Each event has ``id``, ``timestamp``,
 ``source`` (``user``, ``agent``, ``environment``), ``message``, optional ``cause`` (the id of
 the action an observation answers), ``tool_call_metadata`` (``function_name``,
 ``tool_call_id``, ``model_response``, ``total_calls_in_response``) and ``llm_metrics``; an
