@@ -619,3 +619,26 @@ def test_openhands_v1_conversation_folder(tmp_path: Path) -> None:
         conversation = load(where).current()
         assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
         assert conversation.model == "gpt-5"
+
+
+_CASES: dict[str, Any] = {
+    "cline": cases.cline_history,
+    "swe-agent": cases.swe_agent_traj,
+    "mini-swe-agent": cases.mini_swe_agent_traj,
+    "openhands": cases.openhands_events,
+    "gemini-cli": cases.gemini_contents,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_format_names_a_reader_and_a_wrong_name_is_one_line(
+    name: str, tmp_path: Path, cli: CliRun
+) -> None:
+    path = cases.write_json(tmp_path / "input.json", _CASES[name]())
+    result = cli("inspect", str(path), "--format", name, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == name
+    wrong = "openhands" if name != "openhands" else "swe-agent"
+    result = cli("inspect", str(path), "--format", wrong)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert str(path) in result.stderr
