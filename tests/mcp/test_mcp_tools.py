@@ -89,7 +89,7 @@ def test_micro_handoff_stores_the_notes_by_session(settings: Settings) -> None:
     found = first.structured_content
     assert found["session"] == settings.session and found["stored"] is True
     assert found["next_request_drops"] is None  # no conversation at hand: unknown
-    assert "Rejected:\n- regex lexer: 12 s on 1 MB" in found["notes"]
+    assert "notes" not in found  # the call holds them; the result does not repeat them
     archive = open_archive()
     try:
         [item] = archive.items(settings.session)
@@ -98,6 +98,7 @@ def test_micro_handoff_stores_the_notes_by_session(settings: Settings) -> None:
         archive.close()
     assert item.kind == "checkpoint" and item.id == found["checkpoint"]
     assert json.loads(recalled.call)["input"] == NOTES
+    assert "Rejected:\n- regex lexer: 12 s on 1 MB" in json.loads(recalled.result or b"{}")["text"]
     again = call(settings, "micro_handoff", NOTES)
     assert again.structured_content["checkpoint"] == found["checkpoint"]
     assert again.structured_content["stored"] is False  # the same notes are one checkpoint

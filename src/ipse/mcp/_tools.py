@@ -88,6 +88,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     finally:
         archive.close()
     result = found.to_json()
+    del result["notes"]  # already in the call: the conversation keeps both, so say it once
     drop = found.drop
     said = (
         f"The next request drops {drop.tool_calls} tool calls, {drop.tool_results} results and "
