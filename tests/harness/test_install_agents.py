@@ -228,3 +228,14 @@ def test_state_uninstall_leaves_settings_byte_for_byte(
     assert json.loads(settings.read_text())["hooks"]["SessionStart"]
     assert cli("state", "uninstall", cwd=project).returncode == 0
     assert snapshot(project, home) == before
+
+
+def test_a_base_url_the_user_set_to_the_proxy_stays(cli: CliRun, homes: tuple[Path, Path]) -> None:
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    _write(settings, json.dumps({"env": {"ANTHROPIC_BASE_URL": PROXY_URL}}, indent=2) + "\n")
+    before = snapshot(project, home)
+    assert cli("install", "--agent", "claude-code", "--proxy", cwd=project).returncode == 0
+    assert json.loads(settings.read_text())["hooks"]["SessionStart"] == [proxy_hook()]
+    assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
+    assert snapshot(project, home) == before

@@ -288,6 +288,7 @@ def _claude_proxy(path: Path, attrs: dict[str, str]) -> tuple[Path, str | None, 
         )
     if current is None:
         text, created = jsonedit.set_member(text, ["env"], "ANTHROPIC_BASE_URL", PROXY_URL)
+        attrs["base_url"] = "new"
         if "env" in created:
             attrs["env"] = "new"
     value, _ = jsonedit.parse(text, path)
@@ -349,7 +350,8 @@ def _uninstall_claude_proxy(path: Path, attrs: dict[str, str]) -> list[Change]:
     value, _ = jsonedit.parse(old, path)
     text = old
     env = value.get("env")
-    if isinstance(env, dict) and env.get("ANTHROPIC_BASE_URL") == PROXY_URL:
+    ours = attrs.get("base_url") == "new" or not attrs  # no marker left: ours by its value
+    if ours and isinstance(env, dict) and env.get("ANTHROPIC_BASE_URL") == PROXY_URL:
         created = ["env"] if attrs.get("env") == "new" else []
         text = jsonedit.remove_member(text, ["env"], "ANTHROPIC_BASE_URL", created)
     hooks = value.get("hooks")
