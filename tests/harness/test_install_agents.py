@@ -8,11 +8,16 @@ import json
 import os
 import shlex
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from ipse.harness import PROXY_URL, launcher, proxy_hook
+from ipse.errors import InputError
+from ipse.harness import PROXY_URL, install_agent, launcher, proxy_hook, uninstall_agent
 from tests.conftest import CliRun
 
 SETTINGS_STYLES = {
@@ -239,3 +244,38 @@ def test_a_base_url_the_user_set_to_the_proxy_stays(cli: CliRun, homes: tuple[Pa
     assert json.loads(settings.read_text())["hooks"]["SessionStart"] == [proxy_hook()]
     assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
     assert snapshot(project, home) == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(st.sampled_from(["model", "env", "hooks", "mcpServers", "theme", "x"]),
+                    st.none() | st.integers() | st.text(max_size=5) | st.just({}), max_size=4),
+    st.sampled_from([{"indent": 2}, {"indent": 4}, {"indent": "\t"}, {"indent": None}]),
+    st.booleans(),
+    st.sampled_from(["claude-code", "gemini", "codex"]),
+)  # fmt: skip
+def test_install_then_uninstall_on_generated_files(
+    existing: dict[str, Any], style: dict[str, Any], newline: bool, agent: str
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        project, home = Path(folder) / "p", Path(folder) / "h"
+        project.mkdir()
+        home.mkdir()
+        text = json.dumps(existing, **style) + ("\n" if newline else "")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HOME", str(home))
+            patch.delenv("CODEX_HOME", raising=False)
+            patch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+            config, _, proxy_settings = _files(agent, project, home, False)
+            if agent != "codex":
+                _write(config, text)
+            if proxy_settings is not None:
+                _write(proxy_settings, text)
+            before = snapshot(project, home)
+            try:
+                install_agent(agent, project, proxy=agent != "gemini")
+            except InputError:  # a value ipse would have to overwrite: refused, nothing written
+                assert snapshot(project, home) == before
+                return
+            uninstall_agent(agent, project)
+            assert snapshot(project, home) == before
