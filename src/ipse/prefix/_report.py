@@ -196,7 +196,11 @@ def _analyze(
         order.sort(key=lambda r: r.time or datetime.min)
     chosen, label = _counter(requests, tokenizer, counter)
     flattener = Flattener(table, chosen)
-    index: dict[int, tuple[int, int]] = {}  # prefix hash -> (slot in `seen`, position)
+    # prefix hash -> a cell holding the slot in `seen` of the last request that had it; a
+    # request that extends the one before it takes over that one's cell, so only its new
+    # positions are indexed (the cost follows the new work, not the history)
+    index: dict[int, list[int]] = {}
+    cells: list[list[int]] = []
     by_first: dict[int, int] = {}  # first message's hash -> slot in `seen`
     by_conversation: dict[str, int] = {}  # known thread -> its last slot in `seen`
     seen: list[tuple[Request, Flat]] = []
@@ -271,9 +275,18 @@ def _analyze(
             max(0.0, cost - ideal) if cause is not None else 0.0,
         )
         slot_now = len(seen)
+        start = 0
+        if seen and flat.extends(seen[-1][1]):
+            cell = cells[-1]
+            cell[0] = slot_now
+            start = len(seen[-1][1].chain)
+        else:
+            cell = [slot_now]
+        cells.append(cell)
         seen.append((request, flat))
-        for p, h in enumerate(flat.chain):
-            index[h] = (slot_now, p)
+        chain = flat.chain
+        for p in range(start, len(chain)):
+            index[chain[p]] = cell
         first = _first_message_hash(flat)
         if first is not None:
             by_first[first] = slot_now
@@ -329,7 +342,7 @@ def _model_warnings(model: str | None, provider: str) -> list[str]:
 
 
 def _best(
-    flat: Flat, index: dict[int, tuple[int, int]], by_first: dict[int, int]
+    flat: Flat, index: dict[int, list[int]], by_first: dict[int, int]
 ) -> tuple[int, int | None]:
     """Positions shared with the best earlier request, and that request's slot."""
     chain = flat.chain

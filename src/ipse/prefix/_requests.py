@@ -28,6 +28,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
+from ipse.prefix._growing import SharedHistory
 from ipse.transcript import DIALECTS, Conversation, body_codec, codec, load, write
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
@@ -123,15 +124,24 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
         raise InputError("no request with messages in this input", path=p)
+    checked: dict[int, int] = {}
     for request in kept:
-        _check_messages(request, p)
+        _check_messages(request, p, checked)
     return RequestLog(p, name, kept, warnings)
 
 
-def _check_messages(request: Request, p: Path) -> None:
+def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     """Refuse messages that are not objects, and content that is neither text, a list of
-    block objects, nor null: a replay of such a request would measure nothing real."""
-    for number, message in enumerate(request.body.get("messages") or ()):
+    block objects, nor null: a replay of such a request would measure nothing real. Messages
+    of a shared history are checked once (``checked``: per list, how many were)."""
+    body = request.body
+    first = 0
+    messages: Any = body.get("messages") or () if not isinstance(body, SharedHistory) else ()
+    if isinstance(body, SharedHistory):
+        first = checked.get(id(body.base), 0)
+        checked[id(body.base)] = max(first, body.count)
+        messages = body.base[first : body.count]
+    for number, message in enumerate(messages, start=first):
         where = f"request {request.index} message {number}"
         if not isinstance(message, Mapping):
             raise InputError("a message must be a JSON object", path=p, position=where)
@@ -172,6 +182,8 @@ def _sniff(p: Path) -> str:
 
 
 def _has_messages(request: Request, warnings: list[str]) -> bool:
+    if isinstance(request.body, SharedHistory) and request.body.count:
+        return True
     if body_codec(request.body, request.provider).positions(request.body).messages:
         return True
     warnings.append(f"request {request.index} ({request.source}) has no messages; skipped")
@@ -270,12 +282,15 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             model = message.meta.get("model")
             if model == "<synthetic>":
                 continue
-            request_body: dict[str, Any] = {
-                "model": model,
-                "system": UNRECORDED_FRONT,
-                "messages": dicts[:k],
-                "cache_control": {"type": "ephemeral"},
-            }
+            request_body = SharedHistory(
+                {
+                    "model": model,
+                    "system": UNRECORDED_FRONT,
+                    "cache_control": {"type": "ephemeral"},
+                },
+                dicts,
+                k,
+            )
             previous = messages[k - 1].meta.get("timestamp")
             usage = message.meta.get("usage")
             yield Request(
