@@ -206,10 +206,11 @@ def _analyze(
     seen: list[tuple[Request, Flat]] = []
     rows: dict[int, Row] = {}
     cost_ideal = 0.0
-    fit = _fit_front(order, flattener)
+    flats: dict[int, Flat] = {}
+    fit = _fit_front(order, flattener, flats)
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
-        flat = flattener.flatten(request.body)
+        flat = flats.pop(request.index, None) or flattener.flatten(request.body)
         actual = actual_tokens(request.usage)
         scale, front = 1.0, 0
         if request.body.get("system") is UNRECORDED_FRONT:
@@ -298,16 +299,20 @@ def _analyze(
     return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
 
 
-def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:
+def _fit_front(
+    requests: Sequence[Request], flattener: Flattener, flats: dict[int, Flat]
+) -> tuple[float, int]:
     """(tokens per estimated token, tokens of the unrecorded front) by least squares over the
-    requests rebuilt from a session: recorded total = front + k * estimated messages."""
+    requests rebuilt from a session: recorded total = front + k * estimated messages. The
+    requests flattened on the way are kept in ``flats`` (by index) for the replay."""
     points = []
     for request in requests:
         if request.body.get("system") is not UNRECORDED_FRONT:
             continue
         actual = actual_tokens(request.usage)
         if actual is not None:
-            points.append((float(flattener.flatten(request.body).total), float(actual.total)))
+            flat = flats[request.index] = flattener.flatten(request.body)
+            points.append((float(flat.total), float(actual.total)))
     if len(points) < 2:
         return 1.0, 0
     n = len(points)
