@@ -14,7 +14,8 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, UnknownFormat
-from ipse.transcript._jsonl import parse_json, read_text_bytes
+from ipse.fileio import read_lines
+from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
 
 FORMATS = ("anthropic", "openai-chat", "openai-responses", "claude-code", "http-log", "codex")
@@ -87,6 +88,9 @@ def detect(path: str | Path) -> str:
         if any(p.glob("*.json")):
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
+    head = _jsonl_head(p)
+    if head is not None:
+        return _jsonl_format(head, p)
     data = read_text_bytes(p)
     multi_line = b"\n" in data.strip()
     if multi_line:
@@ -105,6 +109,29 @@ def detect(path: str | Path) -> str:
     if not isinstance(document, Mapping):
         raise UnknownFormat("a JSON document that is not an object", path=p)
     return _document_format(document, p)
+
+
+def _jsonl_head(p: Path) -> Mapping[str, Any] | None:
+    """The first record of a JSONL file, read from its first lines only (a large session is
+    not read whole just to be named): the first non-blank line among the first 50, when it is
+    a JSON object and another non-blank line follows. None: decide on the whole file."""
+    check_text_head(p)
+    first: bytes | None = None
+    for number, line in enumerate(read_lines(p)):
+        if not line.strip():
+            if number >= 50 and first is None:
+                return None
+            continue
+        if first is not None:
+            try:
+                value = jsonio.loads(first)
+            except jsonio.JSONDecodeError:
+                return None
+            return value if isinstance(value, Mapping) else None
+        if number >= 50:
+            return None
+        first = line
+    return None
 
 
 def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None:
