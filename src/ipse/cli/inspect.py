@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ipse.cli._output import console, emit_json, warn
+from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.tokens import default_counter
 from ipse.transcript import FORMATS, load
 from ipse.transcript._inspect import inspect_report
@@ -45,8 +45,9 @@ def inspect_command(
       ipse inspect request.json --json
       ipse inspect session.jsonl --thread sidechain-1
     """
-    source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
-    report = inspect_report(source, default_counter())
+    with terminal_progress(quiet=as_json):
+        source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
+        report = inspect_report(source, default_counter())
     if as_json:
         emit_json(report)
         return
