@@ -7,7 +7,7 @@ hung under the previous copy's last record, so the whole file is one conversatio
 long-running session writes it (``--keep-compactions`` keeps each copy's compaction boundary;
 by default the boundaries become plain records, the worst case: one segment, every turn a
 request with the whole history before it). ``--big-string MB`` also writes a session whose one
-tool result is a single string of that size.
+tool result is a single string of that size (``--string-kind``: lines, base64, letters).
 
 For each file, in one run: the baseline (``orjson.loads`` of every line, in this process, best
 of ``--repeat``), then each command in a child process (``python -m ipse ...`` with its output
@@ -23,7 +23,9 @@ file size.
 from __future__ import annotations
 
 import argparse
+import base64
 import os
+import random
 import re
 import subprocess
 import sys
@@ -108,10 +110,21 @@ def generate(path: Path, megabytes: float, keep_compactions: bool = False) -> Pa
     return path
 
 
-def generate_big_string(path: Path, megabytes: float) -> Path:
+def big_text(megabytes: float, kind: str) -> str:
+    """``lines``: 100-character lines; ``base64``: one line of base64 (an encoded file);
+    ``letters``: one run of letters (the worst case for a byte-pair tokenizer)."""
+    size = int(megabytes * 1_000_000)
+    if kind == "lines":
+        return ("x" * 99 + "\n") * (size // 100)
+    if kind == "base64":
+        return base64.b64encode(random.Random(0).randbytes(size * 3 // 4)).decode()
+    return "x" * size
+
+
+def generate_big_string(path: Path, megabytes: float, kind: str = "lines") -> Path:
     """The shared session with one tool result replaced by a single string of that size."""
     records, _, _, _ = _source_records(True)
-    text = ("x" * 99 + "\n") * int(megabytes * 10_000)
+    text = big_text(megabytes, kind)
     done = False
     with path.open("wb") as out:
         for record in records:
@@ -201,6 +214,7 @@ def main() -> None:
         "--commands", nargs="*", default=["prefix", "inspect", "handoff"], help="what to run"
     )
     parser.add_argument("--big-string", type=float, default=0, help="MB of one tool result")
+    parser.add_argument("--string-kind", choices=["lines", "base64", "letters"], default="lines")
     parser.add_argument("--keep-compactions", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
@@ -212,8 +226,9 @@ def main() -> None:
             report(path, f"session {megabytes:g} MB", args.commands, args.repeat, args.timeout)
             path.unlink()
         if args.big_string:
-            path = generate_big_string(folder / "big.jsonl", args.big_string)
-            report(path, f"one {args.big_string:g} MB string", args.commands, 1, args.timeout)
+            path = generate_big_string(folder / "big.jsonl", args.big_string, args.string_kind)
+            label = f"one {args.big_string:g} MB string ({args.string_kind})"
+            report(path, label, args.commands, 1, args.timeout)
 
 
 if __name__ == "__main__":
