@@ -20,10 +20,13 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 from ipse import progress
 from ipse.errors import InputError, os_error
+
+StrPath: TypeAlias = str | os.PathLike[str]
+"""What a public function takes where it means a path: a ``str`` or any path-like."""
 
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700

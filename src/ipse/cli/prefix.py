@@ -83,6 +83,12 @@ def _money(value: float) -> str:
     return f"${value:,.4f}"
 
 
+def _actual_read(row: Any) -> str:
+    if row.actual is None:
+        return "-"
+    return f"{row.actual.cache_read:,}" + (" !" if row.agrees is False else "")
+
+
 def _render(report: PrefixReport, show_values: bool = False) -> None:
     from rich.table import Table
 
@@ -99,11 +105,16 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             f"{row.predicted.cache_read:,}",
             f"{row.predicted.cache_write:,}",
             f"{row.predicted.uncached:,}",
-            f"{row.actual.cache_read:,}" if row.actual else "-",
+            _actual_read(row),
             cause,
             _money(row.cost_lost_usd) if row.cause else "",
         )
     out.print(table)
+    if any(row.agrees is False for row in report.rows):
+        out.print(
+            "! the recorded read differs from the prediction "
+            "(by more than 5% of the input and 128 tokens)"
+        )
     for row in report.rows:
         if row.cause is not None:
             out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ipse.prefix._actual import Agreement, actual_tokens, agreement
+from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request, no_gc
@@ -44,6 +44,11 @@ class Row:
     cost_usd: float
     cost_lost_usd: float
 
+    @property
+    def agrees(self) -> bool | None:
+        """Whether the prediction agrees with the recorded usage; None without a record."""
+        return agrees(self.predicted, self.actual) if self.actual is not None else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
@@ -51,6 +56,7 @@ class Row:
             "model": self.model,
             "predicted": self.predicted.to_json(),
             "actual": self.actual.to_json() if self.actual else None,
+            "agrees": self.agrees,
             "cause": self.cause.kind if self.cause else None,
             "detail": self.cause.detail if self.cause else None,
             "location": self.cause.location if self.cause else None,

@@ -1,9 +1,12 @@
 """Format detection by sniffing: which reader fits a file, and which provider a body is for.
 
 Detection looks at structure, never at file names alone: a folder of exchanges, a HAR file, a
-JSONL file whose first object is a Claude Code record, an exchange, a Codex rollout line or a
-request body, or a single JSON request body (Anthropic or OpenAI chat, told apart by their
-distinctive fields).
+JSONL file whose first object is a Claude Code record, a Gemini CLI session line, an exchange, a
+Codex rollout line or a request body; a JSON array of Anthropic messages (Cline, Roo Code),
+OpenHands events or Gemini Content; a JSON object that is a harness's own record (Gemini CLI
+session or checkpoint, SWE-agent or mini-swe-agent trajectory, OpenHands trajectory export),
+or a single JSON request body (Anthropic or OpenAI chat, told apart by their distinctive
+fields).
 """
 
 from __future__ import annotations
@@ -18,7 +21,19 @@ from ipse.fileio import read_lines
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
 
-FORMATS = ("anthropic", "openai-chat", "openai-responses", "claude-code", "http-log", "codex")
+FORMATS = (
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "claude-code",
+    "http-log",
+    "codex",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+    "openhands",
+    "gemini-cli",
+)
 
 _ANTHROPIC_BLOCKS = frozenset(
     {
@@ -106,8 +121,10 @@ def detect(path: str | Path) -> str:
         if later is not None:  # JSONL whose first line is bad: its reader names the line
             return _jsonl_format(later, p)
         raise
+    if isinstance(document, list):
+        return _array_format(document, p)
     if not isinstance(document, Mapping):
-        raise UnknownFormat("a JSON document that is not an object", path=p)
+        raise UnknownFormat("a JSON document that is neither an object nor an array", path=p)
     return _document_format(document, p)
 
 
@@ -134,6 +151,22 @@ def _jsonl_head(p: Path) -> Mapping[str, Any] | None:
     return None
 
 
+def _array_format(items: list[Any], path: Path) -> str:
+    from ipse.transcript.formats import cline, gemini_cli, openhands
+
+    if cline.looks_like_cline(items):
+        return "cline"
+    if openhands.looks_like_openhands(items):
+        return "openhands"
+    if gemini_cli.looks_like_checkpoint(items):
+        return "gemini-cli"
+    raise UnknownFormat(
+        "a JSON array of neither Anthropic messages (Cline, Roo Code), OpenHands events nor "
+        "Gemini Content; name the format with --format",
+        path=path,
+    )
+
+
 def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None:
     """The first of the first few non-blank lines that parses as a JSON object, if any."""
     for line in [ln for ln in data.split(b"\n", 50) if ln.strip()][:tries]:
@@ -148,6 +181,10 @@ def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None
 
 def _jsonl_format(first: Mapping[str, Any], path: Path) -> str:
     from ipse.transcript.formats.claude_code import looks_like_claude_code
+    from ipse.transcript.formats.gemini_cli import looks_like_session
+
+    if looks_like_session(first) or "$rewindTo" in first or "$set" in first:
+        return "gemini-cli"
 
     if looks_like_claude_code(first):
         return "claude-code"
@@ -165,6 +202,17 @@ def _document_format(document: Mapping[str, Any], path: Path) -> str:
         return "http-log"
     if "request" in document and "response" in document:
         return "http-log"
+    from ipse.transcript.formats import gemini_cli, openhands, swe_agent
+
+    if gemini_cli.looks_like_session(document) or gemini_cli.looks_like_checkpoint(document):
+        return "gemini-cli"
+    if swe_agent.looks_like_mini_swe_agent(document):
+        return "mini-swe-agent"
+    if swe_agent.looks_like_swe_agent(document):
+        return "swe-agent"
+    events = openhands.events_of(document)
+    if events is not None and openhands.looks_like_openhands(events):
+        return "openhands"
     if isinstance(document.get("messages"), list):
         return body_dialect(document)
     if isinstance(document.get("input"), list | str):
