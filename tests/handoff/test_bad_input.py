@@ -54,9 +54,17 @@ def test_at_index_as_text(at: str, cut: int) -> None:
     assert strip(anthropic_conv(*GOOD), at)[1].requested_cut == cut
 
 
-def test_orphan_result_anywhere() -> None:
+def test_orphan_result_before_the_cut_is_removed_and_archived() -> None:
+    out, report = strip(anthropic_conv(user(result("ghost")), *GOOD[1:]), "now")
+    orphan = [r for r in report.removed if r.id == "ghost"]
+    assert len(orphan) == 1 and orphan[0].result is not None
+    assert out.messages[0].role == "user"  # a harness line opens what only results opened
+    assert not any(b.kind == "tool_result" for m in out.messages for b in m.blocks)
+
+
+def test_orphan_result_after_the_cut_is_refused() -> None:
     with pytest.raises(InvalidConversation, match="orphan_result"):
-        strip(anthropic_conv(*GOOD, user(result("ghost"))), "now")
+        strip(anthropic_conv(*GOOD, user(result("ghost")), assistant(text("x"))), 2)
 
 
 def test_invalid_before_stripping() -> None:

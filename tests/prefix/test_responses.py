@@ -117,4 +117,4 @@ def test_each_codex_row_holds_the_recorded_cached_input_tokens_and_says_if_it_ag
         assert sum(r["agrees"] for r in rows) == agreement["agreeing"]
         human = _run(["prefix", str(path)], capsys)[1]
         if not all(r["agrees"] for r in rows):
-            assert "! the recorded read differs" in human
+            assert "agrees no: the recorded read differs" in human

@@ -161,6 +161,8 @@ def handoff_command(
         raise UsageError(f"{output}: is a folder; -o takes a file path")
     with terminal_progress(quiet=as_json):
         source = load(file, fmt, thread=thread)
+    for line in source.warnings:  # e.g. results whose calls are not in the file
+        warn(line)
     options = HandoffOptions(
         at=at,
         strip=StripOptions(

@@ -9,10 +9,14 @@ response began, and the usage the provider reported, when the log has them. Sour
   parse, and the prefix analysis needs only the bytes. Exchange details (usage from SSE, times
   from headers) are read with the http-log reader's own helpers, so both agree.
 * Claude Code sessions: one request per assistant turn, rebuilt from the thread's messages
-  before that turn (the system prompt and tools are not recorded in the session: one
+  before that turn (the system prompt and tools are not recorded in older sessions: one
   placeholder block stands for them, its size fitted to the usage), with automatic caching
   (a top-level ``cache_control``), the turn's usage from the assistant records, its time from
-  the record before it, its response start from its own.
+  the record before it, its response start from its own. Where the session journals its API
+  requests (``api-request*`` records, named by the assistant record's ``requestRef``), the
+  system prompt, tools and settings are the ones sent, and so are the messages and their
+  breakpoints when the journal resolves them
+  (`ipse.transcript.formats.claude_code_journal`).
 * A single request body (for ``lint``), or the one request a harness file that ipse writes
   back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
@@ -43,6 +47,11 @@ from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript.formats import codex, http_log
 from ipse.transcript.formats.claude_code import looks_like_claude_code
+from ipse.transcript.formats.claude_code_journal import (
+    JournaledRequest,
+    has_journal,
+    read_journal,
+)
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
 # to the recorded usage (`ipse.prefix._report`).
@@ -282,28 +291,40 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     source = load(p, "claude-code")
     warnings.extend(source.warnings)
-    assert source.thread is not None
+    assert source.thread is not None and source.session is not None
+    bodies = [
+        write(Conversation(s.conversation.messages, dialect="anthropic"), "anthropic")
+        for s in source.thread.segments
+    ]
+    records = source.session.records
+    journal = (
+        read_journal(records, (m for b in bodies for m in b["messages"]))
+        if has_journal(records)
+        else {}
+    )
     index = 0
-    for segment in source.thread.segments:
-        conversation = segment.conversation
-        body = write(Conversation(conversation.messages, dialect="anthropic"), "anthropic")
+    for segment, body in zip(source.thread.segments, bodies, strict=True):
         dicts = body["messages"]
-        messages = conversation.messages
+        messages = segment.conversation.messages
         for k, message in enumerate(messages):
             if message.role != "assistant" or k == 0:
                 continue
             model = message.meta.get("model")
             if model == "<synthetic>":
                 continue
-            request_body = SharedHistory(
-                {
-                    "model": model,
-                    "system": UNRECORDED_FRONT,
-                    "cache_control": {"type": "ephemeral"},
-                },
-                dicts,
-                k,
-            )
+            journaled = journal.get(str(message.meta.get("request_ref")))
+            if journaled is not None:
+                request_body = _journaled_body(journaled, model, dicts, k)
+            else:
+                request_body = SharedHistory(
+                    {
+                        "model": model,
+                        "system": UNRECORDED_FRONT,
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                    dicts,
+                    k,
+                )
             previous = messages[k - 1].meta.get("timestamp")
             usage = message.meta.get("usage")
             yield Request(
@@ -317,6 +338,26 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 source.thread.name,
             )
             index += 1
+
+
+def _journaled_body(
+    journaled: JournaledRequest, model: Any, rebuilt: list[Any], count: int
+) -> Mapping[str, Any]:
+    """A request as the session journaled it: the front and settings exactly as sent, the
+    messages as journaled when they resolve (else the first ``count`` of those rebuilt from
+    the records, with automatic caching standing for breakpoints not known)."""
+    body: dict[str, Any] = {
+        k: v for k, v in journaled.params.items() if k not in ("betas", "messages")
+    }
+    body.setdefault("model", model)
+    body["system"] = journaled.system if journaled.system is not None else UNRECORDED_FRONT
+    if journaled.tools:
+        body["tools"] = journaled.tools
+    if journaled.messages is not None:
+        body["messages"] = journaled.messages
+        return body
+    body["cache_control"] = {"type": "ephemeral"}
+    return SharedHistory(body, rebuilt, count)
 
 
 def body_provider(body: Mapping[str, Any]) -> str:

@@ -55,8 +55,13 @@ _CODEX_TYPES = frozenset(
 
 
 def body_dialect(body: Mapping[str, Any]) -> Dialect:
-    """Anthropic or OpenAI chat, by the fields only one of them uses."""
+    """Anthropic or OpenAI chat, by the fields only one of them uses.
+
+    A ``role: "system"`` message inside ``messages`` is a weak sign: Claude Code's Anthropic
+    requests carry such messages too, so it counts for OpenAI only when nothing else in the
+    body is Anthropic-shaped."""
     score = 0
+    system_messages = 0
     if "system" in body:
         score += 2
     if any(
@@ -78,7 +83,9 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
-        if role in ("system", "developer", "tool", "function"):
+        if role == "system":
+            system_messages += 1
+        elif role in ("developer", "tool", "function"):
             score -= 3
         if "tool_calls" in message or "tool_call_id" in message or "reasoning_content" in message:
             score -= 3
@@ -90,14 +97,24 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
                         score += 3
                     elif block.get("type") in _OPENAI_PARTS:
                         score -= 3
+    if system_messages and score <= 0:
+        score -= 3
     if score == 0:
         model = str(body.get("model", "")).lower()
         return "anthropic" if "claude" in model else "openai-chat"
     return "anthropic" if score > 0 else "openai-chat"
 
 
+# How many JSONL records detection reads before giving up on finding a decisive one.
+_DETECT_RECORDS = 200
+
+
 def detect(path: str | Path) -> str:
-    """The format name of a file or folder (one of `FORMATS`)."""
+    """The format name of a file or folder (one of `FORMATS`).
+
+    A JSONL file is judged by its first decisive records: metadata records a harness writes
+    ahead of the conversation (a session summary, a title, a legacy rollout's header) do not
+    decide, the first record that only one format writes does."""
     p = Path(path)
     if p.is_dir():
         if any(p.glob("*.json")):
@@ -105,21 +122,18 @@ def detect(path: str | Path) -> str:
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
     head = _jsonl_head(p)
     if head is not None:
-        return _jsonl_format(head, p)
+        return _records_format(head, p)
     data = read_text_bytes(p)
     multi_line = b"\n" in data.strip()
-    if multi_line:
-        first = _first_jsonl_object(data, tries=1)
-        if first is not None:
-            return _jsonl_format(first, p)
+    if multi_line and _first_line_is_object(data):
+        return _jsonl_format(data, p)
     if data.lstrip()[:1] not in (b"{", b"["):
         raise UnknownFormat("neither JSON nor JSONL", path=p, position="line 1")
     try:
         document = parse_json(data, p)
     except InputError:
-        later = _first_jsonl_object(data) if multi_line else None
-        if later is not None:  # JSONL whose first line is bad: its reader names the line
-            return _jsonl_format(later, p)
+        if multi_line and _jsonl_objects(data, 5):  # JSONL whose first line is bad
+            return _jsonl_format(data, p)
         raise
     if isinstance(document, list):
         return _array_format(document, p)
@@ -128,27 +142,36 @@ def detect(path: str | Path) -> str:
     return _document_format(document, p)
 
 
-def _jsonl_head(p: Path) -> Mapping[str, Any] | None:
-    """The first record of a JSONL file, read from its first lines only (a large session is
-    not read whole just to be named): the first non-blank line among the first 50, when it is
-    a JSON object and another non-blank line follows. None: decide on the whole file."""
+def _jsonl_head(p: Path) -> list[Mapping[str, Any]] | None:
+    """The records detection judges a JSONL file by, read from its first lines only (a large
+    session is not read whole just to be named): the JSON objects among the first
+    ``_DETECT_RECORDS`` non-blank lines, when the first non-blank line is an object and
+    another non-blank line follows. None: decide on the whole file, as before."""
     check_text_head(p)
-    first: bytes | None = None
+    lines: list[bytes] = []
     for number, line in enumerate(read_lines(p)):
-        if not line.strip():
-            if number >= 50 and first is None:
-                return None
-            continue
-        if first is not None:
-            try:
-                value = jsonio.loads(first)
-            except jsonio.JSONDecodeError:
-                return None
-            return value if isinstance(value, Mapping) else None
-        if number >= 50:
+        if number >= 2 * _DETECT_RECORDS or (number >= 50 and not lines):
+            return None  # the whole-file reading would judge the rest as one line
+        if line.strip():
+            lines.append(line)
+            if len(lines) >= _DETECT_RECORDS:
+                break
+    if len(lines) < 2:
+        return None
+    try:
+        if not isinstance(jsonio.loads(lines[0]), Mapping):
             return None
-        first = line
-    return None
+    except jsonio.JSONDecodeError:
+        return None
+    out = []
+    for line in lines:
+        try:
+            value = jsonio.loads(line)
+        except jsonio.JSONDecodeError:
+            continue
+        if isinstance(value, Mapping):
+            out.append(value)
+    return out
 
 
 def _array_format(items: list[Any], path: Path) -> str:
@@ -167,34 +190,65 @@ def _array_format(items: list[Any], path: Path) -> str:
     )
 
 
-def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None:
-    """The first of the first few non-blank lines that parses as a JSON object, if any."""
-    for line in [ln for ln in data.split(b"\n", 50) if ln.strip()][:tries]:
+def _first_line_is_object(data: bytes) -> bool:
+    first = next((ln for ln in data.split(b"\n", 50) if ln.strip()), b"")
+    try:
+        return isinstance(jsonio.loads(first), Mapping)
+    except jsonio.JSONDecodeError:
+        return False
+
+
+def _jsonl_objects(data: bytes, limit: int) -> list[Mapping[str, Any]]:
+    """The JSON objects among the first ``limit`` non-blank lines (bad lines skipped)."""
+    out = []
+    for line in [ln for ln in data.split(b"\n", limit * 2) if ln.strip()][:limit]:
         try:
             value = jsonio.loads(line)
         except jsonio.JSONDecodeError:
             continue
         if isinstance(value, Mapping):
-            return value
-    return None
+            out.append(value)
+    return out
 
 
-def _jsonl_format(first: Mapping[str, Any], path: Path) -> str:
+def _jsonl_format(data: bytes, path: Path) -> str:
+    return _records_format(_jsonl_objects(data, _DETECT_RECORDS), path)
+
+
+def _records_format(records: list[Mapping[str, Any]], path: Path) -> str:
+    for record in records:
+        name = record_format(record)
+        if name is not None:
+            return name
+    if records and all(_is_legacy_codex_meta(r) for r in records[:1]):
+        return "codex"  # a legacy rollout holding only its header
+    raise UnknownFormat("JSONL whose records are of no known format", path=path, position="line 1")
+
+
+def _is_legacy_codex_meta(record: Mapping[str, Any]) -> bool:
+    """The header line of a legacy Codex rollout: ``{id, timestamp, instructions}``, no type."""
+    return "type" not in record and (
+        "record_type" in record or ("instructions" in record and "timestamp" in record)
+    )
+
+
+def record_format(record: Mapping[str, Any]) -> str | None:
+    """The format one JSONL record decides, or None when it does not decide alone."""
     from ipse.transcript.formats.claude_code import looks_like_claude_code
     from ipse.transcript.formats.gemini_cli import looks_like_session
 
-    if looks_like_session(first) or "$rewindTo" in first or "$set" in first:
+    if looks_like_session(record) or "$rewindTo" in record or "$set" in record:
         return "gemini-cli"
 
-    if looks_like_claude_code(first):
+    if looks_like_claude_code(record):
         return "claude-code"
-    if first.get("type") in _CODEX_TYPES and "payload" in first:
+    if record.get("type") in _CODEX_TYPES and "payload" in record:
         return "codex"
-    if "request" in first or isinstance(first.get("messages"), list):
+    if "request" in record or isinstance(record.get("messages"), list):
         return "http-log"
-    if first.get("type") in ("message", "function_call", "function_call_output", "reasoning"):
+    if record.get("type") in ("message", "function_call", "function_call_output", "reasoning"):
         return "codex"
-    raise UnknownFormat("JSONL whose records are of no known format", path=path, position="line 1")
+    return None
 
 
 def _document_format(document: Mapping[str, Any], path: Path) -> str:
