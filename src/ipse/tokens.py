@@ -18,8 +18,6 @@ approximate (`tokenizer_label`).
 
 from __future__ import annotations
 
-import itertools
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -79,15 +77,7 @@ class O200kCounter:
         encoding = self._encoding or self._load()
         if len(text) <= _RUN:
             return len(encoding.encode_ordinary(text))
-        parts = split_for_count(text)
-        total = 0
-        while batch := list(itertools.islice(parts, _THREADS)):  # a few parts at a time
-            if len(batch) == 1:
-                total += len(encoding.encode_ordinary(batch[0]))
-            else:
-                counted = encoding.encode_ordinary_batch(batch, num_threads=_THREADS)
-                total += sum(len(tokens) for tokens in counted)
-        return total
+        return sum(len(encoding.encode_ordinary(part)) for part in split_for_count(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Count several texts at once (tiktoken batches them over threads)."""
@@ -101,17 +91,47 @@ class O200kCounter:
 # seconds, tens of megabytes hours; a megabyte of spaces overflows its regex stack), and its
 # token list of a 64 MB text would take gigabytes.
 _CHUNK = 1 << 20
-_THREADS = max(1, min(8, os.cpu_count() or 1))  # parts counted at once, over threads
 _RUN = 4096
 # Cuts that the pre-tokenizer makes anyway (no piece spans them): after a newline that is
 # followed by an ASCII letter or digit, and between a lowercase letter and a space followed
 # by one. Counting the parts separately gives the same total.
 _SAFE_CUT = re.compile(r"\n(?=[A-Za-z0-9])|[a-z](?= [a-z])")
-# A run of one class at least _RUN long, matched only from the run's start (so that the scan
-# stays linear).
-_LONG_RUN = re.compile(
-    rf"(?<![^\W\d_])[^\W\d_]{{{_RUN},}}|(?<!\s)\s{{{_RUN},}}|(?<![^\w\s])[^\w\s]{{{_RUN},}}"
-)
+# A run of one class (letters, whitespace, punctuation) from a given position.
+_RUN_REST = {
+    "letters": re.compile(r"[^\W\d_]*"),
+    "space": re.compile(r"\s*"),
+    "punct": re.compile(r"[^\w\s]*"),
+}
+
+
+def _class(text: str) -> str | None:
+    """The class all of ``text`` belongs to, if one (stops at the first other character)."""
+    for name, pattern in _RUN_REST.items():
+        if pattern.fullmatch(text):
+            return name
+    return None
+
+
+def _long_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every run of one class at least ``_RUN`` long. Only windows of half
+    that length on a grid are tested (a long run holds one whole), each failing at its first
+    character of another class, so the scan costs little more than a pass over the text."""
+    half = _RUN // 2
+    at = 0
+    while at + half <= len(text):
+        name = _class(text[at : at + half])
+        if name is None:
+            at += half
+            continue
+        pattern = _RUN_REST[name]
+        start = at
+        while start > 0 and pattern.fullmatch(text[start - 1]):
+            start -= 1
+        match = pattern.match(text, at + half)
+        end = match.end() if match else at + half
+        if end - start >= _RUN:
+            yield start, end
+        at = end
 
 
 def split_for_count(text: str) -> Iterator[str]:
@@ -120,11 +140,11 @@ def split_for_count(text: str) -> Iterator[str]:
     cut), with each long run of one character class in parts of ``_RUN`` characters (counted
     as those parts: an estimate, where the whole would take quadratic time)."""
     start = 0
-    for run in _LONG_RUN.finditer(text):
-        yield from _chunks(text, start, run.start())
-        for at in range(run.start(), run.end(), _RUN):
-            yield text[at : min(at + _RUN, run.end())]
-        start = run.end()
+    for run_start, run_end in _long_runs(text):
+        yield from _chunks(text, start, run_start)
+        for at in range(run_start, run_end, _RUN):
+            yield text[at : min(at + _RUN, run_end)]
+        start = run_end
     yield from _chunks(text, start, len(text))
 
 
