@@ -136,5 +136,9 @@ def test_bad_notes_give_an_error_text() -> None:
     context = ToolContext(
         context=None, tool_name="micro_handoff", tool_call_id="c", tool_arguments="{}"
     )
-    out = asyncio.run(tool.on_invoke_tool(context, '{"done": []}'))
+
+    async def call() -> Any:
+        return await tool.on_invoke_tool(context, '{"done": []}')
+
+    out = asyncio.run(call())
     assert out.startswith("error: the checkpoint was not recorded") and "'open'" in out
