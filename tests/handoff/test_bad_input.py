@@ -60,7 +60,7 @@ def test_orphan_result_anywhere() -> None:
 
 
 def test_invalid_before_stripping() -> None:
-    messages = [user(text("go")), {"role": "system", "content": "x"}, *GOOD[1:]]
+    messages = [user(text("go")), {"role": "robot", "content": "x"}, *GOOD[1:]]
     with pytest.raises(InvalidConversation, match="invalid before stripping"):
         strip(anthropic_conv(*messages), "now")
 

@@ -44,7 +44,12 @@ def codes(conversation: Conversation, **kwargs: Any) -> list[str]:
     [
         ([assistant(text("hi"))], ["first_not_user"]),
         ([user(text("a")), user(text("b"))], ["roles_not_alternating"]),
-        ([user(text("a")), {"role": "system", "content": "x"}], ["bad_role"]),
+        ([user(text("a")), {"role": "robot", "content": "x"}], ["bad_role"]),
+        ([user(text("a")), {"role": "system", "content": []}, assistant(text("b"))], []),
+        (
+            [user(text("a")), {"role": "system", "content": "x"}, user(text("c"))],
+            ["roles_not_alternating"],
+        ),
         ([user()], ["empty_content"]),
         ([user(text(""))], ["empty_text"]),
         ([user(text("a")), assistant(call("x")), user(text("b"))], ["unanswered_call"]),

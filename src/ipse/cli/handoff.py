@@ -126,7 +126,7 @@ def handoff_command(
     an Anthropic request body). The removed blocks go to the archive (see ``ipse recall``); the
     table shows the conversation before and after. Bad input: exit 2, no output, nothing archived.
     The default cut is the agent's last call of the checkpoint tool; a session without one
-    needs --at now, --at end or --at N (`ipse inspect FILE` lists the message indices).
+    needs --at now, --at end or --at N (`ipse inspect FILE --messages` lists the message indices).
 
     \b
     Examples:

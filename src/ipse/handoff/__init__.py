@@ -2,8 +2,9 @@
 
 `strip` rewrites the part before a cut (pure, deterministic, idempotent); `validate` holds the
 provider's rules every output is checked against; `verify` proves nothing authored was lost;
-`notes` defines the checkpoint tool and renders its notes; `narration` measures whether the agent
-narrated enough for the handoff to keep what it knew; `policy` says when a handoff pays off.
+`rewrite_request` hands off a request on the wire (the proxy's call); `notes` defines the
+checkpoint tool and renders its notes; `narration` measures whether the agent narrated enough for
+the handoff to keep what it knew; `policy` says when a handoff pays off.
 """
 
 from __future__ import annotations
@@ -15,6 +16,15 @@ from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
 from ipse.handoff._report import HandoffReport, Removed
+from ipse.handoff._rewrite import (
+    CHECKPOINT_TOOLS,
+    Rewrite,
+    binds_thinking,
+    checkpoint_calls,
+    clear_cache,
+    is_checkpoint,
+    rewrite_request,
+)
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions, breadcrumb, strip
 from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
@@ -22,6 +32,7 @@ from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
 
 __all__ = [
     "CHECKPOINT_TOOL",
+    "CHECKPOINT_TOOLS",
     "DEFAULT_MAX_TOKENS",
     "PROBLEM_CODES",
     "RATES",
@@ -38,19 +49,25 @@ __all__ = [
     "Problem",
     "ProblemCode",
     "Removed",
+    "Rewrite",
     "StripOptions",
     "Verdict",
     "authored_chars",
+    "binds_thinking",
     "breadcrumb",
     "break_even",
     "check_notes",
+    "checkpoint_calls",
+    "clear_cache",
     "decide",
     "handoff_document",
+    "is_checkpoint",
     "measure",
     "narration",
     "narration_prompt",
     "render_notes",
     "resolve_cut",
+    "rewrite_request",
     "run",
     "strip",
     "tool_definition",

@@ -7,6 +7,10 @@ a thinking block to the exact prefix before it). One function per provider shape
 carries a stable ``code`` so callers can tell what stripping repairs from what it cannot.
 
 A tool call in the last message is *pending*, not a problem: the next request carries its result.
+
+Anthropic bodies from newer Claude Code versions carry ``role: "system"`` messages among the
+others (mid-conversation harness context, sometimes with empty content): they are allowed, take
+no part in alternation or tool pairing, and may be empty.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ ProblemCode: TypeAlias = Literal[
 ]
 PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 
-_ANTHROPIC_ROLES = frozenset({"user", "assistant"})
+_ANTHROPIC_ROLES = frozenset({"user", "assistant", "system"})
 _OPENAI_ROLES = frozenset({"user", "assistant", "tool", "system", "developer"})
 _RESPONSES_ROLES = _OPENAI_ROLES
 
@@ -135,50 +139,79 @@ def _anthropic(messages: Sequence[Message]) -> list[Problem]:
     problems: list[Problem] = []
     if not messages:
         return [Problem("no_messages", "the request has no messages")]
-    if messages[0].role != "user":
-        problems.append(Problem("first_not_user", "the first message is not from the user", 0))
+    speaking = [i for i, m in enumerate(messages) if m.role != "system"]
+    if speaking and messages[speaking[0]].role != "user":
+        problems.append(
+            Problem("first_not_user", "the first message is not from the user", speaking[0])
+        )
     every_call: set[str] = set()
+    previous: Message | None = None  # the previous message that is not a system message
     for i, message in enumerate(messages):
         if message.role not in _ANTHROPIC_ROLES:
-            problems.append(Problem("bad_role", f"role {message.role!r} is not user/assistant", i))
-        if i and message.role == messages[i - 1].role:
             problems.append(
-                Problem("roles_not_alternating", f"two {message.role} messages in a row", i)
+                Problem("bad_role", f"role {message.role!r} is not user/assistant/system", i)
             )
-        if not message.blocks:
-            problems.append(Problem("empty_content", "a message with no content", i))
-        problems.extend(_empty_texts(i, message, blank_ok=False))
+        if message.role == "system":
+            problems.extend(_system_message(i, message))
+            continue
+        problems.extend(_anthropic_turn(i, message, previous, every_call))
+        nxt = next((m for m in messages[i + 1 :] if m.role != "system"), None)
         calls = list(message.of_kind(ToolCall))
-        results = list(message.of_kind(ToolResult))
-        if calls and message.role != "assistant":
-            problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
-        if results and message.role != "user":
-            problems.append(Problem("misplaced_result", "a tool result outside a user turn", i))
-        if results and not isinstance(message.blocks[0], ToolResult):
-            problems.append(Problem("result_not_first", "tool results must come first", i))
-        elif results:
-            first_other = next(
-                (k for k, b in enumerate(message.blocks) if not isinstance(b, ToolResult)), None
-            )
-            if first_other is not None and any(
-                isinstance(b, ToolResult) for b in message.blocks[first_other:]
-            ):
-                problems.append(Problem("result_not_first", "tool results must come first", i))
-        previous = messages[i - 1] if i else None
-        expected = (
-            {c.id for c in previous.of_kind(ToolCall)}
-            if previous is not None and previous.role == "assistant"
-            else set()
-        )
-        problems.extend(_orphans(i, results, expected, every_call))
-        every_call.update(c.id for c in calls)
-        if calls and i + 1 < len(messages):
-            answered = {r.call_id for r in messages[i + 1].of_kind(ToolResult)}
+        if calls and nxt is not None:
+            answered = {r.call_id for r in nxt.of_kind(ToolResult)}
             problems.extend(
                 Problem("unanswered_call", f"tool call {c.id!r} ({c.name}) is not answered", i)
                 for c in calls
                 if c.id not in answered
             )
+        previous = message
+    return problems
+
+
+def _system_message(index: int, message: Message) -> list[Problem]:
+    """A mid-conversation system message: text only (empty allowed), no tool traffic."""
+    problems = _empty_texts(index, message, blank_ok=False)
+    if any(isinstance(b, ToolCall) for b in message.blocks):
+        problems.append(Problem("misplaced_call", "a tool call in a system message", index))
+    if any(isinstance(b, ToolResult) for b in message.blocks):
+        problems.append(Problem("misplaced_result", "a tool result in a system message", index))
+    return problems
+
+
+def _anthropic_turn(
+    i: int, message: Message, previous: Message | None, every_call: set[str]
+) -> list[Problem]:
+    problems: list[Problem] = []
+    if previous is not None and message.role == previous.role:
+        problems.append(
+            Problem("roles_not_alternating", f"two {message.role} messages in a row", i)
+        )
+    if not message.blocks:
+        problems.append(Problem("empty_content", "a message with no content", i))
+    problems.extend(_empty_texts(i, message, blank_ok=False))
+    calls = list(message.of_kind(ToolCall))
+    results = list(message.of_kind(ToolResult))
+    if calls and message.role != "assistant":
+        problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
+    if results and message.role != "user":
+        problems.append(Problem("misplaced_result", "a tool result outside a user turn", i))
+    if results and not isinstance(message.blocks[0], ToolResult):
+        problems.append(Problem("result_not_first", "tool results must come first", i))
+    elif results:
+        first_other = next(
+            (k for k, b in enumerate(message.blocks) if not isinstance(b, ToolResult)), None
+        )
+        if first_other is not None and any(
+            isinstance(b, ToolResult) for b in message.blocks[first_other:]
+        ):
+            problems.append(Problem("result_not_first", "tool results must come first", i))
+    expected = (
+        {c.id for c in previous.of_kind(ToolCall)}
+        if previous is not None and previous.role == "assistant"
+        else set()
+    )
+    problems.extend(_orphans(i, results, expected, every_call))
+    every_call.update(c.id for c in calls)
     return problems
 
 

@@ -1,0 +1,436 @@
+"""The handoff on the wire: rewrite one request body at its newest checkpoint call.
+
+`rewrite_request(body, dialect)` finds the newest call of the checkpoint tool (``micro_handoff``,
+or ``mcp__<server>__micro_handoff`` when it comes through an MCP server; names configurable) in
+the body's history and hands off everything before it with the library's pipeline (`run`: strip,
+verify, archive; there is no second copy of any of them here). The output is a pure function of
+the body: the same history gives the same rewritten prefix, byte for byte, on every later request
+of the conversation, so the provider's prompt cache keeps hitting.
+
+On models that bind a thinking block to the exact prefix before it (`binds_thinking`), the
+thinking blocks of the kept turns are removed too: the prefix they were bound to no longer exists.
+
+A proxy calls this on every request, so the work is done once per checkpoint: the rewritten
+prefix is kept in a small cache keyed by a digest of the raw prefix it came from (plus the first
+item after it, which decides where the cut settles). A later request whose history starts with
+the same items reuses it and only splices its own new tail on, which costs a JSON dump and a hash
+of the body instead of a full read, strip and verify.
+
+A body the handoff cannot make valid is returned untouched (``body is None``) with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ipse import jsonio
+from ipse.errors import IpseError
+from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._run import DEFAULT_MAX_TOKENS, HandoffOptions, run
+from ipse.handoff._strip import StripOptions
+from ipse.transcript import Conversation, ToolCall, codec
+
+if TYPE_CHECKING:
+    from ipse.archive import ArchiveSink
+
+CHECKPOINT_TOOLS: tuple[str, ...] = (CHECKPOINT_TOOL,)
+_CACHE_SIZE = 32
+
+# Models whose thinking blocks are bound to their prefix: Claude Fable and Mythos from 5.1, Opus,
+# Sonnet and Haiku from 5.5, and every later major version. Source: the Anthropic docs on
+# preserved thinking (https://platform.claude.com/docs/build-with-claude/preserved-thinking) and
+# ../shared/REFERENCE.md, "Thinking blocks bound to their prefix".
+_BINDING_FROM: dict[str, tuple[int, int]] = {
+    "fable": (5, 1),
+    "mythos": (5, 1),
+    "opus": (5, 5),
+    "sonnet": (5, 5),
+    "haiku": (5, 5),
+}
+_MODEL = re.compile(
+    r"(?:^|[-./:])claude-(fable|mythos|opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)"
+)
+
+
+def binds_thinking(model: object) -> bool:
+    """Whether ``model`` binds thinking blocks to their prefix (a changed history 400s them)."""
+    if not isinstance(model, str):
+        return False
+    found = _MODEL.search(model.lower())
+    if found is None:
+        return False
+    family, major, minor = found.group(1), int(found.group(2)), int(found.group(3) or 0)
+    return (major, minor) >= _BINDING_FROM[family]
+
+
+def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
+    """Whether a tool name is a checkpoint tool: one of ``tool_names``, or one of them served by
+    an MCP server (``mcp__<server>__<name>``)."""
+    if name in tool_names:
+        return True
+    if name.startswith("mcp__"):
+        server, sep, tool = name[5:].rpartition("__")
+        return bool(sep and server and tool in tool_names)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """The outcome of `rewrite_request`.
+
+    ``body`` is the rewritten body (a new dict) or None when nothing was done, and then
+    ``reason`` says why. ``anchor`` is the checkpoint call's id the cut was made at."""
+
+    body: dict[str, Any] | None
+    _: KW_ONLY
+    anchor: str | None = None
+    reason: str | None = None
+    checkpoint_tool: str | None = None
+    removed_calls: int = 0
+    removed_thinking: int = 0  # before the cut
+    kept_thinking_removed: int = 0  # from the kept turns (models that bind thinking)
+    removed_bytes: int = 0  # the removed items' JSON
+    archived: int = 0
+    cached: bool = False  # the rewritten prefix came from the cache
+    settled: bool = False  # the checkpoint call is answered: later requests keep this prefix
+    invalid: bool = False  # the body had a checkpoint but the handoff could not make it valid
+
+    @property
+    def applied(self) -> bool:
+        return self.body is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "anchor": self.anchor,
+            "reason": self.reason,
+            "checkpoint_tool": self.checkpoint_tool,
+            "removed_calls": self.removed_calls,
+            "removed_thinking": self.removed_thinking,
+            "kept_thinking_removed": self.kept_thinking_removed,
+            "removed_bytes": self.removed_bytes,
+            "archived": self.archived,
+            "cached": self.cached,
+            "settled": self.settled,
+            "invalid": self.invalid,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A rewritten prefix: the raw items it replaces (count and digest) and what replaces them."""
+
+    consumed: int  # raw items of the input replaced by ``prefix``
+    digest: bytes  # of those items plus the first item after them (when there was one)
+    with_next: bool
+    prefix: tuple[Any, ...]
+    tool: str
+    removed_calls: int
+    removed_thinking: int
+    removed_bytes: int
+
+
+class _Cache:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: tuple[str, str, str], entry: _Entry) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_CACHE = _Cache(_CACHE_SIZE)
+
+
+def clear_cache() -> None:
+    """Forget every cached rewritten prefix (tests and benchmarks measure the cold path)."""
+    _CACHE.clear()
+
+
+def rewrite_request(
+    body: Mapping[str, Any],
+    dialect: str,
+    *,
+    anchor: str | None = None,
+    tool_names: Sequence[str] = CHECKPOINT_TOOLS,
+    archive: ArchiveSink | None = None,
+    session: str = "proxy",
+    source: str = "proxy",
+    strip_options: StripOptions | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    use_cache: bool = True,
+) -> Rewrite:
+    """Hand off ``body`` at its newest checkpoint call; see the module docstring.
+
+    ``anchor`` is the checkpoint call id a caller stored for this conversation (a hint that
+    makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
+    ``archive`` gets what was removed, under ``session``, the first time a prefix is rewritten.
+    """
+    dialect_codec = codec(dialect)
+    key_name = "input" if dialect == "openai-responses" else "messages"
+    raw = body.get(key_name)
+    if not isinstance(raw, list) or not raw:
+        return Rewrite(None, reason="the body has no message history")
+    opts = strip_options or StripOptions()
+    opts_key = repr((opts.join_texts, opts.promote_thinking, opts.breadcrumbs, max_tokens))
+    if use_cache and anchor is not None:
+        hit = _from_cache(body, raw, dialect, key_name, anchor, tool_names, opts_key, max_tokens)
+        if hit is not None:
+            return hit
+    found = _newest_checkpoint(raw, dialect, tool_names)
+    if found is None:
+        return Rewrite(None, reason="no checkpoint call in the history")
+    call_id, tool = found
+    if use_cache:
+        hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
+        if hit is not None:
+            return hit
+    try:
+        conversation = dialect_codec.read_body(body)
+        handoff = run(
+            conversation,
+            HandoffOptions(
+                at="checkpoint",
+                strip=_with_tool(opts, tool),
+                max_tokens=max_tokens,
+            ),
+            session=session,
+            archive=archive,
+            source=source,
+        )
+    except IpseError as exc:
+        return Rewrite(
+            None,
+            anchor=call_id,
+            checkpoint_tool=tool,
+            reason=f"left untouched: {exc}",
+            invalid=True,
+        )
+    report = handoff.report
+    written = dialect_codec.write_body(handoff.after)[key_name]
+    tail_count = _tail_items(conversation, report.cut, dialect)
+    consumed = len(raw) - tail_count
+    split = len(written) - tail_count
+    removed_bytes = sum(
+        len(jsonio.dumps(r.call or {})) + (len(jsonio.dumps(r.result)) if r.result else 0)
+        for r in report.removed
+    )
+    entry = _Entry(
+        consumed=consumed,
+        digest=_digest(raw, consumed),
+        with_next=consumed < len(raw),
+        prefix=tuple(written[:split]),
+        tool=tool,
+        removed_calls=report.removed_calls,
+        removed_thinking=report.removed_thinking,
+        removed_bytes=removed_bytes,
+    )
+    tail_is_raw = split >= 0 and all(
+        a is b for a, b in zip(written[split:], raw[consumed:], strict=True)
+    )
+    # A checkpoint call still waiting for its result cuts before it; once answered the cut moves
+    # after it, so only a prefix that holds the answered call is reused.
+    settled = report.checkpoint_id in report.kept_calls
+    if use_cache and tail_is_raw and settled:
+        _CACHE.put((dialect, call_id, opts_key), entry)
+    if tail_is_raw:
+        spliced = _spliced(
+            body, raw, key_name, dialect, entry, call_id, max_tokens, cached=False, settled=settled
+        )
+        return replace(spliced, archived=handoff.archived)
+    # The tail was re-written (it should not be): give the pipeline's body as it is.
+    out = dialect_codec.write_body(handoff.after)
+    return Rewrite(
+        out,
+        anchor=call_id,
+        checkpoint_tool=tool,
+        removed_calls=entry.removed_calls,
+        removed_thinking=entry.removed_thinking,
+        removed_bytes=removed_bytes,
+        archived=handoff.archived,
+        settled=settled,
+    )
+
+
+def _with_tool(options: StripOptions, tool: str) -> StripOptions:
+    return StripOptions(
+        checkpoint_tool=tool,
+        join_texts=options.join_texts,
+        promote_thinking=options.promote_thinking,
+        breadcrumbs=options.breadcrumbs,
+        breadcrumb_width=options.breadcrumb_width,
+    )
+
+
+def _from_cache(
+    body: Mapping[str, Any],
+    raw: list[Any],
+    dialect: str,
+    key_name: str,
+    anchor: str,
+    tool_names: Sequence[str],
+    opts_key: str,
+    max_tokens: int,
+) -> Rewrite | None:
+    entry = _CACHE.get((dialect, anchor, opts_key))
+    if entry is None or entry.consumed > len(raw):
+        return None
+    if entry.with_next != (entry.consumed < len(raw)):
+        return None
+    if _digest(raw, entry.consumed) != entry.digest:
+        return None
+    newer = _newest_checkpoint(raw[entry.consumed :], dialect, tool_names)
+    if newer is not None and newer[0] != anchor:
+        return None
+    return _spliced(
+        body, raw, key_name, dialect, entry, anchor, max_tokens, cached=True, settled=True
+    )
+
+
+def _spliced(
+    body: Mapping[str, Any],
+    raw: list[Any],
+    key_name: str,
+    dialect: str,
+    entry: _Entry,
+    anchor: str,
+    max_tokens: int,
+    *,
+    cached: bool,
+    settled: bool,
+) -> Rewrite:
+    tail = raw[entry.consumed :]
+    dropped = 0
+    if dialect == "anthropic" and binds_thinking(body.get("model")):
+        tail, dropped = _without_thinking(tail)
+    out = dict(body)
+    out[key_name] = [*entry.prefix, *tail]
+    if codec(dialect).needs_max_tokens and "max_tokens" not in out:
+        out["max_tokens"] = max_tokens
+    return Rewrite(
+        out,
+        anchor=anchor,
+        checkpoint_tool=entry.tool,
+        removed_calls=entry.removed_calls,
+        removed_thinking=entry.removed_thinking,
+        kept_thinking_removed=dropped,
+        removed_bytes=entry.removed_bytes,
+        cached=cached,
+        settled=settled,
+    )
+
+
+def _digest(raw: Sequence[Any], consumed: int) -> bytes:
+    part = raw[: consumed + 1]
+    return hashlib.blake2b(jsonio.dumps(list(part)), digest_size=20).digest()
+
+
+def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
+    tail = conversation.messages[cut:]
+    if dialect == "openai-responses":
+        return sum(len(m.meta.get("items") or ()) for m in tail)
+    return len(tail)
+
+
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def _without_thinking(tail: Sequence[Any]) -> tuple[list[Any], int]:
+    """The kept turns with their thinking blocks removed (a turn that is only thinking stays)."""
+    out: list[Any] = []
+    dropped = 0
+    for message in tail:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if (
+            isinstance(message, Mapping)
+            and message.get("role") == "assistant"
+            and isinstance(content, list)
+        ):
+            kept = [
+                b for b in content if not (isinstance(b, Mapping) and b.get("type") in _THINKING)
+            ]
+            if kept and len(kept) != len(content):
+                dropped += len(content) - len(kept)
+                message = {**message, "content": kept}
+        out.append(message)
+    return out, dropped
+
+
+# ------------------------------------------------------------------------ finding the checkpoint
+
+
+def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[str, str]]:
+    """(call id, tool name) of every tool call in raw history items, in order."""
+    for item in raw:
+        if not isinstance(item, Mapping):
+            continue
+        if dialect == "anthropic":
+            content = item.get("content")
+            if isinstance(content, list) and item.get("role") == "assistant":
+                for block in content:
+                    if isinstance(block, Mapping) and block.get("type") == "tool_use":
+                        yield str(block.get("id", "")), str(block.get("name", ""))
+        elif dialect == "openai-chat":
+            calls = item.get("tool_calls")
+            if isinstance(calls, list):
+                for call in calls:
+                    function = call.get("function") if isinstance(call, Mapping) else None
+                    if isinstance(function, Mapping):
+                        yield str(call.get("id", "")), str(function.get("name", ""))
+        elif item.get("type") in ("function_call", "custom_tool_call"):
+            yield str(item.get("call_id", "")), str(item.get("name", ""))
+
+
+def _newest_checkpoint(
+    raw: Sequence[Any], dialect: str, tool_names: Sequence[str]
+) -> tuple[str, str] | None:
+    newest: tuple[str, str] | None = None
+    for call_id, name in _calls(raw, dialect):
+        if is_checkpoint(name, tool_names):
+            newest = (call_id, name)
+    return newest
+
+
+def checkpoint_calls(
+    conversation: Conversation, tool_names: Sequence[str] = CHECKPOINT_TOOLS
+) -> list[ToolCall]:
+    """The checkpoint calls of a conversation, in order."""
+    return [
+        b
+        for m in conversation.messages
+        for b in m.blocks
+        if isinstance(b, ToolCall) and is_checkpoint(b.name, tool_names)
+    ]
+
+
+__all__ = [
+    "CHECKPOINT_TOOLS",
+    "Rewrite",
+    "binds_thinking",
+    "checkpoint_calls",
+    "clear_cache",
+    "is_checkpoint",
+    "rewrite_request",
+]

@@ -1,0 +1,213 @@
+"""`rewrite_request`: the handoff on the wire, for Anthropic, OpenAI chat and Responses bodies.
+
+Properties over generated conversations: applied only with a checkpoint call, idempotent, every
+authored word kept byte for byte, a valid output, and the rewritten prefix byte-identical as the
+conversation grows (with and without the prefix cache).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from ipse import jsonio
+from ipse.handoff import (
+    binds_thinking,
+    clear_cache,
+    is_checkpoint,
+    rewrite_request,
+    validate,
+    verify,
+)
+from ipse.transcript import codec
+from tests.handoff.build import assistant, call, result, text, thinking, user
+from tests.handoff.test_properties import anthropic_bodies, openai_bodies
+from tests.transcript.responses import responses_bodies
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+KEY = {"anthropic": "messages", "openai-chat": "messages", "openai-responses": "input"}
+
+
+class ListArchive:
+    """An archive sink that keeps what it is given (the handoff's `ArchiveSink` protocol)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+
+    def put(self, session: str, removed: Any, source: str) -> int:
+        new = [(session, r.id) for r in removed if (session, r.id) not in self.items]
+        self.items.extend(new)
+        return len(new)
+
+
+def _dump(value: Any) -> bytes:
+    return jsonio.dumps(value)
+
+
+def _check_growth(body: dict[str, Any], dialect: str) -> None:
+    key = KEY[dialect]
+    raw = body[key]
+    if not isinstance(raw, list):
+        return
+    previous: list[Any] | None = None
+    anchor: str | None = None
+    for end in range(1, len(raw) + 1):
+        grown = {**body, key: copy.deepcopy(raw[:end])}
+        cold = rewrite_request(grown, dialect, use_cache=False)
+        warm = rewrite_request(grown, dialect, anchor=cold.anchor)
+        assert _dump(cold.body) == _dump(warm.body)
+        if cold.body is None:
+            previous = None
+            continue
+        out = cold.body[key]
+        # valid, every authored word kept, and the tail untouched
+        before = codec(dialect).read_body(grown)
+        after = codec(dialect).read_body(cold.body)
+        assert validate(after, rewritten=0) == [
+            p for p in validate(after) if p.code != "thinking_in_rewritten"
+        ]
+        verdict = verify(before, after)
+        assert verdict.ok and verdict.found_chars == verdict.authored_chars
+        # idempotent
+        again = rewrite_request(cold.body, dialect, use_cache=False)
+        assert again.body is not None and _dump(again.body) == _dump(cold.body)
+        assert again.removed_calls == 0
+        # the prefix of the previous request's rewrite stays byte-identical
+        # (a checkpoint call still waiting for its result cuts before it: not yet settled)
+        if previous is not None and cold.anchor == anchor and cold.settled:
+            assert _dump(out[: len(previous) - 1]) == _dump(previous[:-1])
+        previous, anchor = (out if cold.settled else None), cold.anchor
+
+
+@SETTINGS
+@given(body=anthropic_bodies())
+def test_anthropic_growth(body: dict[str, Any]) -> None:
+    _check_growth(body, "anthropic")
+
+
+@SETTINGS
+@given(body=openai_bodies())
+def test_openai_chat_growth(body: dict[str, Any]) -> None:
+    _check_growth(body, "openai-chat")
+
+
+@SETTINGS
+@given(body=responses_bodies())
+def test_openai_responses_growth(body: dict[str, Any]) -> None:
+    _check_growth(body, "openai-responses")
+
+
+def _session(model: str = "claude-x", *extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": model,
+        "max_tokens": 100,
+        "messages": [
+            user(text("please fix the bug")),
+            assistant(thinking(), text("looking"), call("t1", command="cat a.py")),
+            user(result("t1", "print(1)" * 50)),
+            assistant(text("noting"), call("cp", "mcp__ipse__micro_handoff", notes="bug in a.py")),
+            user(result("cp", "checkpoint saved")),
+            assistant(thinking("later"), text("continuing"), call("t2", command="ls")),
+            user(result("t2", "a.py")),
+            *extra,
+        ],
+    }
+
+
+def test_rewrite_removes_tool_traffic_before_the_checkpoint() -> None:
+    clear_cache()
+    archive = ListArchive()
+    out = rewrite_request(_session(), "anthropic", archive=archive, session="s1")
+    assert out.body is not None and out.anchor == "cp"
+    assert out.checkpoint_tool == "mcp__ipse__micro_handoff"
+    messages = out.body["messages"]
+    ids = [b.get("id") for m in messages for b in m["content"] if b.get("type") == "tool_use"]
+    assert ids == ["cp", "t2"]
+    assert out.removed_calls == 1 and out.removed_thinking == 1 and out.archived == 2
+    assert ("s1", "t1") in archive.items
+    # not a binding model: the kept turns keep their thinking
+    assert any(b.get("type") == "thinking" for b in messages[-2]["content"])
+    # the next request is served from the cache and keeps the prefix byte for byte
+    grown = _session("claude-x", assistant(text("done")), user(text("thanks")))
+    again = rewrite_request(grown, "anthropic", anchor=out.anchor)
+    assert again.cached
+    assert _dump(again.body["messages"][: len(messages)]) == _dump(messages)  # type: ignore[index]
+
+
+def test_binding_models_lose_thinking_in_kept_turns() -> None:
+    out = rewrite_request(_session("claude-opus-5-5"), "anthropic")
+    assert out.body is not None and out.kept_thinking_removed == 1
+    assert not any(b.get("type") == "thinking" for m in out.body["messages"] for b in m["content"])
+
+
+@pytest.mark.parametrize(
+    ("model", "binds"),
+    [
+        ("claude-opus-5-5", True),
+        ("claude-opus-5-5-20261101", True),
+        ("claude-fable-5-1", True),
+        ("claude-mythos-5-2", True),
+        ("claude-haiku-5-5", True),
+        ("claude-opus-6", True),
+        ("claude-opus-5", False),
+        ("claude-fable-5", False),
+        ("claude-sonnet-4-5", False),
+        ("claude-opus-4-20250514", False),
+        ("us.anthropic.claude-sonnet-5-5-v1:0", True),
+        ("SmolLM2", False),
+        (None, False),
+    ],
+)
+def test_binds_thinking(model: Any, binds: bool) -> None:
+    assert binds_thinking(model) is binds
+
+
+def test_checkpoint_names() -> None:
+    assert is_checkpoint("micro_handoff")
+    assert is_checkpoint("mcp__ipse__micro_handoff")
+    assert is_checkpoint("mcp__a__b__micro_handoff")
+    assert not is_checkpoint("mcp____micro_handoff")
+    assert not is_checkpoint("micro_handoff_2")
+    assert is_checkpoint("save", ("save",))
+
+
+def test_nothing_without_a_checkpoint() -> None:
+    body = {"model": "m", "messages": [user(text("hi"))]}
+    out = rewrite_request(body, "anthropic")
+    assert out.body is None and out.reason == "no checkpoint call in the history"
+
+
+def test_invalid_body_left_untouched() -> None:
+    body = _session()
+    body["messages"].insert(1, user(result("ghost")))
+    out = rewrite_request(body, "anthropic")
+    assert out.body is None and out.invalid and out.anchor == "cp"
+    assert out.reason is not None and out.reason.startswith("left untouched")
+
+
+def test_claude_code_system_messages_are_kept() -> None:
+    body = _session()
+    env = {"role": "system", "content": [text("<env>cwd: /tmp</env>")]}
+    body["messages"].insert(1, env)
+    body["messages"].append({"role": "system", "content": [], "output_config": {"effort": "low"}})
+    out = rewrite_request(body, "anthropic", use_cache=False)
+    assert out.body is not None, out.reason
+    assert out.body["messages"][1] is env
+    assert out.body["messages"][-1] == body["messages"][-1]
+
+
+def test_newer_checkpoint_moves_the_anchor() -> None:
+    clear_cache()
+    first = rewrite_request(_session(), "anthropic")
+    later = _session(
+        "claude-x",
+        assistant(text("again"), call("cp2", "micro_handoff", notes="n2")),
+        user(result("cp2", "saved")),
+    )
+    out = rewrite_request(later, "anthropic", anchor=first.anchor)
+    assert out.anchor == "cp2" and not out.cached
+    ids = [b.get("id") for m in out.body["messages"] for b in m["content"] if "id" in b]  # type: ignore[index]
+    assert "t2" not in ids and "cp2" in ids
