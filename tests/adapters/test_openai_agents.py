@@ -142,3 +142,31 @@ def test_bad_notes_give_an_error_text() -> None:
 
     out = asyncio.run(call())
     assert out.startswith("error: the checkpoint was not recorded") and "'open'" in out
+
+
+def test_plain_runs_against_the_real_server_are_stored_as_they_are(
+    llama: str, tmp_path: Path
+) -> None:
+    from agents import OpenAIChatCompletionsModel, SQLiteSession
+    from openai import AsyncOpenAI
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        client = AsyncOpenAI(base_url=f"{llama}/v1", api_key="test")
+        model = OpenAIChatCompletionsModel(model="smollm2", openai_client=client)
+        agent = Agent(
+            name="a", instructions="Answer briefly.", model=model, tools=[checkpoint_tool()]
+        )
+        inner = SQLiteSession("s", str(tmp_path / "agents.db"))
+        session = HandoffSession(inner, archive=False)
+        await Runner.run(agent, "Say hi.", session=session)
+        first = await session.get_items()
+        await Runner.run(agent, "Say bye.", session=session)
+        second = await inner.get_items()
+        await client.close()
+        return first, second
+
+    first, second = asyncio.run(go())
+    assert first[0] == {"content": "Say hi.", "role": "user"}
+    assert first[1]["role"] == "assistant"
+    assert second[: len(first)] == first
+    assert second[len(first)] == {"content": "Say bye.", "role": "user"}
