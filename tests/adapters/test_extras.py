@@ -31,7 +31,9 @@ def test_importing_the_package_imports_no_framework() -> None:
 def test_a_missing_framework_names_its_extra(
     monkeypatch: pytest.MonkeyPatch, module: str, framework: str, extra: str
 ) -> None:
-    monkeypatch.setitem(sys.modules, framework, None)  # what an absent package looks like
+    loaded = [m for m in sys.modules if m == framework or m.startswith(framework + ".")]
+    for name in {framework, *loaded}:
+        monkeypatch.setitem(sys.modules, name, None)  # what an absent package looks like
     monkeypatch.delitem(sys.modules, module, raising=False)
     with pytest.raises(MissingExtra) as caught:
         importlib.import_module(module)
