@@ -230,3 +230,30 @@ def test_twin_rehydrates_once_per_thread_and_writes_on_transitions(tmp_path: Pat
     assert system.startswith(role) and "- Plan is Pro" in system
     assert "already under way" in system
     store.close()
+
+
+def test_a_handed_off_history_reaches_the_real_server(llama: str) -> None:
+    chat_anthropic = pytest.importorskip("langchain_anthropic")
+    model = chat_anthropic.ChatAnthropic(
+        model="smollm2", base_url=llama, api_key="test", max_tokens=16, temperature=0
+    )
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        middleware=[HandoffMiddleware(archive=False)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "real"}}
+    earlier = [
+        HumanMessage("What version is this?"),
+        AIMessage("I will read it.", tool_calls=[_call("read_file", {"path": "a"}, "c1")]),
+        ToolMessage("version = 1.0", tool_call_id="c1", name="read_file"),
+        AIMessage("It is 1.0.", tool_calls=[_call("micro_handoff", NOTES, "c2")]),
+        ToolMessage(checkpoint_tool().invoke(NOTES), tool_call_id="c2", name="micro_handoff"),
+    ]
+    out = agent.invoke({"messages": earlier}, config)
+    stored = out["messages"]
+    assert [m.type for m in stored] == ["human", "ai", "tool", "ai"]
+    assert stored[1].text == "I will read it.\n\nIt is 1.0."
+    assert isinstance(stored[3], AIMessage) and stored[3].text  # the server answered
+    assert stored[3].response_metadata.get("model_name") or stored[3].usage_metadata
