@@ -244,7 +244,7 @@ def test_a_handed_off_history_reaches_the_real_server(llama: str) -> None:
         checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "real"}}
-    earlier = [
+    earlier: list[Any] = [
         HumanMessage("What version is this?"),
         AIMessage("I will read it.", tool_calls=[_call("read_file", {"path": "a"}, "c1")]),
         ToolMessage("version = 1.0", tool_call_id="c1", name="read_file"),
