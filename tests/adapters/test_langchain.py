@@ -257,3 +257,75 @@ def test_a_handed_off_history_reaches_the_real_server(llama: str) -> None:
     assert stored[1].text == "I will read it.\n\nIt is 1.0."
     assert isinstance(stored[3], AIMessage) and stored[3].text  # the server answered
     assert stored[3].response_metadata.get("model_name") or stored[3].usage_metadata
+
+
+def test_a_later_checkpoint_hands_off_again_and_keeps_the_earlier_notes() -> None:
+    later = {"done": ["bumped"], "open": []}
+    model = Scripted(
+        messages=iter(
+            [
+                *_script()[:3],
+                AIMessage("", tool_calls=[_call("read_file", {"path": "b"}, "c3")]),
+                AIMessage("Read b.", tool_calls=[_call("micro_handoff", later, "c4")]),
+                AIMessage("All done."),
+            ]
+        )
+    )
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        middleware=[HandoffMiddleware(archive=False)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("What version is this?")]}, config)
+    agent.invoke({"messages": [HumanMessage("Now read b.")]}, config)
+    stored = agent.get_state(config).values["messages"]
+    calls = [c["name"] for m in stored if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert calls == ["micro_handoff", "micro_handoff"]
+    assert [m.type for m in stored] == ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"]
+    assert _texts(model.seen[-1]) == _texts(stored[:-1])
+
+
+def test_async_invocation_hands_off_too(tmp_path: Path) -> None:
+    import asyncio
+
+    archive = open_archive(f"sqlite:///{tmp_path / 'ipse.db'}")
+    model = Scripted(messages=iter(_script()))
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        middleware=[HandoffMiddleware(archive=archive)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "a"}}
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage("What version is this?")]}, config))
+    assert [m.type for m in model.seen[2]] == ["human", "ai", "tool"]
+    assert len(archive.items("a")) == 2
+    archive.close()
+
+
+def test_the_twin_prompt_is_rendered_again_after_a_handoff(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'twins.db'}"
+    model = Scripted(
+        messages=iter(
+            [
+                AIMessage("", tool_calls=[_call("establish_fact", {"text": "Uses Rust"}, "f1")]),
+                AIMessage("", tool_calls=[_call("micro_handoff", NOTES, "c2")]),
+                AIMessage("ok"),
+            ]
+        )
+    )
+    agent = create_agent(
+        model,
+        middleware=[
+            HandoffMiddleware(archive=False),
+            TwinMiddleware(url, "t", TwinConfig(role="Role.")),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("I use Rust.")]}, {"configurable": {"thread_id": "x"}})
+    first, second, third = model.systems
+    assert first == second == "Role.\n"  # cold start, stable until the handoff
+    assert "- Uses Rust" in third  # the establish_fact call is gone from the history, not the fact
+    assert [m.type for m in model.seen[2]] == ["human", "ai", "tool"]
