@@ -178,3 +178,18 @@ def test_plain_traffic_to_the_real_server_passes_through(llama: str) -> None:
         model="smollm2", max_tokens=16, messages=[{"role": "user", "content": "Say hi."}]
     ) as stream:
         assert isinstance(stream.get_final_text(), str)
+
+
+def test_count_tokens_counts_the_handed_off_history() -> None:
+    with anthropic_upstream() as upstream:
+        client = Anthropic(
+            base_url=upstream.url, api_key="test", middleware=[HandoffMiddleware(archive=False)]
+        )
+        client.messages.count_tokens(model="claude-sonnet-4-6", messages=_history())
+        (request,) = upstream.received
+    assert request["path"].split("?")[0] == "/v1/messages/count_tokens"
+    assert _kinds(request["body"]["messages"]) == [
+        ["string"],
+        ["text", "tool_use"],
+        ["tool_result"],
+    ]
