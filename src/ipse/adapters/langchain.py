@@ -21,6 +21,7 @@ lease, which writes a snapshot when the identity changed.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -56,14 +57,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from ipse.archive import ArchiveSink, LazyArchive
 from ipse.handoff import (
     CHECKPOINT_TOOL,
-    SCHEMA,
     Handoff,
     HandoffOptions,
     StripOptions,
     render_notes,
     run,
+    tool_definition,
 )
-from ipse.handoff._notes import DESCRIPTION
 from ipse.transcript import (
     Block,
     Conversation,
@@ -75,8 +75,7 @@ from ipse.transcript import (
     ToolCall,
     ToolResult,
 )
-from ipse.twin import TwinConfig, TwinStore, apply_turn, open_store, rehydrate
-from ipse.twin._tools import TOOL_SPECS
+from ipse.twin import TwinConfig, TwinStore, anthropic_tools, apply_turn, open_store, rehydrate
 
 log = logging.getLogger(__name__)
 
@@ -305,11 +304,12 @@ def checkpoint_tool(name: str = CHECKPOINT_TOOL) -> BaseTool:
         except InputError as exc:
             raise ToolException(str(exc)) from exc
 
+    definition = copy.deepcopy(tool_definition("anthropic", name))  # frameworks may edit it
     return StructuredTool.from_function(
         func=record,
         name=name,
-        description=DESCRIPTION,
-        args_schema=SCHEMA,
+        description=definition["description"],
+        args_schema=definition["input_schema"],
         handle_tool_error=True,
     )
 
@@ -500,7 +500,8 @@ def _tools(
             handle_tool_error=True,
         )
 
-    return [make(op, description, schema) for op, description, schema in TOOL_SPECS]
+    specs = copy.deepcopy(anthropic_tools())  # frameworks may edit a schema
+    return [make(t["name"], t["description"], t["input_schema"]) for t in specs]
 
 
 class TwinMiddleware(AgentMiddleware[IpseState, Any, Any]):

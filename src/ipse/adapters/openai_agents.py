@@ -19,6 +19,7 @@ trust, or keep ``archive`` on. A history the handoff cannot make valid is left a
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,14 +38,13 @@ from ipse import jsonio
 from ipse.archive import ArchiveSink, LazyArchive
 from ipse.handoff import (
     CHECKPOINT_TOOL,
-    SCHEMA,
     Handoff,
     HandoffOptions,
     StripOptions,
     render_notes,
     run,
+    tool_definition,
 )
-from ipse.handoff._notes import DESCRIPTION
 from ipse.transcript import codec
 
 log = logging.getLogger(__name__)
@@ -66,10 +66,11 @@ def checkpoint_tool(name: str = CHECKPOINT_TOOL) -> FunctionTool:
         except (InputError, jsonio.JSONDecodeError) as exc:
             return f"error: the checkpoint was not recorded: {exc}"
 
+    definition = copy.deepcopy(tool_definition("openai-responses", name))  # the SDK may edit it
     return FunctionTool(
         name=name,
-        description=DESCRIPTION,
-        params_json_schema=SCHEMA,
+        description=definition["description"],
+        params_json_schema=definition["parameters"],
         on_invoke_tool=invoke,
         strict_json_schema=False,
     )
