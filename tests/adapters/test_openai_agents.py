@@ -170,3 +170,28 @@ def test_plain_runs_against_the_real_server_are_stored_as_they_are(
     assert first[1]["role"] == "assistant"
     assert second[: len(first)] == first
     assert second[len(first)] == {"content": "Say bye.", "role": "user"}
+
+
+def test_a_checkpoint_with_bad_notes_does_not_hand_off(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("read_file", {"path": "a"}, call_id="c1")],
+            [function_call("micro_handoff", {"done": []}, call_id="c2")],
+            [assistant_message("I could not record it.", item_id="msg_1")],
+        ]
+    )
+    agent = Agent(name="dev", model=model, tools=[read_file, checkpoint_tool()])
+
+    async def scenario() -> list[Any]:
+        inner = SQLAlchemySession.from_url(
+            "s", url=f"sqlite+aiosqlite:///{tmp_path / 'agents.db'}", create_tables=True
+        )
+        session = HandoffSession(inner, archive=False)
+        await Runner.run(agent, "hi", session=session)
+        assert session.last is None
+        stored = await inner.get_items()
+        await inner.engine.dispose()
+        return stored
+
+    stored = asyncio.run(scenario())
+    assert "function_call:read_file" in _types(stored)

@@ -505,7 +505,9 @@ def _tools(
 
 
 class TwinMiddleware(AgentMiddleware[IpseState, Any, Any]):
-    """Rehydrates a twin into the system prompt and offers its transitions (see the module)."""
+    """Rehydrates a twin into the system prompt and offers its transitions (see the module).
+
+    List it after `HandoffMiddleware`, so a handoff's new prompt is in the same model call."""
 
     state_schema = IpseState
 

@@ -50,6 +50,7 @@ from ipse.transcript import codec
 log = logging.getLogger(__name__)
 
 _DIALECT = "openai-responses"
+_NOT_RECORDED = "error: the checkpoint was not recorded: "
 
 
 def checkpoint_tool(name: str = CHECKPOINT_TOOL) -> FunctionTool:
@@ -64,7 +65,7 @@ def checkpoint_tool(name: str = CHECKPOINT_TOOL) -> FunctionTool:
             notes = jsonio.loads(arguments or "{}")
             return render_notes(notes)
         except (InputError, jsonio.JSONDecodeError) as exc:
-            return f"error: the checkpoint was not recorded: {exc}"
+            return f"{_NOT_RECORDED}{exc}"
 
     definition = copy.deepcopy(tool_definition("openai-responses", name))  # the SDK may edit it
     return FunctionTool(
@@ -112,7 +113,8 @@ def hand_off_items(
 
 
 def _completes_checkpoint(items: Sequence[Any], tool: str, pending: set[str]) -> bool:
-    """Whether ``items`` answer a checkpoint call (noting the calls still unanswered)."""
+    """Whether ``items`` answer a checkpoint call with recorded notes (noting the calls still
+    unanswered)."""
     done = False
     for item in items:
         if not isinstance(item, Mapping):
@@ -122,7 +124,8 @@ def _completes_checkpoint(items: Sequence[Any], tool: str, pending: set[str]) ->
             pending.add(str(item.get("call_id")))
         elif kind == "function_call_output" and str(item.get("call_id")) in pending:
             pending.discard(str(item.get("call_id")))
-            done = True
+            output = item.get("output")
+            done = done or not (isinstance(output, str) and output.startswith(_NOT_RECORDED))
     return done
 
 
