@@ -329,3 +329,49 @@ def test_the_twin_prompt_is_rendered_again_after_a_handoff(tmp_path: Path) -> No
     assert first == second == "Role.\n"  # cold start, stable until the handoff
     assert "- Uses Rust" in third  # the establish_fact call is gone from the history, not the fact
     assert [m.type for m in model.seen[2]] == ["human", "ai", "tool"]
+
+
+def test_what_chat_anthropic_sends_after_a_handoff() -> None:
+    chat_anthropic = pytest.importorskip("langchain_anthropic")
+    from tests.support.anthropic_upstream import anthropic_upstream
+
+    earlier: list[Any] = [
+        HumanMessage("What version is this?"),
+        AIMessage(
+            content=[
+                {"type": "thinking", "thinking": "read it", "signature": "sig"},
+                {"type": "text", "text": "I will read it."},
+                {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "a"}},
+            ],
+            tool_calls=[_call("read_file", {"path": "a"}, "c1")],
+        ),
+        ToolMessage("version = 1.0", tool_call_id="c1", name="read_file"),
+        AIMessage(
+            content=[
+                {"type": "text", "text": "It is 1.0."},
+                {"type": "tool_use", "id": "c2", "name": "micro_handoff", "input": NOTES},
+            ],
+            tool_calls=[_call("micro_handoff", NOTES, "c2")],
+        ),
+        ToolMessage(checkpoint_tool().invoke(NOTES), tool_call_id="c2", name="micro_handoff"),
+    ]
+    with anthropic_upstream(["Next."]) as upstream:
+        model = chat_anthropic.ChatAnthropic(
+            model="claude-sonnet-4-6", base_url=upstream.url, api_key="test", max_tokens=64
+        )
+        agent = create_agent(
+            model,
+            tools=[read_file],
+            middleware=[HandoffMiddleware(archive=False)],
+            checkpointer=InMemorySaver(),
+        )
+        agent.invoke({"messages": earlier}, {"configurable": {"thread_id": "w"}})
+        (body,) = upstream.messages_requests()
+    sent = body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assistant = sent[1]["content"]
+    assert [b["type"] for b in assistant] == ["text", "tool_use"]
+    assert assistant[0]["text"] == "I will read it.\n\nIt is 1.0."
+    assert assistant[1]["name"] == "micro_handoff" and assistant[1]["input"] == NOTES
+    assert sent[2]["content"][0]["type"] == "tool_result"
+    assert sent[2]["content"][0]["tool_use_id"] == "c2"
