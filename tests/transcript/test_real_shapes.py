@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ipse.prefix import read_requests
-from ipse.transcript import body_dialect, detect, load
+from ipse.transcript import Origin, Text, body_dialect, detect, load
 from ipse.transcript._stats import message_counts
 
 
@@ -363,3 +363,25 @@ def test_a_malformed_journal_never_breaks_reading(tmp_path: Path, garbage: dict[
     log = read_requests(_jsonl(path, [*records, garbage, _cc("user", "z", "a2", "more")]))
     assert len(log.requests) == 3
     assert all(r.body.get("messages") for r in log.requests)
+
+
+def test_an_event_written_first_goes_with_the_item_it_repeats(tmp_path: Path) -> None:
+    records = [
+        _said("deploy it"),
+        _user("# AGENTS.md instructions for /repo"),
+        _user("<environment_context>cwd</environment_context>"),
+        _user("deploy it"),
+        _reply("deployed"),
+        _user("a note the harness adds"),
+        _user("thanks"),
+        _said("[the event's own wording]"),  # no text match: the turn's latest item
+        _reply("welcome"),
+    ]
+    conversation = load(_jsonl(tmp_path / "rollout.jsonl", records)).current()
+    human = [
+        b.text
+        for m in conversation.messages
+        for b in m.blocks
+        if isinstance(b, Text) and b.origin is Origin.HUMAN
+    ]
+    assert human == ["deploy it", "thanks"]
