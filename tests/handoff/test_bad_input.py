@@ -112,9 +112,10 @@ def test_cli_bad_input_exits_2_without_output_or_archive(
 
 
 @SHARED
-def test_cli_trajectory_cut_past_the_exit_record_is_rejected(tmp_path: Path) -> None:
+def test_cli_trajectory_read_as_a_raw_chat_body_refuses_its_exit_record(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    code, message = _run(["handoff", str(OPENAI_TRAJ), "--at", "end", "-o", str(out)])
+    args = ["handoff", str(OPENAI_TRAJ), "--format", "openai-chat", "--at", "end", "-o", str(out)]
+    code, message = _run(args)
     assert code == 2 and "role 'exit'" in message and not out.exists()
 
 

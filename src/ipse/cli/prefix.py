@@ -119,6 +119,11 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             _money(row.cost_lost_usd) if row.cause else "",
         )
     out.print(table)
+    if any(row.agrees is False for row in report.rows):
+        out.print(
+            "agrees no: the recorded read differs from the prediction "
+            "(by more than 5% of the input and 128 tokens)"
+        )
     for row in report.rows:
         if row.cause is not None:
             out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")

@@ -17,7 +17,8 @@ response began, and the usage the provider reported, when the log has them. Sour
   system prompt, tools and settings are the ones sent, and so are the messages and their
   breakpoints when the journal resolves them
   (`ipse.transcript.formats.claude_code_journal`).
-* A single request body (for ``lint``).
+* A single request body (for ``lint``), or the one request a harness file that ipse writes
+  back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
 
 from __future__ import annotations
@@ -32,7 +33,15 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
-from ipse.transcript import DIALECTS, Conversation, body_codec, codec, load, write
+from ipse.transcript import (
+    DIALECTS,
+    WRITABLE_FORMATS,
+    Conversation,
+    body_codec,
+    codec,
+    load,
+    write,
+)
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript.formats import codex, http_log
@@ -124,10 +133,14 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
         if not isinstance(body, Mapping):
             raise InputError("a request body must be a JSON object", path=p)
         requests = [Request(0, body, _provider_of(name), source=str(p))]
+    elif name in WRITABLE_FORMATS:  # a harness file holding one conversation: its request
+        conversation = load(p, name).current()
+        body = write(conversation)
+        requests = [Request(0, body, _provider_of(conversation.dialect), source=str(p))]
     else:
         raise InputError(
-            f"prefix analysis reads http logs, request bodies, claude-code sessions and codex "
-            f"rollouts, not {name}"
+            f"prefix analysis reads http logs, request bodies, sessions, rollouts and the "
+            f"harness files ipse writes back ({', '.join(WRITABLE_FORMATS)}), not {name}"
         )
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:

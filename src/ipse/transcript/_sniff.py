@@ -1,9 +1,12 @@
 """Format detection by sniffing: which reader fits a file, and which provider a body is for.
 
 Detection looks at structure, never at file names alone: a folder of exchanges, a HAR file, a
-JSONL file whose first object is a Claude Code record, an exchange, a Codex rollout line or a
-request body, or a single JSON request body (Anthropic or OpenAI chat, told apart by their
-distinctive fields).
+JSONL file whose first object is a Claude Code record, a Gemini CLI session line, an exchange, a
+Codex rollout line or a request body; a JSON array of Anthropic messages (Cline, Roo Code),
+OpenHands events or Gemini Content; a JSON object that is a harness's own record (Gemini CLI
+session or checkpoint, SWE-agent or mini-swe-agent trajectory, OpenHands trajectory export),
+or a single JSON request body (Anthropic or OpenAI chat, told apart by their distinctive
+fields).
 """
 
 from __future__ import annotations
@@ -17,7 +20,19 @@ from ipse.errors import InputError, UnknownFormat
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
 
-FORMATS = ("anthropic", "openai-chat", "openai-responses", "claude-code", "http-log", "codex")
+FORMATS = (
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "claude-code",
+    "http-log",
+    "codex",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+    "openhands",
+    "gemini-cli",
+)
 
 _ANTHROPIC_BLOCKS = frozenset(
     {
@@ -101,6 +116,10 @@ def detect(path: str | Path) -> str:
     decide, the first record that only one format writes does."""
     p = Path(path)
     if p.is_dir():
+        from ipse.transcript.formats.openhands import event_files
+
+        if event_files(p):
+            return "openhands"
         if any(p.glob("*.json")):
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
@@ -116,9 +135,27 @@ def detect(path: str | Path) -> str:
         if multi_line and _jsonl_objects(data, 5):  # JSONL whose first line is bad
             return _jsonl_format(data, p)
         raise
+    if isinstance(document, list):
+        return _array_format(document, p)
     if not isinstance(document, Mapping):
-        raise UnknownFormat("a JSON document that is not an object", path=p)
+        raise UnknownFormat("a JSON document that is neither an object nor an array", path=p)
     return _document_format(document, p)
+
+
+def _array_format(items: list[Any], path: Path) -> str:
+    from ipse.transcript.formats import cline, gemini_cli, openhands
+
+    if cline.looks_like_cline(items):
+        return "cline"
+    if openhands.looks_like_openhands(items):
+        return "openhands"
+    if gemini_cli.looks_like_checkpoint(items):
+        return "gemini-cli"
+    raise UnknownFormat(
+        "a JSON array of neither Anthropic messages (Cline, Roo Code), OpenHands events nor "
+        "Gemini Content; name the format with --format",
+        path=path,
+    )
 
 
 def _first_line_is_object(data: bytes) -> bool:
@@ -163,6 +200,10 @@ def _is_legacy_codex_meta(record: Mapping[str, Any]) -> bool:
 def record_format(record: Mapping[str, Any]) -> str | None:
     """The format one JSONL record decides, or None when it does not decide alone."""
     from ipse.transcript.formats.claude_code import looks_like_claude_code
+    from ipse.transcript.formats.gemini_cli import looks_like_session
+
+    if looks_like_session(record) or "$rewindTo" in record or "$set" in record:
+        return "gemini-cli"
 
     if looks_like_claude_code(record):
         return "claude-code"
@@ -180,6 +221,17 @@ def _document_format(document: Mapping[str, Any], path: Path) -> str:
         return "http-log"
     if "request" in document and "response" in document:
         return "http-log"
+    from ipse.transcript.formats import gemini_cli, openhands, swe_agent
+
+    if gemini_cli.looks_like_session(document) or gemini_cli.looks_like_checkpoint(document):
+        return "gemini-cli"
+    if swe_agent.looks_like_mini_swe_agent(document):
+        return "mini-swe-agent"
+    if swe_agent.looks_like_swe_agent(document):
+        return "swe-agent"
+    events = openhands.events_of(document)
+    if events is not None and openhands.looks_like_openhands(events):
+        return "openhands"
     if isinstance(document.get("messages"), list):
         return body_dialect(document)
     if isinstance(document.get("input"), list | str):

@@ -6,8 +6,30 @@ from dataclasses import replace
 from typing import Any
 
 from ipse.errors import UsageError
-from ipse.transcript._codec import codec
+from ipse.transcript._codec import DIALECTS, codec
 from ipse.transcript._model import Conversation
+
+# Inputs whose conversation writes back as a request body (by their dialect's codec).
+WRITABLE_FORMATS = (
+    *DIALECTS,
+    "claude-code",
+    "codex",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+)
+
+
+def ensure_writable(conversation: Conversation) -> None:
+    """Raise `UsageError` for a conversation read from a format ipse does not write back."""
+    if not conversation.meta.get("read_only"):
+        return
+    name = conversation.meta.get("format", "this format")
+    raise UsageError(
+        f"{name} conversations are read only: ipse cannot write them back as a request; "
+        f"the inputs it writes back are {', '.join(WRITABLE_FORMATS)} "
+        f"(as {', '.join(DIALECTS)} bodies)"
+    )
 
 
 def write(
@@ -19,6 +41,7 @@ def write(
     (Anthropic: a Claude Code session file carries none); naming it for another dialect is a
     usage error rather than a setting silently dropped.
     """
+    ensure_writable(conversation)
     target = codec(dialect or conversation.dialect)
     if target.dialect != conversation.dialect:
         raise UsageError(f"cannot write a {conversation.dialect} conversation as {target.dialect}")
@@ -33,4 +56,4 @@ def write(
     return target.write_body(conversation)
 
 
-__all__ = ["write"]
+__all__ = ["WRITABLE_FORMATS", "ensure_writable", "write"]
