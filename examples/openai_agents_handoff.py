@@ -7,7 +7,8 @@ It talks to whatever server OPENAI_BASE_URL names (the OpenAI API when unset), w
 OPENAI_API_KEY, through the SDK's default model API; IPSE_EXAMPLE_MODEL picks the model (the
 SDK's default when unset). The session is a `SQLiteSession` wrapped in ipse's `HandoffSession`:
 once the agent has called the checkpoint tool, the stored history is replaced by its handed-off
-form (what was removed is archived in ipse's home folder), and the next run starts from it.
+form (what was removed is archived in ipse's home folder), and the next run starts from it;
+`input_filter` hands each model call's input off the same way within a run.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import os
 import sys
 from pathlib import Path
 
-from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool, set_tracing_disabled
 
-from ipse.adapters.openai_agents import HandoffSession, checkpoint_tool
+from ipse.adapters.openai_agents import HandoffSession, checkpoint_tool, input_filter
 
 INSTRUCTIONS = (
     "Read the files you need with read_file. Once you have read them, call micro_handoff with "
@@ -51,8 +52,9 @@ async def main() -> None:
         tools=[read_file, checkpoint_tool()],
     )
     session = HandoffSession(SQLiteSession("example"), archive_session="agents-example")
+    config = RunConfig(call_model_input_filter=input_filter())  # the same, within a run
     for text in (question, "Thanks. What should I read next?"):
-        result = await Runner.run(agent, text, session=session, max_turns=10)
+        result = await Runner.run(agent, text, session=session, max_turns=10, run_config=config)
         items = await session.get_items()
         print(f"{len(items)} items stored")
         print(result.final_output)

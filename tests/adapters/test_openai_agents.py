@@ -14,13 +14,18 @@ pytest.importorskip("agents")
 pytest.importorskip("sqlalchemy")
 pytest.importorskip("aiosqlite")
 
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.extensions.memory import SQLAlchemySession
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai.types.responses import ResponseReasoningItem
 from openai.types.responses.response_reasoning_item import Summary
 
-from ipse.adapters.openai_agents import HandoffSession, checkpoint_tool, hand_off_items
+from ipse.adapters.openai_agents import (
+    HandoffSession,
+    checkpoint_tool,
+    hand_off_items,
+    input_filter,
+)
 from ipse.archive import open_archive
 
 set_tracing_disabled(True)
@@ -195,3 +200,29 @@ def test_a_checkpoint_with_bad_notes_does_not_hand_off(tmp_path: Path) -> None:
 
     stored = asyncio.run(scenario())
     assert "function_call:read_file" in _types(stored)
+
+
+def test_the_input_filter_hands_off_within_the_run() -> None:
+    model = ScriptedModel(
+        [
+            [function_call("read_file", {"path": "a"}, call_id="c1")],
+            [
+                _reasoning("read"),
+                assistant_message("Version 1.0.", item_id="msg_1"),
+                function_call("micro_handoff", NOTES, call_id="c2"),
+            ],
+            [assistant_message("Done.", item_id="msg_2")],
+        ]
+    )
+    agent = Agent(name="dev", model=model, tools=[read_file, checkpoint_tool()])
+    config = RunConfig(call_model_input_filter=input_filter())
+    result = asyncio.run(Runner.run(agent, "What version?", run_config=config))
+    assert result.final_output == "Done."
+    assert "function_call:read_file" in _types(list(model.calls[1].input))
+    third = list(model.calls[2].input)
+    assert _types(third) == [
+        "message:user",
+        "message:assistant",
+        "function_call:micro_handoff",
+        "function_call_output:",
+    ]

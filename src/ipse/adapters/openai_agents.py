@@ -9,7 +9,9 @@ archive), and the stored history is replaced by the result: the items the handof
 written back as they were, byte for byte, so the provider's prompt cache keeps the prefix.
 
 The runner keeps its own list of the items of a run in progress, so the short history is what
-the model sees from the next run of the session on (the next ``Runner.run`` with it).
+the model sees from the next run of the session on (the next ``Runner.run`` with it). Within a
+run, `input_filter` (a ``RunConfig.call_model_input_filter``) sends each model call its input
+handed off the same way, as the proxy would.
 
 The replacement is ``clear_session`` and then ``add_items`` on the wrapped session, because the
 `Session` protocol has no atomic replace: a crash between the two leaves the history empty, with
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ipse.errors import CutError, InputError, IpseError, MissingExtra
@@ -31,6 +33,7 @@ try:
     from agents.items import TResponseInputItem
     from agents.memory import Session
     from agents.memory.session_settings import SessionSettings
+    from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("openai-agents", "openai-agents") from exc
 
@@ -42,6 +45,7 @@ from ipse.handoff import (
     HandoffOptions,
     StripOptions,
     render_notes,
+    rewrite_request,
     run,
     tool_definition,
 )
@@ -110,6 +114,37 @@ def hand_off_items(
         return None
     written = dialect.write_body(done.after)["input"]
     return list(written), done
+
+
+def input_filter(
+    *, tool: str = CHECKPOINT_TOOL, strip: StripOptions | None = None
+) -> Callable[[CallModelData[Any]], ModelInputData]:
+    """A ``RunConfig(call_model_input_filter=...)`` that sends every model call its input handed
+    off at the newest checkpoint, as the proxy does (`ipse.handoff.rewrite_request`: byte-stable,
+    each checkpoint's rewrite done once and reused), so the calls after a checkpoint within the
+    same run see the short history too. It changes what is sent, not what is stored, and
+    archives nothing (`HandoffSession` stores and archives)."""
+
+    def apply(data: CallModelData[Any]) -> ModelInputData:
+        model_data = data.model_data
+        items = model_data.input
+        if not items or not all(isinstance(item, Mapping) for item in items):
+            return model_data
+        done = rewrite_request(
+            {"input": list(items)},
+            _DIALECT,
+            tool_names=(tool,),
+            strip_options=strip,
+            session="openai-agents",
+            source="openai-agents",
+        )
+        if done.body is None:
+            if done.invalid:
+                log.warning("ipse: model input sent as it is: %s", done.reason)
+            return model_data
+        return ModelInputData(input=done.body["input"], instructions=model_data.instructions)
+
+    return apply
 
 
 def _completes_checkpoint(items: Sequence[Any], tool: str, pending: set[str]) -> bool:
@@ -202,4 +237,4 @@ class HandoffSession:
         return done
 
 
-__all__ = ["HandoffSession", "checkpoint_tool", "hand_off_items"]
+__all__ = ["HandoffSession", "checkpoint_tool", "hand_off_items", "input_filter"]
