@@ -605,3 +605,40 @@ def test_openhands_runs_keep_every_word_and_answer_every_call(
                     if isinstance(b, ToolCall)
                 ]
                 assert block.call_id in earlier
+
+
+def test_openhands_v1_conversation_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "conversation"
+    (folder / "events").mkdir(parents=True)
+    cases.write_json(folder / "base_state.json", {"id": "c", "agent": {"llm": {"model": "gpt-5"}}})
+    events = cases.openhands_v1_events()
+    for index, event in reversed(list(enumerate(events))):  # written out of order on purpose
+        cases.write_json(folder / "events" / f"event-{index:05d}-{event['id']}.json", event)
+    for where in (folder, folder / "events"):
+        assert detect(where) == "openhands"
+        conversation = load(where).current()
+        assert _texts(conversation, Origin.AGENT) == [cases.AGENT, cases.AGENT_END]
+        assert conversation.model == "gpt-5"
+
+
+_CASES: dict[str, Any] = {
+    "cline": cases.cline_history,
+    "swe-agent": cases.swe_agent_traj,
+    "mini-swe-agent": cases.mini_swe_agent_traj,
+    "openhands": cases.openhands_events,
+    "gemini-cli": cases.gemini_contents,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_format_names_a_reader_and_a_wrong_name_is_one_line(
+    name: str, tmp_path: Path, cli: CliRun
+) -> None:
+    path = cases.write_json(tmp_path / "input.json", _CASES[name]())
+    result = cli("inspect", str(path), "--format", name, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == name
+    wrong = "openhands" if name != "openhands" else "swe-agent"
+    result = cli("inspect", str(path), "--format", wrong)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert str(path) in result.stderr

@@ -13,7 +13,12 @@ HARNESS_FORMATS = ("cline", "swe-agent", "mini-swe-agent", "openhands", "gemini-
 
 
 def read_harness(path: Path, name: str, warnings: list[str]) -> Conversation:
-    """The conversation of a harness file in the named format."""
+    """The conversation of a harness file (or OpenHands conversation folder) in the named
+    format."""
+    if name == "openhands" and path.is_dir():
+        from ipse.transcript.formats.openhands import read_folder
+
+        return read_folder(path)
     data = read_text_bytes(path)
     if name == "gemini-cli":
         from ipse.transcript.formats.gemini_cli import read_gemini

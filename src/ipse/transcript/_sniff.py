@@ -117,6 +117,10 @@ def detect(path: str | Path) -> str:
     decide, the first record that only one format writes does."""
     p = Path(path)
     if p.is_dir():
+        from ipse.transcript.formats.openhands import event_files
+
+        if event_files(p):
+            return "openhands"
         if any(p.glob("*.json")):
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)

@@ -2,9 +2,11 @@
 
 Checked against All-Hands-AI/OpenHands 0.62.0 (156d068, ``openhands/events/serialization/
 event.py``, ``openhands/core/schema/{action,observation}.py``, ``openhands/events/tool.py``,
-``openhands/server/routes/trajectory.py``). Two shapes: a JSON array of events (what
-``save_trajectory_path`` and the UI's "download trajectory" write) and ``{"trajectory": [...]}``
-(the ``/api/conversations/{id}/trajectory`` answer). Each event has ``id``, ``timestamp``,
+``openhands/server/routes/trajectory.py``, ``frontend/src/hooks/
+use-conversation-name-context-menu.ts``). Two shapes: a JSON array of events (what
+``save_trajectory_path`` writes, and the UI's "Export conversation",
+``trajectory-<id>.json``) and ``{"trajectory": [...]}`` (the
+``/api/conversations/{id}/trajectory`` answer). Each event has ``id``, ``timestamp``,
 ``source`` (``user``, ``agent``, ``environment``), ``message``, optional ``cause`` (the id of
 the action an observation answers), ``tool_call_metadata`` (``function_name``,
 ``tool_call_id``, ``model_response``, ``total_calls_in_response``) and ``llm_metrics``; an
@@ -36,13 +38,14 @@ OpenHands 1.x (checked: OpenHands/software-agent-sdk 1.43.1 at 611629e,
 ``source``. ``SystemPromptEvent`` (``system_prompt``, ``dynamic_context``: text content) is
 the system prompt; ``MessageEvent`` (``llm_message``: ``role``, ``content`` parts,
 ``reasoning_content``, ``thinking_blocks``; ``extended_content`` harness text) authored text
-by ``source``;
-``ActionEvent`` (``thought`` parts, ``tool_call``: ``id``, ``name``, ``arguments``;
-``llm_response_id`` groups parallel calls) a call; ``ObservationEvent`` (``tool_call_id``,
-``observation``: ``content`` parts, ``is_error``), ``UserRejectObservation``
-(``rejection_reason``) and ``AgentErrorEvent`` (``error``) its result; every other kind
-(state updates, condensations, pauses, hook runs) is skipped and counted. Read from a JSON
-array of events or ``{"events": [...]}``.
+by ``source``; ``ActionEvent`` (``thought`` parts, ``tool_call``: ``id``, ``name``,
+``arguments``; ``llm_response_id`` groups parallel calls) a call; ``ObservationEvent``
+(``tool_call_id``, ``observation``: ``content`` parts, ``is_error``),
+``UserRejectObservation`` (``rejection_reason``) and ``AgentErrorEvent`` (``error``) its
+result; every other kind (state updates, condensations, pauses, hook runs) is skipped and
+counted. Read from a JSON array of events, ``{"events": [...]}``, or a persisted conversation
+folder (its ``events/event-NNNNN-<id>.json`` files in order; the model from
+``base_state.json``'s ``agent.llm.model``).
 
 Tested on generated cases of both generations and on real 0.x trajectories (recorded in
 January and February 2025 for OpenHands' replay tests, with Claude 3.5 Sonnet and GPT-4o;
@@ -55,13 +58,16 @@ one back (`ipse.transcript.write` says which formats it can write).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
+from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import (
     Block,
     Conversation,
@@ -117,6 +123,40 @@ def _is_v0(event: Mapping[str, Any]) -> bool:
 
 def _is_v1(event: Mapping[str, Any]) -> bool:
     return isinstance(event.get("kind"), str) and "source" in event and "id" in event
+
+
+_EVENT_FILE = re.compile(r"event-(\d+)-[^/]*\.json")
+
+
+def event_files(folder: Path) -> list[Path]:
+    """The ``event-NNNNN-<id>.json`` files of a 1.x conversation folder (or of its ``events/``),
+    in order; empty when there are none."""
+    where = folder / "events" if (folder / "events").is_dir() else folder
+    found = [(m, f) for f in where.glob("event-*.json") if (m := _EVENT_FILE.fullmatch(f.name))]
+    return [f for m, f in sorted(found, key=lambda pair: int(pair[0].group(1)))]
+
+
+def read_folder(folder: Path) -> Conversation:
+    """A 1.x conversation folder: its event files, and the model of ``base_state.json``."""
+    events = [parse_json(read_text_bytes(f), f) for f in event_files(folder)]
+    conversation = read_events(folder, events)
+    if conversation.model is None:
+        for state in (folder / "base_state.json", folder.parent / "base_state.json"):
+            model = _state_model(state) if state.is_file() else None
+            if model:
+                return replace(conversation, settings={**conversation.settings, "model": model})
+    return conversation
+
+
+def _state_model(path: Path) -> str | None:
+    try:
+        state = parse_json(read_text_bytes(path), path)
+    except InputError:
+        return None
+    agent = state.get("agent") if isinstance(state, Mapping) else None
+    llm = agent.get("llm") if isinstance(agent, Mapping) else None
+    model = llm.get("model") if isinstance(llm, Mapping) else None
+    return model if isinstance(model, str) else None
 
 
 def events_of(document: Any) -> list[Any] | None:
