@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ipse import tokens
 from ipse.errors import IpseError
@@ -69,3 +71,32 @@ def test_importing_the_counter_loads_nothing() -> None:
         "assert 'tiktoken' not in sys.modules; c.count('x'); assert 'tiktoken' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_WORDS = st.sampled_from(
+    ["alpha", "Beta", " gamma", " ", "\n", "\n\n", "42", "{", "}", "\t", "é", "'s", ".", "x1", "/"]
+)
+_COUNTER = tokens.O200kCounter()
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_WORDS, min_size=1, max_size=120))
+def test_the_cuts_used_for_long_texts_keep_the_count(parts: list[str]) -> None:
+    """A long text is counted in parts cut where the pre-tokenizer cuts anyway: at every
+    such cut, the parts' counts add up to the whole's."""
+    text = "".join(parts)
+    encoding = _COUNTER._load()
+    whole = len(encoding.encode_ordinary(text))
+    for match in tokens._SAFE_CUT.finditer(text):
+        cut = tokens.safe_cut(match)
+        head, tail = text[:cut], text[cut:]
+        assert len(encoding.encode_ordinary(head)) + len(encoding.encode_ordinary(tail)) == whole
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokens, "_CHUNK", 16)
+        assert "".join(tokens.split_for_count(text)) == text
+
+
+def test_long_runs_count_in_linear_time_and_never_crash() -> None:
+    for text in ("x" * 3_000_000, " " * 3_000_000, "{" * 3_000_000):
+        assert "".join(tokens.split_for_count(text)) == text
+        assert _COUNTER.count(text) > 0

@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeAlias
 
+from ipse import progress
 from ipse.errors import InputError, os_error
 
 StrPath: TypeAlias = str | os.PathLike[str]
@@ -108,6 +110,37 @@ def open_regular(path: str | Path) -> BinaryIO:
     fd, _ = _open_regular(p)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+_REPORT_BYTES = 1 << 20
+
+
+def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a regular file, one at a time (the file is never held whole), under the
+    same size limit as `read_bytes`."""
+    p = Path(path)
+    most = max_input_bytes() if limit is None else limit
+    fd, size = _open_regular(p)
+    if size > most:
+        os.close(fd)
+        raise _too_large(p, size, most)
+    os.set_blocking(fd, True)
+    read = 0
+    reported = 0
+    label = f"reading {p.name}"
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            for line in handle:
+                read += len(line)
+                if read > most:  # grew while being read
+                    raise _too_large(p, read, most)
+                if read - reported >= _REPORT_BYTES:
+                    progress.update(label, read, size)
+                    reported = read
+                yield line
+            progress.update(label, read, size)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
 
 
 def _too_large(p: Path, size: int, most: int) -> InputError:

@@ -18,7 +18,9 @@ approximate (`tokenizer_label`).
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
@@ -73,12 +75,95 @@ class O200kCounter:
         if not text:
             return 0
         encoding = self._encoding or self._load()
-        return len(encoding.encode_ordinary(text))
+        if len(text) <= _RUN:
+            return len(encoding.encode_ordinary(text))
+        return sum(len(encoding.encode_ordinary(part)) for part in split_for_count(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Count several texts at once (tiktoken batches them over threads)."""
         encoding = self._encoding or self._load()
         return [len(t) for t in encoding.encode_ordinary_batch(texts)]
+
+
+# Texts are counted in parts of at most _CHUNK characters, and runs of one character class
+# (letters, whitespace, punctuation) longer than _RUN in parts of _RUN: tiktoken's byte-pair
+# merge is quadratic in the length of one pre-tokenized piece (a megabyte of letters takes
+# seconds, tens of megabytes hours; a megabyte of spaces overflows its regex stack), and its
+# token list of a 64 MB text would take gigabytes.
+_CHUNK = 1 << 20
+_RUN = 4096
+# Cuts that the pre-tokenizer makes anyway (no piece spans them): after a newline that is
+# followed by an ASCII letter or digit, and between a lowercase letter and a space followed
+# by one. Counting the parts separately gives the same total.
+_SAFE_CUT = re.compile(r"\n(?=[A-Za-z0-9])|[a-z](?= [a-z])")
+# A run of one class (letters, whitespace, punctuation) from a given position.
+_RUN_REST = {
+    "letters": re.compile(r"[^\W\d_]*"),
+    "space": re.compile(r"\s*"),
+    "punct": re.compile(r"[^\w\s]*"),
+}
+
+
+def _class(text: str) -> str | None:
+    """The class all of ``text`` belongs to, if one (stops at the first other character)."""
+    for name, pattern in _RUN_REST.items():
+        if pattern.fullmatch(text):
+            return name
+    return None
+
+
+def _long_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every run of one class at least ``_RUN`` long. Only windows of half
+    that length on a grid are tested (a long run holds one whole), each failing at its first
+    character of another class, so the scan costs little more than a pass over the text."""
+    half = _RUN // 2
+    at = 0
+    while at + half <= len(text):
+        name = _class(text[at : at + half])
+        if name is None:
+            at += half
+            continue
+        pattern = _RUN_REST[name]
+        start = at
+        while start > 0 and pattern.fullmatch(text[start - 1]):
+            start -= 1
+        match = pattern.match(text, at + half)
+        end = match.end() if match else at + half
+        if end - start >= _RUN:
+            yield start, end
+        at = end
+
+
+def split_for_count(text: str) -> Iterator[str]:
+    """``text`` in parts whose counts add up to the count of the whole: at most ``_CHUNK``
+    characters, cut where the pre-tokenizer cuts (else anywhere, costing at most a token per
+    cut), with each long run of one character class in parts of ``_RUN`` characters (counted
+    as those parts: an estimate, where the whole would take quadratic time)."""
+    start = 0
+    for run_start, run_end in _long_runs(text):
+        yield from _chunks(text, start, run_start)
+        for at in range(run_start, run_end, _RUN):
+            yield text[at : min(at + _RUN, run_end)]
+        start = run_end
+    yield from _chunks(text, start, len(text))
+
+
+def safe_cut(match: re.Match[str]) -> int:
+    """Where a `_SAFE_CUT` match cuts: after the newline, or after the letter."""
+    return match.start() + 1
+
+
+def _chunks(text: str, start: int, end: int) -> Iterator[str]:
+    while end - start > _CHUNK:
+        limit = start + _CHUNK
+        cut = limit
+        window = max(start + 1, limit - _CHUNK // 16)
+        for match in _SAFE_CUT.finditer(text, window, limit):
+            cut = safe_cut(match)
+        yield text[start:cut]
+        start = cut
+    if end > start:
+        yield text[start:end]
 
 
 def _load_o200k() -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -66,7 +67,7 @@ def test_each_request_extends_the_cached_prefix_of_the_one_before(
 ) -> None:
     assembler = _assembler()
     flattener = Flattener(rules("anthropic"))
-    previous: list[int] | None = None
+    previous: Sequence[int] | None = None
     for role, content in history:
         assembler.append(role, content)
         body = assembler.request()

@@ -1,5 +1,6 @@
 """Rendering helpers shared by the commands: one JSON document for ``--json``, rich otherwise,
-and a progress bar that shows only on a terminal.
+and a progress bar that shows only on a terminal, for work that takes more than a second, and
+never with ``--json``.
 
 What ipse prints is mostly data it did not write: tool names, arguments, facts, file names.
 Such text is never read as rich markup (``[/]`` in a tool name would crash the renderer) and
@@ -16,17 +17,28 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
 from ipse import jsonio
+from ipse import progress as ipse_progress
 from ipse.redact import fingerprint
 
 T = TypeVar("T")
 
-__all__ = ["clean", "console", "emit_json", "fingerprint", "progress", "warn"]
+__all__ = [
+    "clean",
+    "console",
+    "emit_json",
+    "fingerprint",
+    "progress",
+    "terminal_progress",
+    "warn",
+]
 
 
 def emit_json(document: Any) -> None:
@@ -98,13 +110,65 @@ def console(stderr: bool = False) -> Any:
 
 
 def progress(items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
-    """Iterate with a progress bar on a terminal (stderr); silently when piped."""
-    if not sys.stderr.isatty():
-        yield from items
-        return
-    from rich.progress import track
+    """Iterate, reporting progress to the bar of `terminal_progress` (if one is shown)."""
+    return ipse_progress.track(items, label, total)
 
-    yield from track(items, description=label, total=total, console=console(stderr=True))
+
+class _DelayedBar:
+    """A rich progress bar on stderr that appears only once the work has taken ``delay``
+    seconds (short work shows nothing), one line per label, removed when done."""
+
+    def __init__(self, delay: float) -> None:
+        self._start = time.monotonic()
+        self._delay = delay
+        self._bar: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def update(self, label: str, done: float, total: float | None) -> None:
+        if self._bar is None:
+            if time.monotonic() - self._start < self._delay:
+                return
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                console=console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+        task = self._tasks.get(label)
+        if task is None:
+            task = self._tasks[label] = self._bar.add_task(clean(label, one_line=True))
+        self._bar.update(task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+@contextmanager
+def terminal_progress(quiet: bool = False, delay: float = 1.0) -> Iterator[None]:
+    """Show the library's progress on stderr while the block runs, when stderr is a terminal,
+    ``quiet`` is false (``--json``) and the work takes more than ``delay`` seconds."""
+    if quiet or not sys.stderr.isatty():
+        with ipse_progress.reporting(None):
+            yield
+        return
+    bar = _DelayedBar(delay)
+    try:
+        with ipse_progress.reporting(bar):
+            yield
+    finally:
+        bar.close()
 
 
 def warn(message: str) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ipse.cli._output import console, emit_json, warn
+from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.errors import InputError, UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
@@ -159,7 +159,8 @@ def handoff_command(
         raise UsageError("-o - and --json would both write to stdout; choose one")
     if output is not None and not to_stdout and output.is_dir():
         raise UsageError(f"{output}: is a folder; -o takes a file path")
-    source = load(file, fmt, thread=thread)
+    with terminal_progress(quiet=as_json):
+        source = load(file, fmt, thread=thread)
     for line in source.warnings:  # e.g. results whose calls are not in the file
         warn(line)
     options = HandoffOptions(
@@ -183,14 +184,15 @@ def handoff_command(
         write = _writer(output)
     archive = None if no_archive or dry_run else _open_archive(store)
     try:
-        result = run(
-            source.current(),
-            options,
-            session=session or _session_id(source),
-            write=write,
-            archive=archive,
-            source=str(file),
-        )
+        with terminal_progress(quiet=as_json):
+            result = run(
+                source.current(),
+                options,
+                session=session or _session_id(source),
+                write=write,
+                archive=archive,
+                source=str(file),
+            )
     finally:
         if archive is not None:
             archive.close()

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ipse.cli._output import console, emit_json, warn
+from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.tokens import default_counter
 from ipse.transcript import FORMATS, load
 from ipse.transcript._inspect import inspect_report, message_rows
@@ -58,11 +58,12 @@ def inspect_command(
       ipse inspect session.jsonl --thread sidechain-1
       ipse inspect session.jsonl --messages     (the indices for handoff --at N)
     """
-    source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
-    counter = default_counter()
-    report = inspect_report(source, counter)
-    if list_messages:
-        report["message_index"] = message_rows(source.current(), counter)
+    with terminal_progress(quiet=as_json):
+        source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
+        counter = default_counter()
+        report = inspect_report(source, counter)
+        if list_messages:
+            report["message_index"] = message_rows(source.current(), counter)
     if as_json:
         emit_json(report)
         return

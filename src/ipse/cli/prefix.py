@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ipse.cli._output import console, emit_json, progress, warn
+from ipse.cli._output import console, emit_json, progress, terminal_progress, warn
 from ipse.errors import CheckFailed, InputError
 from ipse.prefix._lint import Finding, lint
 from ipse.prefix._report import PrefixReport, analyze
@@ -71,14 +71,15 @@ def prefix_command(
       ipse prefix requests.jsonl --provider vllm --json
       ipse prefix ~/.claude/projects/p/4d5611e5.jsonl
     """
-    requests_log = read_requests(log, fmt)
-    report = analyze(
-        requests_log.requests,
-        provider,
-        tokenizer=tokenizer,
-        progress=lambda items: progress(items, "replaying", total=len(requests_log.requests)),
-        warnings=requests_log.warnings,
-    )
+    with terminal_progress(quiet=as_json):
+        requests_log = read_requests(log, fmt)
+        report = analyze(
+            requests_log.requests,
+            provider,
+            tokenizer=tokenizer,
+            progress=lambda items: progress(items, "replaying", total=len(requests_log.requests)),
+            warnings=requests_log.warnings,
+        )
     if as_json:
         document = report.to_json()
         if show_values:

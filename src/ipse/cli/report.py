@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ipse.cli._output import console, emit_json, progress
+from ipse.cli._output import console, emit_json, progress, terminal_progress
 from ipse.transcript import FORMATS
 
 
@@ -58,13 +58,14 @@ def report_command(
     command = shlex.join(
         ["ipse", *sys.argv[1:]] if invoked else ["ipse", "report", str(input_path)]
     )
-    data = collect(
-        str(input_path),
-        format=fmt,
-        provider=provider,
-        command=command,
-        progress=lambda items: progress(items, "analysing"),
-    )
+    with terminal_progress(quiet=as_json):
+        data = collect(
+            str(input_path),
+            format=fmt,
+            provider=provider,
+            command=command,
+            progress=lambda items: progress(items, "analysing"),
+        )
     size = write_report(data, output)
     if as_json:
         emit_json({**data.to_json(), "output": str(output), "bytes": size})

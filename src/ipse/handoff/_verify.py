@@ -91,10 +91,12 @@ def verify(
     ``at`` names the cut the handoff used (``checkpoint``, ``now``, an index; ``checkpoint``
     looks for ``checkpoint_tool``); without it the untouched part is the longest run of
     identical trailing messages."""
-    old = [_written(before, m) for m in before.messages]
-    new = [_written(after, m) for m in after.messages]
+    # Messages are written out one pair at a time, only as far as the comparison goes: the
+    # whole conversation as JSON would be one more copy of the input in memory.
+    old = before.messages
+    new = after.messages
     if at is None:
-        tail = _common_suffix(old, new)
+        tail = _common_suffix(before, after)
         cut = len(old) - tail
         # A handoff keeps some tool blocks in the part it rewrites (the checkpoint's call and
         # result), always as they were: one that differs was changed, not handed off.
@@ -102,7 +104,13 @@ def verify(
     else:
         cut = settle(before.messages, resolve_cut(before, at, checkpoint_tool).index)
         tail = len(old) - cut
-        identical = tail <= len(new) and (tail == 0 or new[-tail:] == old[cut:])
+        identical = tail <= len(new) and (
+            tail == 0
+            or all(
+                _written(after, a) == _written(before, b)
+                for a, b in zip(new[-tail:], old[cut:], strict=True)
+            )
+        )
     prefix_out = after.messages[: len(new) - tail] if tail <= len(new) else after.messages
     lost, checked = _find_in_order(authored_texts(before.messages[:cut]), prefix_out)
     prefix_chars = authored_chars(before.messages[:cut])
@@ -181,9 +189,15 @@ def _preview(text: str, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _common_suffix(old: Sequence[bytes], new: Sequence[bytes]) -> int:
+def _common_suffix(before: Conversation, after: Conversation) -> int:
+    """How many trailing messages are identical as written."""
+    old, new = before.messages, after.messages
     n = 0
-    while n < len(old) and n < len(new) and old[-1 - n] == new[-1 - n]:
+    while (
+        n < len(old)
+        and n < len(new)
+        and _written(before, old[-1 - n]) == _written(after, new[-1 - n])
+    ):
         n += 1
     return n
 

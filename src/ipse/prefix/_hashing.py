@@ -15,12 +15,15 @@ which is all a replay needs); ``stable=True`` uses BLAKE2b for hashes shown to p
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ipse import jsonio
+from ipse.prefix._columns import AutoTtls, Column, InputWhere
+from ipse.prefix._growing import SharedHistory
 from ipse.prefix._rules import Rules
 from ipse.tokens import TokenCounter
 from ipse.transcript._codec import Codec, Positions, body_codec
@@ -59,22 +62,41 @@ class _Chunk:
 
 
 @dataclass(slots=True)
+class _Build:
+    """A request's positions while they are appended (and a session's shared store)."""
+
+    hashes: list[int] = field(default_factory=list)
+    chain: list[int] = field(default_factory=list)
+    cum: list[int] = field(default_factory=list)
+    ttls: list[str | None] = field(default_factory=list)
+    where: list[Locator] = field(default_factory=list)
+    groups: list[int] = field(default_factory=list)
+    settings: dict[str, bytes] = field(default_factory=dict)
+    setting_names: list[str] = field(default_factory=list)
+    tail: int = 0
+    breakpoints: int = 0
+    texts: list[bytes] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class Flat:
     """One request as a sequence of cache positions."""
 
     model: str | None
-    hashes: list[int] = field(default_factory=list)  # content hash per position
-    chain: list[int] = field(default_factory=list)  # prefix hash through each position
-    cum: list[int] = field(default_factory=list)  # estimated tokens through each position
-    ttls: list[str | None] = field(default_factory=list)  # breakpoint at the position
-    where: list[Locator] = field(default_factory=list)
-    groups: list[int] = field(default_factory=list)  # lookback position number
+    hashes: Sequence[int] = ()  # content hash per position
+    chain: Sequence[int] = ()  # prefix hash through each position
+    cum: Sequence[int] = ()  # estimated tokens through each position
+    ttls: Sequence[str | None] = ()  # breakpoint at the position
+    where: Sequence[Locator] = ()
+    groups: Sequence[int] = ()  # lookback position number
     settings: dict[str, bytes] = field(default_factory=dict)  # cache-relevant, canonical JSON
     setting_names: list[str] = field(default_factory=list)  # settings positions, in order
     tail: int = 0  # first position of the new tail (the last assistant turn onward)
     messages: int = 0
     breakpoints: int = 0  # cache_control markers found, automatic caching included
-    texts: list[bytes] = field(default_factory=list)  # the hashed bytes (kept by stable flattens)
+    texts: Sequence[bytes] = ()  # the hashed bytes (kept by stable flattens)
+    marks: Sequence[int] = ()  # the positions that have a breakpoint, in order
+    store: object = None  # the positions' shared store, when other requests share it
 
     @property
     def total(self) -> int:
@@ -83,6 +105,29 @@ class Flat:
     def tokens_before(self, position: int) -> int:
         """Estimated tokens of positions ``0 .. position-1``."""
         return self.cum[position - 1] if position > 0 else 0
+
+    def extends(self, other: Flat) -> bool:
+        """Whether ``other``'s positions are the first of this request's (known without
+        comparing: both are views of one store; False says nothing)."""
+        return (
+            self.store is not None
+            and self.store is other.store
+            and len(other.chain) <= len(self.chain)
+        )
+
+
+@dataclass(slots=True)
+class _Store:
+    """The positions of the requests that share one list of messages: the front (tools,
+    system, settings), then each message's positions, appended the first time one is reached."""
+
+    build: _Build
+    base: list[Any]
+    keep: tuple[Any, Any]  # the tools and system the key names by identity, kept alive
+    front: int  # positions before the first message
+    marks: list[int]  # positions with a breakpoint
+    ends: list[int] = field(default_factory=list)  # positions through message i
+    count: int = 0  # messages appended
 
 
 def _fast_hash(data: bytes) -> int:
@@ -211,6 +256,9 @@ class Flattener:
         self._by_id: dict[int, tuple[Any, _Seg]] = {}
         self._tokens: dict[int, int] = {}
         self._chunks: dict[tuple[int, int, str, int | None], _Chunk] = {}
+        self._stores: dict[tuple[Any, ...], _Store] = {}
+        self._images: dict[int, tuple[list[Any], int, int]] = {}
+        self._shared_order = list(self._order[-2:]) == ["history", "input"]
 
     # ------------------------------------------------------------------------ tokens
 
@@ -319,8 +367,10 @@ class Flattener:
 
     def flatten(self, body: Mapping[str, Any]) -> Flat:
         """The request's cache positions in prefix order."""
+        if isinstance(body, SharedHistory) and self._shared_order and not self.stable:
+            return self._flatten_shared(body)
         model = body.get("model")
-        flat = Flat(model=model if isinstance(model, str) else None)
+        flat = _Build()
         dialect = body_codec(body, self.rules.provider)
         parts = dialect.positions(body)
         segs = [self._message(m, parts.per_message) for m in parts.messages]
@@ -339,9 +389,122 @@ class Flattener:
                 self._emit_history(flat, segs, last_assistant, len(parts.system_messages))
             elif layer == "input":
                 self._emit_input(flat, segs, last_assistant, len(parts.system_messages))
-        flat.messages = len(parts.system_messages) + len(parts.messages)
         self._automatic(flat, body)
-        return flat
+        return Flat(
+            model=model if isinstance(model, str) else None,
+            hashes=flat.hashes,
+            chain=flat.chain,
+            cum=flat.cum,
+            ttls=flat.ttls,
+            where=flat.where,
+            groups=flat.groups,
+            settings=flat.settings,
+            setting_names=flat.setting_names,
+            tail=flat.tail,
+            messages=len(parts.system_messages) + len(parts.messages),
+            breakpoints=flat.breakpoints,
+            texts=flat.texts,
+            marks=[p for p, ttl in enumerate(flat.ttls) if ttl is not None],
+        )
+
+    # ------------------------------------------------------------------------ shared history
+
+    def _flatten_shared(self, body: SharedHistory) -> Flat:
+        """`flatten` for a body whose messages are a prefix of a list other bodies share.
+
+        The same positions as `flatten`, computed once per message for all the bodies that
+        share the list: each message is appended to one store the first time a body reaches
+        it, and a body is a view of the store's first positions, with its own layer names
+        after its last assistant turn and its own automatic breakpoint.
+        """
+        base, count = body.base, body.count
+        front = body.front
+        has_image = self._first_image(base, count) < count
+        settings = self._setting_values(front, has_image)
+        dialect = body_codec(front, self.rules.provider)
+        parts = dialect.positions(front)
+        key = (id(base), id(parts.tools), id(parts.system_source), tuple(settings.items()))
+        store = self._stores.get(key)
+        if store is None or store.base is not base:
+            store = self._new_store(base, parts, settings)
+            self._stores[key] = store
+        build = store.build
+        for i in range(store.count, count):
+            seg = self._message(base[i], parts.per_message)
+            start = len(build.hashes)
+            self._emit(build, seg, "history", i, memo=False)
+            store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
+            store.ends.append(len(build.hashes))
+        store.count = max(store.count, count)
+        n = store.ends[count - 1] if count else store.front
+        last = -1
+        for i in range(count - 1, -1, -1):
+            if dialect.speaker(base[i]) == "assistant":
+                last = i
+                break
+        tail = store.front if last <= 0 else store.ends[last - 1]
+        input_from = store.front if last < 0 else store.ends[last]
+        marks = store.marks[: bisect.bisect_right(store.marks, n - 1)]
+        breakpoints = len(marks)
+        ttls: Sequence[str | None] = Column(build.ttls, n)
+        auto = front.get("cache_control")
+        if self._anthropic and auto is not None and n:
+            at = n - 1
+            while at > 0 and build.where[at][0] == "settings":
+                at -= 1
+            if build.ttls[at] is None:
+                ttl = "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
+                ttls = AutoTtls(build.ttls, n, at, ttl)
+                marks = sorted([*marks, at])
+            breakpoints += 1
+        model = front.get("model")
+        return Flat(
+            model=model if isinstance(model, str) else None,
+            hashes=Column(build.hashes, n),
+            chain=Column(build.chain, n),
+            cum=Column(build.cum, n),
+            ttls=ttls,
+            where=InputWhere(build.where, n, input_from),
+            groups=Column(build.groups, n),
+            settings=build.settings,
+            setting_names=build.setting_names,
+            tail=tail,
+            messages=count,
+            breakpoints=breakpoints,
+            marks=marks,
+            store=store,
+        )
+
+    def _first_image(self, base: list[Any], count: int) -> int:
+        """The index of the first message of ``base[:count]`` holding an image (else count)."""
+        seen = self._images.get(id(base))
+        scanned, first = (seen[1], seen[2]) if seen is not None and seen[0] is base else (0, -1)
+        if first < 0:
+            for i in range(scanned, count):
+                content = base[i].get("content") if isinstance(base[i], Mapping) else None
+                if isinstance(content, list) and any(
+                    isinstance(b, Mapping) and b.get("type") in _IMAGE_TYPES for b in content
+                ):
+                    first = i
+                    break
+            scanned = max(scanned, count)
+            self._images[id(base)] = (base, scanned, first)
+        return first if first >= 0 else count
+
+    def _new_store(self, base: list[Any], parts: Positions, settings: dict[str, bytes]) -> _Store:
+        """A store holding the positions before the first message (order ends with messages)."""
+        build = _Build(settings=settings)
+        levels = self._levels(settings)
+        self._emit_settings(build, levels.get("all", ()))
+        for layer in self._order[:-2]:
+            if layer == "tools":
+                self._emit(build, self._tools(parts.tools), "tools", None)
+            elif layer == "system":
+                self._emit_system(build, parts, levels.get("system", ()))
+            elif layer == "settings":
+                self._emit_settings(build, levels.get("messages", ()))
+        marks = [p for p, ttl in enumerate(build.ttls) if ttl is not None]
+        return _Store(build, base, (parts.tools, parts.system_source), len(build.hashes), marks)
 
     def _levels(self, settings: Mapping[str, bytes]) -> dict[str, list[str]]:
         """Setting names by the level a change of them invalidates."""
@@ -350,13 +513,13 @@ class Flattener:
             by_level.setdefault(self._settings[name], []).append(name)
         return by_level
 
-    def _emit_system(self, flat: Flat, parts: Positions, settings: Sequence[str]) -> None:
+    def _emit_system(self, flat: _Build, parts: Positions, settings: Sequence[str]) -> None:
         self._emit_settings(flat, settings)
         self._emit(flat, self._system(parts), "system", None)
         for i, m in enumerate(parts.system_messages):
             self._emit(flat, self._message(m, parts.per_message), "system", i)
 
-    def _emit_history(self, flat: Flat, segs: Sequence[_Seg], last: int, offset: int) -> None:
+    def _emit_history(self, flat: _Build, segs: Sequence[_Seg], last: int, offset: int) -> None:
         """Messages before the newest input; ``flat.tail`` marks the last assistant turn."""
         flat.tail = len(flat.hashes)
         for i, seg in enumerate(segs[: last + 1]):
@@ -364,11 +527,11 @@ class Flattener:
                 flat.tail = len(flat.hashes)
             self._emit(flat, seg, "history", offset + i)
 
-    def _emit_input(self, flat: Flat, segs: Sequence[_Seg], last: int, offset: int) -> None:
+    def _emit_input(self, flat: _Build, segs: Sequence[_Seg], last: int, offset: int) -> None:
         for i, seg in enumerate(segs[last + 1 :], start=last + 1):
             self._emit(flat, seg, "input", offset + i)
 
-    def _automatic(self, flat: Flat, body: Mapping[str, Any]) -> None:
+    def _automatic(self, flat: _Build, body: Mapping[str, Any]) -> None:
         """Anthropic's automatic caching: a top-level ``cache_control`` marks the last block."""
         auto = body.get("cache_control")
         if not (self._anthropic and auto is not None and flat.ttls):
@@ -382,17 +545,20 @@ class Flattener:
             )
         flat.breakpoints += 1
 
-    def _emit(self, flat: Flat, seg: _Seg, layer: str, index: int | None) -> None:
+    def _emit(
+        self, flat: _Build, seg: _Seg, layer: str, index: int | None, *, memo: bool = True
+    ) -> None:
         """Append a segment's positions; memoised by (prefix hash before it, segment), so a
         history repeated by the next request costs a few list extends, not a loop."""
         if not seg.hashes:
             return
         before = flat.chain[-1] if flat.chain else 0
         key = (before, id(seg), layer, index)
-        chunk = self._chunks.get(key)
+        chunk = self._chunks.get(key) if memo else None
         if chunk is None or chunk.seg is not seg:
             chunk = self._chunk(seg, before, layer, index)
-            self._chunks[key] = chunk
+            if memo:
+                self._chunks[key] = chunk
         total = flat.cum[-1] if flat.cum else 0
         group = flat.groups[-1] if flat.groups else -1
         flat.hashes.extend(seg.hashes)
@@ -423,7 +589,7 @@ class Flattener:
             chunk.groups.append(group)
         return chunk
 
-    def _emit_settings(self, flat: Flat, names: Sequence[str]) -> None:
+    def _emit_settings(self, flat: _Build, names: Sequence[str]) -> None:
         for name in names:
             data = f"setting:{name}=".encode() + flat.settings[name]
             h = self._hash(data)

@@ -229,16 +229,21 @@ def _analyze(
         order.sort(key=lambda r: r.time or datetime.min)
     chosen, label = _counter(requests, tokenizer, counter)
     flattener = Flattener(table, chosen)
-    index: dict[int, tuple[int, int]] = {}  # prefix hash -> (slot in `seen`, position)
+    # prefix hash -> a cell holding the slot in `seen` of the last request that had it; a
+    # request that extends the one before it takes over that one's cell, so only its new
+    # positions are indexed (the cost follows the new work, not the history)
+    index: dict[int, list[int]] = {}
+    cells: list[list[int]] = []
     by_first: dict[int, int] = {}  # first message's hash -> slot in `seen`
     by_conversation: dict[str, int] = {}  # known thread -> its last slot in `seen`
     seen: list[tuple[Request, Flat]] = []
     rows: dict[int, Row] = {}
     cost_ideal = 0.0
-    fit = _fit_front(order, flattener)
+    flats: dict[int, Flat] = {}
+    fit = _fit_front(order, flattener, flats)
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
-        flat = flattener.flatten(request.body)
+        flat = flats.pop(request.index, None) or flattener.flatten(request.body)
         actual = actual_tokens(request.usage)
         scale, front = 1.0, 0
         if request.body.get("system") is UNRECORDED_FRONT:
@@ -322,9 +327,18 @@ def _analyze(
             predicted_cause,
         )
         slot_now = len(seen)
+        start = 0
+        if seen and flat.extends(seen[-1][1]):
+            cell = cells[-1]
+            cell[0] = slot_now
+            start = len(seen[-1][1].chain)
+        else:
+            cell = [slot_now]
+        cells.append(cell)
         seen.append((request, flat))
-        for p, h in enumerate(flat.chain):
-            index[h] = (slot_now, p)
+        chain = flat.chain
+        for p in range(start, len(chain)):
+            index[chain[p]] = cell
         first = _first_message_hash(flat)
         if first is not None:
             by_first[first] = slot_now
@@ -359,16 +373,20 @@ def _not_served(index: int, candidate: int, tokens: int) -> Cause:
     )
 
 
-def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:
+def _fit_front(
+    requests: Sequence[Request], flattener: Flattener, flats: dict[int, Flat]
+) -> tuple[float, int]:
     """(tokens per estimated token, tokens of the unrecorded front) by least squares over the
-    requests rebuilt from a session: recorded total = front + k * estimated messages."""
+    requests rebuilt from a session: recorded total = front + k * estimated messages. The
+    requests flattened on the way are kept in ``flats`` (by index) for the replay."""
     points = []
     for request in requests:
         if request.body.get("system") is not UNRECORDED_FRONT:
             continue
         actual = actual_tokens(request.usage)
         if actual is not None:
-            points.append((float(flattener.flatten(request.body).total), float(actual.total)))
+            flat = flats[request.index] = flattener.flatten(request.body)
+            points.append((float(flat.total), float(actual.total)))
     if len(points) < 2:
         return 1.0, 0
     n = len(points)
@@ -403,7 +421,7 @@ def _model_warnings(model: str | None, provider: str) -> list[str]:
 
 
 def _best(
-    flat: Flat, index: dict[int, tuple[int, int]], by_first: dict[int, int]
+    flat: Flat, index: dict[int, list[int]], by_first: dict[int, int]
 ) -> tuple[int, int | None]:
     """Positions shared with the best earlier request, and that request's slot."""
     chain = flat.chain

@@ -33,6 +33,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
+from ipse.prefix._growing import SharedHistory
 from ipse.transcript import (
     DIALECTS,
     WRITABLE_FORMATS,
@@ -145,15 +146,24 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
         raise InputError("no request with messages in this input", path=p)
+    checked: dict[int, int] = {}
     for request in kept:
-        _check_messages(request, p)
+        _check_messages(request, p, checked)
     return RequestLog(p, name, kept, warnings)
 
 
-def _check_messages(request: Request, p: Path) -> None:
+def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     """Refuse messages that are not objects, and content that is neither text, a list of
-    block objects, nor null: a replay of such a request would measure nothing real."""
-    for number, message in enumerate(request.body.get("messages") or ()):
+    block objects, nor null: a replay of such a request would measure nothing real. Messages
+    of a shared history are checked once (``checked``: per list, how many were)."""
+    body = request.body
+    first = 0
+    messages: Any = body.get("messages") or () if not isinstance(body, SharedHistory) else ()
+    if isinstance(body, SharedHistory):
+        first = checked.get(id(body.base), 0)
+        checked[id(body.base)] = max(first, body.count)
+        messages = body.base[first : body.count]
+    for number, message in enumerate(messages, start=first):
         where = f"request {request.index} message {number}"
         if not isinstance(message, Mapping):
             raise InputError("a message must be a JSON object", path=p, position=where)
@@ -194,6 +204,8 @@ def _sniff(p: Path) -> str:
 
 
 def _has_messages(request: Request, warnings: list[str]) -> bool:
+    if isinstance(request.body, SharedHistory) and request.body.count:
+        return True
     if body_codec(request.body, request.provider).positions(request.body).messages:
         return True
     warnings.append(f"request {request.index} ({request.source}) has no messages; skipped")
@@ -302,14 +314,17 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 continue
             journaled = journal.get(str(message.meta.get("request_ref")))
             if journaled is not None:
-                request_body = _journaled_body(journaled, model, dicts[:k])
+                request_body = _journaled_body(journaled, model, dicts, k)
             else:
-                request_body = {
-                    "model": model,
-                    "system": UNRECORDED_FRONT,
-                    "messages": dicts[:k],
-                    "cache_control": {"type": "ephemeral"},
-                }
+                request_body = SharedHistory(
+                    {
+                        "model": model,
+                        "system": UNRECORDED_FRONT,
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                    dicts,
+                    k,
+                )
             previous = messages[k - 1].meta.get("timestamp")
             usage = message.meta.get("usage")
             yield Request(
@@ -325,10 +340,12 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             index += 1
 
 
-def _journaled_body(journaled: JournaledRequest, model: Any, rebuilt: list[Any]) -> dict[str, Any]:
+def _journaled_body(
+    journaled: JournaledRequest, model: Any, rebuilt: list[Any], count: int
+) -> Mapping[str, Any]:
     """A request as the session journaled it: the front and settings exactly as sent, the
-    messages as journaled when they resolve (else as rebuilt from the records, with
-    automatic caching standing for breakpoints not known)."""
+    messages as journaled when they resolve (else the first ``count`` of those rebuilt from
+    the records, with automatic caching standing for breakpoints not known)."""
     body: dict[str, Any] = {
         k: v for k, v in journaled.params.items() if k not in ("betas", "messages")
     }
@@ -338,10 +355,9 @@ def _journaled_body(journaled: JournaledRequest, model: Any, rebuilt: list[Any])
         body["tools"] = journaled.tools
     if journaled.messages is not None:
         body["messages"] = journaled.messages
-    else:
-        body["messages"] = rebuilt
-        body["cache_control"] = {"type": "ephemeral"}
-    return body
+        return body
+    body["cache_control"] = {"type": "ephemeral"}
+    return SharedHistory(body, rebuilt, count)
 
 
 def body_provider(body: Mapping[str, Any]) -> str:

@@ -140,7 +140,7 @@ class AnthropicSimulator:
         flat, now = step.flat, step.time
         model = flat.model
         store = self._store
-        breakpoints = [p for p, ttl in enumerate(flat.ttls) if ttl is not None][: self._max]
+        breakpoints = list(flat.marks[: self._max])
         minimum = self.rules.min_tokens(model)[0]
         hit = 0
         hit_entry: _Entry | None = None

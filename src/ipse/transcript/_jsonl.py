@@ -8,14 +8,14 @@ continue past lines that fail to parse, recording a warning for each.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.fileio import open_regular, read_bytes
+from ipse.fileio import open_regular, read_bytes, read_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +68,15 @@ def parse_json(data: bytes, path: str | Path) -> Any:
 
 
 def iter_jsonl(
-    data: bytes,
+    data: bytes | Iterable[bytes],
     path: str | Path,
     *,
     skip_bad_lines: bool = False,
     warnings: list[str] | None = None,
 ) -> Iterator[JsonlRecord]:
-    """JSON objects of JSONL bytes, one per non-blank line."""
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    """JSON objects of JSONL bytes (or of its lines), one per non-blank line."""
+    lines = data.split(b"\n") if isinstance(data, bytes) else data
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -104,7 +105,6 @@ def iter_jsonl(
 def read_jsonl(
     path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
 ) -> Iterator[JsonlRecord]:
-    """The JSON objects of a JSONL file."""
-    yield from iter_jsonl(
-        read_text_bytes(path), path, skip_bad_lines=skip_bad_lines, warnings=warnings
-    )
+    """The JSON objects of a JSONL file, read line by line (never the whole file at once)."""
+    check_text_head(path)
+    yield from iter_jsonl(read_lines(path), path, skip_bad_lines=skip_bad_lines, warnings=warnings)

@@ -17,7 +17,8 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, UnknownFormat
-from ipse.transcript._jsonl import parse_json, read_text_bytes
+from ipse.fileio import read_lines
+from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
 
 FORMATS = (
@@ -123,6 +124,9 @@ def detect(path: str | Path) -> str:
         if any(p.glob("*.json")):
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
+    head = _jsonl_head(p)
+    if head is not None:
+        return _records_format(head, p)
     data = read_text_bytes(p)
     multi_line = b"\n" in data.strip()
     if multi_line and _first_line_is_object(data):
@@ -140,6 +144,38 @@ def detect(path: str | Path) -> str:
     if not isinstance(document, Mapping):
         raise UnknownFormat("a JSON document that is neither an object nor an array", path=p)
     return _document_format(document, p)
+
+
+def _jsonl_head(p: Path) -> list[Mapping[str, Any]] | None:
+    """The records detection judges a JSONL file by, read from its first lines only (a large
+    session is not read whole just to be named): the JSON objects among the first
+    ``_DETECT_RECORDS`` non-blank lines, when the first non-blank line is an object and
+    another non-blank line follows. None: decide on the whole file, as before."""
+    check_text_head(p)
+    lines: list[bytes] = []
+    for number, line in enumerate(read_lines(p)):
+        if number >= 2 * _DETECT_RECORDS or (number >= 50 and not lines):
+            return None  # the whole-file reading would judge the rest as one line
+        if line.strip():
+            lines.append(line)
+            if len(lines) >= _DETECT_RECORDS:
+                break
+    if len(lines) < 2:
+        return None
+    try:
+        if not isinstance(jsonio.loads(lines[0]), Mapping):
+            return None
+    except jsonio.JSONDecodeError:
+        return None
+    out = []
+    for line in lines:
+        try:
+            value = jsonio.loads(line)
+        except jsonio.JSONDecodeError:
+            continue
+        if isinstance(value, Mapping):
+            out.append(value)
+    return out
 
 
 def _array_format(items: list[Any], path: Path) -> str:
@@ -180,7 +216,10 @@ def _jsonl_objects(data: bytes, limit: int) -> list[Mapping[str, Any]]:
 
 
 def _jsonl_format(data: bytes, path: Path) -> str:
-    records = _jsonl_objects(data, _DETECT_RECORDS)
+    return _records_format(_jsonl_objects(data, _DETECT_RECORDS), path)
+
+
+def _records_format(records: list[Mapping[str, Any]], path: Path) -> str:
     for record in records:
         name = record_format(record)
         if name is not None:

@@ -11,12 +11,17 @@ versions write subagents inline with ``isSidechain: true``; named ``sidechain-1`
 order of appearance), and one per file in the ``subagents/`` folder beside the session (named by
 the file's stem, e.g. ``agent-a2898e3``).
 
+Records keep what the threads are built from; the structured copies of tool results and the
+payloads of progress records are dropped as they are read (see `_slim`).
+
 Records become messages like this: records that are not messages (progress, snapshots, queue
 operations, system records) are skipped; the ``assistant`` records that share ``message.id`` (one
-content block each) are merged into one message; consecutive ``user`` records holding only tool
-results are merged into one message, as the harness sends them. A tool result whose call is not
-in the file (a session continued from another, a fixture cut mid-exchange) is kept and reported
-once in the warnings; a handoff removes it with the rest of the tool traffic before the cut.
+content block each) are merged into one message, as long as nothing but tool results came
+between them (a reused id in a later turn starts a new message); consecutive ``user`` records
+holding only tool results are merged into one message, as the harness sends them. A tool result
+whose call is not in the file (a session continued from another, a fixture cut mid-exchange) is
+kept and reported once in the warnings; a handoff removes it with the rest of the tool traffic
+before the cut.
 
 Only the live path makes the conversation: the records of an abandoned branch (a rewind, an
 edit, a retry) never join it, even when they repeat a response's ``message.id``; a parallel
@@ -96,7 +101,7 @@ class ClaudeCodeSession:
         for candidate in candidates:
             if candidate in self.subagent_files:
                 sub = self.subagent_files[candidate]
-                records = list(
+                records = _slim(
                     read_jsonl(sub, skip_bad_lines=self.skip_bad_lines, warnings=self.warnings)
                 )
                 return _build_thread(candidate, records, sub, self.warnings)
@@ -134,7 +139,7 @@ def read_session(
     """Parse a Claude Code session file (and find its ``subagents/`` folder, if any)."""
     p = Path(path)
     sink = warnings if warnings is not None else []
-    records = list(read_jsonl(p, skip_bad_lines=skip_bad_lines, warnings=sink))
+    records = _slim(read_jsonl(p, skip_bad_lines=skip_bad_lines, warnings=sink))
     if not records:
         raise InputError("no records in the session file", path=p)
     folder = p.with_suffix("") / "subagents"
@@ -142,6 +147,21 @@ def read_session(
     if folder.is_dir():
         subagents = {f.stem: f for f in sorted(folder.glob("*.jsonl"))}
     return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
+
+
+def _slim(records: Iterable[JsonlRecord]) -> list[JsonlRecord]:
+    """The records without the copies no reader uses: ``toolUseResult`` (a structured copy of
+    a tool result the message already holds) and a progress record's ``data`` (hook and tool
+    progress, often with whole messages). They are a third to a half of a session's bytes."""
+    out = []
+    for record in records:
+        data = record.data
+        if isinstance(data, dict):
+            data.pop("toolUseResult", None)
+            if data.get("type") == "progress":
+                data.pop("data", None)
+        out.append(record)
+    return out
 
 
 def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
@@ -364,8 +384,9 @@ def _messages(records: Iterable[JsonlRecord], path: Path) -> list[Message]:
             message = _as_harness(message)
         if kind == "assistant":
             message_id = payload.get("id")
-            if isinstance(message_id, str) and message_id in by_id:
-                index = by_id[message_id]
+            index = by_id.get(message_id) if isinstance(message_id, str) else None
+            if index is not None and all(_only_results(m) for m in out[index + 1 :]):
+                # another block of the same response (its tool results may come between)
                 out[index] = _merge(out[index], message, meta)
                 continue
             if isinstance(message_id, str):

@@ -1,0 +1,235 @@
+"""Big Claude Code sessions: ``prefix``, ``inspect`` and ``handoff`` against an orjson parse.
+
+Generates, into a temporary folder, Claude Code session files of the sizes asked for (MB) by
+chaining copies of the largest shared session into one long thread: every copy gets fresh
+record ids, response ids and tool-call ids, times shifted after the previous copy, and its root
+hung under the previous copy's last record, so the whole file is one conversation the way a
+long-running session writes it (``--keep-compactions`` keeps each copy's compaction boundary;
+by default the boundaries become plain records, the worst case: one segment, every turn a
+request with the whole history before it). ``--big-string MB`` also writes a session whose one
+tool result is a single string of that size (``--string-kind``: lines, base64, letters).
+
+For each file, in one run: the baseline (``orjson.loads`` of every line, in this process, best
+of ``--repeat``), then each command in a child process (``python -m ipse ...`` with its output
+discarded), with the child's CPU time and peak resident memory from ``wait4``. CPU time, not
+wall time, is compared, so that other work on a shared machine does not count; it includes the
+interpreter's start (about 0.1 s) and, for ``inspect``, loading the o200k table (about 0.6 s).
+Prints CPU seconds, the ratio to the baseline, wall seconds, peak MB and peak memory over the
+file size.
+
+    python bench/bigsession.py --sizes 18 36 72 [--commands prefix inspect handoff]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "claude-code"
+SOURCE = SHARED / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_KEEP = frozenset({"sessionId"})
+
+
+def _remap(value: Any, copy: int, shift: timedelta, key: str = "") -> Any:
+    """A record of copy ``copy``: ids made unique to the copy, times shifted."""
+    if isinstance(value, dict):
+        return {k: _remap(v, copy, shift, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_remap(v, copy, shift, key) for v in value]
+    if not isinstance(value, str) or key in _KEEP or copy == 0:
+        return value
+    if key == "timestamp":
+        when = datetime.fromisoformat(value.replace("Z", "+00:00")) + shift
+        return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if _UUID.match(value):
+        return f"{value[:24]}{int(value[24:], 16) ^ copy:012x}"
+    if value.startswith(("toolu_", "msg_", "req_")):
+        return f"{value}_{copy}"
+    return value
+
+
+def _source_records(keep_compactions: bool) -> tuple[list[dict[str, Any]], str, str, timedelta]:
+    """The shared session's records, its live root and last uuid, and its time span."""
+    records = [orjson.loads(line) for line in SOURCE.read_bytes().splitlines() if line.strip()]
+    by_uuid = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
+    if not keep_compactions:  # as the reader links them: the logical parent, else the record before
+        previous = None
+        for record in records:
+            if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+                logical = record.get("logicalParentUuid")
+                record["subtype"] = "informational"
+                record["parentUuid"] = logical if logical in by_uuid else previous
+            if isinstance(record.get("uuid"), str):
+                previous = record["uuid"]
+    last = [r for r in records if isinstance(r.get("uuid"), str)][-1]
+    current = last
+    while True:
+        parent = current.get("parentUuid")
+        if not isinstance(parent, str) or parent not in by_uuid:
+            break
+        current = by_uuid[parent]
+    times = [
+        datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
+        for r in records
+        if isinstance(r.get("timestamp"), str)
+    ]
+    span = max(times) - min(times) + timedelta(minutes=10)
+    return records, current["uuid"], last["uuid"], span
+
+
+def generate(path: Path, megabytes: float, keep_compactions: bool = False) -> Path:
+    """A session file of at least ``megabytes`` MB: copies of the shared session, chained."""
+    records, root, last, span = _source_records(keep_compactions)
+    target = int(megabytes * 1_000_000)
+    written = 0
+    copy = 0
+    with path.open("wb") as out:
+        while written < target:
+            for record in records:
+                new = _remap(record, copy, span * copy)
+                if copy and record.get("uuid") == root:
+                    new["parentUuid"] = _remap(last, copy - 1, span)
+                line = orjson.dumps(new) + b"\n"
+                out.write(line)
+                written += len(line)
+            copy += 1
+    return path
+
+
+def big_text(megabytes: float, kind: str) -> str:
+    """``lines``: 100-character lines; ``base64``: one line of base64 (an encoded file);
+    ``letters``: one run of letters (the worst case for a byte-pair tokenizer)."""
+    size = int(megabytes * 1_000_000)
+    if kind == "lines":
+        return ("x" * 99 + "\n") * (size // 100)
+    if kind == "base64":
+        return base64.b64encode(random.Random(0).randbytes(size * 3 // 4)).decode()
+    return "x" * size
+
+
+def generate_big_string(path: Path, megabytes: float, kind: str = "lines") -> Path:
+    """The shared session with one tool result replaced by a single string of that size."""
+    records, _, _, _ = _source_records(True)
+    text = big_text(megabytes, kind)
+    done = False
+    with path.open("wb") as out:
+        for record in records:
+            content = (record.get("message") or {}).get("content")
+            if not done and record.get("type") == "user" and isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        block["content"] = text
+                        done = True
+                        break
+            out.write(orjson.dumps(record) + b"\n")
+    return path
+
+
+def parse(path: Path) -> None:
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                orjson.loads(line)
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    """The least CPU time of ``repeat`` runs (CPU, not wall: the machine may be shared)."""
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+def command(name: str, path: Path, folder: Path) -> list[str]:
+    if name == "prefix":
+        return ["prefix", str(path), "--json"]
+    if name == "inspect":
+        return ["inspect", str(path), "--json"]
+    if name == "handoff":
+        return ["handoff", str(path), "--at", "now", "-o", str(folder / "out.json")]
+    raise SystemExit(f"unknown command {name}")
+
+
+def run(args: list[str], timeout: float, home: Path) -> tuple[float, float, float, int]:
+    """CPU seconds, wall seconds, peak resident MB, exit status of ``python -m ipse ARGS``."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ipse", *args],
+        env={**os.environ, "IPSE_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = start + timeout
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            child.kill()
+            pid, status, usage = os.wait4(child.pid, 0)
+            return float("inf"), float("inf"), usage.ru_maxrss / 1024, -9
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1) and child.stderr is not None:
+        sys.stderr.write(child.stderr.read().decode(errors="replace")[-2000:])
+    cpu = usage.ru_utime + usage.ru_stime
+    return cpu, elapsed, usage.ru_maxrss / 1024, code
+
+
+def report(path: Path, label: str, commands: list[str], repeat: int, timeout: float) -> None:
+    size = path.stat().st_size
+    base = best(lambda: parse(path), repeat)
+    print(f"{label}: {size / 1e6:.1f} MB, orjson parse {base:.3f} s CPU", flush=True)
+    for name in commands:
+        home = path.parent / "home"
+        seconds, wall, peak, code = run(command(name, path, path.parent), timeout, home)
+        print(
+            f"  {name:<8} {seconds:8.2f} s CPU {seconds / base:7.2f}x parse  ({wall:6.2f} s wall)"
+            f"   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file   exit {code}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=float, nargs="*", default=[18, 36, 72])
+    parser.add_argument(
+        "--commands", nargs="*", default=["prefix", "inspect", "handoff"], help="what to run"
+    )
+    parser.add_argument("--big-string", type=float, default=0, help="MB of one tool result")
+    parser.add_argument("--string-kind", choices=["lines", "base64", "letters"], default="lines")
+    parser.add_argument("--keep-compactions", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for megabytes in args.sizes:
+            path = generate(folder / f"s{megabytes:g}.jsonl", megabytes, args.keep_compactions)
+            report(path, f"session {megabytes:g} MB", args.commands, args.repeat, args.timeout)
+            path.unlink()
+        if args.big_string:
+            path = generate_big_string(folder / "big.jsonl", args.big_string, args.string_kind)
+            label = f"one {args.big_string:g} MB string ({args.string_kind})"
+            report(path, label, args.commands, 1, args.timeout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Read-only views of the first ``n`` entries of a list that later requests keep appending to.
+
+The requests rebuilt from one session each repeat the whole history before them; their cache
+positions are the first ``n`` positions of one shared, append-only store, so a request's
+`Flat` is a set of these views (constant size) instead of copies (size of the history). Two
+positions differ between requests sharing a store, and views overlay them: the layer name of
+the messages after the last assistant turn (``input`` in this request, ``history`` in later
+ones) and the breakpoint that automatic caching puts on the last block.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar, overload
+
+T = TypeVar("T")
+
+
+class Column(Sequence[T]):
+    """The first ``n`` entries of ``data`` (which may grow past ``n``)."""
+
+    __slots__ = ("_data", "_n")
+
+    def __init__(self, data: list[T], n: int) -> None:
+        self._data = data
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _at(self, i: int) -> T:
+        return self._data[i]
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("position out of range")
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[T]:
+        return itertools.islice(self._data, self._n)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=False))
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class InputWhere(Column[tuple[str, int, int]]):
+    """Locators, with the message positions from ``start`` on named ``input``."""
+
+    __slots__ = ("_start",)
+
+    def __init__(self, data: list[tuple[str, int, int]], n: int, start: int) -> None:
+        super().__init__(data, n)
+        self._start = start
+
+    def _at(self, i: int) -> tuple[str, int, int]:
+        where = self._data[i]
+        if i >= self._start and where[0] == "history":
+            return ("input", where[1], where[2])
+        return where
+
+    def __iter__(self) -> Iterator[tuple[str, int, int]]:
+        return (self._at(i) for i in range(self._n))
+
+
+class AutoTtls(Column[Any]):
+    """Breakpoint TTLs, with ``ttl`` at position ``at`` (automatic caching's last block)."""
+
+    __slots__ = ("_pos", "_ttl")
+
+    def __init__(self, data: list[str | None], n: int, at: int, ttl: str | None) -> None:
+        super().__init__(data, n)
+        self._pos = at
+        self._ttl = ttl
+
+    def _at(self, i: int) -> str | None:
+        return self._ttl if i == self._pos else self._data[i]
+
+    def __iter__(self) -> Iterator[str | None]:
+        return (self._at(i) for i in range(self._n))
