@@ -211,3 +211,18 @@ def test_newer_checkpoint_moves_the_anchor() -> None:
     assert out.anchor == "cp2" and not out.cached
     ids = [b.get("id") for m in out.body["messages"] for b in m["content"] if "id" in b]  # type: ignore[index]
     assert "t2" not in ids and "cp2" in ids
+
+
+def test_conversation_key() -> None:
+    from ipse.handoff import conversation_key
+
+    body = _session()
+    assert conversation_key({"X-Claude-Code-Session-Id": "abc"}, body, "anthropic") == "session:abc"
+    first = conversation_key({}, body, "anthropic")
+    grown = _session("claude-x", assistant(text("more")))
+    assert conversation_key({}, grown, "anthropic") == first
+    other = {**body, "messages": [user(text("another task")), *body["messages"][1:]]}
+    assert conversation_key({}, other, "anthropic") != first
+    chat = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}
+    assert conversation_key({}, chat, "openai-chat").startswith("hash:")
+    assert conversation_key({}, {"input": "hi"}, "openai-responses").startswith("hash:")

@@ -413,6 +413,32 @@ def _newest_checkpoint(
     return newest
 
 
+SESSION_HEADER = "x-claude-code-session-id"
+
+
+def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialect: str) -> str:
+    """The key of the conversation a request belongs to: Claude Code's session id header when
+    present, else a hash of the system prompt and the first user message (stable across the
+    conversation's requests, different between conversations)."""
+    session = next((v for k, v in headers.items() if k.lower() == SESSION_HEADER), None)
+    if session and session.isprintable() and len(session) <= 200:
+        return f"session:{session}"
+    key_name = "input" if dialect == "openai-responses" else "messages"
+    history = body.get(key_name)
+    items = history if isinstance(history, list) else [history]
+    system = body.get("instructions") if dialect == "openai-responses" else body.get("system")
+    if dialect == "openai-chat":
+        system = [
+            m for m in items if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+        ][:4]
+    first = next(
+        (m for m in items if isinstance(m, Mapping) and m.get("role") == "user"),
+        items[0] if items else None,
+    )
+    digest = hashlib.sha256(jsonio.dumps([system, first])).hexdigest()[:32]
+    return f"hash:{digest}"
+
+
 def checkpoint_calls(
     conversation: Conversation, tool_names: Sequence[str] = CHECKPOINT_TOOLS
 ) -> list[ToolCall]:
@@ -427,10 +453,12 @@ def checkpoint_calls(
 
 __all__ = [
     "CHECKPOINT_TOOLS",
+    "SESSION_HEADER",
     "Rewrite",
     "binds_thinking",
     "checkpoint_calls",
     "clear_cache",
+    "conversation_key",
     "is_checkpoint",
     "rewrite_request",
 ]
