@@ -90,7 +90,7 @@ def _config(**options: Any) -> Any:
 @click.group("proxy", invoke_without_command=True)
 @_options
 @click.pass_context
-def proxy_group(ctx: click.Context, **options: Any) -> None:
+def proxy_group(ctx: click.Context, /, **options: Any) -> None:
     """Run the ipse proxy in the foreground (Ctrl-C stops it).
 
     Point a client at it (ANTHROPIC_BASE_URL=http://127.0.0.1:8765, OPENAI_BASE_URL=
