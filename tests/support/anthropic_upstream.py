@@ -98,7 +98,12 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length)
-            body = json.loads(raw) if raw else {}
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                error = {"type": "invalid_request_error", "message": "body is not valid JSON"}
+                self._json(400, {"type": "error", "error": error})
+                return
             with lock:
                 upstream.received.append(
                     {"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw}

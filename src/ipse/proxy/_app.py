@@ -21,6 +21,7 @@ so no record is lost.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -353,6 +354,7 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
             "inflight": state.inflight,
             "requests": state.requests,
             "pending_bookkeeping": state.pending,
+            "tasks": len(asyncio.all_tasks()),
             "upstreams": {"anthropic": str(config.anthropic), "openai": str(config.openai)},
             "handoff": config.handoff,
             "record": config.record is not None,
@@ -488,6 +490,7 @@ async def _forward(state: ProxyState, request: Request) -> Response:
 
     async def relay() -> AsyncIterator[bytes]:
         kept = 0
+        tail = b""
         try:
             async for chunk in upstream_response.aiter_raw():
                 if ex.first_byte is None:
@@ -495,7 +498,12 @@ async def _forward(state: ProxyState, request: Request) -> Response:
                 if keep_all or kept < _USAGE_CAP:
                     ex.chunks.append(chunk)
                     kept += len(chunk)
+                tail = (tail + chunk)[-256:]
                 yield chunk
+            if event_stream and ex.status == 200 and not _complete(tail, provider, dialect):
+                ex.error = f"upstream {upstream} closed the stream before its last event"
+                _log.warning("ipse proxy: %s", ex.error)
+                yield error_event(provider, dialect, ex.error)
         except httpx.HTTPError as exc:
             ex.error = f"upstream {upstream} failed mid-response: {_reason(exc)}"
             _log.warning("ipse proxy: %s", ex.error)
@@ -513,6 +521,26 @@ async def _forward(state: ProxyState, request: Request) -> Response:
         status_code=upstream_response.status_code,
         headers=dict(_joined(response_headers(ex.response_headers))),
     )
+
+
+_LAST_EVENTS: dict[str | None, tuple[bytes, ...]] = {
+    "anthropic": (b"message_stop", b"event: error"),
+    "openai-chat": (b"[DONE]",),
+    "openai-responses": (
+        b"response.completed",
+        b"response.failed",
+        b"response.incomplete",
+        b"event: error",
+        b"[DONE]",
+    ),
+}
+
+
+def _complete(tail: bytes, provider: Provider, dialect: str | None) -> bool:
+    """Whether an event stream ended with its API's last event (unknown APIs: assume so)."""
+    key = dialect if dialect is not None else ("anthropic" if provider == "anthropic" else None)
+    ends = _LAST_EVENTS.get(key)
+    return ends is None or any(end in tail for end in ends)
 
 
 def _joined(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
