@@ -8,6 +8,7 @@ than a server log line; binding beyond loopback is allowed when asked and said o
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import sys
 import threading
@@ -73,6 +74,10 @@ def _server(config: ProxyConfig, log_stream: TextIO | None) -> Any:
 
 def serve(config: ProxyConfig, *, log_stream: TextIO | None = None) -> None:
     """Run the proxy in the foreground until interrupted."""
+    if hasattr(signal, "SIGPIPE"):
+        # The CLI lets SIGPIPE end a piped command quietly; a server must instead see a closed
+        # client socket as an error on that one connection, not die of it.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     sock = bind(config.host, config.port)
     warn_if_exposed(config)
     server = _server(config, log_stream)
