@@ -26,6 +26,7 @@ import contextlib
 import itertools
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -137,7 +138,11 @@ class ProxyState:
             pool=self.config.connect_timeout,
         )
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-        self.client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        # Headers and body leave in two writes: without TCP_NODELAY the body waits for the
+        # upstream's delayed ACK (about 40 ms on Linux) on every request.
+        nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
+        self.client = httpx.AsyncClient(timeout=timeout, transport=transport, trust_env=False)
 
     async def stop(self) -> None:
         if self.client is not None:
@@ -490,7 +495,9 @@ async def _forward(state: ProxyState, request: Request) -> Response:
 
     async def relay() -> AsyncIterator[bytes]:
         kept = 0
-        tail = b""
+        ends = _last_events(provider, dialect) if event_stream and ex.status == 200 else ()
+        ended = not ends
+        overlap = b""
         try:
             async for chunk in upstream_response.aiter_raw():
                 if ex.first_byte is None:
@@ -498,9 +505,12 @@ async def _forward(state: ProxyState, request: Request) -> Response:
                 if keep_all or kept < _USAGE_CAP:
                     ex.chunks.append(chunk)
                     kept += len(chunk)
-                tail = (tail + chunk)[-256:]
+                if not ended:
+                    window = overlap + chunk
+                    ended = any(end in window for end in ends)
+                    overlap = window[-32:]
                 yield chunk
-            if event_stream and ex.status == 200 and not _complete(tail, provider, dialect):
+            if not ended:
                 ex.error = f"upstream {upstream} closed the stream before its last event"
                 _log.warning("ipse proxy: %s", ex.error)
                 yield error_event(provider, dialect, ex.error)
@@ -536,11 +546,10 @@ _LAST_EVENTS: dict[str | None, tuple[bytes, ...]] = {
 }
 
 
-def _complete(tail: bytes, provider: Provider, dialect: str | None) -> bool:
-    """Whether an event stream ended with its API's last event (unknown APIs: assume so)."""
+def _last_events(provider: Provider, dialect: str | None) -> tuple[bytes, ...]:
+    """The markers of an event stream's last event for its API (none known: empty)."""
     key = dialect if dialect is not None else ("anthropic" if provider == "anthropic" else None)
-    ends = _LAST_EVENTS.get(key)
-    return ends is None or any(end in tail for end in ends)
+    return _LAST_EVENTS.get(key, ())
 
 
 def _joined(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
