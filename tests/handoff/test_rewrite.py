@@ -226,3 +226,45 @@ def test_conversation_key() -> None:
     chat = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}
     assert conversation_key({}, chat, "openai-chat").startswith("hash:")
     assert conversation_key({}, {"input": "hi"}, "openai-responses").startswith("hash:")
+
+
+def _captured() -> list[Any]:
+    from tests.conftest import HTTP_LOG, shared_glob
+
+    return shared_glob(HTTP_LOG, "*.json")
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", _captured(), ids=lambda p: p.name)
+def test_real_claude_code_requests(path: Any) -> None:
+    """Claude Code's captured requests, with a checkpoint call put after their first half:
+    handed off into valid bodies that keep every authored word, the tail untouched."""
+    body = jsonio.loads(path.read_bytes())["request"]["content"]
+    messages = body["messages"]
+
+    def calls(message: dict[str, Any]) -> bool:
+        content = message.get("content")
+        return isinstance(content, list) and any(b.get("type") == "tool_use" for b in content)
+
+    half = len(messages) // 2
+    while half < len(messages) and (
+        messages[half - 1]["role"] != "assistant" or calls(messages[half - 1])
+    ):
+        half += 1
+    if half >= len(messages) or messages[half]["role"] != "user":
+        pytest.skip("no text-only assistant turn followed by a user turn to put a checkpoint after")
+    checkpoint = [
+        {"role": "user", "content": "checkpoint please"},
+        assistant(text("saving"), call("toolu_ipse_cp", "micro_handoff", notes="n")),
+        user(result("toolu_ipse_cp", "saved")),
+        assistant(text("resuming")),
+    ]
+    grown = {**body, "messages": [*messages[:half], *checkpoint, *messages[half:]]}
+    out = rewrite_request(grown, "anthropic", use_cache=False)
+    assert out.body is not None, out.reason
+    after = codec("anthropic").read_body(out.body)
+    assert validate(after) == []
+    verdict = verify(codec("anthropic").read_body(grown), after)
+    assert verdict.ok and verdict.found_chars == verdict.authored_chars
+    assert out.body["messages"][-len(messages[half:]) :] == messages[half:]
+    assert out.body["system"] == body["system"] and out.body["tools"] == body["tools"]

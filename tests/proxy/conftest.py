@@ -66,12 +66,14 @@ ProxyFactory = Callable[..., AbstractContextManager[Proxy]]
 @pytest.fixture
 def proxy_factory(tmp_path: Path) -> ProxyFactory:
     @contextmanager
-    def make(anthropic: str = NOWHERE, openai: str = NOWHERE, **options: Any) -> Iterator[Proxy]:
+    def make(
+        anthropic: str = NOWHERE, openai: str = NOWHERE, store: str | None = None, **options: Any
+    ) -> Iterator[Proxy]:
         clear_cache()
         folder = Path(tmp_path) / f"proxy-{time.monotonic_ns()}"
         folder.mkdir()
         record = folder / "record.jsonl"
-        store = f"sqlite:///{folder / 'ipse.db'}"
+        store = store or f"sqlite:///{folder / 'ipse.db'}"
         log = io.StringIO()
         config = ProxyConfig(
             port=0,
