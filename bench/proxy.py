@@ -284,6 +284,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10, help="events per upstream response")
     parser.add_argument("--gap", type=float, default=2.0, help="ms between upstream events")
     parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
+    parser.add_argument(
+        "--parts", default="latency,throughput,memory", help="which measurements, comma-separated"
+    )
+    parser.add_argument(
+        "--proxy-arg", action="append", default=[], help="an extra argument for ipse proxy"
+    )
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.seconds, args.requests = 20, 1.0, 500
@@ -297,14 +303,17 @@ def main() -> None:
     env = {**os.environ, "IPSE_HOME": home}
     proxy = subprocess.Popen(
         [sys.executable, "-m", "ipse", "proxy", "--port", str(proxy_port),
-         "--anthropic-upstream", direct, "--store", f"sqlite:///{home}/ipse.db"],
+         "--anthropic-upstream", direct, "--store", f"sqlite:///{home}/ipse.db",
+         *args.proxy_arg],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     proxied = f"http://127.0.0.1:{proxy_port}"
     try:
         _wait(proxied + "/ipse/health")
+        parts = set(args.parts.split(","))
         print(f"upstream: {args.events} events, {args.gap} ms apart; {args.rounds} rounds")
-        for name, body in (("pass-through", small_body()), ("1 MB handoff", big_body())):
+        bodies = (("pass-through", small_body()), ("1 MB handoff", big_body()))
+        for name, body in bodies if "latency" in parts else ():
             result = latency(direct, proxied, body, args.rounds)
             print(f"\n{name} ({len(body):,} bytes):")
             for what in ("ttfb", "total"):
@@ -312,14 +321,16 @@ def main() -> None:
                     d, p = result[f"direct_{what}_{q}"], result[f"proxy_{what}_{q}"]
                     print(f"  {what:5} {q}: direct {d:7.2f} ms  proxy {p:7.2f} ms  "
                           f"added {p - d:+6.2f} ms  ratio {p / d:5.2f}")  # fmt: skip
-        result = throughput(direct, proxied, args.seconds, 50)
-        print(f"\n50 concurrent streaming clients, {args.seconds:.0f} s each:")
-        print(f"  direct {result['direct_rps']:.0f} req/s  proxy {result['proxy_rps']:.0f} req/s"
-              f"  ratio {result['ratio']:.2f} (target >= 0.9)")  # fmt: skip
-        mem = memory(proxied, proxy.pid, args.requests)
-        print(f"\nproxy memory: {mem['rss_after_1000_mib']:.1f} MiB after 1,000 requests, "
-              f"{mem['rss_after_more_mib']:.1f} MiB after {args.requests:,} more "
-              f"(ratio {mem['growth_ratio']:.2f})")  # fmt: skip
+        if "throughput" in parts:
+            result = throughput(direct, proxied, args.seconds, 50)
+            print(f"\n50 concurrent streaming clients, {args.seconds:.0f} s each:")
+            print(f"  direct {result['direct_rps']:.0f} req/s  proxy {result['proxy_rps']:.0f}"
+                  f" req/s  ratio {result['ratio']:.2f} (target >= 0.9)")  # fmt: skip
+        if "memory" in parts:
+            mem = memory(proxied, proxy.pid, args.requests)
+            print(f"\nproxy memory: {mem['rss_after_1000_mib']:.1f} MiB after 1,000 requests, "
+                  f"{mem['rss_after_more_mib']:.1f} MiB after {args.requests:,} more "
+                  f"(ratio {mem['growth_ratio']:.2f})")  # fmt: skip
     finally:
         proxy.terminate()
         proxy.wait(timeout=30)

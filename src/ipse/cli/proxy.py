@@ -57,6 +57,11 @@ def _options(function: Any) -> Any:
         ),
         click.option("--no-handoff", is_flag=True, help="Pass every body through untouched."),
         click.option(
+            "--no-analysis",
+            is_flag=True,
+            help="Log usage without the cache model's prediction (saves CPU on large bodies).",
+        ),
+        click.option(
             "--read-timeout",
             default=600.0,
             show_default=True,
@@ -83,6 +88,7 @@ def _config(**options: Any) -> Any:
         json_log=options["json_log"],
         tool_names=names,
         handoff=not options["no_handoff"],
+        analyze=not options["no_analysis"],
         read_timeout=options["read_timeout"],
     )
 
@@ -188,6 +194,8 @@ def _argv(options: dict[str, Any]) -> list[str]:
         out.append("--json-log")
     if options["no_handoff"]:
         out.append("--no-handoff")
+    if options["no_analysis"]:
+        out.append("--no-analysis")
     for name in options["tool_names"]:
         out += ["--checkpoint-tool", name]
     return out

@@ -69,6 +69,8 @@ HEALTH_PATH = "/ipse/health"
 SERVICE = "ipse-proxy"
 _USAGE_CAP = 8 * 1024 * 1024  # bytes of a response kept to read usage (all when recording)
 _INLINE_REWRITE = 256 * 1024  # smaller bodies are rewritten on the event loop
+_PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cache model
+_PREVIOUS_BYTES = 128 * 1024 * 1024
 
 
 @dataclass
@@ -121,7 +123,9 @@ class ProxyState:
         self._store: Any = None
         self._archive: Any = None
         self._recorder = Recorder(config.record) if config.record is not None else None
-        self._previous: OrderedDict[str, Any] = OrderedDict()
+        # each conversation's previous request, for the cache model (bounded in count and bytes)
+        self._previous: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._previous_bytes = 0
         self._counter = itertools.count()
         self._log_stream = log_stream
         self._lock = threading.Lock()
@@ -222,8 +226,11 @@ class ProxyState:
         if self._recorder is not None:
             from ipse.transcript.formats.http_log import exchange_record
 
-            client = _json_or_text(ex.client_body)
-            sent = client if ex.sent_body is ex.client_body else _json_or_text(ex.sent_body)
+            client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)
+            sent = client
+            if ex.sent_body is not ex.client_body:
+                sent = rewrite.body if rewrite is not None and rewrite.body else ex.sent_body
+                sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
             entry = exchange_record(
                 method=ex.method,
                 url=ex.path + (f"?{ex.query}" if ex.query else ""),
@@ -250,7 +257,8 @@ class ProxyState:
         """This request's cache use as the provider's cache model predicts it, given the
         conversation's previous request; the cause when reuse was lost."""
         if (
-            ex.key is None
+            not self.config.analyze
+            or ex.key is None
             or not isinstance(ex.parsed, Mapping)
             or ex.dialect is None
             or ex.path.endswith("/count_tokens")
@@ -267,10 +275,14 @@ class ProxyState:
         first = datetime.fromtimestamp(ex.first_byte or ex.finished, tz=UTC)
         provider = "anthropic" if ex.provider == "anthropic" else "openai"
         current = PrefixRequest(next(self._counter), body, provider, when, first, usage)
-        previous = self._previous.pop(ex.key, None)
-        self._previous[ex.key] = current
-        while len(self._previous) > 256:
-            self._previous.popitem(last=False)
+        previous, old_size = self._previous.pop(ex.key, (None, 0))
+        self._previous[ex.key] = (current, len(ex.sent_body))
+        self._previous_bytes += len(ex.sent_body) - old_size
+        while len(self._previous) > 1 and (
+            len(self._previous) > _PREVIOUS_MAX or self._previous_bytes > _PREVIOUS_BYTES
+        ):
+            _, (_, size) = self._previous.popitem(last=False)
+            self._previous_bytes -= size
         requests = [previous, current] if previous is not None else [current]
         try:
             report = analyze(requests, provider, tokenizer="auto")

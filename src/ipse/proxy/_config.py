@@ -67,6 +67,7 @@ class ProxyConfig:
     log: bool = True  # one line per request on stderr
     tool_names: tuple[str, ...] = CHECKPOINT_TOOLS
     handoff: bool = True
+    analyze: bool = True  # compare each response's usage with the cache model's prediction
     connect_timeout: float = 10.0
     read_timeout: float = 600.0  # Claude Code waits this long (x-stainless-timeout: 600)
     max_body: int = MAX_BODY
