@@ -182,6 +182,8 @@ class ProxyState:
     # ------------------------------------------------------------------ bookkeeping
 
     def archive_put(self, session: str, removed: Sequence[Any], source: str) -> None:
+        if (self.config.store or "").startswith("memory:"):
+            return  # an in-memory store keeps no archive
         if self._archive is None:
             from ipse.archive import LazyArchive
 
@@ -197,6 +199,14 @@ class ProxyState:
 
     def book(self, ex: _Exchange) -> None:
         """Everything after a response: the store, the record, the log line."""
+        if ex.dialect is not None and ex.parsed is None and ex.client_body:
+            try:
+                ex.parsed = jsonio.loads(ex.client_body)
+            except (jsonio.JSONDecodeError, ValueError):
+                ex.parsed = None
+            if isinstance(ex.parsed, dict):
+                lowered = {k.lower(): v for k, v in ex.headers}
+                ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
         rewrite = ex.rewrite
         state = None
         if ex.key is not None:
@@ -435,25 +445,31 @@ async def _forward(state: ProxyState, request: Request) -> Response:
     parsed: Any = None
     rewrite: Rewrite | None = None
     key: str | None = None
-    if dialect is not None and body:
+    # Only a body that names a checkpoint tool is read on the request's path; the others are
+    # read (for the conversation key and the cache analysis) by the bookkeeping thread.
+    if (
+        dialect is not None
+        and body
+        and config.handoff
+        and _names_checkpoint(body, config.tool_names)
+    ):
         try:
             parsed = jsonio.loads(body)
         except (jsonio.JSONDecodeError, ValueError):
             parsed = None  # forwarded as it is: the provider answers in its own words
         if isinstance(parsed, dict):
             key = conversation_key(lowered, parsed, dialect)
-            if config.handoff and _names_checkpoint(body, config.tool_names):
-                rewrite = await _rewrite(state, parsed, dialect, key, len(body))
-                if rewrite.applied:
-                    assert rewrite.body is not None
-                    sent = jsonio.dumps(rewrite.body)
-                    if rewrite.anchor is not None:
-                        state.anchors[key] = rewrite.anchor
-                        state.anchors.move_to_end(key)
-                        while len(state.anchors) > 4096:
-                            state.anchors.popitem(last=False)
-                elif rewrite.invalid:
-                    _log.warning("ipse proxy: %s %s: %s", request.method, path, rewrite.reason)
+            rewrite = await _rewrite(state, parsed, dialect, key, len(body))
+            if rewrite.applied:
+                assert rewrite.body is not None
+                sent = jsonio.dumps(rewrite.body)
+                if rewrite.anchor is not None:
+                    state.anchors[key] = rewrite.anchor
+                    state.anchors.move_to_end(key)
+                    while len(state.anchors) > 4096:
+                        state.anchors.popitem(last=False)
+            elif rewrite.invalid:
+                _log.warning("ipse proxy: %s %s: %s", request.method, path, rewrite.reason)
     ex = _Exchange(
         method=request.method,
         path=path,
@@ -585,7 +601,9 @@ async def _rewrite(
         session=key,
         source="proxy",
     )
-    if size <= _INLINE_REWRITE:
+    if size <= _INLINE_REWRITE or key in state.anchors:
+        # small, or a conversation whose rewritten prefix is most likely cached: a few
+        # milliseconds, less than a hop to a worker thread costs under load
         return call()
     return await anyio.to_thread.run_sync(call)
 
