@@ -19,9 +19,12 @@ import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 from ipse.errors import InputError, os_error
+
+StrPath: TypeAlias = str | os.PathLike[str]
+"""What a public function takes where it means a path: a ``str`` or any path-like."""
 
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700

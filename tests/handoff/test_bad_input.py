@@ -54,9 +54,17 @@ def test_at_index_as_text(at: str, cut: int) -> None:
     assert strip(anthropic_conv(*GOOD), at)[1].requested_cut == cut
 
 
-def test_orphan_result_anywhere() -> None:
+def test_orphan_result_before_the_cut_is_removed_and_archived() -> None:
+    out, report = strip(anthropic_conv(user(result("ghost")), *GOOD[1:]), "now")
+    orphan = [r for r in report.removed if r.id == "ghost"]
+    assert len(orphan) == 1 and orphan[0].result is not None
+    assert out.messages[0].role == "user"  # a harness line opens what only results opened
+    assert not any(b.kind == "tool_result" for m in out.messages for b in m.blocks)
+
+
+def test_orphan_result_after_the_cut_is_refused() -> None:
     with pytest.raises(InvalidConversation, match="orphan_result"):
-        strip(anthropic_conv(*GOOD, user(result("ghost"))), "now")
+        strip(anthropic_conv(*GOOD, user(result("ghost")), assistant(text("x"))), 2)
 
 
 def test_invalid_before_stripping() -> None:
@@ -104,9 +112,10 @@ def test_cli_bad_input_exits_2_without_output_or_archive(
 
 
 @SHARED
-def test_cli_trajectory_cut_past_the_exit_record_is_rejected(tmp_path: Path) -> None:
+def test_cli_trajectory_read_as_a_raw_chat_body_refuses_its_exit_record(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    code, message = _run(["handoff", str(OPENAI_TRAJ), "--at", "end", "-o", str(out)])
+    args = ["handoff", str(OPENAI_TRAJ), "--format", "openai-chat", "--at", "end", "-o", str(out)]
+    code, message = _run(args)
     assert code == 2 and "role 'exit'" in message and not out.exists()
 
 

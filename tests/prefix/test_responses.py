@@ -87,3 +87,34 @@ def test_prefix_on_a_codex_rollout_compares_with_recorded_usage(
         assert agreement["share"] > 0.75
         predicted, actual = agreement["cache_read"]["predicted"], agreement["cache_read"]["actual"]
         assert abs(predicted - actual) <= 0.05 * actual
+
+
+def test_each_codex_row_holds_the_recorded_cached_input_tokens_and_says_if_it_agrees(
+    shared_data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for path in sorted((shared_data / "codex").glob("*.jsonl")):
+        recorded: list[int] = []
+        last_total = None
+        for line in path.read_bytes().splitlines():
+            record = orjson.loads(line)
+            payload = record.get("payload") or {}
+            info = payload.get("info") if payload.get("type") == "token_count" else None
+            if record.get("type") != "event_msg" or not info:
+                continue
+            if info["total_token_usage"] != last_total:  # a repeated count is the same call's
+                last_total = info["total_token_usage"]
+                recorded.append(info["last_token_usage"]["cached_input_tokens"])
+        code, out = _run(["prefix", str(path), "--json"], capsys)
+        document = orjson.loads(out)
+        rows = [r for r in document["requests"] if r["actual"] is not None]
+        assert code == 0 and [r["actual"]["cache_read"] for r in rows] == recorded
+        tolerance = [max(128, 0.05 * sum(r["actual"].values())) for r in rows]
+        assert [r["agrees"] for r in rows] == [
+            abs(r["predicted"]["cache_read"] - r["actual"]["cache_read"]) <= t
+            for r, t in zip(rows, tolerance, strict=True)
+        ]
+        agreement = document["summary"]["agreement"]
+        assert sum(r["agrees"] for r in rows) == agreement["agreeing"]
+        human = _run(["prefix", str(path)], capsys)[1]
+        if not all(r["agrees"] for r in rows):
+            assert "agrees no: the recorded read differs" in human

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ipse.errors import UsageError
 from ipse.statedir._budget import TRIM_MARK, Section, fit, render
 from ipse.tokens import CharCounter, default_counter
+from tests.statedir.conftest import RunIpse
 
 count = CharCounter().count
 bodies = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400)
@@ -52,3 +56,47 @@ def test_trimming_notes_what_was_cut_with_the_real_counter() -> None:
     assert "rule 0:" not in text
     assert "10_invariants.md" in trimmed
     assert "output kept within 300 tokens" in text
+
+
+def _with_required(texts: list[str]) -> list[Section]:
+    return [
+        Section(s.title, s.body, s.priority, s.order, s.keep_tail, s.title in _REQUIRED)
+        for s in _sections(texts)
+    ]
+
+
+_REQUIRED = ("00_goal.md", "99_next.md")
+
+
+@given(st.lists(bodies, min_size=4, max_size=4), st.integers(1, 600))
+def test_required_sections_are_kept_whole_or_the_budget_is_refused(
+    texts: list[str], budget: int
+) -> None:
+    sections = _with_required(texts)
+    try:
+        text, left_out = fit("header\n", sections, budget, count)
+    except UsageError as exc:
+        assert "too small" in str(exc)
+        needed = int(str(exc).rsplit(" ", 1)[1].rstrip(")"))
+        assert needed > budget
+        text, _ = fit("header\n", sections, needed, count)  # the figure it names does work
+        assert count(text) <= needed
+        return
+    assert count(text) <= budget
+    for section in sections:
+        if section.required:
+            assert section.title not in left_out
+            assert f"=== {section.title} ===\n{section.body.rstrip()}\n" in text
+
+
+def test_a_tiny_budget_from_the_cli_names_the_smallest_that_works(
+    state: Path, cli: RunIpse
+) -> None:
+    result = cli("state", "resume", "--dir", str(state), "--budget", "5")
+    assert result.returncode == 2
+    assert "too small" in result.stderr and "at least" in result.stderr
+    needed = int(result.stderr.rsplit("at least ", 1)[1].split(")")[0])
+    fitted = cli("state", "resume", "--dir", str(state), "--budget", str(needed))
+    assert fitted.returncode == 0
+    assert "Port the parser" in fitted.stdout
+    assert "=== 99_next.md ===" in fitted.stdout

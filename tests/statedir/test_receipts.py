@@ -93,6 +93,22 @@ def test_a_rewritten_history_is_caught(state: Path, artifact: Path) -> None:
     assert "is not an ancestor of HEAD (history rewritten)" in report.violations[0]
 
 
+def test_head_moving_on_after_a_git_stamp_is_noted(state: Path, artifact: Path) -> None:
+    receipt = stamp(state, "all tests pass", [artifact], use_git=True)
+    assert verify_state(state).warnings == []
+    for n in range(2):
+        (state.parent / f"other{n}.txt").write_text(f"{n}\n")
+        git(state.parent, "add", f"other{n}.txt")
+        git(state.parent, "commit", "-q", "-m", f"other {n}")
+    report = verify_state(state)
+    assert report.ok  # receipts accumulate; an older one is not a violation
+    notes = [w for w in report.warnings if "stamped at" in w]
+    assert len(notes) == 1
+    head = git(state.parent, "rev-parse", "HEAD")
+    assert f"stamped at {receipt['git']['head'][:7]}; HEAD is now {head[:7]}" in notes[0]
+    assert "2 commits later" in notes[0]
+
+
 def test_a_forged_clean_tree_claim_is_caught(state: Path, artifact: Path) -> None:
     git(state.parent, "add", "-A")
     git(state.parent, "commit", "-q", "-m", "state")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ipse.errors import InvalidConversation, UsageError
+from ipse.errors import UsageError
 from ipse.transcript import Origin, Text, ToolCall, ToolResult, load
 
 
@@ -47,6 +47,10 @@ def _assistant(
         },
         **extra,
     }
+
+
+def _use(call_id: str, name: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": {}}
 
 
 def _texts(messages) -> list[str]:
@@ -111,9 +115,7 @@ def test_compaction_boundary_with_logical_parent_in_file(tmp_path: Path) -> None
         tmp_path / "s.jsonl",
         [
             _user("u1", None, "old work"),
-            _assistant(
-                "a1", "u1", "m1", {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}
-            ),
+            _assistant("a1", "u1", "m1", _use("t1", "Bash")),
             _user("r1", "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
             {
                 "type": "system",
@@ -158,18 +160,88 @@ def test_is_meta_text_is_harness(tmp_path: Path) -> None:
     assert origins == [Origin.HARNESS, Origin.HARNESS, Origin.HUMAN]
 
 
-def test_orphan_tool_result_is_bad_input(tmp_path: Path) -> None:
+def _mid_exchange(path: Path) -> Path:
+    """A session cut mid-exchange: it starts with results whose calls are not in the file."""
+    return _write(
+        path,
+        [
+            _user("r0", None, [{"type": "tool_result", "tool_use_id": "gone", "content": "x"}]),
+            _user("r1", "r0", [{"type": "tool_result", "tool_use_id": "gone2", "content": "y"}]),
+            _assistant("a1", "r1", "m1", {"type": "text", "text": "as I was saying"}),
+            _user("u1", "a1", "go on"),
+            _assistant("a2", "u1", "m2", _use("t1", "ls")),
+            _user("r2", "a2", [{"type": "tool_result", "tool_use_id": "t1", "content": "z"}]),
+            _assistant("a3", "r2", "m3", {"type": "text", "text": "done"}),
+        ],
+    )
+
+
+def test_a_session_starting_mid_exchange_is_read_with_one_warning(tmp_path: Path) -> None:
+    source = load(_mid_exchange(tmp_path / "s.jsonl"))
+    assert len(source.current().messages) == 6
+    notes = [w for w in source.warnings if "not in the file" in w]
+    assert len(notes) == 1 and "2 tool result(s)" in notes[0] and "line 1" in notes[0]
+
+
+def test_handoff_removes_and_archives_orphan_results(tmp_path: Path, cli: Any) -> None:
+    path = _mid_exchange(tmp_path / "s.jsonl")
+    out = tmp_path / "out.json"
+    result = cli("handoff", str(path), "--at", "end", "-o", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["archived"] == 3  # two orphans and one call with its result
+    body = json.loads(out.read_bytes())
+    blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    assert not [b for b in blocks if b.get("type") in ("tool_result", "tool_use")]
+    listed = cli("archive", "list", "s1", "--json").stdout
+    assert "gone" in listed and "gone2" in listed
+
+
+def test_a_rewound_branch_repeating_a_response_id_stays_out(tmp_path: Path, cli: Any) -> None:
+    call = _use("t1", "ls")
     path = _write(
         tmp_path / "s.jsonl",
         [
-            _user("u1", None, "hi"),
-            _user("r1", "u1", [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]),
+            _user("u1", None, "list files"),
+            _assistant("a1", "u1", "m1", {"type": "text", "text": "listing"}),
+            _assistant("a2", "a1", "m1", call),
+            _user("r1", "a2", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
+            _assistant("a3", "r1", "m2", _use("t2", "rm")),
+            _user("r2", "a3", [{"type": "tool_result", "tool_use_id": "t2", "content": "gone"}]),
+            # rewound to a1: the same response's call again, then a new path
+            _assistant("a2b", "a1", "m1", call),
+            _user("r1b", "a2b", [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
+            _assistant("a4", "r1b", "m3", {"type": "text", "text": "here they are"}),
         ],
     )
-    with pytest.raises(InvalidConversation) as info:
-        load(path)
-    assert info.value.exit_code == 2
-    assert "line 2" in str(info.value) and str(path) in str(info.value)
+    messages = load(path).current().messages
+    ids = [b.id for m in messages for b in m.blocks if isinstance(b, ToolCall)]
+    assert ids == ["t1"]
+    assert [b.call_id for m in messages for b in m.blocks if isinstance(b, ToolResult)] == ["t1"]
+    report = json.loads(cli("inspect", str(path), "--json").stdout)
+    assert report["tool_calls"] == 1
+    result = cli("handoff", str(path), "--at", "end", "-o", str(tmp_path / "o.json"))
+    assert result.returncode == 0, result.stderr
+
+
+def test_parallel_calls_off_the_path_still_join(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "s.jsonl",
+        [
+            _user("u1", None, "two things"),
+            _assistant("a1", "u1", "m1", _use("p1", "a")),
+            _assistant("a2", "a1", "m1", _use("p2", "b")),
+            _user("r1", "a1", [{"type": "tool_result", "tool_use_id": "p1", "content": "1"}]),
+            _user("r2", "a2", [{"type": "tool_result", "tool_use_id": "p2", "content": "2"}]),
+            _assistant("a3", "r2", "m2", {"type": "text", "text": "both done"}),
+        ],
+    )
+    messages = load(path).current().messages
+    assert [b.id for m in messages for b in m.blocks if isinstance(b, ToolCall)] == ["p1", "p2"]
+    assert sorted(b.call_id for m in messages for b in m.blocks if isinstance(b, ToolResult)) == [
+        "p1",
+        "p2",
+    ]
 
 
 def test_unknown_thread_names_the_threads(tmp_path: Path) -> None:

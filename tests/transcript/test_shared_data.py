@@ -40,7 +40,7 @@ def _calls(messages) -> list[ToolCall]:
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.name[:40])
 def test_every_shared_file_reads(path: Path) -> None:
     source = load(path)
-    assert source.format in ("claude-code", "codex", "openai-chat")
+    assert source.format in ("claude-code", "codex", "mini-swe-agent")
     assert source.current().messages
 
 
@@ -164,7 +164,8 @@ def test_openai_trajectory_counts() -> None:
     results = [b for m in conversation.messages for b in m.blocks if isinstance(b, ToolResult)]
     assert len(results) == expected_results
     assert len(conversation.system) == 1
-    assert conversation.messages[-1].role == "exit"
+    assert conversation.messages[-1].role == "assistant"  # the exit record is no message
+    assert conversation.meta["exit"]["extra"]["exit_status"] == "Submitted"
 
 
 def test_http_log_usage_matches_the_stream_text() -> None:

@@ -14,7 +14,7 @@ from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, SHARED, SHARED_DA
 @SHARED
 def test_shared_files_are_detected() -> None:
     assert detect(BIG_SESSION) == "claude-code"
-    assert detect(OPENAI_TRAJ) == "openai-chat"
+    assert detect(OPENAI_TRAJ) == "mini-swe-agent"
     assert detect(HTTP_LOG) == "http-log"
     for path in (SHARED_DATA / "codex").glob("*.jsonl"):
         assert detect(path) == "codex"

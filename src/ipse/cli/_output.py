@@ -13,6 +13,7 @@ diagnostic has to say that it changed without showing it.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -71,10 +72,29 @@ def _console_class() -> Any:
     return _CONSOLE
 
 
+PIPED_WIDTH = 10_000
+"""The width human output is laid out in when it goes to a pipe or a file (and ``COLUMNS``
+names none): wide enough that no line is wrapped for a reader that is not a terminal."""
+
+
+def _width(stream: Any) -> int | None:
+    """The real width of a terminal (rich asks it), ``COLUMNS`` when set, else no wrapping."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        return None
+    return PIPED_WIDTH
+
+
 def console(stderr: bool = False) -> Any:
     """A rich console for human output: strings are data (no markup, controls escaped);
-    style with ``style=`` or `rich.text.Text`, never with markup in the string."""
-    return _console_class()(stderr=stderr, highlight=False, markup=False, emoji=False)
+    style with ``style=`` or `rich.text.Text`, never with markup in the string. On a terminal
+    it uses the terminal's width; piped, lines are not wrapped (``COLUMNS`` overrides both)."""
+    stream = sys.stderr if stderr else sys.stdout
+    return _console_class()(
+        stderr=stderr, highlight=False, markup=False, emoji=False, width=_width(stream)
+    )
 
 
 def progress(items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:

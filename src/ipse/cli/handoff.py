@@ -62,6 +62,11 @@ if TYPE_CHECKING:
     "records none, and the API requires it).",
 )
 @click.option(
+    "--model",
+    help="The model of the written body, for inputs that record none (a trajectory without "
+    "its config) or to replace the recorded one.",
+)
+@click.option(
     "--at",
     default="checkpoint",
     show_default=True,
@@ -105,6 +110,7 @@ def handoff_command(
     target: str,
     cwd: Path | None,
     max_tokens: int,
+    model: str | None,
     at: str,
     fmt: str | None,
     thread: str | None,
@@ -122,11 +128,14 @@ def handoff_command(
 ) -> None:
     """Strip tool calls, tool results and thinking before a checkpoint; keep every authored word.
 
-    FILE is an Anthropic or OpenAI chat request body, or a Claude Code session (written out as
-    an Anthropic request body). The removed blocks go to the archive (see ``ipse recall``); the
-    table shows the conversation before and after. Bad input: exit 2, no output, nothing archived.
+    FILE is an Anthropic, OpenAI chat or Responses request body, a Claude Code session or a
+    Cline / Roo Code history (written out as an Anthropic body), a Codex rollout (a Responses
+    body), or a SWE-agent / mini-swe-agent trajectory (a Chat Completions body; --model names
+    the model where it records none). OpenHands and Gemini CLI files are read only. The
+    removed blocks go to the archive (see ``ipse recall``); the table shows the conversation
+    before and after. Bad input: exit 2, no output, nothing archived.
     The default cut is the agent's last call of the checkpoint tool; a session without one
-    needs --at now, --at end or --at N (`ipse inspect FILE` lists the message indices).
+    needs --at now, --at end or --at N (`ipse inspect FILE --messages` lists the message indices).
 
     \b
     Examples:
@@ -151,6 +160,8 @@ def handoff_command(
     if output is not None and not to_stdout and output.is_dir():
         raise UsageError(f"{output}: is a folder; -o takes a file path")
     source = load(file, fmt, thread=thread)
+    for line in source.warnings:  # e.g. results whose calls are not in the file
+        warn(line)
     options = HandoffOptions(
         at=at,
         strip=StripOptions(
@@ -160,6 +171,7 @@ def handoff_command(
             breadcrumbs=breadcrumbs,
         ),
         max_tokens=max_tokens,
+        model=model,
     )
     resumed: list[tuple[str, Path]] = []
     write: Callable[[bytes], None] | None
@@ -197,6 +209,8 @@ def handoff_command(
         _render(document, to_stderr=to_stdout)
     if dry_run:
         warn("dry run: nothing written or archived (give -o FILE, or -o - for stdout)")
+    if target == "body" and result.after.model is None:
+        warn("the body names no model (the input records none); give it with --model")
     if result.narration.warning:
         warn(result.narration.warning)
     for problem in result.report.carried_problems:

@@ -10,7 +10,7 @@ import click
 from ipse.cli._output import console, emit_json, warn
 from ipse.tokens import default_counter
 from ipse.transcript import FORMATS, load
-from ipse.transcript._inspect import inspect_report
+from ipse.transcript._inspect import inspect_report, message_rows
 
 
 @click.command("inspect")
@@ -30,9 +30,21 @@ from ipse.transcript._inspect import inspect_report
     is_flag=True,
     help="Continue past JSONL lines that do not parse (each is reported).",
 )
+@click.option(
+    "--messages",
+    "list_messages",
+    is_flag=True,
+    help="List the messages by the index `ipse handoff --at N` counts (what each holds, "
+    "its tokens; never its text).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def inspect_command(
-    file: Path, fmt: str | None, thread: str | None, skip_bad_lines: bool, as_json: bool
+    file: Path,
+    fmt: str | None,
+    thread: str | None,
+    skip_bad_lines: bool,
+    list_messages: bool,
+    as_json: bool,
 ) -> None:
     """Show what a session is made of: messages, turns, tool calls by tool, tokens by kind.
 
@@ -44,9 +56,13 @@ def inspect_command(
       ipse inspect ~/.claude/projects/myproj/4d5611e5.jsonl
       ipse inspect request.json --json
       ipse inspect session.jsonl --thread sidechain-1
+      ipse inspect session.jsonl --messages     (the indices for handoff --at N)
     """
     source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
-    report = inspect_report(source, default_counter())
+    counter = default_counter()
+    report = inspect_report(source, counter)
+    if list_messages:
+        report["message_index"] = message_rows(source.current(), counter)
     if as_json:
         emit_json(report)
         return
@@ -112,3 +128,18 @@ def _render(report: dict[str, Any]) -> None:
                 recorded,
             )
         out.print(rows)
+    if "message_index" in report:
+        _render_messages(out, report["message_index"])
+
+
+def _render_messages(out: Any, rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(
+        title="messages (ipse handoff --at N hands off messages 0..N-1)", title_justify="left"
+    )
+    for column in ("#", "role", "holds", "tokens"):
+        table.add_column(column, justify="right" if column in ("#", "tokens") else "left")
+    for row in rows:
+        table.add_row(str(row["index"]), row["role"], ", ".join(row["holds"]), f"{row['tokens']:,}")
+    out.print(table)

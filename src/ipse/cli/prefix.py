@@ -18,7 +18,14 @@ from ipse.prefix._lint import Finding, lint
 from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import PROVIDERS
+from ipse.transcript import FORMATS
 
+_FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="Name the input format instead of detecting it.",
+)
 _SHOW_VALUES = click.option(
     "--show-values",
     is_flag=True,
@@ -28,6 +35,7 @@ _SHOW_VALUES = click.option(
 
 @click.command("prefix")
 @click.argument("log", type=click.Path(path_type=Path))
+@_FORMAT
 @click.option(
     "--provider",
     type=click.Choice(PROVIDERS),
@@ -44,7 +52,12 @@ _SHOW_VALUES = click.option(
 @_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def prefix_command(
-    log: Path, provider: str | None, tokenizer: str, show_values: bool, as_json: bool
+    log: Path,
+    fmt: str | None,
+    provider: str | None,
+    tokenizer: str,
+    show_values: bool,
+    as_json: bool,
 ) -> None:
     """Replay a log through the provider's prompt cache: per request the tokens reused,
     written and uncached, the cause of every lost reuse, and what it cost.
@@ -58,7 +71,7 @@ def prefix_command(
       ipse prefix requests.jsonl --provider vllm --json
       ipse prefix ~/.claude/projects/p/4d5611e5.jsonl
     """
-    requests_log = read_requests(log)
+    requests_log = read_requests(log, fmt)
     report = analyze(
         requests_log.requests,
         provider,
@@ -87,8 +100,10 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
 
     out = console()
     table = Table(title=f"prefix cache ({report.provider})", title_justify="left")
-    for column in ("#", "model", "read", "written", "uncached", "actual read", "cause", "lost"):
-        justify: Any = "right" if column not in ("model", "cause") else "left"
+    columns: tuple[str, ...] = ("#", "model", "read", "written", "uncached", "actual read")
+    columns += ("agrees", "cause", "lost")
+    for column in columns:
+        justify: Any = "right" if column not in ("model", "cause", "agrees") else "left"
         table.add_column(column, justify=justify)
     for row in report.rows:
         cause = f"{row.cause.kind} @ {row.cause.location}" if row.cause else ""
@@ -99,15 +114,27 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             f"{row.predicted.cache_write:,}",
             f"{row.predicted.uncached:,}",
             f"{row.actual.cache_read:,}" if row.actual else "-",
+            "-" if row.agrees is None else ("yes" if row.agrees else "no"),
             cause,
             _money(row.cost_lost_usd) if row.cause else "",
         )
     out.print(table)
+    if any(row.agrees is False for row in report.rows):
+        out.print(
+            "agrees no: the recorded read differs from the prediction "
+            "(by more than 5% of the input and 128 tokens)"
+        )
     for row in report.rows:
         if row.cause is not None:
             out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")
             if show_values and row.cause.value is not None:
                 out.print(f"    value: {row.cause.value!r}")
+        elif row.predicted_cause is not None:
+            out.print(
+                f"#{row.index} predicted {row.predicted_cause.kind} at "
+                f"{row.predicted_cause.location}, but the recorded usage shows no loss: "
+                "not charged"
+            )
     summary = report.summary()
     out.print(
         f"hit rate {summary['hit_rate']:.1%}"
@@ -120,6 +147,13 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             f"  {kind}: {entry['requests']} request(s), {entry['tokens_lost']:,} tokens, "
             f"{_money(entry['cost_lost_usd'])}"
         )
+    basis = summary["basis"]
+    if basis["recorded"]:
+        out.print(
+            f"cost and loss from recorded usage for {basis['recorded']} of "
+            f"{summary['requests']} requests (predicted hit rate "
+            f"{summary['predicted_hit_rate']:.1%})"
+        )
     agreement = summary.get("agreement")
     if agreement:
         out.print(
@@ -131,10 +165,13 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
 
 @click.command("lint")
 @click.argument("request", type=click.Path(path_type=Path))
+@_FORMAT
 @click.option("--provider", type=click.Choice(PROVIDERS), help="The cache rules to lint against.")
 @_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def lint_command(request: Path, provider: str | None, show_values: bool, as_json: bool) -> None:
+def lint_command(
+    request: Path, fmt: str | None, provider: str | None, show_values: bool, as_json: bool
+) -> None:
     """Check that the front of a request is frozen: no volatile values in the system prompt or
     tools, a stable tool order, breakpoints with stable content before them, TTLs in order,
     at most 4 breakpoints. Exits 1 when it finds a problem.
@@ -147,12 +184,12 @@ def lint_command(request: Path, provider: str | None, show_values: bool, as_json
       ipse lint request.json
       ipse lint captured/ --json
     """
-    log = read_requests(request)
+    log = read_requests(request, fmt)
     if not log.requests:
         raise InputError("no request to lint", path=request)
     last = log.requests[-1]
     previous = log.requests[-2].body if len(log.requests) > 1 else None
-    findings = lint(last.body, provider, previous=previous)
+    findings = lint(last.body, provider, previous=previous, usage=last.usage)
     if as_json:
         emit_json(
             {

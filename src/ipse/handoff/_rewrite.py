@@ -193,7 +193,8 @@ def rewrite_request(
     raw = body.get(key_name)
     if not isinstance(raw, list) or not raw:
         return Rewrite(None, reason="the body has no message history")
-    opts = strip_options or StripOptions()
+    # An invalid request (a result without its call) goes on untouched, never repaired here.
+    opts = replace(strip_options or StripOptions(), drop_orphans=False)
     opts_key = repr((opts.join_texts, opts.promote_thinking, opts.breadcrumbs, max_tokens))
     if use_cache and anchor is not None:
         hit = _from_cache(body, raw, dialect, key_name, anchor, tool_names, opts_key, max_tokens)
@@ -281,6 +282,7 @@ def _with_tool(options: StripOptions, tool: str) -> StripOptions:
         promote_thinking=options.promote_thinking,
         breadcrumbs=options.breadcrumbs,
         breadcrumb_width=options.breadcrumb_width,
+        drop_orphans=options.drop_orphans,
     )
 
 

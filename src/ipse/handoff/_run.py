@@ -26,7 +26,7 @@ from ipse.handoff._policy import cached_share, decide
 from ipse.handoff._report import HandoffReport
 from ipse.handoff._strip import StripOptions, strip
 from ipse.handoff._verify import Verdict, verify
-from ipse.transcript import Conversation, codec
+from ipse.transcript import Conversation, codec, ensure_writable
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
@@ -41,6 +41,7 @@ class HandoffOptions:
     at: At = None
     strip: StripOptions = field(default_factory=StripOptions)
     max_tokens: int = DEFAULT_MAX_TOKENS
+    model: str | None = None  # the body's model when the input records none (or to replace it)
 
     @property
     def checkpoint_tool(self) -> str:
@@ -112,9 +113,12 @@ def run(
     handoff cannot make valid; in both cases nothing is written or archived.
     """
     opts = options or HandoffOptions()
+    ensure_writable(conversation)  # before any work: a read-only input names what can be written
     codec(conversation.dialect)  # a dialect no codec writes is a usage error, before any work
     after, report = strip(conversation, opts.at, opts.strip)
     after = _with_max_tokens(after, opts.max_tokens)
+    if opts.model:
+        after = replace(after, settings={**after.settings, "model": opts.model})
     verdict = verify(conversation, after, at=report.cut)
     if not verdict.ok:
         first = verdict.lost[0] if verdict.lost else "the untouched part changed"

@@ -14,7 +14,9 @@ the cut falls inside an agent's turn, the one tool exchange right before it stay
 still alternate without touching anything after the cut. After the cut nothing changes.
 
 Input that breaks the provider's rules in a way stripping cannot repair (a tool result without
-its call, an unknown role in the rewritten part, ...) raises `InvalidConversation`; so does an
+its call after the cut, an unknown role in the rewritten part, ...) raises `InvalidConversation`;
+a tool result without its call before the cut (the input starts mid-exchange) is removed and
+archived like every other result; so does an
 output that `validate` rejects (that would be a bug).
 """
 
@@ -58,9 +60,13 @@ REPAIRABLE: frozenset[ProblemCode] = frozenset(
     }
 )
 # Problems that make the input unusable wherever they are.
-FATAL_ANYWHERE: frozenset[ProblemCode] = frozenset(
-    {"orphan_result", "no_messages", "duplicate_call_id"}
-)
+FATAL_ANYWHERE: frozenset[ProblemCode] = frozenset({"no_messages", "duplicate_call_id"})
+# A tool result whose call is not in the input (a session continued from another, a fixture cut
+# mid-exchange) is removed and archived with the rest of the tool traffic before the cut; after
+# the cut it would be sent as it is, and the provider refuses it.
+ORPHAN: ProblemCode = "orphan_result"
+ORPHAN_TOOL = "(call not in the input)"  # the tool name an orphan result is archived under
+CONTINUED = "[continued from an earlier part of this session]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,10 @@ class StripOptions:
     promote_thinking: bool = False  # keep the text of thinking blocks as agent text
     breadcrumbs: bool = False  # one short line per removed call
     breadcrumb_width: int = 60
+    # Remove (and archive) tool results before the cut whose call is not in the input, as in a
+    # session continued from another; off, such an input is refused (a wire-level rewrite
+    # forwards an invalid request untouched rather than repair it).
+    drop_orphans: bool = True
 
 
 def strip(
@@ -85,7 +95,7 @@ def strip(
     point = resolve_cut(conversation, at, opts.checkpoint_tool)
     cut = settle(messages, point.index)
     input_problems = validate(conversation)
-    _check_input(input_problems, cut)
+    _check_input(input_problems, cut, opts.drop_orphans)
     dialect = codec(conversation.dialect)
     keep = _checkpoint_calls(messages[:cut], opts.checkpoint_tool, dialect)
     while True:
@@ -129,9 +139,13 @@ def strip(
 # ------------------------------------------------------------------------------ input checks
 
 
-def _check_input(problems: Sequence[Problem], cut: int) -> None:
+def _check_input(problems: Sequence[Problem], cut: int, drop_orphans: bool = True) -> None:
     for problem in problems:
         in_prefix = problem.index is not None and problem.index < cut
+        if problem.code == ORPHAN:
+            if not (in_prefix and drop_orphans):
+                raise InvalidConversation(f"a tool result has no call in the input: {problem}")
+            continue
         if problem.code in FATAL_ANYWHERE or (in_prefix and problem.code not in REPAIRABLE):
             raise InvalidConversation(f"the conversation is invalid before stripping: {problem}")
 
@@ -218,12 +232,14 @@ class _Builder:
     """Rewrites a prefix: filter blocks, drop empty messages, merge roles, join texts."""
 
     def __init__(self, dialect: Codec, keep: frozenset[str], options: StripOptions) -> None:
+        self.calls: set[str] = set()
         self.dialect = dialect
         self.keep = keep
         self.options = options
 
     def build(self, prefix: Sequence[Message]) -> _Built:
         results = self._results(prefix)
+        self.calls = {b.id for m in prefix for b in m.blocks if isinstance(b, ToolCall)}
         out = _Built([], [], [], [], 0)
         for index, message in enumerate(prefix):
             blocks = self._filter(index, message, results, out)
@@ -239,6 +255,11 @@ class _Builder:
             out.messages.append(kept)
         if self.options.join_texts:
             out.messages = [self._joined(m) for m in out.messages]
+        if out.messages and out.messages[0].role != "user" and prefix[0].role == "user":
+            # Only tool results opened the input (it starts mid-exchange): a request still
+            # opens with the user, so one harness line says where the conversation came from.
+            opener = Message("user", (Text(CONTINUED, Origin.HARNESS),), "string")
+            out.messages.insert(0, opener)
         return out
 
     def _results(self, prefix: Sequence[Message]) -> dict[str, Mapping[str, Any]]:
@@ -277,7 +298,13 @@ class _Builder:
         if isinstance(block, ToolCall):
             return self._call(block, index, results, out)
         if isinstance(block, ToolResult):
-            return [block] if block.call_id in self.keep else None
+            if block.call_id in self.keep:
+                return [block]
+            if block.call_id not in self.calls:  # its call is not in the input: archive it alone
+                raw = results.get(block.call_id)
+                call = {"id": block.call_id, "missing": ORPHAN_TOOL}  # stands for the absent call
+                out.removed.append(Removed("tool", block.call_id, ORPHAN_TOOL, call, raw, index))
+            return None
         if isinstance(block, Thinking):
             return self._thinking(block, index, out)
         if block.type in self.dialect.server_tool_types:

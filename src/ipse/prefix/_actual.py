@@ -54,10 +54,14 @@ def actual_tokens(usage: Mapping[str, Any] | None) -> Tokens | None:
     return None
 
 
+def tolerance(actual: Tokens) -> float:
+    """How far a cache read may be from the recorded one and still agree."""
+    return max(TOLERANCE_MIN, TOLERANCE_SHARE * max(actual.total, 1))
+
+
 def agrees(predicted: Tokens, actual: Tokens) -> bool:
     """Whether the predicted cache read is within tolerance of the recorded one."""
-    tolerance = max(TOLERANCE_MIN, TOLERANCE_SHARE * max(actual.total, 1))
-    return abs(predicted.cache_read - actual.cache_read) <= tolerance
+    return abs(predicted.cache_read - actual.cache_read) <= tolerance(actual)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,9 @@ hash, or a same-conversation fallback), `classify` names the cause and where it 
 path), ``system_changed`` (with a hint when the change looks volatile), ``settings_changed``,
 ``message_edited``, ``history_truncated``, ``key_order_changed``; or, when the content matched
 and the cache mechanics did not serve it, the simulator's reason (``ttl_expired``,
-``below_minimum``, ``no_breakpoint``, ``concurrent``). Only the one diverging block is looked at
-closely, so the cost stays independent of history length.
+``below_minimum``, ``no_breakpoint``, ``concurrent``). ``not_served`` is the record's word: a
+loss the recorded usage shows and the model does not predict (`ipse.prefix._report`). Only the
+one diverging block is looked at closely, so the cost stays independent of history length.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ CAUSES = (
     "below_minimum",
     "no_breakpoint",
     "concurrent",
+    "not_served",
 )
 
 

@@ -125,6 +125,31 @@ def _as_text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
 
 
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+
+def _rendered_text(block: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A plain text block in one key order: ``{"text", "type"}`` and ``{"type", "text"}`` are
+    the same block to the provider."""
+    if len(block) == 2 and block.get("type") == "text" and isinstance(block.get("text"), str):
+        return _as_text(block["text"])
+    return block
+
+
+def _as_rendered(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A per-message position with one plain text part as the string it renders as: between
+    turns a harness may send the same message either way (a moving breakpoint does this)."""
+    content = message.get("content")
+    if not (isinstance(content, list) and len(content) == 1):
+        return message
+    part = content[0]
+    if not isinstance(part, Mapping) or part.get("type") not in _TEXT_PARTS:
+        return message
+    if not isinstance(part.get("text"), str) or set(part) - {"type", "text", "cache_control"}:
+        return message
+    return {**message, "content": part["text"]}
+
+
 def block_text(raw: Any) -> str:
     """The text a block is counted as (words; tool calls as name plus JSON arguments)."""
     if isinstance(raw, str):
@@ -219,6 +244,7 @@ class Flattener:
         for n, item in enumerate(items):
             if isinstance(item, Mapping):
                 body, ttl = _strip(item)
+                body = _rendered_text(body)
                 kind = str(body.get("type", ""))
                 if kind in _IMAGE_TYPES:
                     seg.has_image = True
@@ -259,7 +285,7 @@ class Flattener:
         return self._part(message, lambda: self._blocks([item], salt), message)
 
     def _one_message(self, message: Mapping[str, Any], salt: bytes) -> _Seg:
-        seg = self._blocks([message], salt)
+        seg = self._blocks([_as_rendered(message)], salt)
         content = message.get("content")
         if isinstance(content, list):
             seg.has_image = any(

@@ -9,6 +9,12 @@ Each finding names a code, where it is, and what to do:
   again), or with fewer tokens before it than the model's minimum (never written);
 * ``ttl_order``: a 1-hour breakpoint after a 5-minute one (longer TTLs must come first);
 * ``too_many_breakpoints``: more than the provider's 4.
+
+Lint judges only what it can see: a request rebuilt from a session file has no system prompt or
+tools (a placeholder stands for them), so their size is not judged, and recorded usage that
+shows a cache read or write overrules the size estimate. A body of the other provider's shape
+(an Anthropic body linted with ``--provider openai``) has its front (system prompt, tools) put in
+that provider's shape first, so its top-level ``system`` is linted, not silently dropped.
 """
 
 from __future__ import annotations
@@ -17,15 +23,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ipse.prefix._actual import actual_tokens
 from ipse.prefix._causes import locate, raw_at
 from ipse.prefix._hashing import Flat, Flattener, block_text
 from ipse.prefix._layers import request_body
-from ipse.prefix._requests import body_provider
+from ipse.prefix._requests import UNRECORDED_FRONT, body_provider
 from ipse.prefix._rules import rules
 from ipse.prefix._volatile import volatile_values
 from ipse.redact import fingerprint
 from ipse.tokens import TokenCounter
-from ipse.transcript import Conversation
+from ipse.transcript import Conversation, body_dialect
 
 _TOOL_KINDS = frozenset({"timestamp", "epoch"})
 
@@ -59,10 +66,16 @@ def lint(
     *,
     previous: Mapping[str, Any] | None = None,
     counter: TokenCounter | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
-    """Every finding for one request (``previous``: the request before it, if any)."""
+    """Every finding for one request (``previous``: the request before it, if any; ``usage``:
+    what the provider recorded for it, if known)."""
     body = request_body(request)
+    unseen_front = body.get("system") is UNRECORDED_FRONT
     name = provider or body_provider(body)
+    body = _in_shape_of(body, name)
+    if previous is not None:
+        previous = _in_shape_of(previous, name)
     table = rules(name)
     flat = Flattener(table, counter).flatten(body)
     findings: list[Finding] = []
@@ -105,12 +118,74 @@ def lint(
                 )
             )
     if table.provider == "anthropic":
-        findings.extend(_breakpoints(flat, body, name, first_volatile))
+        recorded = actual_tokens(usage)
+        cached = recorded.cache_read + recorded.cache_write if recorded is not None else 0
+        judge_size = not unseen_front and cached == 0
+        findings.extend(_breakpoints(flat, body, name, first_volatile, judge_size))
     return findings
 
 
+def _in_shape_of(body: Mapping[str, Any], provider: str) -> Mapping[str, Any]:
+    """The front of the body as ``provider`` receives it: an Anthropic body's ``system`` as the
+    first chat message and its tools as functions for OpenAI or vLLM; a chat body's leading
+    system messages as ``system`` and its functions as tools for Anthropic. A body already in
+    the provider's shape, or one with no messages, stays as it is."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return body
+    shape = body_dialect(body)
+    if (shape == "anthropic") == (provider == "anthropic"):
+        return body
+    out = {k: v for k, v in body.items() if k not in ("system", "tools", "messages")}
+    tools = [t for t in body.get("tools") or () if isinstance(t, Mapping)]
+    if shape == "anthropic":
+        system = body.get("system")
+        text = system if isinstance(system, str) else None
+        if isinstance(system, list):
+            text = "\n\n".join(block_text(b) for b in system)
+        out["messages"] = ([{"role": "system", "content": text}] if text else []) + messages
+        if tools:
+            out["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.get("name"),
+                        "description": t.get("description", ""),
+                        "parameters": t.get("input_schema", {}),
+                    },
+                }
+                for t in tools
+            ]
+        return out
+    lead = 0
+    while lead < len(messages) and _role(messages[lead]) in ("system", "developer"):
+        lead += 1
+    texts = [block_text(m.get("content") or "") for m in messages[:lead]]
+    if texts:
+        out["system"] = [{"type": "text", "text": t} for t in texts]
+    out["messages"] = messages[lead:]
+    if tools:
+        out["tools"] = [_anthropic_tool(t) for t in tools]
+    return out
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, Mapping) else None
+
+
+def _anthropic_tool(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    function = tool.get("function")
+    if not isinstance(function, Mapping):
+        return tool
+    return {
+        "name": function.get("name"),
+        "description": function.get("description", ""),
+        "input_schema": function.get("parameters", {}),
+    }
+
+
 def _breakpoints(
-    flat: Flat, body: Mapping[str, Any], name: str, first: int | None
+    flat: Flat, body: Mapping[str, Any], name: str, first: int | None, judge_size: bool = True
 ) -> list[Finding]:
     table = rules(name)
     findings: list[Finding] = []
@@ -150,7 +225,7 @@ def _breakpoints(
                     "this breakpoint: its entry is lost whenever that value changes",
                 )
             )
-        elif first is None and flat.cum[p] < minimum and p == marks[-1][0]:
+        elif judge_size and first is None and flat.cum[p] < minimum and p == marks[-1][0]:
             findings.append(
                 Finding(
                     "unstable_breakpoint",

@@ -8,6 +8,14 @@ content-addressed cache would match them. A request that reads less than its ide
 `Cause`, and the money that cost at the model's prices. The ideal: everything the candidate
 sent, as if history had only been appended to, up to the request's new tail (the last
 assistant turn and what follows it).
+
+Where a request has recorded usage, the record is the truth: its cost, its loss and the totals
+come from the recorded split (``basis: recorded``), and the row says whether the prediction
+agrees. A cause the model predicts is charged only when the record shows the loss too; when
+the record shows a full read, the cause is kept as ``predicted_cause`` and costs nothing. When
+the record shows a loss the model did not predict, the cause is ``not_served``: the content was
+there to reuse and the provider did not serve it (evicted early, routed to another cache, or a
+change the model does not see).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ipse.prefix._actual import Agreement, actual_tokens, agreement
+from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request, no_gc
@@ -43,6 +51,18 @@ class Row:
     lost_tokens: int
     cost_usd: float
     cost_lost_usd: float
+    agrees: bool | None = None  # prediction within tolerance of the record (None: no record)
+    predicted_cause: Cause | None = None  # a modelled cause the record does not bear out
+
+    @property
+    def basis(self) -> str:
+        """``recorded`` when the cost and loss come from recorded usage, else ``modelled``."""
+        return "recorded" if self.actual is not None else "modelled"
+
+    @property
+    def charged(self) -> Tokens:
+        """The split the cost is computed from: the record when there is one."""
+        return self.actual if self.actual is not None else self.predicted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,11 +71,15 @@ class Row:
             "model": self.model,
             "predicted": self.predicted.to_json(),
             "actual": self.actual.to_json() if self.actual else None,
+            "basis": self.basis,
+            "agrees": self.agrees,
             "cause": self.cause.kind if self.cause else None,
             "detail": self.cause.detail if self.cause else None,
             "location": self.cause.location if self.cause else None,
             "candidate": self.cause.candidate if self.cause else None,
+            "predicted_cause": self.predicted_cause.kind if self.predicted_cause else None,
             "lost_tokens": self.lost_tokens,
+            "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
         }
 
@@ -74,8 +98,10 @@ class PrefixReport:
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
-        total = sum(r.predicted.total for r in rows)
-        read = sum(r.predicted.cache_read for r in rows)
+        total = sum(r.charged.total for r in rows)
+        read = sum(r.charged.cache_read for r in rows)
+        predicted_total = sum(r.predicted.total for r in rows)
+        predicted_read = sum(r.predicted.cache_read for r in rows)
         by_cause: dict[str, dict[str, Any]] = {}
         for row in rows:
             if row.cause is None:
@@ -93,10 +119,17 @@ class PrefixReport:
         summary: dict[str, Any] = {
             "requests": len(rows),
             "hit_rate": round(read / total, 4) if total else 0.0,
+            "predicted_hit_rate": (
+                round(predicted_read / predicted_total, 4) if predicted_total else 0.0
+            ),
+            "basis": {
+                "recorded": sum(1 for r in rows if r.actual is not None),
+                "modelled": sum(1 for r in rows if r.actual is None),
+            },
             "tokens": {
                 "cache_read": read,
-                "cache_write": sum(r.predicted.cache_write for r in rows),
-                "uncached": sum(r.predicted.uncached for r in rows),
+                "cache_write": sum(r.charged.cache_write for r in rows),
+                "uncached": sum(r.charged.uncached for r in rows),
                 "lost": sum(r.lost_tokens for r in rows),
             },
             "cost_usd": round(cost, 6),
@@ -244,8 +277,23 @@ def _analyze(
                 prediction.miss,
             )
         price = price_table.price(model, name)[0]
-        cost = _cost(prediction, price, sim.rules.read_multiplier(model), sim)
-        made = prediction.tokens.cache_read + prediction.tokens.cache_write
+        multiplier = sim.rules.read_multiplier(model)
+        charged = prediction
+        agreeing: bool | None = None
+        predicted_cause: Cause | None = None
+        if actual is not None:  # the record is the truth: cost and loss from it
+            charged = Prediction(actual, prediction.read_positions, prediction.write_ttl)
+            agreeing = agrees(prediction.tokens, actual)
+            recorded_lost = _recorded_ideal(ideal_read, seen[slot][0] if slot is not None else None)
+            recorded_lost -= actual.cache_read
+            if recorded_lost <= tolerance(actual):
+                predicted_cause, cause, lost = cause, None, 0
+            else:
+                lost = recorded_lost
+                if cause is None and slot is not None:
+                    cause = _not_served(request.index, seen[slot][0].index, recorded_lost)
+        cost = _cost(charged, price, multiplier, sim)
+        made = charged.tokens.cache_read + charged.tokens.cache_write
         ideal_tokens = Tokens(
             ideal_read,
             max(0, made - ideal_read),
@@ -254,10 +302,11 @@ def _analyze(
         ideal = _cost(
             Prediction(ideal_tokens, 0, prediction.write_ttl),
             price,
-            sim.rules.read_multiplier(model),
+            multiplier,
             sim,
         )
-        cost_ideal += min(ideal, cost)
+        # A recorded request with no loss beyond the tolerance is at its ideal.
+        cost_ideal += cost if actual is not None and cause is None else min(ideal, cost)
         rows[request.index] = Row(
             request.index,
             request.time,
@@ -269,6 +318,8 @@ def _analyze(
             lost,
             cost,
             max(0.0, cost - ideal) if cause is not None else 0.0,
+            agreeing,
+            predicted_cause,
         )
         slot_now = len(seen)
         seen.append((request, flat))
@@ -283,6 +334,29 @@ def _analyze(
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
     return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
+
+
+def _recorded_ideal(ideal_read: int, candidate: Request | None) -> int:
+    """The read appending would have given, in recorded terms: no more than the candidate's
+    record says it left in the cache (its read plus its write), when it has a record; the
+    estimate alone overshoots where the front's size is fitted rather than known."""
+    if candidate is None:
+        return ideal_read
+    recorded = actual_tokens(candidate.usage)
+    if recorded is None:
+        return ideal_read
+    return min(ideal_read, recorded.cache_read + recorded.cache_write)
+
+
+def _not_served(index: int, candidate: int, tokens: int) -> Cause:
+    return Cause(
+        "not_served",
+        "end",
+        f"the record reads {tokens:,} tokens less than the prefix shared with request "
+        f"#{candidate}: the provider did not serve it (evicted early, another cache, or a "
+        "change the model does not see)",
+        candidate,
+    )
 
 
 def _fit_front(requests: Sequence[Request], flattener: Flattener) -> tuple[float, int]:

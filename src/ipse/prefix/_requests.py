@@ -9,11 +9,16 @@ response began, and the usage the provider reported, when the log has them. Sour
   parse, and the prefix analysis needs only the bytes. Exchange details (usage from SSE, times
   from headers) are read with the http-log reader's own helpers, so both agree.
 * Claude Code sessions: one request per assistant turn, rebuilt from the thread's messages
-  before that turn (the system prompt and tools are not recorded in the session: one
+  before that turn (the system prompt and tools are not recorded in older sessions: one
   placeholder block stands for them, its size fitted to the usage), with automatic caching
   (a top-level ``cache_control``), the turn's usage from the assistant records, its time from
-  the record before it, its response start from its own.
-* A single request body (for ``lint``).
+  the record before it, its response start from its own. Where the session journals its API
+  requests (``api-request*`` records, named by the assistant record's ``requestRef``), the
+  system prompt, tools and settings are the ones sent, and so are the messages and their
+  breakpoints when the journal resolves them
+  (`ipse.transcript.formats.claude_code_journal`).
+* A single request body (for ``lint``), or the one request a harness file that ipse writes
+  back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
 
 from __future__ import annotations
@@ -28,11 +33,24 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
-from ipse.transcript import DIALECTS, Conversation, body_codec, codec, load, write
+from ipse.transcript import (
+    DIALECTS,
+    WRITABLE_FORMATS,
+    Conversation,
+    body_codec,
+    codec,
+    load,
+    write,
+)
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript.formats import codex, http_log
 from ipse.transcript.formats.claude_code import looks_like_claude_code
+from ipse.transcript.formats.claude_code_journal import (
+    JournaledRequest,
+    has_journal,
+    read_journal,
+)
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
 # to the recorded usage (`ipse.prefix._report`).
@@ -115,10 +133,14 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
         if not isinstance(body, Mapping):
             raise InputError("a request body must be a JSON object", path=p)
         requests = [Request(0, body, _provider_of(name), source=str(p))]
+    elif name in WRITABLE_FORMATS:  # a harness file holding one conversation: its request
+        conversation = load(p, name).current()
+        body = write(conversation)
+        requests = [Request(0, body, _provider_of(conversation.dialect), source=str(p))]
     else:
         raise InputError(
-            f"prefix analysis reads http logs, request bodies, claude-code sessions and codex "
-            f"rollouts, not {name}"
+            f"prefix analysis reads http logs, request bodies, sessions, rollouts and the "
+            f"harness files ipse writes back ({', '.join(WRITABLE_FORMATS)}), not {name}"
         )
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
@@ -257,25 +279,37 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     source = load(p, "claude-code")
     warnings.extend(source.warnings)
-    assert source.thread is not None
+    assert source.thread is not None and source.session is not None
+    bodies = [
+        write(Conversation(s.conversation.messages, dialect="anthropic"), "anthropic")
+        for s in source.thread.segments
+    ]
+    records = source.session.records
+    journal = (
+        read_journal(records, (m for b in bodies for m in b["messages"]))
+        if has_journal(records)
+        else {}
+    )
     index = 0
-    for segment in source.thread.segments:
-        conversation = segment.conversation
-        body = write(Conversation(conversation.messages, dialect="anthropic"), "anthropic")
+    for segment, body in zip(source.thread.segments, bodies, strict=True):
         dicts = body["messages"]
-        messages = conversation.messages
+        messages = segment.conversation.messages
         for k, message in enumerate(messages):
             if message.role != "assistant" or k == 0:
                 continue
             model = message.meta.get("model")
             if model == "<synthetic>":
                 continue
-            request_body: dict[str, Any] = {
-                "model": model,
-                "system": UNRECORDED_FRONT,
-                "messages": dicts[:k],
-                "cache_control": {"type": "ephemeral"},
-            }
+            journaled = journal.get(str(message.meta.get("request_ref")))
+            if journaled is not None:
+                request_body = _journaled_body(journaled, model, dicts[:k])
+            else:
+                request_body = {
+                    "model": model,
+                    "system": UNRECORDED_FRONT,
+                    "messages": dicts[:k],
+                    "cache_control": {"type": "ephemeral"},
+                }
             previous = messages[k - 1].meta.get("timestamp")
             usage = message.meta.get("usage")
             yield Request(
@@ -289,6 +323,25 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 source.thread.name,
             )
             index += 1
+
+
+def _journaled_body(journaled: JournaledRequest, model: Any, rebuilt: list[Any]) -> dict[str, Any]:
+    """A request as the session journaled it: the front and settings exactly as sent, the
+    messages as journaled when they resolve (else as rebuilt from the records, with
+    automatic caching standing for breakpoints not known)."""
+    body: dict[str, Any] = {
+        k: v for k, v in journaled.params.items() if k not in ("betas", "messages")
+    }
+    body.setdefault("model", model)
+    body["system"] = journaled.system if journaled.system is not None else UNRECORDED_FRONT
+    if journaled.tools:
+        body["tools"] = journaled.tools
+    if journaled.messages is not None:
+        body["messages"] = journaled.messages
+    else:
+        body["messages"] = rebuilt
+        body["cache_control"] = {"type": "ephemeral"}
+    return body
 
 
 def body_provider(body: Mapping[str, Any]) -> str:

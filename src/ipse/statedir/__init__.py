@@ -6,20 +6,74 @@ again right after every compaction, turns compaction into a hot restart. Modules
 `files` (layout, reading order, lock), `wal` (the log), `gitinfo`, `ops` (init, invariant,
 next, checkpoint), `resume` and `budget` (reading it back), `receipts`, `verify`, `rotate`,
 `canary`, `install`.
+
+The names below are imported on first use: the SessionStart hook (``ipse state resume --hook``)
+runs at every session start and needs `resume` alone, not the canary's process handling or the
+installer's file edits.
 """
 
 from __future__ import annotations
 
-from ipse.statedir._budget import Section, fit
-from ipse.statedir._canary import CanaryResult, canary
-from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
-from ipse.statedir._install import Change, install, uninstall
-from ipse.statedir._ops import add_invariant, checkpoint, explain, init, set_next
-from ipse.statedir._receipts import check_receipts, stamp
-from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
-from ipse.statedir._rotate import rotate
-from ipse.statedir._verify import StateReport, verify_state
-from ipse.statedir._wal import Record
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from ipse.statedir._budget import Section, fit
+    from ipse.statedir._canary import CanaryResult, canary
+    from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
+    from ipse.statedir._install import Change, install, uninstall
+    from ipse.statedir._ops import add_invariant, checkpoint, explain, init, set_next
+    from ipse.statedir._receipts import check_receipts, stamp
+    from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
+    from ipse.statedir._rotate import rotate
+    from ipse.statedir._verify import StateReport, verify_state
+    from ipse.statedir._wal import Record
+
+_HOME = {
+    "CanaryResult": "ipse.statedir._canary",
+    "Change": "ipse.statedir._install",
+    "DEFAULT_DIR": "ipse.statedir._files",
+    "GOAL": "ipse.statedir._files",
+    "INVARIANTS": "ipse.statedir._files",
+    "NEXT": "ipse.statedir._files",
+    "NextStep": "ipse.statedir._resume",
+    "RECEIPTS": "ipse.statedir._files",
+    "Record": "ipse.statedir._wal",
+    "ResumeView": "ipse.statedir._resume",
+    "Section": "ipse.statedir._budget",
+    "StateReport": "ipse.statedir._verify",
+    "WAL": "ipse.statedir._files",
+    "add_invariant": "ipse.statedir._ops",
+    "canary": "ipse.statedir._canary",
+    "check_receipts": "ipse.statedir._receipts",
+    "checkpoint": "ipse.statedir._ops",
+    "explain": "ipse.statedir._ops",
+    "fit": "ipse.statedir._budget",
+    "hook_json": "ipse.statedir._resume",
+    "init": "ipse.statedir._ops",
+    "install": "ipse.statedir._install",
+    "resume": "ipse.statedir._resume",
+    "rotate": "ipse.statedir._rotate",
+    "set_next": "ipse.statedir._ops",
+    "stamp": "ipse.statedir._receipts",
+    "state_files": "ipse.statedir._files",
+    "uninstall": "ipse.statedir._install",
+    "verify_state": "ipse.statedir._verify",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ipse.statedir' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "DEFAULT_DIR",

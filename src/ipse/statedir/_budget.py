@@ -1,17 +1,21 @@
 """Fitting a rendered state into a token budget: a pure function from sections to sections.
 
-Sections keep their reading order in the output, but are admitted by priority (goal, then
-invariants, then the next step, ...): each one whole if it fits, else its first lines (or its
-last lines, for an append-only file whose newest entries matter most) with a marker, else not
-at all. A closing note names what was trimmed. The whole rendered text is
-counted every time (token counts do not add up across joins), and the result never exceeds
-the budget.
+Sections keep their reading order in the output. The required ones (the goal and the next
+step: without them a fresh context cannot go on) are always there whole; a budget too small
+for them is refused, naming the smallest that works, rather than printing nothing. The others
+are admitted by priority (invariants, then the last log entry, ...): each one whole if it fits,
+else its first lines (or its last lines, for an append-only file whose newest entries matter
+most) with a marker, else not at all; the header goes before any of them. A closing note names
+what was trimmed. The whole rendered text is counted every time (token counts do not add up
+across joins), and the result never exceeds the budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+
+from ipse.errors import UsageError
 
 TRIM_MARK = "[... trimmed by ipse to fit the token budget ...]"
 
@@ -25,6 +29,7 @@ class Section:
     priority: int
     order: int
     keep_tail: bool = False  # trim from the start (keep the newest lines) instead of the end
+    required: bool = False  # always kept whole; a budget without room for it is refused
 
 
 def render(header: str, sections: list[Section], note: str = "") -> str:
@@ -57,19 +62,36 @@ def _head(section: Section, lines: int) -> Section:
 def fit(
     header: str, sections: list[Section], budget: int, count: Callable[[str], int]
 ) -> tuple[str, list[str]]:
-    """Render within ``budget`` tokens; returns the text and the titles trimmed or left out."""
+    """Render within ``budget`` tokens; returns the text and the titles trimmed or left out.
+
+    Raises `UsageError` when the required sections alone do not fit.
+    """
     full = render(header, sections)
     if count(full) <= budget:
         return full, []
 
-    def attempt(candidate: list[Section], trimmed: list[str]) -> str:
+    def attempt(candidate: list[Section], trimmed: list[str], within: int = budget) -> str:
         titles = {c.title for c in candidate}
         dropped = [s.title for s in sections if s.title not in titles]
-        return render(header, candidate, _note(budget, trimmed, dropped))
+        return render(header, candidate, _note(within, trimmed, dropped))
 
-    kept: list[Section] = []
+    kept = [s for s in sections if s.required]
+    if count(attempt(kept, [])) > budget:
+        header = ""
+        needed = count(attempt(kept, []))
+        if needed > budget and not kept:
+            return "", [s.title for s in sections]
+        while needed > budget and count(attempt(kept, [], needed)) > needed:
+            needed += 1  # the note names the budget: a longer number can take a token more
+        if needed > budget:
+            names = " and ".join(s.title for s in kept)
+            raise UsageError(
+                f"a budget of {budget} tokens is too small: {names} alone take {needed}"
+                f" (use a budget of at least {needed})"
+            )
     trimmed: list[str] = []
-    for section in sorted(sections, key=lambda s: (s.priority, s.order)):
+    optional = [s for s in sections if not s.required]
+    for section in sorted(optional, key=lambda s: (s.priority, s.order)):
         if count(attempt([*kept, section], trimmed)) <= budget:
             kept.append(section)
             continue
@@ -85,12 +107,10 @@ def fit(
             kept.append(_head(section, low))
             trimmed = with_it
     text = attempt(kept, trimmed)
-    while count(text) > budget and kept:
-        worst = max(kept, key=lambda s: (s.priority, s.order))
+    while count(text) > budget:
+        worst = max((s for s in kept if not s.required), key=lambda s: (s.priority, s.order))
         kept.remove(worst)
         trimmed = [t for t in trimmed if t != worst.title]
         text = attempt(kept, trimmed)
-    if count(text) > budget:
-        return "", [s.title for s in sections]
     kept_titles = {k.title for k in kept}
     return text, [*trimmed, *(s.title for s in sections if s.title not in kept_titles)]

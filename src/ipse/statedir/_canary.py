@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import UsageError
+from ipse.fileio import StrPath
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._gitinfo import short_revision
@@ -108,8 +109,9 @@ def _judge(token: str, expected: str, code: int | None, answer: str) -> tuple[bo
     return has_token, has_next, "the answer carries the planted token and the next action"
 
 
-def canary(folder: Path, command: str, timeout: float = 600.0) -> CanaryResult:
+def canary(folder: StrPath, command: str, timeout: float = 600.0) -> CanaryResult:
     """Plant, ask, judge, restore, and log the result (see the module docstring)."""
+    folder = Path(folder)
     if not command.strip():
         raise UsageError("--agent is empty")
     files.require_folder(folder)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipse.errors import InputError, os_error
-from ipse.fileio import fsync_dir
+from ipse.fileio import StrPath, fsync_dir
 
 DEFAULT_DIR = "state"
 GOAL = "00_goal.md"
@@ -49,8 +49,9 @@ def is_state_file(name: str) -> bool:
     return bool(STATE_FILE.match(name))
 
 
-def state_files(folder: Path) -> list[str]:
+def state_files(folder: StrPath) -> list[str]:
     """The state files in the folder, in reading (lexicographic) order."""
+    folder = Path(folder)
     try:
         names = os.listdir(folder)
     except FileNotFoundError as exc:

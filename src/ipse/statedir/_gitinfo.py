@@ -131,6 +131,17 @@ def is_ancestor(start: Path, commit: str, of: str = "HEAD") -> bool:
     return done is not None and done.returncode == 0
 
 
+def commits_between(start: Path, older: str, newer: str) -> int | None:
+    """How many commits ``newer`` is ahead of ``older`` (None when git cannot say)."""
+    done = _git(start, "rev-list", "--count", f"{older}..{newer}")
+    if done is None or done.returncode != 0:
+        return None
+    try:
+        return int(done.stdout.strip())
+    except ValueError:
+        return None
+
+
 def blob_at(start: Path, commit: str, relpath: str) -> bytes | None:
     """The bytes of ``relpath`` at ``commit``, or None when the commit does not hold it."""
     done = _git(start, "cat-file", "blob", f"{commit}:{relpath}")

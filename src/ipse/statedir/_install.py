@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError, UsageError
-from ipse.fileio import atomic_write
+from ipse.fileio import StrPath, atomic_write
 
 AGENT_FILES = {
     "claude-code": "CLAUDE.md",
@@ -252,8 +252,10 @@ def _without_ours(settings: dict[str, Any], state_arg: str) -> dict[str, Any]:
     return settings
 
 
-def install(root: Path, folder: Path, agent: str = "generic") -> list[Change]:
+def install(root: StrPath, folder: StrPath, agent: str = "generic") -> list[Change]:
     """Write the startup rule (and, for Claude Code, the hooks); idempotent."""
+    root = Path(root)
+    folder = Path(folder)
     if agent not in AGENT_FILES:
         raise UsageError(f"unknown agent {agent!r} (choose from {', '.join(AGENT_FILES)})")
     rel, state_arg = _state_arg(root, folder)
@@ -305,8 +307,10 @@ def _write(path: Path, old: str | None, new: str | None) -> str:
     return "created" if old is None else "updated"
 
 
-def uninstall(root: Path, folder: Path, agent: str | None = None) -> list[Change]:
+def uninstall(root: StrPath, folder: StrPath, agent: str | None = None) -> list[Change]:
     """Remove exactly what install added, from every agent file (or the one named)."""
+    root = Path(root)
+    folder = Path(folder)
     if agent is not None and agent not in AGENT_FILES:
         raise UsageError(f"unknown agent {agent!r} (choose from {', '.join(AGENT_FILES)})")
     names = sorted({AGENT_FILES[agent]} if agent else set(AGENT_FILES.values()))

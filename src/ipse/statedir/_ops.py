@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError, UsageError
-from ipse.fileio import fsync_dir
+from ipse.fileio import StrPath, fsync_dir
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._gitinfo import short_revision
@@ -178,12 +178,13 @@ def _init_record(folder: Path) -> wal.Record:
     return wal.Record(first.data, first.raw, 1)
 
 
-def init(folder: Path, goal: str, done: str | None = None) -> wal.Record:
+def init(folder: StrPath, goal: str, done: str | None = None) -> wal.Record:
     """Create the state folder's files; refused when a goal or a log is already there.
 
     An init killed half way is finished by the next command (or by this one, which then
     succeeds when it asks for the same goal).
     """
+    folder = Path(folder)
     _need_text(goal, "the goal")
     folder.mkdir(parents=True, exist_ok=True)
     goal_bytes = goal_document(goal, done).encode("utf-8")
@@ -225,8 +226,9 @@ def init(folder: Path, goal: str, done: str | None = None) -> wal.Record:
     return _init_record(folder)
 
 
-def add_invariant(folder: Path, text: str, reason: str) -> wal.Record:
+def add_invariant(folder: StrPath, text: str, reason: str) -> wal.Record:
     """Append a decision or rejected approach with its reason, then log the new prefix."""
+    folder = Path(folder)
     _need_text(text, "the invariant")
     _need_text(reason, "the reason")
     files.require_folder(folder)
@@ -251,9 +253,10 @@ def add_invariant(folder: Path, text: str, reason: str) -> wal.Record:
         )
 
 
-def explain(folder: Path, reason: str) -> wal.Record:
+def explain(folder: StrPath, reason: str) -> wal.Record:
     """Vouch for text added to ``10_invariants.md`` by hand: log its current length and sha256
     with the reason, so ``verify`` stops flagging it."""
+    folder = Path(folder)
     _need_text(reason, "the explanation")
     files.require_folder(folder)
     path = folder / files.INVARIANTS
@@ -271,8 +274,9 @@ def explain(folder: Path, reason: str) -> wal.Record:
         )
 
 
-def set_next(folder: Path, text: str) -> wal.Record:
+def set_next(folder: StrPath, text: str) -> wal.Record:
     """Set the program counter: log the step (fsynced), then replace ``99_next.md`` atomically."""
+    folder = Path(folder)
     _need_text(text, "the next step")
     files.require_folder(folder)
     data = next_document(text)
@@ -290,8 +294,9 @@ def set_next(folder: Path, text: str) -> wal.Record:
     return record
 
 
-def checkpoint(folder: Path, message: str, kind: str = "checkpoint") -> wal.Record:
+def checkpoint(folder: StrPath, message: str, kind: str = "checkpoint") -> wal.Record:
     """Log one state transition."""
+    folder = Path(folder)
     _need_text(message, "the checkpoint message")
     files.require_folder(folder)
     with writing(folder):

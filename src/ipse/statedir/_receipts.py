@@ -6,7 +6,9 @@ HEAD and whether the tree was dirty, and stores the receipt as one JSON line in
 receipt written by hand (a forged claim) or edited later is recognised. `check_receipts`
 re-hashes every artifact, and with git checks that the recorded commit still exists and is an
 ancestor of HEAD (history not rewritten) and, for a clean tree, that the commit holds the very
-bytes the receipt names.
+bytes the receipt names. A ``--git`` receipt whose commit is no longer HEAD is noted (the claim
+was vouched for at that commit, not at HEAD) without failing the check: receipts accumulate
+as the work goes on.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ipse.errors import UsageError
-from ipse.fileio import read_bytes
+from ipse.fileio import StrPath, read_bytes
 from ipse.statedir import _files as files
 from ipse.statedir import _gitinfo as gitinfo
 from ipse.statedir import _wal as wal
@@ -73,10 +76,14 @@ def make_receipt(folder: Path, claim: str, artifacts: list[Path], use_git: bool)
     return {"id": receipt_id(body), **body}
 
 
-def stamp(folder: Path, claim: str, artifacts: list[Path], use_git: bool = False) -> dict[str, Any]:
+def stamp(
+    folder: StrPath, claim: str, artifacts: Sequence[StrPath], use_git: bool = False
+) -> dict[str, Any]:
     """Make a receipt, log its id, and store it in ``.receipts.jsonl``."""
+    folder = Path(folder)
+    paths = [Path(a) for a in artifacts]
     files.require_folder(folder)
-    receipt = make_receipt(folder, claim, artifacts, use_git)
+    receipt = make_receipt(folder, claim, paths, use_git)
     with writing(folder):
         wal.append(
             folder / files.WAL,
@@ -142,22 +149,33 @@ def _check_artifacts(root: Path, receipt: dict[str, Any], where: str) -> list[st
     return problems
 
 
-def _check_git(root: Path, receipt: dict[str, Any], where: str) -> list[str]:
+def _check_git(root: Path, receipt: dict[str, Any], where: str) -> tuple[list[str], list[str]]:
+    """Problems with the receipt's commit, and a note when HEAD has moved on since."""
     git = receipt.get("git")
     if not isinstance(git, dict):
-        return []
+        return [], []
     head = str(git.get("head"))
     if not gitinfo.commit_exists(root, head):
-        return [f"{where}: commit {head[:7]} no longer exists (history rewritten?)"]
+        return [f"{where}: commit {head[:7]} no longer exists (history rewritten?)"], []
     if not gitinfo.is_ancestor(root, head):
-        return [f"{where}: commit {head[:7]} is not an ancestor of HEAD (history rewritten)"]
-    return []
+        return [f"{where}: commit {head[:7]} is not an ancestor of HEAD (history rewritten)"], []
+    now = gitinfo.head_commit(root)
+    if now is None or now == head:
+        return [], []
+    later = gitinfo.commits_between(root, head, now)
+    count = f"{later} commit{'s' if later != 1 else ''} later" if later is not None else "later"
+    return [], [
+        f"{where}: stamped at {head[:7]}; HEAD is now {now[:7]} ({count}): the claim was "
+        "vouched for there, not at HEAD (stamp again to vouch for HEAD)"
+    ]
 
 
-def check_receipts(folder: Path, logged: set[str]) -> list[str]:
-    """Every problem with the folder's receipts; ``logged`` holds the ids the WAL recorded."""
+def review_receipts(folder: Path, logged: set[str]) -> tuple[list[str], list[str]]:
+    """The problems with the folder's receipts and the notes on them (HEAD moved on since a
+    ``--git`` stamp); ``logged`` holds the ids the WAL recorded."""
     root = files.project_root(folder)
     problems: list[str] = []
+    notes: list[str] = []
     seen: set[str] = set()
     for stored in load(folder):
         where = f"{files.RECEIPTS}:{stored.line}"
@@ -174,9 +192,16 @@ def check_receipts(folder: Path, logged: set[str]) -> list[str]:
         if receipt["id"] not in logged:
             problems.append(f"{where}: not recorded in the WAL (not made by `ipse state stamp`)")
         problems.extend(_check_artifacts(root, receipt, where))
-        problems.extend(_check_git(root, receipt, where))
+        git_problems, git_notes = _check_git(root, receipt, where)
+        problems.extend(git_problems)
+        notes.extend(git_notes)
     for missing in sorted(logged - seen):
         problems.append(
             f"receipt {missing[:12]} recorded in the WAL is missing from {files.RECEIPTS}"
         )
-    return problems
+    return problems, notes
+
+
+def check_receipts(folder: StrPath, logged: set[str]) -> list[str]:
+    """Every problem with the folder's receipts; ``logged`` holds the ids the WAL recorded."""
+    return review_receipts(Path(folder), logged)[0]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipse.fileio import StrPath
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._budget import Section, fit, render
@@ -106,8 +107,9 @@ def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[Next
     return NextStep(text, "wal", note), f"[ipse: {note}]\n{text}\n"
 
 
-def resume(folder: Path) -> ResumeView:
+def resume(folder: StrPath) -> ResumeView:
     """Read the state folder for a fresh context (see the module docstring)."""
+    folder = Path(folder)
     names = files.state_files(folder)
     warnings: list[str] = []
     try:
@@ -140,7 +142,16 @@ def resume(folder: Path) -> ResumeView:
                 continue
             body = text
         priority = PRIORITY.get(name, 4)
-        sections.append(Section(name, body, priority, len(sections), name == files.INVARIANTS))
+        sections.append(
+            Section(
+                name,
+                body,
+                priority,
+                len(sections),
+                keep_tail=name == files.INVARIANTS,
+                required=name in (files.GOAL, files.NEXT),
+            )
+        )
     last = found.last.summary() if found.last is not None else None
     if last is not None:
         sections.append(Section(WAL_TITLE, last, 3, 1000))

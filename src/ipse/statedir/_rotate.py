@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from ipse.errors import UsageError
-from ipse.fileio import fsync_dir
+from ipse.fileio import StrPath, fsync_dir
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._gitinfo import short_revision
@@ -28,8 +28,9 @@ def _next_name(folder: Path) -> str:
     return f"{files.WAL}.{number:04d}"
 
 
-def rotate(folder: Path) -> tuple[str, wal.Record]:
+def rotate(folder: StrPath) -> tuple[str, wal.Record]:
     """Rotate the log; returns the old log's new name and the new log's first record."""
+    folder = Path(folder)
     files.require_folder(folder)
     path = folder / files.WAL
     with writing(folder):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError
+from ipse.fileio import StrPath
 from ipse.statedir import _files as files
 from ipse.statedir import _receipts as receipts
 from ipse.statedir import _seal as seal
@@ -283,12 +284,13 @@ def _check_previous(folder: Path, state: LoggedState, report: StateReport) -> No
         report.violations.append(f"the rotated WAL {name} changed after the rotation")
 
 
-def verify_state(folder: Path) -> StateReport:
+def verify_state(folder: StrPath) -> StateReport:
     """Check the state folder; see the module docstring for what is checked.
 
     The folder lock is held; a folder ipse cannot write to (a read-only checkout) is read
     without it, with a warning.
     """
+    folder = Path(folder)
     if not folder.is_dir():
         raise InputError("no state folder here (run `ipse state init` first)", path=folder)
     report = StateReport()
@@ -330,4 +332,6 @@ def _verify_locked(folder: Path, report: StateReport) -> None:
         state = logged_state(scan.records)
         _check_files(folder, state, report)
         _check_previous(folder, state, report)
-    report.violations.extend(receipts.check_receipts(folder, state.receipts))
+    problems, notes = receipts.review_receipts(folder, state.receipts)
+    report.violations.extend(problems)
+    report.warnings.extend(notes)

@@ -19,13 +19,14 @@ from ipse.transcript._model import (
 )
 from ipse.transcript._sniff import FORMATS, body_dialect, detect
 from ipse.transcript._thread import Segment, Thread
-from ipse.transcript._write import write
+from ipse.transcript._write import WRITABLE_FORMATS, ensure_writable, write
 from ipse.transcript.formats.claude_code import ClaudeCodeSession
 from ipse.transcript.formats.http_log import Exchange
 
 __all__ = [
     "DIALECTS",
     "FORMATS",
+    "WRITABLE_FORMATS",
     "Block",
     "ClaudeCodeSession",
     "Codec",
@@ -48,6 +49,7 @@ __all__ = [
     "body_dialect",
     "codec",
     "detect",
+    "ensure_writable",
     "load",
     "read_conversation",
     "write",

@@ -4,6 +4,11 @@ For one conversation or a thread: message counts, tool calls by name, and tokens
 Claude Code session or a Codex rollout the counts cover the whole thread, compacted parts
 included, and ``after_last_compaction`` holds the same counts for what the model saw last. For an
 HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded).
+
+`message_rows` lists the messages of what the model saw last by the index that ``ipse handoff
+--at N`` counts (a cut at N hands off messages 0..N-1): role, what each holds (text by origin,
+tool calls by name, results, thinking) and its tokens. Kinds and tool names only, never the
+text, so the list is safe to paste into a bug report.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ from typing import Any
 
 from ipse.tokens import TokenCounter, tokenizer_label
 from ipse.transcript._load import Source
-from ipse.transcript._model import Conversation
-from ipse.transcript._stats import TokenTally, message_counts, shares
+from ipse.transcript._model import Conversation, Message, ToolCall
+from ipse.transcript._stats import TokenTally, block_kind, block_text, message_counts, shares
 
 
 def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
@@ -66,6 +71,36 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
     if source.warnings:
         report["warnings"] = list(source.warnings)
     return report
+
+
+def message_rows(conversation: Conversation, counter: TokenCounter) -> list[dict[str, Any]]:
+    """One row per message of ``conversation``, by the index ``--at N`` counts."""
+    return [
+        {
+            "index": index,
+            "role": message.role,
+            "holds": _holds(message),
+            "tokens": sum(counter.count(block_text(block)) for block in message.blocks),
+        }
+        for index, message in enumerate(conversation.messages)
+    ]
+
+
+def _holds(message: Message) -> list[str]:
+    """What a message holds, in order, runs of one kind merged: ``human_text``,
+    ``tool_call Bash``, ``tool_results x3``..."""
+    labels: list[str] = []
+    counts: list[int] = []
+    for block in message.blocks:
+        label = block_kind(block)
+        if isinstance(block, ToolCall):
+            label = f"tool_call {block.name}"
+        if labels and labels[-1] == label:
+            counts[-1] += 1
+        else:
+            labels.append(label)
+            counts.append(1)
+    return [label if n == 1 else f"{label} x{n}" for label, n in zip(labels, counts, strict=True)]
 
 
 def _tokens(tally: TokenTally, counter: TokenCounter, conversation: Conversation) -> dict[str, Any]:

@@ -41,3 +41,21 @@ def check_links(
                     position=position(index, message),
                 )
     return seen
+
+
+def orphan_results(
+    messages: Iterable[Message], *, known: set[str] | None = None
+) -> tuple[list[tuple[int, str]], set[str]]:
+    """Tool results with no earlier call, as (message index, call id); and the calls seen.
+
+    For inputs that may start mid-exchange (a continued session, a fixture cut from a longer
+    one): the reader keeps such results and warns, and a handoff removes them."""
+    seen = set() if known is None else known
+    orphans: list[tuple[int, str]] = []
+    for index, message in enumerate(messages):
+        for block in message.blocks:
+            if isinstance(block, ToolCall):
+                seen.add(block.id)
+            elif isinstance(block, ToolResult) and block.call_id not in seen:
+                orphans.append((index, block.call_id))
+    return orphans, seen

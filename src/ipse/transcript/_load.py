@@ -1,9 +1,9 @@
 """One entry point for reading any supported input: detect the format, run its reader.
 
 `load` returns a `Source` that holds whichever shape the format has: one conversation (request
-bodies), threads cut into segments (Claude Code sessions, Codex rollouts), or a sequence of
-recorded requests (HTTP logs). `read_conversation` narrows any of them to the one conversation a
-transform works on.
+bodies, and the harness files of `ipse.transcript._harness`), threads cut into segments
+(Claude Code sessions, Codex rollouts), or a sequence of recorded requests (HTTP logs).
+`read_conversation` narrows any of them to the one conversation a transform works on.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ipse.errors import InputError, UnknownFormat, UsageError
 from ipse.transcript._codec import DIALECTS, codec
+from ipse.transcript._harness import HARNESS_FORMATS, read_harness
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._links import check_links
 from ipse.transcript._model import Conversation
@@ -73,6 +74,10 @@ def load(
         return Source(
             name, p, thread=session.thread(thread or MAIN), session=session, warnings=warnings
         )
+    if name in HARNESS_FORMATS:
+        conversation = read_harness(p, name, warnings)
+        check_links(conversation.messages, path=p)
+        return Source(name, p, conversation=conversation, warnings=warnings)
     if name == "codex":
         rollout = read_rollout(p, skip_bad_lines=skip_bad_lines, warnings=warnings)
         return Source(name, p, thread=rollout, warnings=warnings)

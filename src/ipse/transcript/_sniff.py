@@ -1,9 +1,12 @@
 """Format detection by sniffing: which reader fits a file, and which provider a body is for.
 
 Detection looks at structure, never at file names alone: a folder of exchanges, a HAR file, a
-JSONL file whose first object is a Claude Code record, an exchange, a Codex rollout line or a
-request body, or a single JSON request body (Anthropic or OpenAI chat, told apart by their
-distinctive fields).
+JSONL file whose first object is a Claude Code record, a Gemini CLI session line, an exchange, a
+Codex rollout line or a request body; a JSON array of Anthropic messages (Cline, Roo Code),
+OpenHands events or Gemini Content; a JSON object that is a harness's own record (Gemini CLI
+session or checkpoint, SWE-agent or mini-swe-agent trajectory, OpenHands trajectory export),
+or a single JSON request body (Anthropic or OpenAI chat, told apart by their distinctive
+fields).
 """
 
 from __future__ import annotations
@@ -17,7 +20,19 @@ from ipse.errors import InputError, UnknownFormat
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
 
-FORMATS = ("anthropic", "openai-chat", "openai-responses", "claude-code", "http-log", "codex")
+FORMATS = (
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "claude-code",
+    "http-log",
+    "codex",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+    "openhands",
+    "gemini-cli",
+)
 
 _ANTHROPIC_BLOCKS = frozenset(
     {
@@ -39,8 +54,13 @@ _CODEX_TYPES = frozenset(
 
 
 def body_dialect(body: Mapping[str, Any]) -> Dialect:
-    """Anthropic or OpenAI chat, by the fields only one of them uses."""
+    """Anthropic or OpenAI chat, by the fields only one of them uses.
+
+    A ``role: "system"`` message inside ``messages`` is a weak sign: Claude Code's Anthropic
+    requests carry such messages too, so it counts for OpenAI only when nothing else in the
+    body is Anthropic-shaped."""
     score = 0
+    system_messages = 0
     if "system" in body:
         score += 2
     if any(
@@ -62,7 +82,9 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
-        if role in ("system", "developer", "tool", "function"):
+        if role == "system":
+            system_messages += 1
+        elif role in ("developer", "tool", "function"):
             score -= 3
         if "tool_calls" in message or "tool_call_id" in message or "reasoning_content" in message:
             score -= 3
@@ -74,63 +96,124 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
                         score += 3
                     elif block.get("type") in _OPENAI_PARTS:
                         score -= 3
+    if system_messages and score <= 0:
+        score -= 3
     if score == 0:
         model = str(body.get("model", "")).lower()
         return "anthropic" if "claude" in model else "openai-chat"
     return "anthropic" if score > 0 else "openai-chat"
 
 
+# How many JSONL records detection reads before giving up on finding a decisive one.
+_DETECT_RECORDS = 200
+
+
 def detect(path: str | Path) -> str:
-    """The format name of a file or folder (one of `FORMATS`)."""
+    """The format name of a file or folder (one of `FORMATS`).
+
+    A JSONL file is judged by its first decisive records: metadata records a harness writes
+    ahead of the conversation (a session summary, a title, a legacy rollout's header) do not
+    decide, the first record that only one format writes does."""
     p = Path(path)
     if p.is_dir():
+        from ipse.transcript.formats.openhands import event_files
+
+        if event_files(p):
+            return "openhands"
         if any(p.glob("*.json")):
             return "http-log"
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
     data = read_text_bytes(p)
     multi_line = b"\n" in data.strip()
-    if multi_line:
-        first = _first_jsonl_object(data, tries=1)
-        if first is not None:
-            return _jsonl_format(first, p)
+    if multi_line and _first_line_is_object(data):
+        return _jsonl_format(data, p)
     if data.lstrip()[:1] not in (b"{", b"["):
         raise UnknownFormat("neither JSON nor JSONL", path=p, position="line 1")
     try:
         document = parse_json(data, p)
     except InputError:
-        later = _first_jsonl_object(data) if multi_line else None
-        if later is not None:  # JSONL whose first line is bad: its reader names the line
-            return _jsonl_format(later, p)
+        if multi_line and _jsonl_objects(data, 5):  # JSONL whose first line is bad
+            return _jsonl_format(data, p)
         raise
+    if isinstance(document, list):
+        return _array_format(document, p)
     if not isinstance(document, Mapping):
-        raise UnknownFormat("a JSON document that is not an object", path=p)
+        raise UnknownFormat("a JSON document that is neither an object nor an array", path=p)
     return _document_format(document, p)
 
 
-def _first_jsonl_object(data: bytes, tries: int = 5) -> Mapping[str, Any] | None:
-    """The first of the first few non-blank lines that parses as a JSON object, if any."""
-    for line in [ln for ln in data.split(b"\n", 50) if ln.strip()][:tries]:
+def _array_format(items: list[Any], path: Path) -> str:
+    from ipse.transcript.formats import cline, gemini_cli, openhands
+
+    if cline.looks_like_cline(items):
+        return "cline"
+    if openhands.looks_like_openhands(items):
+        return "openhands"
+    if gemini_cli.looks_like_checkpoint(items):
+        return "gemini-cli"
+    raise UnknownFormat(
+        "a JSON array of neither Anthropic messages (Cline, Roo Code), OpenHands events nor "
+        "Gemini Content; name the format with --format",
+        path=path,
+    )
+
+
+def _first_line_is_object(data: bytes) -> bool:
+    first = next((ln for ln in data.split(b"\n", 50) if ln.strip()), b"")
+    try:
+        return isinstance(jsonio.loads(first), Mapping)
+    except jsonio.JSONDecodeError:
+        return False
+
+
+def _jsonl_objects(data: bytes, limit: int) -> list[Mapping[str, Any]]:
+    """The JSON objects among the first ``limit`` non-blank lines (bad lines skipped)."""
+    out = []
+    for line in [ln for ln in data.split(b"\n", limit * 2) if ln.strip()][:limit]:
         try:
             value = jsonio.loads(line)
         except jsonio.JSONDecodeError:
             continue
         if isinstance(value, Mapping):
-            return value
-    return None
+            out.append(value)
+    return out
 
 
-def _jsonl_format(first: Mapping[str, Any], path: Path) -> str:
-    from ipse.transcript.formats.claude_code import looks_like_claude_code
-
-    if looks_like_claude_code(first):
-        return "claude-code"
-    if first.get("type") in _CODEX_TYPES and "payload" in first:
-        return "codex"
-    if "request" in first or isinstance(first.get("messages"), list):
-        return "http-log"
-    if first.get("type") in ("message", "function_call", "function_call_output", "reasoning"):
-        return "codex"
+def _jsonl_format(data: bytes, path: Path) -> str:
+    records = _jsonl_objects(data, _DETECT_RECORDS)
+    for record in records:
+        name = record_format(record)
+        if name is not None:
+            return name
+    if records and all(_is_legacy_codex_meta(r) for r in records[:1]):
+        return "codex"  # a legacy rollout holding only its header
     raise UnknownFormat("JSONL whose records are of no known format", path=path, position="line 1")
+
+
+def _is_legacy_codex_meta(record: Mapping[str, Any]) -> bool:
+    """The header line of a legacy Codex rollout: ``{id, timestamp, instructions}``, no type."""
+    return "type" not in record and (
+        "record_type" in record or ("instructions" in record and "timestamp" in record)
+    )
+
+
+def record_format(record: Mapping[str, Any]) -> str | None:
+    """The format one JSONL record decides, or None when it does not decide alone."""
+    from ipse.transcript.formats.claude_code import looks_like_claude_code
+    from ipse.transcript.formats.gemini_cli import looks_like_session
+
+    if looks_like_session(record) or "$rewindTo" in record or "$set" in record:
+        return "gemini-cli"
+
+    if looks_like_claude_code(record):
+        return "claude-code"
+    if record.get("type") in _CODEX_TYPES and "payload" in record:
+        return "codex"
+    if "request" in record or isinstance(record.get("messages"), list):
+        return "http-log"
+    if record.get("type") in ("message", "function_call", "function_call_output", "reasoning"):
+        return "codex"
+    return None
 
 
 def _document_format(document: Mapping[str, Any], path: Path) -> str:
@@ -138,6 +221,17 @@ def _document_format(document: Mapping[str, Any], path: Path) -> str:
         return "http-log"
     if "request" in document and "response" in document:
         return "http-log"
+    from ipse.transcript.formats import gemini_cli, openhands, swe_agent
+
+    if gemini_cli.looks_like_session(document) or gemini_cli.looks_like_checkpoint(document):
+        return "gemini-cli"
+    if swe_agent.looks_like_mini_swe_agent(document):
+        return "mini-swe-agent"
+    if swe_agent.looks_like_swe_agent(document):
+        return "swe-agent"
+    events = openhands.events_of(document)
+    if events is not None and openhands.looks_like_openhands(events):
+        return "openhands"
     if isinstance(document.get("messages"), list):
         return body_dialect(document)
     if isinstance(document.get("input"), list | str):

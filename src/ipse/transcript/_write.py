@@ -2,19 +2,58 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ipse.errors import UsageError
-from ipse.transcript._codec import codec
+from ipse.transcript._codec import DIALECTS, codec
 from ipse.transcript._model import Conversation
 
+# Inputs whose conversation writes back as a request body (by their dialect's codec).
+WRITABLE_FORMATS = (
+    *DIALECTS,
+    "claude-code",
+    "codex",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+)
 
-def write(conversation: Conversation, dialect: str | None = None) -> dict[str, Any]:
-    """The conversation as a request body of ``dialect`` (default: its own)."""
+
+def ensure_writable(conversation: Conversation) -> None:
+    """Raise `UsageError` for a conversation read from a format ipse does not write back."""
+    if not conversation.meta.get("read_only"):
+        return
+    name = conversation.meta.get("format", "this format")
+    raise UsageError(
+        f"{name} conversations are read only: ipse cannot write them back as a request; "
+        f"the inputs it writes back are {', '.join(WRITABLE_FORMATS)} "
+        f"(as {', '.join(DIALECTS)} bodies)"
+    )
+
+
+def write(
+    conversation: Conversation, dialect: str | None = None, *, max_tokens: int | None = None
+) -> dict[str, Any]:
+    """The conversation as a request body of ``dialect`` (default: its own).
+
+    ``max_tokens`` is given to a body without one, for the dialects whose API requires it
+    (Anthropic: a Claude Code session file carries none); naming it for another dialect is a
+    usage error rather than a setting silently dropped.
+    """
+    ensure_writable(conversation)
     target = codec(dialect or conversation.dialect)
     if target.dialect != conversation.dialect:
         raise UsageError(f"cannot write a {conversation.dialect} conversation as {target.dialect}")
+    if max_tokens is not None:
+        if not target.needs_max_tokens:
+            raise UsageError(f"max_tokens is for bodies that require it; {target.dialect} does not")
+        if max_tokens < 1:
+            raise UsageError(f"max_tokens must be at least 1, not {max_tokens}")
+        if "max_tokens" not in conversation.settings:
+            settings = {**conversation.settings, "max_tokens": max_tokens}
+            conversation = replace(conversation, settings=settings)
     return target.write_body(conversation)
 
 
-__all__ = ["write"]
+__all__ = ["WRITABLE_FORMATS", "ensure_writable", "write"]

@@ -14,8 +14,14 @@ the file's stem, e.g. ``agent-a2898e3``).
 Records become messages like this: records that are not messages (progress, snapshots, queue
 operations, system records) are skipped; the ``assistant`` records that share ``message.id`` (one
 content block each) are merged into one message; consecutive ``user`` records holding only tool
-results are merged into one message, as the harness sends them. Every tool result must follow
-its call.
+results are merged into one message, as the harness sends them. A tool result whose call is not
+in the file (a session continued from another, a fixture cut mid-exchange) is kept and reported
+once in the warnings; a handoff removes it with the rest of the tool traffic before the cut.
+
+Only the live path makes the conversation: the records of an abandoned branch (a rewind, an
+edit, a retry) never join it, even when they repeat a response's ``message.id``; a parallel
+call's records join it only when they hang off the path, and a call whose id is already there
+is a copy, not a sibling.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ from typing import Any
 
 from ipse.errors import InputError, UsageError
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
-from ipse.transcript._links import check_links
-from ipse.transcript._model import Conversation, Message, Origin, Text, ToolResult
+from ipse.transcript._links import message_position, orphan_results
+from ipse.transcript._model import Conversation, Message, Origin, Text, ToolCall, ToolResult
 from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.anthropic import read_message
 
@@ -76,7 +82,7 @@ class ClaudeCodeSession:
             records = [r for r in self.records if not r.data.get("isSidechain")]
             if not any(r.data.get("type") in _MESSAGE_TYPES for r in records):
                 records = self.records  # a subagent's own file: its sidechain is its thread
-            return _build_thread(name, records, self.path)
+            return _build_thread(name, records, self.path, self.warnings)
         if name.startswith("sidechain-"):
             roots = self._sidechain_roots()
             try:
@@ -85,7 +91,7 @@ class ClaudeCodeSession:
             except (ValueError, IndexError):
                 raise self._unknown_thread(name) from None
             members = _members(self._sidechain_records(), root)
-            return _build_thread(name, members, self.path)
+            return _build_thread(name, members, self.path, self.warnings)
         candidates = [name, f"agent-{name}"]
         for candidate in candidates:
             if candidate in self.subagent_files:
@@ -93,7 +99,7 @@ class ClaudeCodeSession:
                 records = list(
                     read_jsonl(sub, skip_bad_lines=self.skip_bad_lines, warnings=self.warnings)
                 )
-                return _build_thread(candidate, records, sub)
+                return _build_thread(candidate, records, sub, self.warnings)
         raise self._unknown_thread(name)
 
     def _unknown_thread(self, name: str) -> UsageError:
@@ -231,28 +237,40 @@ def _with_parallel_siblings(
     response_ids.discard(None)
     if not response_ids:
         return live
-    calls: set[str] = set()
-    extra: list[JsonlRecord] = []
-    for record in records:
-        data = record.data
-        payload = data.get("message")
-        if data.get("type") != "assistant" or not isinstance(payload, Mapping):
-            continue
-        if payload.get("id") in response_ids:
-            calls.update(_call_ids(payload))
-            if id(record) not in on_path:
-                extra.append(record)
+    attached = {r.data.get("uuid") for r in live}
+    attached.discard(None)
+    calls = {i for r in live if r.data.get("type") == "assistant" for i in _record_calls(r)}
     answered = {i for r in live for i in _result_ids(r)}
-    for record in records:
-        if id(record) in on_path or record.data.get("type") != "user":
+    extra: list[JsonlRecord] = []
+    for record in records:  # file order: a parent comes before its children
+        data = record.data
+        if id(record) in on_path or data.get("parentUuid") not in attached:
             continue
-        ids = _result_ids(record)
-        if ids and ids <= calls and not ids & answered:
-            extra.append(record)
+        payload = data.get("message")
+        kind = data.get("type")
+        if kind == "assistant" and isinstance(payload, Mapping):
+            ids = _call_ids(payload)
+            if payload.get("id") not in response_ids or ids & calls:
+                continue  # another response, or a copy of a call already on the path
+            calls |= ids
+        elif kind == "user":
+            ids = _result_ids(record)
+            if not ids or not ids <= calls or ids & answered:
+                continue
             answered |= ids
+        else:
+            continue
+        extra.append(record)
+        if isinstance(data.get("uuid"), str):
+            attached.add(data["uuid"])
     if not extra:
         return live
     return sorted([*live, *extra], key=lambda r: r.line)
+
+
+def _record_calls(record: JsonlRecord) -> set[str]:
+    payload = record.data.get("message")
+    return _call_ids(payload) if isinstance(payload, Mapping) else set()
 
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
@@ -279,7 +297,9 @@ def _result_ids(record: JsonlRecord) -> set[str]:
     return ids
 
 
-def _build_thread(name: str, records: list[JsonlRecord], path: Path) -> Thread:
+def _build_thread(
+    name: str, records: list[JsonlRecord], path: Path, warnings: list[str] | None = None
+) -> Thread:
     live = _with_parallel_siblings(_live_path(records), records)
     segments: list[tuple[Mapping[str, Any] | None, list[JsonlRecord]]] = [(None, [])]
     for record in live:
@@ -293,7 +313,16 @@ def _build_thread(name: str, records: list[JsonlRecord], path: Path) -> Thread:
     built = []
     for number, (boundary, members) in enumerate(segments):
         messages = _messages(members, path)
-        check_links(messages, path=path, known=known_calls)
+        orphans, known_calls = orphan_results(messages, known=known_calls)
+        if orphans and warnings is not None:
+            index, call_id = orphans[0]
+            note = (
+                f"{path}: {message_position(index, messages[index])}: {len(orphans)} tool "
+                f"result(s) whose call is not in the file (the session starts mid-exchange, "
+                f"first {call_id!r}); read as they are, a handoff removes them"
+            )
+            if note not in warnings:
+                warnings.append(note)
         model = next((m.meta.get("model") for m in reversed(messages) if m.meta.get("model")), None)
         conversation = Conversation(
             messages=tuple(messages),
@@ -364,6 +393,7 @@ def _meta(record: JsonlRecord) -> dict[str, Any]:
         ("isCompactSummary", "is_compact_summary"),
         ("requestId", "request_id"),
         ("isSidechain", "is_sidechain"),
+        ("requestRef", "request_ref"),
     ):
         if data.get(key):
             meta[target] = data[key]
@@ -377,12 +407,16 @@ def _with_meta(message: Message, meta: dict[str, Any]) -> Message:
 
 
 def _merge(first: Message, second: Message, meta: dict[str, Any]) -> Message:
+    """One message of two records; a tool call already in the first (a copied record) is not
+    added twice."""
+    have = {b.id for b in first.blocks if isinstance(b, ToolCall)}
+    added = tuple(b for b in second.blocks if not (isinstance(b, ToolCall) and b.id in have))
     merged_meta = dict(first.meta)
     merged_meta["uuids"] = [*first.meta.get("uuids", []), *meta["uuids"]]
     merged_meta["lines"] = [*first.meta.get("lines", []), *meta["lines"]]
     if "usage" in meta:
         merged_meta["usage"] = meta["usage"]
-    return Message(first.role, first.blocks + second.blocks, "blocks", None, merged_meta)
+    return Message(first.role, first.blocks + added, "blocks", None, merged_meta)
 
 
 def _only_results(message: Message) -> bool:

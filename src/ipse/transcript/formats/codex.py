@@ -5,10 +5,15 @@ Responses codec (`ipse.transcript.formats.openai_responses`), so a rollout's con
 ``openai-responses`` conversation and writes out as a Responses request body. ``session_meta``
 gives the instructions (``base_instructions``), ``turn_context`` the model; ``event_msg``
 records repeat what the items hold and are skipped, except ``token_count``, whose
-``last_token_usage`` is the usage of the request just answered. A ``compacted`` record replaces
-the history with its ``replacement_history``: it starts a new segment, as a compaction boundary
-does in a Claude Code session. The older format without the envelope (bare items, one per line)
-is read the same way.
+``last_token_usage`` is the usage of the request just answered, and ``user_message``, which
+marks the user message item a human typed: user message items with no such event (the
+instructions Codex re-injects, ``AGENTS.md`` contents, environment context) are the harness
+speaking, and so are the user messages a ``compacted`` record replays. A ``compacted`` record
+replaces the history with its ``replacement_history``: it starts a new segment, as a compaction
+boundary does in a Claude Code session. The older format without the envelope (bare items, one
+per line) is read the same way: its header line (``{id, timestamp, instructions}``) gives the
+instructions, its ``record_type`` lines are skipped, and user messages are classified by their
+text alone (it has no events).
 
 `rollout_requests` rebuilds the request of every model call: the instructions and every item
 before the first item of its response, with the recorded usage. Tool definitions are not
@@ -17,7 +22,7 @@ recorded in a rollout; neither request bodies nor conversations have them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,7 @@ from typing import Any
 from ipse.errors import InputError
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
 from ipse.transcript._links import check_links
-from ipse.transcript._model import ContentForm, Conversation, Origin, Text
+from ipse.transcript._model import ContentForm, Conversation, Message, Origin, Text
 from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.openai_responses import read_items, side_of
 
@@ -58,6 +63,7 @@ def read_rollout(
     ]
     model: str | None = None
     instructions: str | None = None
+    typed = _TypedUsers()
     for record in _records(p, skip_bad_lines, warnings):
         kind, payload = _unwrap(record)
         if kind == "session_meta":
@@ -67,9 +73,13 @@ def read_rollout(
         elif kind == "compacted":
             history = payload.get("replacement_history") or []
             items = [(record.line, item) for item in history if isinstance(item, Mapping)]
+            typed.replayed.update(id(item) for _, item in items)
             segments.append((dict(record.data), items))
         elif kind == "response_item":
             segments[-1][1].append((record.line, payload))
+            typed.item(payload)
+        elif kind == "event_msg" and payload.get("type") == "user_message":
+            typed.event()
     if not segments[0][1] and len(segments) > 1:
         segments.pop(0)
     known: set[str] = set()
@@ -80,6 +90,7 @@ def read_rollout(
         messages = read_items(
             [item for _, item in items], source=str(p), lines=[line for line, _ in items]
         )
+        messages = [typed.classify(m) for m in messages]
         check_links(messages, path=p, known=known)
         conversation = Conversation(
             messages=tuple(messages),
@@ -97,6 +108,63 @@ def read_rollout(
         )
         built.append(Segment(conversation, boundary))
     return Thread("main", tuple(built), str(p))
+
+
+class _TypedUsers:
+    """Which user message items a human typed: those a ``user_message`` event goes with.
+
+    Codex writes the item and the event side by side (in either order, with nothing but other
+    events between them). Items with no event, and every item a ``compacted`` record replays,
+    are the harness speaking. A rollout with no ``user_message`` events at all (the older
+    format) leaves the text's own markers to decide."""
+
+    def __init__(self) -> None:
+        self.human: set[int] = set()
+        self.replayed: set[int] = set()
+        self.events = 0
+        self._last_user: int | None = None  # the latest response item, when a user message
+        self._pending_event = False
+
+    def item(self, payload: Mapping[str, Any]) -> None:
+        if _is_user_message(payload):
+            if self._pending_event:
+                self.human.add(id(payload))
+                self._pending_event = False
+                self._last_user = None
+            else:
+                self._last_user = id(payload)
+        else:
+            self._last_user = None
+            self._pending_event = False
+
+    def event(self) -> None:
+        self.events += 1
+        if self._last_user is not None:
+            self.human.add(self._last_user)
+            self._last_user = None
+        else:
+            self._pending_event = True
+
+    def classify(self, message: Message) -> Message:
+        items: Sequence[Mapping[str, Any]] = message.meta.get("items") or ()
+        if message.role != "user" or len(items) != 1 or not _is_user_message(items[0]):
+            return message
+        item = items[0]
+        replayed = id(item) in self.replayed
+        if id(item) in self.human or not (replayed or self.events):
+            return message
+        blocks = tuple(
+            Text(b.text, Origin.HARNESS, b.raw) if isinstance(b, Text) else b
+            for b in message.blocks
+        )
+        meta = {**message.meta, "blocks": blocks}
+        if replayed:
+            meta["replayed"] = True
+        return Message(message.role, blocks, message.content_form, message.raw, meta)
+
+
+def _is_user_message(item: Mapping[str, Any]) -> bool:
+    return item.get("type", "message") == "message" and item.get("role") == "user"
 
 
 def rollout_requests(
@@ -198,4 +266,8 @@ def _unwrap(record: JsonlRecord) -> tuple[str, Mapping[str, Any]]:
     payload = data.get("payload")
     if isinstance(payload, Mapping) and isinstance(data.get("type"), str):
         return data["type"], payload
+    if "type" not in data and "role" not in data:
+        # The older format's header ({id, timestamp, instructions}) and its state lines
+        # ({"record_type": "state"}) are not items.
+        return ("state" if "record_type" in data else "session_meta"), data
     return "response_item", data  # the older format: bare items

@@ -1,0 +1,40 @@
+"""Human output is laid out for where it goes: piped or redirected, no line is wrapped at
+80 columns; ``COLUMNS`` still sets the width when given."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import EXAMPLE_SESSION, CliRun
+
+NOTE = "tokens counted with o200k_base (approximate for"
+
+
+def _note_line(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("tokens counted"))
+
+
+def test_piped_output_is_not_wrapped(cli: CliRun) -> None:
+    done = cli("inspect", str(EXAMPLE_SESSION), env={"COLUMNS": None})
+    assert done.returncode == 0
+    line = _note_line(done.stdout)
+    assert line.startswith(NOTE) and len(line) > 80
+    assert line.rstrip().endswith("is not public)")
+
+
+def test_columns_sets_the_width(cli: CliRun) -> None:
+    done = cli("inspect", str(EXAMPLE_SESSION), env={"COLUMNS": "40"})
+    assert done.returncode == 0
+    assert all(len(line) <= 40 for line in done.stdout.splitlines())
+
+
+def test_the_real_executable_piped_is_not_wrapped() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ipse", "inspect", str(EXAMPLE_SESSION)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _note_line(done.stdout).rstrip().endswith("is not public)")

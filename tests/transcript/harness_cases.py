@@ -1,0 +1,676 @@
+"""Generated files in the shapes the harnesses write (see each reader's module docstring):
+small, but with every record kind the readers rely on, so the general shape is what is tested."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+HUMAN = "Please fix the failing test in parser.py"
+AGENT = "I'll read the parser first."
+AGENT_END = "The test passes now."
+
+
+def cline_history(*, extras: bool = True) -> list[dict[str, Any]]:
+    """A Cline 4.x task history: native tool calls, Cline's own fields on messages and blocks."""
+    meta: dict[str, Any] = {}
+    if extras:
+        meta = {
+            "modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 1200, "completion": 40, "cached": 1000}, "cost": 0.01},
+        }
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": f"<task>\n{HUMAN}\n</task>"},
+                {
+                    "type": "text",
+                    "text": "<environment_details>\n# cwd: /repo\n</environment_details>",
+                },
+            ],
+            **({"ts": 1764000000000} if extras else {}),
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "no signature here", "summary": []},
+                {"type": "text", "text": AGENT, "call_id": "resp_1", "signature": "sig-gemini"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "read_file",
+                    "input": {"path": "parser.py"},
+                    "call_id": "resp_1",
+                    "reasoning_details": [],
+                },
+            ],
+            **({"ts": 1764000001000, "id": "resp_1"} if extras else {}),
+            **meta,
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "def parse(): ..."},
+            ],
+            **({"ts": 1764000002000} if extras else {}),
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": AGENT_END}],
+            **({"ts": 1764000003000} if extras else {}),
+            **meta,
+        },
+    ]
+
+
+def ui_messages() -> list[dict[str, Any]]:
+    return [
+        {
+            "ts": 1764000000500,
+            "type": "say",
+            "say": "text",
+            "text": HUMAN,
+            "conversationHistoryIndex": -1,
+        },
+        {
+            "ts": 1764000000900,
+            "type": "say",
+            "say": "api_req_started",
+            "conversationHistoryIndex": 0,
+        },
+        {"ts": 1764000001500, "type": "say", "say": "text", "conversationHistoryIndex": 1},
+        {"ts": 1764000002500, "type": "say", "say": "tool", "conversationHistoryIndex": 2},
+        {
+            "ts": 1764000003500,
+            "type": "say",
+            "say": "completion_result",
+            "conversationHistoryIndex": 3,
+        },
+    ]
+
+
+def roo_history() -> list[dict[str, Any]]:
+    """A Roo Code 3.5x history with a condense summary, a truncation and a reasoning item."""
+    return [
+        {"role": "user", "content": "old request", "ts": 1, "condenseParent": "c1"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "old", "name": "list_files", "input": {}}],
+            "ts": 2,
+            "condenseParent": "c1",
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Summary of the conversation so far."},
+            ],
+            "ts": 3,
+            "isSummary": True,
+            "condenseId": "c1",
+        },
+        {"type": "reasoning", "summary": [], "encrypted_content": "gAAA", "id": "rs_1"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": AGENT}],
+            "ts": 4,
+            "truncationParent": "t1",
+        },
+        {
+            "role": "user",
+            "content": "[truncated]",
+            "ts": 5,
+            "isTruncationMarker": True,
+            "truncationId": "t1",
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "old", "content": "condensed away"},
+                {"type": "text", "text": f"<user_message>\n{HUMAN}\n</user_message>"},
+            ],
+            "ts": 6,
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": AGENT_END}], "ts": 7},
+    ]
+
+
+def swe_agent_traj() -> dict[str, Any]:
+    """A SWE-agent 1.1 .traj with function calling, a demonstration and a retry's fields."""
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+    }
+    return {
+        "trajectory": [
+            {
+                "action": "ls",
+                "observation": "parser.py",
+                "response": AGENT,
+                "thought": AGENT,
+                "state": {"working_dir": "/repo"},
+                "execution_time": 0.1,
+                "query": [{"role": "system", "content": "You are a helpful assistant."}],
+                "extra_info": {},
+            }
+        ],
+        "history": [
+            {
+                "role": "system",
+                "content": "You are a helpful assistant.",
+                "agent": "main",
+                "message_type": "system_prompt",
+            },
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": HUMAN}],
+                "agent": "main",
+                "message_type": "observation",
+                "cache_control": {"type": "ephemeral"},
+            },
+            {
+                "role": "assistant",
+                "content": AGENT,
+                "thought": AGENT,
+                "action": "ls",
+                "agent": "main",
+                "tool_calls": [call],
+                "message_type": "action",
+                "thinking_blocks": [],
+            },
+            {
+                "role": "tool",
+                "content": [
+                    {"type": "text", "text": "parser.py", "cache_control": {"type": "ephemeral"}}
+                ],
+                "agent": "main",
+                "message_type": "observation",
+                "tool_call_ids": ["call_1"],
+            },
+            {
+                "role": "assistant",
+                "content": AGENT_END,
+                "agent": "main",
+                "message_type": "action",
+                "tool_calls": None,
+            },
+        ],
+        "info": {
+            "exit_status": "submitted",
+            "submission": "diff",
+            "swe_agent_version": "1.1.0",
+            "model_stats": {"api_calls": 2},
+        },
+        "replay_config": json.dumps({"agent": {"model": {"name": "claude-sonnet-4-20250514"}}}),
+        "environment": "main",
+    }
+
+
+def mini_swe_agent_traj(*, with_model: bool = True) -> dict[str, Any]:
+    """A mini-swe-agent 1.1 trajectory: litellm message dicts with ``extra`` and an exit record."""
+    config = {"model": {"model_name": "deepseek/deepseek-chat"}} if with_model else {}
+    return {
+        "info": {"model_stats": {"api_calls": 1}, "config": config, "exit_status": "Submitted"},
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": HUMAN},
+            {
+                "content": AGENT,
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "function": {"arguments": '{"command": "ls"}', "name": "bash"},
+                        "id": "call_1",
+                        "type": "function",
+                    }
+                ],
+                "function_call": None,
+                "provider_specific_fields": None,
+                "extra": {"actions": [{"command": "ls", "tool_call_id": "call_1"}]},
+            },
+            {
+                "content": "parser.py",
+                "extra": {"raw_output": "parser.py"},
+                "tool_call_id": "call_1",
+                "role": "tool",
+            },
+            {"content": AGENT_END, "role": "assistant", "extra": {}},
+            {
+                "role": "exit",
+                "content": "diff --git a/x b/x",
+                "extra": {"exit_status": "Submitted", "submission": "diff"},
+            },
+        ],
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": "repo__repo-1",
+    }
+
+
+def _tool_meta(name: str, call_id: str, response_id: str, total: int = 1) -> dict[str, Any]:
+    return {
+        "function_name": name,
+        "tool_call_id": call_id,
+        "model_response": {"id": response_id, "model": "claude-sonnet-4-5", "choices": []},
+        "total_calls_in_response": total,
+    }
+
+
+def openhands_events() -> list[dict[str, Any]]:
+    """An OpenHands 0.6x event list: system prompt, a user message, two parallel calls from one
+    response, their observations, bookkeeping events, an agent message and a finish call."""
+    return [
+        {
+            "id": 0,
+            "timestamp": "2025-11-01T10:00:00",
+            "source": "agent",
+            "message": "",
+            "action": "system",
+            "args": {
+                "content": "You are OpenHands agent.",
+                "tools": [],
+                "openhands_version": "0.62.0",
+                "agent_class": "CodeActAgent",
+            },
+        },
+        {
+            "id": 1,
+            "timestamp": "2025-11-01T10:00:01",
+            "source": "user",
+            "message": HUMAN,
+            "action": "message",
+            "args": {
+                "content": HUMAN,
+                "image_urls": [],
+                "file_urls": [],
+                "wait_for_response": False,
+            },
+        },
+        {
+            "id": 2,
+            "timestamp": "2025-11-01T10:00:01",
+            "source": "user",
+            "message": "",
+            "action": "recall",
+            "args": {"recall_type": "workspace_context", "query": HUMAN},
+        },
+        {
+            "id": 3,
+            "timestamp": "2025-11-01T10:00:02",
+            "source": "environment",
+            "message": "",
+            "observation": "agent_state_changed",
+            "content": "",
+            "extras": {"agent_state": "running"},
+        },
+        {
+            "id": 4,
+            "timestamp": "2025-11-01T10:00:03",
+            "source": "agent",
+            "message": "Running command: ls",
+            "action": "run",
+            "args": {"command": "ls", "is_input": False, "thought": AGENT, "blocking": False},
+            "tool_call_metadata": _tool_meta("execute_bash", "toolu_a", "resp_1", 2),
+        },
+        {
+            "id": 5,
+            "timestamp": "2025-11-01T10:00:03",
+            "source": "agent",
+            "message": "Reading parser.py",
+            "action": "read",
+            "args": {"path": "/repo/parser.py", "thought": ""},
+            "tool_call_metadata": _tool_meta("str_replace_editor", "toolu_b", "resp_1", 2),
+        },
+        {
+            "id": 6,
+            "timestamp": "2025-11-01T10:00:04",
+            "source": "agent",
+            "message": "Command finished",
+            "cause": 4,
+            "observation": "run",
+            "content": "parser.py",
+            "extras": {"command": "ls", "metadata": {"exit_code": 0}},
+            "success": True,
+            "tool_call_metadata": _tool_meta("execute_bash", "toolu_a", "resp_1", 2),
+        },
+        {
+            "id": 7,
+            "timestamp": "2025-11-01T10:00:04",
+            "source": "agent",
+            "message": "I read parser.py",
+            "cause": 5,
+            "observation": "read",
+            "content": "def parse(): ...",
+            "extras": {"path": "/repo/parser.py"},
+            "tool_call_metadata": _tool_meta("str_replace_editor", "toolu_b", "resp_1", 2),
+        },
+        {
+            "id": 8,
+            "timestamp": "2025-11-01T10:00:05",
+            "source": "agent",
+            "message": AGENT_END,
+            "action": "message",
+            "args": {
+                "content": AGENT_END,
+                "image_urls": None,
+                "file_urls": None,
+                "wait_for_response": True,
+            },
+        },
+        {
+            "id": 9,
+            "timestamp": "2025-11-01T10:00:06",
+            "source": "agent",
+            "message": "",
+            "action": "finish",
+            "args": {"final_thought": "Done.", "outputs": {}, "thought": ""},
+            "tool_call_metadata": _tool_meta("finish", "toolu_c", "resp_2"),
+        },
+        {
+            "id": 10,
+            "timestamp": "2025-11-01T10:00:06",
+            "source": "environment",
+            "message": "",
+            "action": "change_agent_state",
+            "args": {"agent_state": "finished", "thought": ""},
+        },
+    ]
+
+
+def gemini_session_jsonl() -> list[dict[str, Any]]:
+    """A Gemini CLI 0.5x session: metadata, messages, a record rewritten, a rewind, an update."""
+    return [
+        {
+            "sessionId": "s-1",
+            "projectHash": "abc123",
+            "startTime": "2026-08-01T10:00:00Z",
+            "lastUpdated": "2026-08-01T10:00:00Z",
+            "kind": "main",
+        },
+        {
+            "id": "m1",
+            "timestamp": "2026-08-01T10:00:01Z",
+            "type": "user",
+            "content": [{"text": "a question I take back"}],
+        },
+        {
+            "id": "m2",
+            "timestamp": "2026-08-01T10:00:02Z",
+            "type": "gemini",
+            "content": "an answer",
+            "model": "gemini-2.5-pro",
+        },
+        {"$rewindTo": "m1"},
+        {
+            "id": "m3",
+            "timestamp": "2026-08-01T10:00:03Z",
+            "type": "user",
+            "content": [{"text": HUMAN}],
+        },
+        {
+            "id": "m4",
+            "timestamp": "2026-08-01T10:00:04Z",
+            "type": "info",
+            "content": "Switched to fallback model.",
+        },
+        {
+            "id": "m5",
+            "timestamp": "2026-08-01T10:00:05Z",
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+        },
+        {
+            "id": "m5",
+            "timestamp": "2026-08-01T10:00:05Z",
+            "type": "gemini",
+            "content": [{"text": AGENT}],
+            "model": "gemini-2.5-pro",
+            "thoughts": [
+                {
+                    "subject": "Reading",
+                    "description": "Look at the parser.",
+                    "timestamp": "2026-08-01T10:00:05Z",
+                }
+            ],
+            "tokens": {
+                "input": 900,
+                "output": 20,
+                "cached": 0,
+                "thoughts": 10,
+                "tool": 0,
+                "total": 930,
+            },
+            "toolCalls": [
+                {
+                    "id": "read_file-1",
+                    "name": "read_file",
+                    "args": {"absolute_path": "/repo/parser.py"},
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": "read_file-1",
+                                "name": "read_file",
+                                "response": {"output": "def parse(): ..."},
+                            }
+                        }
+                    ],
+                    "status": "success",
+                    "timestamp": "2026-08-01T10:00:06Z",
+                    "displayName": "ReadFile",
+                },
+                {
+                    "id": "run_shell_command-2",
+                    "name": "run_shell_command",
+                    "args": {"command": "pytest"},
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": "run_shell_command-2",
+                                "name": "run_shell_command",
+                                "response": {"error": "exit 1"},
+                            }
+                        }
+                    ],
+                    "status": "error",
+                    "timestamp": "2026-08-01T10:00:07Z",
+                },
+            ],
+        },
+        {
+            "id": "m6",
+            "timestamp": "2026-08-01T10:00:08Z",
+            "type": "gemini",
+            "content": AGENT_END,
+            "model": "gemini-2.5-pro",
+        },
+        {"$set": {"lastUpdated": "2026-08-01T10:00:08Z", "summary": "Fix the parser"}},
+    ]
+
+
+def gemini_contents() -> list[dict[str, Any]]:
+    """Gemini API Content, as ``/chat save`` and ``/restore`` checkpoints hold it."""
+    return [
+        {"role": "user", "parts": [{"text": HUMAN}]},
+        {
+            "role": "model",
+            "parts": [
+                {"text": "Reading the parser", "thought": True},
+                {"text": AGENT},
+                {
+                    "functionCall": {
+                        "name": "read_file",
+                        "args": {"absolute_path": "/repo/parser.py"},
+                    }
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "name": "read_file",
+                        "response": {"output": "def parse(): ..."},
+                    }
+                }
+            ],
+        },
+        {"role": "model", "parts": [{"text": AGENT_END}]},
+    ]
+
+
+def write_json(path: Path, value: Any, *, indent: int | None = 2) -> Path:
+    path.write_text(json.dumps(value, indent=indent))
+    return path
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"cache_prompt": False, "type": "text", "text": text}
+
+
+def openhands_v1_events() -> list[dict[str, Any]]:
+    """OpenHands 1.x (software-agent-sdk) events: ``kind``-tagged, parallel calls by response."""
+
+    def action(n: int, call_id: str, name: str, args: str, thought: str) -> dict[str, Any]:
+        return {
+            "kind": "ActionEvent",
+            "id": f"e{n}",
+            "timestamp": f"2026-08-01T10:00:0{n}",
+            "source": "agent",
+            "thought": [_text_part(thought)] if thought else [],
+            "reasoning_content": None,
+            "thinking_blocks": [{"type": "thinking", "thinking": "plan", "signature": "s"}]
+            if thought
+            else [],
+            "action": {"kind": "TerminalAction", "command": "ls"},
+            "tool_name": name,
+            "tool_call_id": call_id,
+            "tool_call": {"id": call_id, "name": name, "arguments": args, "origin": "completion"},
+            "llm_response_id": "resp-1",
+            "security_risk": "LOW",
+        }
+
+    def observation(n: int, call_id: str, name: str, text: str, error: bool) -> dict[str, Any]:
+        return {
+            "kind": "ObservationEvent",
+            "id": f"e{n}",
+            "timestamp": f"2026-08-01T10:00:0{n}",
+            "source": "environment",
+            "tool_name": name,
+            "tool_call_id": call_id,
+            "observation": {
+                "kind": "TerminalObservation",
+                "content": [_text_part(text)],
+                "is_error": error,
+            },
+            "action_id": "e3",
+        }
+
+    return [
+        {
+            "kind": "SystemPromptEvent",
+            "id": "e0",
+            "timestamp": "2026-08-01T10:00:00",
+            "source": "agent",
+            "system_prompt": _text_part("You are OpenHands agent."),
+            "tools": [],
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "e1",
+            "timestamp": "2026-08-01T10:00:01",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [_text_part(cases_human())]},
+            "activated_skills": [],
+            "extended_content": [_text_part("<REPOSITORY_INFO>repo</REPOSITORY_INFO>")],
+        },
+        {
+            "kind": "ConversationStateUpdateEvent",
+            "id": "e2",
+            "timestamp": "2026-08-01T10:00:02",
+            "source": "environment",
+            "key": "execution_status",
+            "value": "running",
+        },
+        action(3, "call_a", "terminal", '{"command": "ls"}', AGENT),
+        action(4, "call_b", "file_editor", '{"command": "view", "path": "/repo/parser.py"}', ""),
+        observation(5, "call_a", "terminal", "parser.py", False),
+        observation(6, "call_b", "file_editor", "no such file", True),
+        {
+            "kind": "MessageEvent",
+            "id": "e7",
+            "timestamp": "2026-08-01T10:00:07",
+            "source": "agent",
+            "llm_message": {"role": "assistant", "content": [_text_part(AGENT_END)]},
+            "llm_response_id": "resp-2",
+            "activated_skills": [],
+            "extended_content": [],
+        },
+    ]
+
+
+def cases_human() -> str:
+    return HUMAN
+
+
+def cline_text_results() -> list[dict[str, Any]]:
+    """Cline 3.x with native tool calls: results it could not tie to an id written as text."""
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": f"<task>\n{HUMAN}\n</task>"}],
+            "ts": 1764000000000,
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": AGENT, "call_id": "r1"},
+                {
+                    "type": "tool_use",
+                    "id": "tooluse_a",
+                    "name": "read_file",
+                    "input": {"path": "parser.py"},
+                    "call_id": "r1",
+                },
+                {
+                    "type": "tool_use",
+                    "id": "tooluse_b",
+                    "name": "ask_followup_question",
+                    "input": {"question": "Run the tests?"},
+                    "call_id": "r1",
+                },
+            ],
+            "modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic", "mode": "act"},
+            "ts": 1764000001000,
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'parser.py'] Result:\ndef parse(): ..."},
+                {
+                    "type": "text",
+                    "text": "[ask_followup_question for 'Run the tests?'] Result:\n"
+                    "<answer>\nyes, all of them\n</answer>",
+                },
+                {"type": "text", "text": "# TODO LIST UPDATE REQUIRED - update task_progress"},
+                {
+                    "type": "text",
+                    "text": "<environment_details>\n# cwd: /repo\n</environment_details>",
+                },
+            ],
+            "ts": 1764000002000,
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": AGENT_END}],
+            "ts": 1764000003000,
+        },
+    ]
