@@ -69,6 +69,7 @@ HEALTH_PATH = "/ipse/health"
 SERVICE = "ipse-proxy"
 _USAGE_CAP = 8 * 1024 * 1024  # bytes of a response kept to read usage (all when recording)
 _INLINE_REWRITE = 256 * 1024  # smaller bodies are rewritten on the event loop
+_ANALYSIS_BACKLOG = 32  # bookkeeping tasks waiting beyond which the cache analysis is skipped
 _PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cache model
 _PREVIOUS_BYTES = 128 * 1024 * 1024
 
@@ -224,7 +225,11 @@ class ProxyState:
                 _log.warning("ipse proxy: the conversation store failed: %s", exc)
         body = b"".join(ex.chunks)
         usage = _usage(body)
-        analysis = self._analyze(ex, usage)
+        # The cache analysis is the costly part of bookkeeping (megabyte bodies are hashed
+        # block by block): when requests come faster than it keeps up, it is skipped so the
+        # queue, and the memory it holds, stays bounded. Store and record are never skipped.
+        behind = self.pending > _ANALYSIS_BACKLOG
+        analysis = {"skipped": "the proxy is busy"} if behind else self._analyze(ex, usage)
         extra = {
             "provider": ex.provider,
             "conversation": ex.key,
