@@ -268,3 +268,16 @@ def test_real_claude_code_requests(path: Any) -> None:
     assert verdict.ok and verdict.found_chars == verdict.authored_chars
     assert out.body["messages"][-len(messages[half:]) :] == messages[half:]
     assert out.body["system"] == body["system"] and out.body["tools"] == body["tools"]
+
+
+def test_invalid_history_is_remembered_as_it_grows() -> None:
+    clear_cache()
+    body = _session()
+    body["messages"].insert(1, user(result("ghost")))
+    first = rewrite_request(body, "anthropic")
+    grown = {**body, "messages": [*body["messages"], assistant(text("more"))]}
+    again = rewrite_request(grown, "anthropic", anchor=first.anchor)
+    assert again.body is None and again.invalid and again.reason == first.reason
+    # a history that changed before its end is read again
+    edited = {**body, "messages": [user(text("other")), *body["messages"][1:]]}
+    assert rewrite_request(edited, "anthropic").reason == first.reason

@@ -136,20 +136,31 @@ class _Entry:
     removed_bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A history the handoff could not make valid: later requests that only append to it are
+    left untouched at once, without reading and stripping it again."""
+
+    count: int  # raw items of the failed history
+    digest: bytes
+    reason: str
+    tool: str
+
+
 class _Cache:
     def __init__(self, size: int) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, str]) -> _Entry | None:
+    def get(self, key: tuple[str, str, str]) -> Any:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: tuple[str, str, str], entry: _Entry) -> None:
+    def put(self, key: tuple[str, str, str], entry: Any) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
@@ -162,11 +173,13 @@ class _Cache:
 
 
 _CACHE = _Cache(_CACHE_SIZE)
+_FAILED = _Cache(_CACHE_SIZE)
 
 
 def clear_cache() -> None:
     """Forget every cached rewritten prefix (tests and benchmarks measure the cold path)."""
     _CACHE.clear()
+    _FAILED.clear()
 
 
 def rewrite_request(
@@ -208,6 +221,15 @@ def rewrite_request(
         hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
         if hit is not None:
             return hit
+        failed = _FAILED.get((dialect, call_id, opts_key))
+        if (
+            failed is not None
+            and failed.count <= len(raw)
+            and _digest(raw, failed.count - 1) == failed.digest
+        ):
+            return Rewrite(
+                None, anchor=call_id, checkpoint_tool=tool, reason=failed.reason, invalid=True
+            )
     try:
         conversation = dialect_codec.read_body(body)
         handoff = run(
@@ -222,11 +244,15 @@ def rewrite_request(
             source=source,
         )
     except IpseError as exc:
+        reason = f"left untouched: {exc}"
+        if use_cache:
+            failure = _Failure(len(raw), _digest(raw, len(raw) - 1), reason, tool)
+            _FAILED.put((dialect, call_id, opts_key), failure)
         return Rewrite(
             None,
             anchor=call_id,
             checkpoint_tool=tool,
-            reason=f"left untouched: {exc}",
+            reason=reason,
             invalid=True,
         )
     report = handoff.report
