@@ -247,3 +247,27 @@ def test_nothing_rewritten_without_a_checkpoint(proxy_factory: ProxyFactory) -> 
         proxy.settle()
     got = upstream.received[-1]["body"]["messages"]
     assert got == messages  # forwarded byte for byte
+
+
+def test_json_log_lines(proxy_factory: ProxyFactory) -> None:
+    replies: list[Any] = ["one", "two"]
+    with (
+        anthropic_upstream(replies) as upstream,
+        proxy_factory(upstream.url, json_log=True) as proxy,
+    ):
+        client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-json-log")
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "first " * 300}]
+        reply = client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
+        messages += [{"role": "assistant", "content": reply.content[0].text},
+                     {"role": "user", "content": "second"}]  # fmt: skip
+        client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
+        proxy.settle()
+        lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]
+    assert len(lines) == 2
+    second = lines[1]
+    assert second["status"] == 200 and second["model"] == "claude-opus-5"
+    assert second["usage"]["input_tokens"] == 10
+    assert set(second["cache"]["predicted"]) == {"cache_read", "cache_write", "uncached"}
+    assert second["cache"]["actual"]["uncached"] == 10
+    assert second["requests_in_conversation"] == 2 and second["handoff"] is None
+    assert "sk-ant-json-log" not in proxy.log.getvalue()
