@@ -226,6 +226,9 @@ def test_conversation_key() -> None:
     chat = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}
     assert conversation_key({}, chat, "openai-chat").startswith("hash:")
     assert conversation_key({}, {"input": "hi"}, "openai-responses").startswith("hash:")
+    codex = {"input": "hi", "prompt_cache_key": "c1"}
+    assert conversation_key({}, codex, "openai-responses") == "cache-key:c1"
+    assert conversation_key({"session-id": "s9"}, codex, "openai-responses") == "codex:s9"
 
 
 def _captured() -> list[Any]:

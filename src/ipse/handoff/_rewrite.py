@@ -446,11 +446,22 @@ SESSION_HEADER = "x-claude-code-session-id"
 
 def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialect: str) -> str:
     """The key of the conversation a request belongs to: Claude Code's session id header when
-    present, else a hash of the system prompt and the first user message (stable across the
+    present (Codex's ``session-id`` header, then a Responses body's ``prompt_cache_key``, after
+    it), else a hash of the system prompt and the first user message (stable across the
     conversation's requests, different between conversations)."""
-    session = next((v for k, v in headers.items() if k.lower() == SESSION_HEADER), None)
-    if session and session.isprintable() and len(session) <= 200:
-        return f"session:{session}"
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for name, prefix in ((SESSION_HEADER, "session"), ("session-id", "codex")):
+        value = lowered.get(name)
+        if value and value.isprintable() and len(value) <= 200:
+            return f"{prefix}:{value}"
+    cache_key = body.get("prompt_cache_key")
+    if (
+        isinstance(cache_key, str)
+        and cache_key
+        and cache_key.isprintable()
+        and len(cache_key) <= 200
+    ):
+        return f"cache-key:{cache_key}"
     key_name = "input" if dialect == "openai-responses" else "messages"
     history = body.get(key_name)
     items = history if isinstance(history, list) else [history]
