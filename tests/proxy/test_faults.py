@@ -179,3 +179,27 @@ def test_concurrent_burst(proxy_factory: ProxyFactory) -> None:
         assert health["tasks"] <= baseline
         assert len(proxy.records()) == 50
         assert len(upstream.received) == 50
+
+
+def test_openai_streams_closed_early_end_with_their_error_shape(
+    proxy_factory: ProxyFactory,
+) -> None:
+    from tests.support.openai_upstream import openai_upstream
+
+    replies: list[Any] = [{"text": "cut", "close_after": 1}]
+    with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
+        chat = httpx.post(
+            f"{proxy.url}/v1/chat/completions",
+            json={"model": "m", "messages": MESSAGES, "stream": True},
+        ).text
+        last = chat.rstrip().splitlines()[-1]
+        assert json.loads(last[len("data: ") :])["error"]["type"] == "server_error"
+        responses = httpx.post(
+            f"{proxy.url}/v1/responses", json={"model": "m", "input": "hi", "stream": True}
+        ).text
+        lines = responses.rstrip().splitlines()
+        assert lines[-2] == "event: error" and json.loads(lines[-1][6:])["type"] == "error"
+        client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.APIError):
+            list(client.chat.completions.create(model="m", messages=MESSAGES, stream=True))
+        assert _health(proxy)["ok"]

@@ -7,8 +7,8 @@ It records every request (path, headers, JSON body) and answers as the API docum
 with a ``response`` object, or the event sequence ``response.created``,
 ``response.output_item.added``, ``response.output_text.delta``, ``response.output_item.done``,
 ``response.completed``. A reply is a text or
-``{"text": ..., "tool_call": {"id", "name", "arguments"}}`` (each request takes the next one;
-the last repeats).
+``{"text": ..., "tool_call": {"id", "name", "arguments"}}``, with ``"close_after": N`` to close
+the connection after N streamed events (each request takes the next reply; the last repeats).
 """
 
 from __future__ import annotations
@@ -154,12 +154,17 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             if path.endswith("/chat/completions"):
                 if body.get("stream"):
                     usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    self._events((None, c) for c in _chat_chunks(reply, model, usage))
+                    chunks = ((None, c) for c in _chat_chunks(reply, model, usage))
+                    self._events(chunks, close_after=_spec(reply).get("close_after"))
                 else:
                     self._json(200, _chat(reply, model))
             elif path.endswith("/responses"):
                 if body.get("stream"):
-                    self._events(_response_events(reply, model), done=False)
+                    self._events(
+                        _response_events(reply, model),
+                        done=False,
+                        close_after=_spec(reply).get("close_after"),
+                    )
                 else:
                     self._json(200, _response(reply, model))
             else:
@@ -175,12 +180,15 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             self.end_headers()
             self.wfile.write(data)
 
-        def _events(self, events: Any, done: bool = True) -> None:
+        def _events(self, events: Any, done: bool = True, close_after: int | None = None) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
             self.end_headers()
-            for name, data in events:
+            for n, (name, data) in enumerate(events):
+                if close_after is not None and n >= close_after:
+                    self.close_connection = True
+                    return
                 head = f"event: {name}\n" if name else ""
                 self.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
