@@ -5,6 +5,8 @@ Anthropic-style event stream (``--events`` events, ``--gap`` ms apart, usage in
 ``message_start``). The proxy is ``python -m ipse proxy`` in its own process, pointed at it.
 Measured in one run:
 
+0. The library alone: `ipse.handoff.rewrite_request` on the 1 MB body, first and later requests,
+   against an orjson parse and dump of the same body.
 1. Latency, sequential requests, direct vs through the proxy: time to first byte and total, p50
    and p99; a small pass-through body, and a 1 MB body holding a checkpoint call (the proxy
    hands it off: the first request of the conversation reads and strips it, later ones reuse the
@@ -240,6 +242,35 @@ def throughput(direct: str, proxied: str, seconds: float, concurrency: int) -> d
     return {"direct_rps": a, "proxy_rps": b, "ratio": b / a}
 
 
+# ---------------------------------------------------------------------------------- library
+
+
+def library(rounds: int) -> dict[str, float]:
+    """`rewrite_request` on the 1 MB body in this process: the first request of a checkpoint
+    (read, strip, verify) and the later ones (the cached prefix, new tail spliced on), against
+    an orjson parse and dump of the same body (what any JSON-handling proxy pays)."""
+    from ipse.handoff import clear_cache, rewrite_request
+
+    data = big_body()
+    clear_cache()
+    started = time.perf_counter()
+    first = rewrite_request(orjson.loads(data), "anthropic")
+    cold = (time.perf_counter() - started) * 1000
+    assert first.applied, first.reason
+    warm, baseline = [], []
+    for _ in range(rounds):
+        body = orjson.loads(data)
+        started = time.perf_counter()
+        again = rewrite_request(body, "anthropic", anchor=first.anchor)
+        warm.append((time.perf_counter() - started) * 1000)
+        assert again.cached
+        started = time.perf_counter()
+        orjson.dumps(orjson.loads(data))
+        baseline.append((time.perf_counter() - started) * 1000)
+    return {"cold_ms": cold, "warm_p50_ms": statistics.median(warm),
+            "baseline_p50_ms": statistics.median(baseline)}  # fmt: skip
+
+
 # ----------------------------------------------------------------------------------- memory
 
 
@@ -285,7 +316,9 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=2.0, help="ms between upstream events")
     parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
     parser.add_argument(
-        "--parts", default="latency,throughput,memory", help="which measurements, comma-separated"
+        "--parts",
+        default="library,latency,throughput,memory",
+        help="which measurements, comma-separated",
     )
     parser.add_argument(
         "--proxy-arg", action="append", default=[], help="an extra argument for ipse proxy"
@@ -311,6 +344,12 @@ def main() -> None:
     try:
         _wait(proxied + "/ipse/health")
         parts = set(args.parts.split(","))
+        if "library" in parts:
+            lib = library(args.rounds)
+            print(f"rewrite_request, 1 MB body: first {lib['cold_ms']:.1f} ms, then p50 "
+                  f"{lib['warm_p50_ms']:.2f} ms (orjson parse + dump of it: "
+                  f"{lib['baseline_p50_ms']:.2f} ms, ratio "
+                  f"{lib['warm_p50_ms'] / lib['baseline_p50_ms']:.2f})")  # fmt: skip
         print(f"upstream: {args.events} events, {args.gap} ms apart; {args.rounds} rounds")
         bodies = (("pass-through", small_body()), ("1 MB handoff", big_body()))
         for name, body in bodies if "latency" in parts else ():
