@@ -11,6 +11,7 @@ import pytest
 
 PACKAGES = [
     "ipse",
+    "ipse.adapters",
     "ipse.archive",
     "ipse.handoff",
     "ipse.prefix",

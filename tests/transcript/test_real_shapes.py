@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ipse.prefix import read_requests
-from ipse.transcript import body_dialect, detect, load
+from ipse.transcript import Origin, Text, body_dialect, detect, load
 from ipse.transcript._stats import message_counts
 
 
@@ -363,3 +363,74 @@ def test_a_malformed_journal_never_breaks_reading(tmp_path: Path, garbage: dict[
     log = read_requests(_jsonl(path, [*records, garbage, _cc("user", "z", "a2", "more")]))
     assert len(log.requests) == 3
     assert all(r.body.get("messages") for r in log.requests)
+
+
+def test_an_event_written_first_goes_with_the_item_it_repeats(tmp_path: Path) -> None:
+    records = [
+        _said("deploy it"),
+        _user("# AGENTS.md instructions for /repo"),
+        _user("<environment_context>cwd</environment_context>"),
+        _user("deploy it"),
+        _reply("deployed"),
+        _user("a note the harness adds"),
+        _user("thanks"),
+        _said("[the event's own wording]"),  # no text match: the turn's latest item
+        _reply("welcome"),
+    ]
+    conversation = load(_jsonl(tmp_path / "rollout.jsonl", records)).current()
+    human = [
+        b.text
+        for m in conversation.messages
+        for b in m.blocks
+        if isinstance(b, Text) and b.origin is Origin.HUMAN
+    ]
+    assert human == ["deploy it", "thanks"]
+
+
+def test_the_2_1_332_journal_shape(tmp_path: Path) -> None:
+    """As Claude Code 2.1.332 writes it: ``keep: 0`` and every hash in ``tail``; blobs only for
+    the harness's system-role messages; a string message hashed as its one text block; the
+    system prompt's breakpoints given by path; one response id reused by a later turn."""
+    note: dict[str, Any] = {"role": "system", "content": [{"type": "text", "text": "# Env"}]}
+    system = [{"type": "text", "text": "You are an agent. " * 200}, {"type": "text", "text": "Be."}]
+    marks = [{"path": ["system", 1], "value": {"type": "ephemeral"}}]
+    first_user = {"role": "user", "content": [{"type": "text", "text": "hello there"}]}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "First answer."}]}
+    second_user = {"role": "user", "content": [{"type": "text", "text": "and again"}]}
+    records = [
+        _cc("user", "u1", None, "hello there"),
+        {"type": "api-request-shape", "shapeHash": "s", "shape": {"system": system, "tools": []}},
+        {"type": "api-request-blob", "hash": _sha(note), "message": note},
+        {
+            "type": "api-request",
+            "id": "r1",
+            "shapeHash": "s",
+            "params": {"model": "claude-opus-5-5", "max_tokens": 128000},
+            "keep": 0,
+            "tail": [_sha(first_user), _sha(note)],
+            "cacheControl": [*marks, {"path": ["messages", 1, "content", 0], "value": {}}],
+        },
+        _cc("assistant", "a1", "u1", reply["content"], message_id="msg_same", requestRef="r1"),
+        _cc("user", "u2", "a1", "and again"),
+        {
+            "type": "api-request",
+            "id": "r2",
+            "shapeHash": "s",
+            "params": {"model": "claude-opus-5-5", "max_tokens": 128000},
+            "keep": 0,
+            "tail": [_sha(first_user), _sha(note), _sha(reply), _sha(second_user)],
+            "cacheControl": marks,
+        },
+        _cc("assistant", "a2", "u2", [{"type": "text", "text": "x"}], message_id="msg_same",
+            requestRef="r2"),
+    ]  # fmt: skip
+    path = _jsonl(tmp_path / "s.jsonl", records)
+    assert [m.role for m in load(path).current().messages] == ["user", "assistant"] * 2
+    log = read_requests(path)
+    assert len(log.requests) == 2
+    first, second = (r.body for r in log.requests)
+    assert first["system"][1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in first["system"][0]
+    assert first["messages"] == [{"role": "user", "content": "hello there"}, {
+        "role": "system", "content": [{**note["content"][0], "cache_control": {}}]}]  # fmt: skip
+    assert [m["role"] for m in second["messages"]] == ["user", "system", "assistant", "user"]

@@ -13,10 +13,12 @@ the file's stem, e.g. ``agent-a2898e3``).
 
 Records become messages like this: records that are not messages (progress, snapshots, queue
 operations, system records) are skipped; the ``assistant`` records that share ``message.id`` (one
-content block each) are merged into one message; consecutive ``user`` records holding only tool
-results are merged into one message, as the harness sends them. A tool result whose call is not
-in the file (a session continued from another, a fixture cut mid-exchange) is kept and reported
-once in the warnings; a handoff removes it with the rest of the tool traffic before the cut.
+content block each) are merged into one message, as long as nothing but tool results came
+between them (a reused id in a later turn starts a new message); consecutive ``user`` records
+holding only tool results are merged into one message, as the harness sends them. A tool result
+whose call is not in the file (a session continued from another, a fixture cut mid-exchange) is
+kept and reported once in the warnings; a handoff removes it with the rest of the tool traffic
+before the cut.
 
 Only the live path makes the conversation: the records of an abandoned branch (a rewind, an
 edit, a retry) never join it, even when they repeat a response's ``message.id``; a parallel
@@ -364,8 +366,9 @@ def _messages(records: Iterable[JsonlRecord], path: Path) -> list[Message]:
             message = _as_harness(message)
         if kind == "assistant":
             message_id = payload.get("id")
-            if isinstance(message_id, str) and message_id in by_id:
-                index = by_id[message_id]
+            index = by_id.get(message_id) if isinstance(message_id, str) else None
+            if index is not None and all(_only_results(m) for m in out[index + 1 :]):
+                # another block of the same response (its tool results may come between)
                 out[index] = _merge(out[index], message, meta)
                 continue
             if isinstance(message_id, str):

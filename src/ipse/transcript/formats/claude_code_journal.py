@@ -6,12 +6,17 @@ exact requests they send, once per shape and once per message:
 * ``{"type": "api-request-shape", "shapeHash", "shape": {"system": [...], "tools": [...]}}``:
   the system prompt (without the attribution line) and the tool definitions;
 * ``{"type": "api-request-blob", "hash", "message": {role, content}}``: one message, keyed by
-  the SHA-256 of its JSON with sorted keys, compact separators, UTF-8 and ``cache_control``
-  removed;
+  the SHA-256 of its JSON with sorted keys, compact separators, UTF-8, ``cache_control``
+  removed and string content as the one text block it stands for (Claude Code 2.1.332: a user
+  message sent as ``"hello"`` is journaled under the hash of ``[{"type": "text", ...}]``);
 * ``{"type": "api-request", "id", "shapeHash", "params": {model, max_tokens, thinking, ...},
   "keep": N, "tail": [hash, ...], "cacheControl": [{"path": [...], "value": {...}}]}``: one
   request, whose messages are the first ``keep`` messages of the request before it plus the
-  messages named by ``tail``; assistant records name it in ``requestRef``.
+  messages named by ``tail`` (2.1.332 writes ``keep: 0`` and every hash), with breakpoints at
+  the ``cacheControl`` paths (``["system", i]`` or ``["messages", i, "content", j]``);
+  assistant records name it in ``requestRef``. Only user messages carrying harness text
+  (``attachment`` records rendered as ``role: "system"`` messages) get blobs: the others are
+  the session's own user and assistant messages.
 
 `read_journal` gives, per request id, the front (system, tools, settings) exactly as sent, and
 the messages when every hash resolves (a hash with no blob is looked up among the session's own
@@ -45,8 +50,12 @@ class JournaledRequest:
 
 
 def message_hash(message: Mapping[str, Any]) -> str:
-    """The journal's key of a message: SHA-256 of its canonical JSON without cache_control."""
-    data = jsonio.dumps(_without_cache_control(message), option=jsonio.OPT_SORT_KEYS)
+    """The journal's key of a message: SHA-256 of its canonical JSON without cache_control,
+    string content as one text block."""
+    canonical = _without_cache_control(message)
+    if isinstance(canonical.get("content"), str):
+        canonical["content"] = [{"type": "text", "text": canonical["content"]}]
+    data = jsonio.dumps(canonical, option=jsonio.OPT_SORT_KEYS)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -93,13 +102,18 @@ def read_journal(
                 blobs[key] = data["message"]
         elif kind == "api-request" and isinstance(data.get("id"), str):
             shape = shapes.get(_key(data.get("shapeHash")) or "")
+            system = _list(shape.get("system")) if shape is not None else None
             messages = _messages(data, previous, blobs)
+            marks = data.get("cacheControl")
+            if system is not None and _marks(marks, "system"):  # the marks say where, alone
+                system = [_without_cache_control(b) for b in system]
+                _place_breakpoints({"system": system}, marks, "system")
             if messages is not None:
-                _place_breakpoints(messages, data.get("cacheControl"))
+                _place_breakpoints({"messages": messages}, marks, "messages")
             params = data.get("params")
             out[data["id"]] = JournaledRequest(
                 data["id"],
-                _list(shape.get("system")) if shape is not None else None,
+                system,
                 _list(shape.get("tools")) if shape is not None else None,
                 params if isinstance(params, Mapping) else {},
                 messages,
@@ -130,17 +144,25 @@ def _messages(
     return out or None  # a request with no messages was not sent: nothing resolved
 
 
-def _place_breakpoints(messages: list[Any], marks: Any) -> None:
-    """Put each recorded ``cache_control`` at its path (``["messages", i, "content", j]``)."""
+def _marks(marks: Any, layer: str) -> bool:
+    return isinstance(marks, list) and any(
+        isinstance(m, Mapping) and isinstance(m.get("path"), list) and m["path"][:1] == [layer]
+        for m in marks
+    )
+
+
+def _place_breakpoints(root: dict[str, Any], marks: Any, layer: str) -> None:
+    """Put each recorded ``cache_control`` of ``layer`` at its path (``["system", i]``,
+    ``["messages", i, "content", j]``); paths that do not resolve are skipped."""
     for mark in marks if isinstance(marks, list) else ():
         if not isinstance(mark, Mapping):
             continue
         path, value = mark.get("path"), mark.get("value")
-        if not isinstance(path, list) or len(path) < 2 or path[0] != "messages":
+        if not isinstance(path, list) or not path or path[0] != layer:
             continue
         try:
-            target: Any = messages
-            for step in path[1:]:
+            target: Any = root
+            for step in path:
                 if (
                     isinstance(target, dict)
                     and step == "content"

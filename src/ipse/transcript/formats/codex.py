@@ -79,7 +79,8 @@ def read_rollout(
             segments[-1][1].append((record.line, payload))
             typed.item(payload)
         elif kind == "event_msg" and payload.get("type") == "user_message":
-            typed.event()
+            typed.event(payload)
+    typed.finish()
     if not segments[0][1] and len(segments) > 1:
         segments.pop(0)
     known: set[str] = set()
@@ -113,37 +114,52 @@ def read_rollout(
 class _TypedUsers:
     """Which user message items a human typed: those a ``user_message`` event goes with.
 
-    Codex writes the item and the event side by side (in either order, with nothing but other
-    events between them). Items with no event, and every item a ``compacted`` record replays,
-    are the harness speaking. A rollout with no ``user_message`` events at all (the older
-    format) leaves the text's own markers to decide."""
+    Codex writes the item and the event side by side, in either order, within one turn (before
+    the model answers). An event goes with the user item of its turn whose text it repeats, else
+    with the turn's latest user item (an event written first waits for it). Items with no event,
+    and every item a ``compacted`` record replays, are the harness speaking. A rollout with no
+    ``user_message`` events at all (the older format) leaves the text's own markers to decide."""
 
     def __init__(self) -> None:
         self.human: set[int] = set()
         self.replayed: set[int] = set()
         self.events = 0
-        self._last_user: int | None = None  # the latest response item, when a user message
-        self._pending_event = False
+        self._unpaired: list[tuple[int, str]] = []  # this turn's user items: (id, text)
+        self._pending: list[str | None] = []  # this turn's events still waiting for an item
 
     def item(self, payload: Mapping[str, Any]) -> None:
-        if _is_user_message(payload):
-            if self._pending_event:
+        if side_of(payload) == "assistant":  # the model answers: the turn's pairing is over
+            for _ in self._pending:
+                if self._unpaired:
+                    self.human.add(self._unpaired.pop()[0])
+            self._unpaired, self._pending = [], []
+            return
+        if not _is_user_message(payload):
+            return
+        text = _item_text(payload)
+        for n, waiting in enumerate(self._pending):
+            if waiting == text:
                 self.human.add(id(payload))
-                self._pending_event = False
-                self._last_user = None
-            else:
-                self._last_user = id(payload)
-        else:
-            self._last_user = None
-            self._pending_event = False
+                del self._pending[n]
+                return
+        self._unpaired.append((id(payload), text))
 
-    def event(self) -> None:
+    def event(self, payload: Mapping[str, Any]) -> None:
         self.events += 1
-        if self._last_user is not None:
-            self.human.add(self._last_user)
-            self._last_user = None
-        else:
-            self._pending_event = True
+        message = payload.get("message")
+        text = message if isinstance(message, str) else None
+        for n, (item, item_text) in enumerate(self._unpaired):
+            if item_text == text:
+                self.human.add(item)
+                del self._unpaired[n]
+                return
+        if self._unpaired and not self._pending and text is None:
+            self.human.add(self._unpaired.pop()[0])
+            return
+        self._pending.append(text)
+
+    def finish(self) -> None:
+        self.item({"type": "reasoning"})  # the end of the file ends the last turn
 
     def classify(self, message: Message) -> Message:
         items: Sequence[Mapping[str, Any]] = message.meta.get("items") or ()
@@ -161,6 +177,14 @@ class _TypedUsers:
         if replayed:
             meta["replayed"] = True
         return Message(message.role, blocks, message.content_form, message.raw, meta)
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and "text" in p)
 
 
 def _is_user_message(item: Mapping[str, Any]) -> bool:
