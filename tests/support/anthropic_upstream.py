@@ -4,14 +4,19 @@ It records every request (path, headers, JSON body) and answers ``POST /v1/messa
 API documents: JSON for ``stream: false``; for ``stream: true`` the server-sent event sequence
 ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
 ``content_block_stop``, ``message_delta``, ``message_stop``. ``count_tokens`` answers
-``{"input_tokens": N}``. Replies are scripted: each request takes the next text (the last one
-repeats).
+``{"input_tokens": N}``. Replies are scripted: each request takes the next reply (the last one
+repeats). A reply is a text, or a dict: ``{"text": ..., "tool_use": {"id", "name", "input"}}``
+(a tool call, ``stop_reason: "tool_use"``, streamed as ``input_json_delta``), ``{"status": 529}``
+(the API's error document for that status), ``{"stall": SECONDS, "after": N}`` (N events, then
+silence, then the connection closes) or ``{"close_after": N}`` (N events, then the connection
+closes without the rest).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,25 +36,49 @@ class Upstream:
         return [r["body"] for r in self.received if r["path"].split("?")[0] == "/v1/messages"]
 
 
-def _events(text: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+Reply = str | dict[str, Any]
+_ERRORS = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+           500: "api_error", 529: "overloaded_error"}  # fmt: skip
+
+
+def _spec(reply: Reply) -> dict[str, Any]:
+    return {"text": reply} if isinstance(reply, str) else dict(reply)
+
+
+def _events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    spec = _spec(reply)
+    text = spec.get("text", "")
+    tool = spec.get("tool_use")
     usage = {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0,
              "cache_creation_input_tokens": 0}  # fmt: skip
     yield "message_start", {"type": "message_start", "message": {
         "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
         "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}  # fmt: skip
-    yield "content_block_start", {"type": "content_block_start", "index": 0,
-                                  "content_block": {"type": "text", "text": ""}}  # fmt: skip
-    yield "ping", {"type": "ping"}
-    yield "content_block_delta", {"type": "content_block_delta", "index": 0,
-                                  "delta": {"type": "text_delta", "text": text}}  # fmt: skip
-    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    index = 0
+    if text or not tool:
+        yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}}  # fmt: skip
+        yield "ping", {"type": "ping"}
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                      "delta": {"type": "text_delta", "text": text}}  # fmt: skip
+        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+        index = 1
+    if tool:
+        block = {"type": "tool_use", "id": tool["id"], "name": tool["name"], "input": {}}
+        yield "content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": block}  # fmt: skip
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(tool["input"])}
+        yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                      "delta": delta}  # fmt: skip
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    stop = "tool_use" if tool else "end_turn"
     yield "message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "delta": {"stop_reason": stop, "stop_sequence": None},
                             "usage": {"output_tokens": 3}}  # fmt: skip
     yield "message_stop", {"type": "message_stop"}
 
 
-def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -69,22 +98,32 @@ def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequest
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length)
-            body = json.loads(raw) if raw else {}
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                error = {"type": "invalid_request_error", "message": "body is not valid JSON"}
+                self._json(400, {"type": "error", "error": error})
+                return
             with lock:
                 upstream.received.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                    {"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw}
                 )
                 turn = len(upstream.messages_requests()) - 1
             path = self.path.split("?")[0]
             if path.endswith("/count_tokens"):
                 self._json(200, {"input_tokens": len(raw) // 4})
             elif path == "/v1/messages":
-                text = replies[min(max(turn, 0), len(replies) - 1)]
+                reply = replies[min(max(turn, 0), len(replies) - 1)]
+                spec = _spec(reply)
                 model = str(body.get("model", "claude"))
-                if body.get("stream"):
-                    self._stream(text, model)
+                if "status" in spec:
+                    kind = _ERRORS.get(spec["status"], "api_error")
+                    error = {"type": kind, "message": f"scripted {spec['status']}"}
+                    self._json(spec["status"], {"type": "error", "error": error})
+                elif body.get("stream"):
+                    self._stream(reply, model)
                 else:
-                    self._json(200, _message(text, model))
+                    self._json(200, _message(reply, model))
             else:
                 error = {"type": "not_found_error", "message": self.path}
                 self._json(404, {"type": "error", "error": error})
@@ -97,13 +136,19 @@ def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequest
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, text: str, model: str) -> None:
+        def _stream(self, reply: Reply, model: str) -> None:
+            spec = _spec(reply)
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("connection", "close")
             self.end_headers()
-            for name, data in _events(text, model):
+            stop_after = spec.get("after", spec.get("close_after"))
+            for n, (name, data) in enumerate(_events(reply, model)):
+                if stop_after is not None and n >= stop_after:
+                    if "stall" in spec:
+                        time.sleep(spec["stall"])
+                    break
                 self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
             self.close_connection = True
@@ -111,14 +156,21 @@ def _handler(upstream: Upstream, replies: Sequence[str]) -> type[BaseHTTPRequest
     return Handler
 
 
-def _message(text: str, model: str) -> dict[str, Any]:
+def _message(reply: Reply, model: str) -> dict[str, Any]:
+    spec = _spec(reply)
+    content: list[dict[str, Any]] = []
+    if spec.get("text") or not spec.get("tool_use"):
+        content.append({"type": "text", "text": spec.get("text", "")})
+    if spec.get("tool_use"):
+        content.append({"type": "tool_use", **spec["tool_use"]})
+    stop = "tool_use" if spec.get("tool_use") else "end_turn"
     return {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "content": content, "stop_reason": stop,
             "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3}}  # fmt: skip
 
 
 @contextmanager
-def anthropic_upstream(replies: Sequence[str] = ("OK.",)) -> Iterator[Upstream]:
+def anthropic_upstream(replies: Sequence[Reply] = ("OK.",)) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, replies))

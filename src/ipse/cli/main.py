@@ -35,6 +35,7 @@ _COMMANDS: dict[str, str] = {
     "inspect": "ipse.cli.inspect:inspect_command",
     "lint": "ipse.cli.prefix:lint_command",
     "prefix": "ipse.cli.prefix:prefix_command",
+    "proxy": "ipse.cli.proxy:proxy_group",
     "report": "ipse.cli.report:report_command",
     "recall": "ipse.cli.archive:recall_command",
     "verify": "ipse.cli.verify:verify_command",

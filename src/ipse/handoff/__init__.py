@@ -18,10 +18,12 @@ from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._rewrite import (
     CHECKPOINT_TOOLS,
+    SESSION_HEADER,
     Rewrite,
     binds_thinking,
     checkpoint_calls,
     clear_cache,
+    conversation_key,
     is_checkpoint,
     rewrite_request,
 )
@@ -37,6 +39,7 @@ __all__ = [
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
+    "SESSION_HEADER",
     "CacheRates",
     "CutError",
     "CutPoint",
@@ -59,6 +62,7 @@ __all__ = [
     "check_notes",
     "checkpoint_calls",
     "clear_cache",
+    "conversation_key",
     "decide",
     "handoff_document",
     "is_checkpoint",
