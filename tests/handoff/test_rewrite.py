@@ -188,6 +188,31 @@ def test_invalid_body_left_untouched() -> None:
     assert out.reason is not None and out.reason.startswith("left untouched")
 
 
+def test_a_failure_that_more_turns_can_fix_is_not_remembered() -> None:
+    """Nothing but blank text before the checkpoint: with no turn after it the handoff has
+    nothing left to send; once the agent answers, it does. The failure of the short history
+    must not be replayed for the grown one."""
+    clear_cache()
+    short = [user(text(" ")), assistant(call("cp", "micro_handoff", notes="n"))]
+    assert rewrite_request({"model": "m", "messages": short}, "anthropic").invalid
+    grown = [*short, user(result("cp", "saved")), assistant(text("continuing"))]
+    out = rewrite_request({"model": "m", "messages": grown}, "anthropic")
+    cold = rewrite_request({"model": "m", "messages": grown}, "anthropic", use_cache=False)
+    assert cold.body is not None, cold.reason
+    assert out.body == cold.body
+
+
+def test_a_failure_in_the_rewritten_part_is_remembered() -> None:
+    clear_cache()
+    history = _session()["messages"]
+    history.insert(1, user(result("ghost")))  # an orphan result before the checkpoint
+    first = rewrite_request({"model": "m", "messages": history}, "anthropic")
+    assert first.invalid
+    grown = [*history, assistant(text("more")), user(text("and more"))]
+    later = rewrite_request({"model": "m", "messages": grown}, "anthropic")
+    assert later.invalid and later.reason == first.reason
+
+
 def test_claude_code_system_messages_are_kept() -> None:
     body = _session()
     env = {"role": "system", "content": [text("<env>cwd: /tmp</env>")]}

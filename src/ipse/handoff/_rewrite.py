@@ -145,6 +145,13 @@ class _Failure:
     digest: bytes
     reason: str
     tool: str
+    # whether appending can no longer change the verdict: the items after the checkpoint call
+    # decide the boundary (an empty rewritten part, the first kept role), so a failure with a
+    # short tail is remembered only for the same history sent again (a retry, a count)
+    settled: bool = False
+
+
+_SETTLED_TAIL = 4  # items from the checkpoint call's on: its result, and the turns after it
 
 
 class _Cache:
@@ -216,7 +223,7 @@ def rewrite_request(
     found = _newest_checkpoint(raw, dialect, tool_names)
     if found is None:
         return Rewrite(None, reason="no checkpoint call in the history")
-    call_id, tool = found
+    call_id, tool, at_item = found
     if use_cache:
         hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
         if hit is not None:
@@ -224,6 +231,7 @@ def rewrite_request(
         failed = _FAILED.get((dialect, call_id, opts_key))
         if (
             failed is not None
+            and (failed.count == len(raw) or failed.settled)
             and failed.count <= len(raw)
             and _digest(raw, failed.count - 1) == failed.digest
         ):
@@ -246,7 +254,8 @@ def rewrite_request(
     except IpseError as exc:
         reason = f"left untouched: {exc}"
         if use_cache:
-            failure = _Failure(len(raw), _digest(raw, len(raw) - 1), reason, tool)
+            settled = len(raw) - at_item >= _SETTLED_TAIL
+            failure = _Failure(len(raw), _digest(raw, len(raw) - 1), reason, tool, settled)
             _FAILED.put((dialect, call_id, opts_key), failure)
         return Rewrite(
             None,
@@ -409,9 +418,9 @@ def _without_thinking(tail: Sequence[Any]) -> tuple[list[Any], int]:
 # ------------------------------------------------------------------------ finding the checkpoint
 
 
-def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[str, str]]:
-    """(call id, tool name) of every tool call in raw history items, in order."""
-    for item in raw:
+def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[int, str, str]]:
+    """(item index, call id, tool name) of every tool call in raw history items, in order."""
+    for index, item in enumerate(raw):
         if not isinstance(item, Mapping):
             continue
         if dialect == "anthropic":
@@ -419,25 +428,26 @@ def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[str, str]]:
             if isinstance(content, list) and item.get("role") == "assistant":
                 for block in content:
                     if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                        yield str(block.get("id", "")), str(block.get("name", ""))
+                        yield index, str(block.get("id", "")), str(block.get("name", ""))
         elif dialect == "openai-chat":
             calls = item.get("tool_calls")
             if isinstance(calls, list):
                 for call in calls:
                     function = call.get("function") if isinstance(call, Mapping) else None
                     if isinstance(function, Mapping):
-                        yield str(call.get("id", "")), str(function.get("name", ""))
+                        yield index, str(call.get("id", "")), str(function.get("name", ""))
         elif item.get("type") in ("function_call", "custom_tool_call"):
-            yield str(item.get("call_id", "")), str(item.get("name", ""))
+            yield index, str(item.get("call_id", "")), str(item.get("name", ""))
 
 
 def _newest_checkpoint(
     raw: Sequence[Any], dialect: str, tool_names: Sequence[str]
-) -> tuple[str, str] | None:
-    newest: tuple[str, str] | None = None
-    for call_id, name in _calls(raw, dialect):
+) -> tuple[str, str, int] | None:
+    """(call id, tool name, index of the item holding the call) of the newest checkpoint call."""
+    newest: tuple[str, str, int] | None = None
+    for index, call_id, name in _calls(raw, dialect):
         if is_checkpoint(name, tool_names):
-            newest = (call_id, name)
+            newest = (call_id, name, index)
     return newest
 
 
