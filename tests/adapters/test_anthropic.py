@@ -193,3 +193,24 @@ def test_count_tokens_counts_the_handed_off_history() -> None:
         ["text", "tool_use"],
         ["tool_result"],
     ]
+
+
+def test_two_conversations_through_one_client_archive_apart(tmp_path: Path) -> None:
+    archive = open_archive(f"sqlite:///{tmp_path / 'ipse.db'}")
+    first, second = _history(), _history()
+    # questions of their own: the rewrite cache is process-wide, and other tests send _history()
+    first[0] = {"role": "user", "content": "Which Python does this need?"}
+    second[0] = {"role": "user", "content": "Which licence does this use?"}
+    with anthropic_upstream(["One.", "Two."]) as upstream:
+        client = Anthropic(
+            base_url=upstream.url, api_key="test", middleware=[HandoffMiddleware(archive=archive)]
+        )
+        for history in (first, second):
+            client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=200, tools=TOOLS, messages=history
+            )
+    sessions = archive.sessions()
+    assert len(sessions) == 2
+    for session, _ in sessions:
+        assert sorted(i.kind for i in archive.items(session)) == ["thinking", "tool"]
+    archive.close()

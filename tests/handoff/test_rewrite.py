@@ -188,6 +188,31 @@ def test_invalid_body_left_untouched() -> None:
     assert out.reason is not None and out.reason.startswith("left untouched")
 
 
+def test_a_failure_that_more_turns_can_fix_is_not_remembered() -> None:
+    """Nothing but blank text before the checkpoint: with no turn after it the handoff has
+    nothing left to send; once the agent answers, it does. The failure of the short history
+    must not be replayed for the grown one."""
+    clear_cache()
+    short = [user(text(" ")), assistant(call("cp", "micro_handoff", notes="n"))]
+    assert rewrite_request({"model": "m", "messages": short}, "anthropic").invalid
+    grown = [*short, user(result("cp", "saved")), assistant(text("continuing"))]
+    out = rewrite_request({"model": "m", "messages": grown}, "anthropic")
+    cold = rewrite_request({"model": "m", "messages": grown}, "anthropic", use_cache=False)
+    assert cold.body is not None, cold.reason
+    assert out.body == cold.body
+
+
+def test_a_failure_in_the_rewritten_part_is_remembered() -> None:
+    clear_cache()
+    history = _session()["messages"]
+    history.insert(1, user(result("ghost")))  # an orphan result before the checkpoint
+    first = rewrite_request({"model": "m", "messages": history}, "anthropic")
+    assert first.invalid
+    grown = [*history, assistant(text("more")), user(text("and more"))]
+    later = rewrite_request({"model": "m", "messages": grown}, "anthropic")
+    assert later.invalid and later.reason == first.reason
+
+
 def test_claude_code_system_messages_are_kept() -> None:
     body = _session()
     env = {"role": "system", "content": [text("<env>cwd: /tmp</env>")]}
@@ -211,3 +236,76 @@ def test_newer_checkpoint_moves_the_anchor() -> None:
     assert out.anchor == "cp2" and not out.cached
     ids = [b.get("id") for m in out.body["messages"] for b in m["content"] if "id" in b]  # type: ignore[index]
     assert "t2" not in ids and "cp2" in ids
+
+
+def test_conversation_key() -> None:
+    from ipse.handoff import conversation_key
+
+    body = _session()
+    assert conversation_key({"X-Claude-Code-Session-Id": "abc"}, body, "anthropic") == "session:abc"
+    first = conversation_key({}, body, "anthropic")
+    grown = _session("claude-x", assistant(text("more")))
+    assert conversation_key({}, grown, "anthropic") == first
+    other = {**body, "messages": [user(text("another task")), *body["messages"][1:]]}
+    assert conversation_key({}, other, "anthropic") != first
+    chat = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}
+    assert conversation_key({}, chat, "openai-chat").startswith("hash:")
+    assert conversation_key({}, {"input": "hi"}, "openai-responses").startswith("hash:")
+    codex = {"input": "hi", "prompt_cache_key": "c1"}
+    assert conversation_key({}, codex, "openai-responses") == "cache-key:c1"
+    assert conversation_key({"session-id": "s9"}, codex, "openai-responses") == "codex:s9"
+
+
+def _captured() -> list[Any]:
+    from tests.conftest import HTTP_LOG, shared_glob
+
+    return shared_glob(HTTP_LOG, "*.json")
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", _captured(), ids=lambda p: p.name)
+def test_real_claude_code_requests(path: Any) -> None:
+    """Claude Code's captured requests, with a checkpoint call put after their first half:
+    handed off into valid bodies that keep every authored word, the tail untouched."""
+    body = jsonio.loads(path.read_bytes())["request"]["content"]
+    messages = body["messages"]
+
+    def calls(message: dict[str, Any]) -> bool:
+        content = message.get("content")
+        return isinstance(content, list) and any(b.get("type") == "tool_use" for b in content)
+
+    half = len(messages) // 2
+    while half < len(messages) and (
+        messages[half - 1]["role"] != "assistant" or calls(messages[half - 1])
+    ):
+        half += 1
+    if half >= len(messages) or messages[half]["role"] != "user":
+        pytest.skip("no text-only assistant turn followed by a user turn to put a checkpoint after")
+    checkpoint = [
+        {"role": "user", "content": "checkpoint please"},
+        assistant(text("saving"), call("toolu_ipse_cp", "micro_handoff", notes="n")),
+        user(result("toolu_ipse_cp", "saved")),
+        assistant(text("resuming")),
+    ]
+    grown = {**body, "messages": [*messages[:half], *checkpoint, *messages[half:]]}
+    out = rewrite_request(grown, "anthropic", use_cache=False)
+    assert out.body is not None, out.reason
+    after = codec("anthropic").read_body(out.body)
+    assert validate(after) == []
+    verdict = verify(codec("anthropic").read_body(grown), after)
+    assert verdict.ok and verdict.found_chars == verdict.authored_chars
+    assert out.body["messages"][-len(messages[half:]) :] == messages[half:]
+    assert out.body["system"] == body["system"] and out.body["tools"] == body["tools"]
+
+
+def test_invalid_history_is_remembered_as_it_grows() -> None:
+    clear_cache()
+    body = _session()
+    body["messages"].insert(1, user(result("ghost")))
+    first = rewrite_request(body, "anthropic")
+    grown = {**body, "messages": [*body["messages"], assistant(text("more"))]}
+    again = rewrite_request(grown, "anthropic", anchor=first.anchor)
+    assert again.body is None and again.invalid and again.reason == first.reason
+    # a history that changed before its end is read again
+    edited = {**body, "messages": [user(text("other")), *body["messages"][1:]]}
+    assert rewrite_request(edited, "anthropic").reason == first.reason

@@ -41,6 +41,7 @@ from ipse.handoff import (
     DEFAULT_MAX_TOKENS,
     Rewrite,
     StripOptions,
+    conversation_key,
     rewrite_request,
 )
 
@@ -55,12 +56,18 @@ def _archive(archive: ArchiveSink | bool | None) -> ArchiveSink | None:
     return archive or None
 
 
+def _headers(request: APIRequest) -> dict[str, str]:
+    """The request's headers that have a value (the SDK marks omitted ones with a sentinel)."""
+    return {k: v for k, v in (request.headers or {}).items() if isinstance(v, str)}
+
+
 class HandoffMiddleware(Middleware):
     """Hands each Messages request off at its newest checkpoint call (see the module).
 
     ``archive``: True (the default) archives what was removed in the default store
     (``IPSE_HOME`` or ``IPSE_DATABASE_URL``, opened on the first removal), a sink archives
-    there, None or False archives nothing; ``session`` names the archive session.
+    there, None or False archives nothing; ``session`` names the archive session (by default
+    each conversation's own key, as the proxy keys it: `ipse.handoff.conversation_key`).
     ``tool_names`` are the checkpoint tool's names (``mcp__<server>__<name>`` is recognised
     too). ``last`` is the outcome for the most recent request that named a history."""
 
@@ -68,7 +75,7 @@ class HandoffMiddleware(Middleware):
         self,
         *,
         archive: ArchiveSink | bool | None = True,
-        session: str = "anthropic-sdk",
+        session: str | None = None,
         tool_names: Sequence[str] = CHECKPOINT_TOOLS,
         strip: StripOptions | None = None,
     ) -> None:
@@ -90,7 +97,7 @@ class HandoffMiddleware(Middleware):
             "anthropic",
             tool_names=self.tool_names,
             archive=self.archive,
-            session=self.session,
+            session=self.session or conversation_key(_headers(request), body, "anthropic"),
             source="anthropic-sdk",
             strip_options=self.strip,
         )
@@ -132,7 +139,7 @@ def keep_handed_off(
     *,
     model: str | None = None,
     archive: ArchiveSink | bool | None = None,
-    session: str = "anthropic-sdk",
+    session: str | None = None,
     tool_names: Sequence[str] = CHECKPOINT_TOOLS,
     strip: StripOptions | None = None,
 ) -> Rewrite:
@@ -153,7 +160,7 @@ def keep_handed_off(
         "anthropic",
         tool_names=tuple(tool_names),
         archive=_archive(archive),
-        session=session,
+        session=session or conversation_key({}, body, "anthropic"),
         source="anthropic-sdk",
         strip_options=strip,
     )

@@ -27,10 +27,12 @@ from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._rewrite import (
     CHECKPOINT_TOOLS,
+    SESSION_HEADER,
     Rewrite,
     binds_thinking,
     checkpoint_calls,
     clear_cache,
+    conversation_key,
     is_checkpoint,
     rewrite_request,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
+    "SESSION_HEADER",
     "CacheRates",
     "Checkpoint",
     "CutError",
@@ -73,6 +76,7 @@ __all__ = [
     "checkpoint_id",
     "checkpoint_items",
     "clear_cache",
+    "conversation_key",
     "decide",
     "handoff_document",
     "is_checkpoint",

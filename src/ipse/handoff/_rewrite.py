@@ -136,20 +136,38 @@ class _Entry:
     removed_bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A history the handoff could not make valid: later requests that only append to it are
+    left untouched at once, without reading and stripping it again."""
+
+    count: int  # raw items of the failed history
+    digest: bytes
+    reason: str
+    tool: str
+    # whether appending can no longer change the verdict: the items after the checkpoint call
+    # decide the boundary (an empty rewritten part, the first kept role), so a failure with a
+    # short tail is remembered only for the same history sent again (a retry, a count)
+    settled: bool = False
+
+
+_SETTLED_TAIL = 4  # items from the checkpoint call's on: its result, and the turns after it
+
+
 class _Cache:
     def __init__(self, size: int) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, str]) -> _Entry | None:
+    def get(self, key: tuple[str, str, str]) -> Any:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: tuple[str, str, str], entry: _Entry) -> None:
+    def put(self, key: tuple[str, str, str], entry: Any) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
@@ -162,11 +180,13 @@ class _Cache:
 
 
 _CACHE = _Cache(_CACHE_SIZE)
+_FAILED = _Cache(_CACHE_SIZE)
 
 
 def clear_cache() -> None:
     """Forget every cached rewritten prefix (tests and benchmarks measure the cold path)."""
     _CACHE.clear()
+    _FAILED.clear()
 
 
 def rewrite_request(
@@ -203,11 +223,21 @@ def rewrite_request(
     found = _newest_checkpoint(raw, dialect, tool_names)
     if found is None:
         return Rewrite(None, reason="no checkpoint call in the history")
-    call_id, tool = found
+    call_id, tool, at_item = found
     if use_cache:
         hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
         if hit is not None:
             return hit
+        failed = _FAILED.get((dialect, call_id, opts_key))
+        if (
+            failed is not None
+            and (failed.count == len(raw) or failed.settled)
+            and failed.count <= len(raw)
+            and _digest(raw, failed.count - 1) == failed.digest
+        ):
+            return Rewrite(
+                None, anchor=call_id, checkpoint_tool=tool, reason=failed.reason, invalid=True
+            )
     try:
         conversation = dialect_codec.read_body(body)
         handoff = run(
@@ -222,11 +252,16 @@ def rewrite_request(
             source=source,
         )
     except IpseError as exc:
+        reason = f"left untouched: {exc}"
+        if use_cache:
+            settled = len(raw) - at_item >= _SETTLED_TAIL
+            failure = _Failure(len(raw), _digest(raw, len(raw) - 1), reason, tool, settled)
+            _FAILED.put((dialect, call_id, opts_key), failure)
         return Rewrite(
             None,
             anchor=call_id,
             checkpoint_tool=tool,
-            reason=f"left untouched: {exc}",
+            reason=reason,
             invalid=True,
         )
     report = handoff.report
@@ -383,9 +418,9 @@ def _without_thinking(tail: Sequence[Any]) -> tuple[list[Any], int]:
 # ------------------------------------------------------------------------ finding the checkpoint
 
 
-def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[str, str]]:
-    """(call id, tool name) of every tool call in raw history items, in order."""
-    for item in raw:
+def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[int, str, str]]:
+    """(item index, call id, tool name) of every tool call in raw history items, in order."""
+    for index, item in enumerate(raw):
         if not isinstance(item, Mapping):
             continue
         if dialect == "anthropic":
@@ -393,26 +428,64 @@ def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[str, str]]:
             if isinstance(content, list) and item.get("role") == "assistant":
                 for block in content:
                     if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                        yield str(block.get("id", "")), str(block.get("name", ""))
+                        yield index, str(block.get("id", "")), str(block.get("name", ""))
         elif dialect == "openai-chat":
             calls = item.get("tool_calls")
             if isinstance(calls, list):
                 for call in calls:
                     function = call.get("function") if isinstance(call, Mapping) else None
                     if isinstance(function, Mapping):
-                        yield str(call.get("id", "")), str(function.get("name", ""))
+                        yield index, str(call.get("id", "")), str(function.get("name", ""))
         elif item.get("type") in ("function_call", "custom_tool_call"):
-            yield str(item.get("call_id", "")), str(item.get("name", ""))
+            yield index, str(item.get("call_id", "")), str(item.get("name", ""))
 
 
 def _newest_checkpoint(
     raw: Sequence[Any], dialect: str, tool_names: Sequence[str]
-) -> tuple[str, str] | None:
-    newest: tuple[str, str] | None = None
-    for call_id, name in _calls(raw, dialect):
+) -> tuple[str, str, int] | None:
+    """(call id, tool name, index of the item holding the call) of the newest checkpoint call."""
+    newest: tuple[str, str, int] | None = None
+    for index, call_id, name in _calls(raw, dialect):
         if is_checkpoint(name, tool_names):
-            newest = (call_id, name)
+            newest = (call_id, name, index)
     return newest
+
+
+SESSION_HEADER = "x-claude-code-session-id"
+
+
+def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialect: str) -> str:
+    """The key of the conversation a request belongs to: Claude Code's session id header when
+    present (Codex's ``session-id`` header, then a Responses body's ``prompt_cache_key``, after
+    it), else a hash of the system prompt and the first user message (stable across the
+    conversation's requests, different between conversations)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for name, prefix in ((SESSION_HEADER, "session"), ("session-id", "codex")):
+        value = lowered.get(name)
+        if value and value.isprintable() and len(value) <= 200:
+            return f"{prefix}:{value}"
+    cache_key = body.get("prompt_cache_key")
+    if (
+        isinstance(cache_key, str)
+        and cache_key
+        and cache_key.isprintable()
+        and len(cache_key) <= 200
+    ):
+        return f"cache-key:{cache_key}"
+    key_name = "input" if dialect == "openai-responses" else "messages"
+    history = body.get(key_name)
+    items = history if isinstance(history, list) else [history]
+    system = body.get("instructions") if dialect == "openai-responses" else body.get("system")
+    if dialect == "openai-chat":
+        system = [
+            m for m in items if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+        ][:4]
+    first = next(
+        (m for m in items if isinstance(m, Mapping) and m.get("role") == "user"),
+        items[0] if items else None,
+    )
+    digest = hashlib.sha256(jsonio.dumps([system, first])).hexdigest()[:32]
+    return f"hash:{digest}"
 
 
 def checkpoint_calls(
@@ -429,10 +502,12 @@ def checkpoint_calls(
 
 __all__ = [
     "CHECKPOINT_TOOLS",
+    "SESSION_HEADER",
     "Rewrite",
     "binds_thinking",
     "checkpoint_calls",
     "clear_cache",
+    "conversation_key",
     "is_checkpoint",
     "rewrite_request",
 ]

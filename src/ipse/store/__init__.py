@@ -4,22 +4,35 @@
 slashes: relative to the current folder) or ``sqlite:////ABSOLUTE/PATH`` (four), the usual
 convention (the default is ``ipse.db`` in IPSE_HOME); ``postgresql://...``
 (extra ``ipse[postgres]``; also taken from ``IPSE_DATABASE_URL``). Backends are imported only
-when opened.
+when opened. `open_conversations` opens the per-conversation state a proxy keeps (anchors and
+counters) on the same database.
 """
 
 from __future__ import annotations
 
 from ipse.store._base import Lease, SnapshotBackend, SnapshotRecord
+from ipse.store._conversations import (
+    ConversationState,
+    ConversationStore,
+    MemoryConversations,
+    SqlConversations,
+    open_conversations,
+)
 from ipse.store._migrations import MigrationStep, register
 from ipse.store._open import default_url, open_backend, sqlite_path, sqlite_url
 
 __all__ = [
+    "ConversationState",
+    "ConversationStore",
     "Lease",
+    "MemoryConversations",
     "MigrationStep",
     "SnapshotBackend",
     "SnapshotRecord",
+    "SqlConversations",
     "default_url",
     "open_backend",
+    "open_conversations",
     "register",
     "sqlite_path",
     "sqlite_url",

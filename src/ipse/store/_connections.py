@@ -42,13 +42,21 @@ def _private_database(path: Path) -> None:
 
 
 class SqliteConnection:
-    """One SQLite file: writes under the writer lock, reads outside any transaction."""
+    """One SQLite file: writes under the writer lock, reads outside any transaction.
 
-    def __init__(self, path: str | Path) -> None:
+    ``shared_across_threads``: the caller serialises use with its own lock and may use the
+    connection from several threads (a proxy's worker threads)."""
+
+    def __init__(self, path: str | Path, *, shared_across_threads: bool = False) -> None:
         self.path = Path(path)
         try:
             _private_database(self.path)
-            self.raw = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self.raw = sqlite3.connect(
+                str(self.path),
+                timeout=30.0,
+                isolation_level=None,
+                check_same_thread=not shared_across_threads,
+            )
             self.raw.execute("PRAGMA busy_timeout = 30000")
             self.raw.execute("PRAGMA journal_mode = WAL")
             self.raw.execute("PRAGMA synchronous = NORMAL")

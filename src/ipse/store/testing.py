@@ -21,6 +21,7 @@ from typing import Any
 
 from ipse.errors import InputError, IpseError, StaleWriter, WriterConflict
 from ipse.store._base import Lease, SnapshotBackend, SnapshotRecord
+from ipse.store._conversations import ConversationStore
 
 BODY: dict[str, Any] = {
     "twin_id": "t1",
@@ -224,4 +225,66 @@ def run_all(open_backend: Callable[[], SnapshotBackend]) -> None:
             backend.close()
 
 
-__all__ = ["BODY", "CHECKS", "Check", "raises", "run_all", "write"]
+# ------------------------------------------------------------------ conversation stores
+
+ConversationCheck = Callable[["ConversationStore"], None]
+
+
+def check_conversation_unknown_is_none(store: ConversationStore) -> None:
+    assert store.get("c1") is None
+    assert store.conversations() == []
+
+
+def check_conversation_counts_requests(store: ConversationStore) -> None:
+    first = store.record("c1")
+    assert (first.requests, first.handoffs, first.anchor) == (1, 0, None)
+    second = store.record("c1", anchor="toolu_1", handoff=True, removed_calls=3, removed_bytes=90)
+    assert (second.requests, second.handoffs, second.anchor) == (2, 1, "toolu_1")
+    assert (second.removed_calls, second.removed_bytes) == (3, 90)
+    assert second.first_seen == first.first_seen and second.last_seen >= first.last_seen
+    assert store.get("c1") == second
+
+
+def check_conversation_anchor_kept_until_replaced(store: ConversationStore) -> None:
+    store.record("c1", anchor="a1")
+    assert store.record("c1").anchor == "a1"
+    assert store.record("c1", anchor="a2").anchor == "a2"
+
+
+def check_conversations_are_isolated_and_listed(store: ConversationStore) -> None:
+    store.record("c1", anchor="a")
+    store.record("c2 ✓")
+    states = {s.key: s for s in store.conversations()}
+    assert set(states) == {"c1", "c2 ✓"} and states["c2 ✓"].anchor is None
+
+
+def check_conversation_bad_input_is_refused(store: ConversationStore) -> None:
+    with raises(InputError, "conversation key"):
+        store.record("")
+    with raises(InputError, "conversation key"):
+        store.record("a\nb")
+    with raises(InputError, "removed_calls"):
+        store.record("c1", removed_calls=-1)
+    assert store.get("c1") is None
+
+
+CONVERSATION_CHECKS: tuple[ConversationCheck, ...] = (
+    check_conversation_unknown_is_none,
+    check_conversation_counts_requests,
+    check_conversation_anchor_kept_until_replaced,
+    check_conversations_are_isolated_and_listed,
+    check_conversation_bad_input_is_refused,
+)
+"""Every conversation-store check; each takes a fresh, empty store."""
+
+
+__all__ = [
+    "BODY",
+    "CHECKS",
+    "CONVERSATION_CHECKS",
+    "Check",
+    "ConversationCheck",
+    "raises",
+    "run_all",
+    "write",
+]

@@ -67,6 +67,9 @@ def read_http_log(
     entries = iter_entries(path, skip_bad_lines=skip_bad_lines, warnings=sink)
     for index, (where, entry) in enumerate(entries):
         fields = exchange_fields(entry, where)
+        if "count_tokens" in (fields.url or ""):
+            sink.append(f"{where}: request {index} counts tokens (not a conversation turn)")
+            continue
         if not codec(fields.provider).positions(fields.body).messages:
             sink.append(f"{where}: request {index} has no messages (not a conversation turn)")
             continue
@@ -324,6 +327,59 @@ def _usage_of_json(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return dict(usage) if isinstance(usage, Mapping) else None
 
 
+def exchange_record(
+    *,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: Any,
+    client_body: Any = None,
+    status: int | None,
+    response_headers: Mapping[str, str],
+    response_body: bytes,
+    started: float,
+    first_byte: float | None,
+    finished: float,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One exchange as a log entry this module reads back (a line of a proxy's record).
+
+    ``body`` is what went upstream (the rewritten body when there was a handoff), so replaying
+    the log sees what the provider's cache saw; ``client_body`` is what the client sent, given
+    only when it differs. ``headers`` must already be free of credentials. The response body is
+    kept as JSON when it parses, else as text (server-sent events). Times are Unix seconds.
+    """
+    text = response_body.decode("utf-8", errors="replace")
+    response_value: Any = text
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            response_value = jsonio.loads(text)
+        except jsonio.JSONDecodeError:
+            response_value = text
+    request: dict[str, Any] = {"method": method, "url": url, "headers": dict(headers)}
+    request["body"] = body
+    entry: dict[str, Any] = {"ts": _iso(started), "request": request}
+    if client_body is not None:
+        entry["client_request"] = {"body": client_body}
+    response: dict[str, Any] = {"status": status, "headers": dict(response_headers)}
+    if first_byte is not None:
+        response["ts"] = _iso(first_byte)
+    response["body"] = response_value
+    entry["response"] = response
+    entry["timing"] = {
+        "first_byte_ms": None if first_byte is None else round((first_byte - started) * 1000, 3),
+        "total_ms": round((finished - started) * 1000, 3),
+    }
+    if extra:
+        entry["ipse"] = dict(extra)
+    return entry
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+
+
 def _usage_of_sse(text: str) -> Mapping[str, Any] | None:
     usage: dict[str, Any] = {}
     found = False
@@ -354,6 +410,11 @@ def _usage_of_sse(text: str) -> Mapping[str, Any] | None:
             found = True
         elif isinstance(event.get("usage"), Mapping):  # OpenAI's final chunk
             usage.update(event["usage"])
+            found = True
+        elif isinstance(event.get("response"), Mapping) and isinstance(
+            event["response"].get("usage"), Mapping
+        ):  # OpenAI Responses: response.completed
+            usage.update(event["response"]["usage"])
             found = True
     return usage if found else None
 

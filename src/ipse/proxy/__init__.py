@@ -1,0 +1,49 @@
+"""``ipse proxy``: micro-handoff and cache analysis on the wire, for any client with a base URL.
+
+A local HTTP proxy for the Anthropic Messages and OpenAI Chat Completions / Responses APIs
+(extra ``ipse[proxy]``: Starlette, uvicorn, httpx). Requests that hold a call of the checkpoint
+tool are handed off with the library (`ipse.handoff.rewrite_request`) before they go upstream;
+everything else passes byte for byte; responses stream back as they arrive. See `create_app`
+(the ASGI app), `serve` (foreground), `start_in_thread`, and `probe` (is one running?).
+The HTTP stack is imported only when an app is created.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from ipse.proxy._config import (
+    ANTHROPIC_UPSTREAM,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    OPENAI_UPSTREAM,
+    ProxyConfig,
+    Upstream,
+    is_loopback,
+)
+from ipse.proxy._serve import RunningProxy, bind, probe, serve, start_in_thread, warn_if_exposed
+
+
+def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Any:
+    """The proxy's ASGI application (Starlette); `MissingExtra` without ``ipse[proxy]``."""
+    from ipse.proxy._app import create_app as _create_app
+
+    return _create_app(config, log_stream=log_stream)
+
+
+__all__ = [
+    "ANTHROPIC_UPSTREAM",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "OPENAI_UPSTREAM",
+    "ProxyConfig",
+    "RunningProxy",
+    "Upstream",
+    "bind",
+    "create_app",
+    "is_loopback",
+    "probe",
+    "serve",
+    "start_in_thread",
+    "warn_if_exposed",
+]

@@ -1,0 +1,105 @@
+"""What a proxy is told: where it listens, its upstreams, what it records and where it keeps state.
+
+An upstream is an origin (scheme, host, port) with an optional path prefix; the request's own path
+and query are appended to it. Nothing here imports the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ipse.errors import UsageError
+from ipse.handoff import CHECKPOINT_TOOLS
+
+ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
+OPENAI_UPSTREAM = "https://api.openai.com"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MAX_BODY = 64 * 1024 * 1024  # request bodies larger than this are refused (413)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """An origin and an optional path prefix: ``http://host:port/prefix``."""
+
+    origin: str
+    prefix: str = ""
+
+    @classmethod
+    def parse(cls, value: str, what: str = "upstream") -> Upstream:
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"{what}: expected http(s)://host[:port][/prefix], got {value!r}")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise UsageError(f"{what}: no query, fragment or credentials in an upstream URL")
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise UsageError(f"{what}: bad port in {value!r}") from exc
+        host = parts.hostname
+        if ":" in host:
+            host = f"[{host}]"
+        origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+        return cls(origin, parts.path.rstrip("/"))
+
+    def url(self, path: str, query: str = "") -> str:
+        """The upstream URL for a request's path and query string."""
+        return self.origin + self.prefix + path + (f"?{query}" if query else "")
+
+    def __str__(self) -> str:
+        return self.origin + self.prefix
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyConfig:
+    """Everything `ipse.proxy.create_app` and `serve` need."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    anthropic: Upstream = field(default_factory=lambda: Upstream.parse(ANTHROPIC_UPSTREAM))
+    openai: Upstream = field(default_factory=lambda: Upstream.parse(OPENAI_UPSTREAM))
+    record: Path | None = None
+    store: str | None = None  # None: the default store (SQLite in ipse's home)
+    json_log: bool = False
+    log: bool = True  # one line per request on stderr
+    tool_names: tuple[str, ...] = CHECKPOINT_TOOLS
+    handoff: bool = True
+    analyze: bool = True  # compare each response's usage with the cache model's prediction
+    connect_timeout: float = 10.0
+    read_timeout: float = 600.0  # Claude Code waits this long (x-stainless-timeout: 600)
+    max_body: int = MAX_BODY
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise UsageError(f"--port: 0 to 65535, got {self.port}")
+        if self.read_timeout <= 0 or self.connect_timeout <= 0:
+            raise UsageError("timeouts must be positive")
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = [
+    "ANTHROPIC_UPSTREAM",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "MAX_BODY",
+    "OPENAI_UPSTREAM",
+    "ProxyConfig",
+    "Upstream",
+    "is_loopback",
+]

@@ -1,0 +1,148 @@
+"""The wire rules: which headers pass, which route is whose, and the providers' error shapes.
+
+Headers are forwarded unchanged except the hop-by-hop ones (RFC 9110 section 7.6.1, plus
+``host`` and ``content-length``, which the client library sets again) and ``accept-encoding``:
+the proxy asks upstream for ``identity``, because a compressed event stream is delayed by the
+decompressor and the proxy reads usage from it. Credentials are forwarded and nothing else: the
+header list that reaches a record or a log has them masked.
+
+Errors the proxy itself answers (upstream unreachable, timed out, a body too large) take the
+shape the client's SDK parses: Anthropic ``{"type": "error", "error": {"type", "message"}}``,
+OpenAI ``{"error": {"message", "type", "param", "code"}}``; once a stream has begun, the same
+document goes out as a server-sent ``error`` event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal, TypeAlias
+
+from ipse import jsonio
+
+Provider: TypeAlias = Literal["anthropic", "openai"]
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
+RESPONSE_DROPPED = frozenset(HOP_BY_HOP - {"accept-encoding"}) | {"content-length"}
+CREDENTIALS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+        "openai-organization",
+        "openai-project",
+    }
+)
+MASK = "***"
+
+
+def request_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers to send upstream: hop-by-hop dropped, ``accept-encoding: identity`` added."""
+    out = [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP]
+    out.append(("accept-encoding", "identity"))
+    return out
+
+
+def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The upstream response's headers to send to the client."""
+    return [(k, v) for k, v in headers if k.lower() not in RESPONSE_DROPPED]
+
+
+def masked(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Headers for a record or a log: every credential replaced by ``***``."""
+    out: dict[str, str] = {}
+    for key, value in headers:
+        name = key.lower()
+        secret = name in CREDENTIALS or "token" in name or "secret" in name or "key" in name
+        out[name] = MASK if secret else value
+    return out
+
+
+def provider_of(path: str, headers: Mapping[str, str]) -> Provider:
+    """Whose API a request is for: Anthropic for ``/v1/messages...`` or Anthropic headers."""
+    if path.startswith(("/v1/messages", "/v1/complete")) or "anthropic-version" in headers:
+        return "anthropic"
+    return "openai"
+
+
+def dialect_of(path: str) -> str | None:
+    """The body dialect of a route the proxy rewrites, or None for a pass-through route."""
+    if path == "/v1/messages" or path.startswith("/v1/messages/"):
+        return "anthropic" if path in ("/v1/messages", "/v1/messages/count_tokens") else None
+    if path.endswith("/chat/completions"):
+        return "openai-chat"
+    if path.endswith("/responses"):
+        return "openai-responses"
+    return None
+
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    502: "api_error",
+    503: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def error_document(provider: Provider, status: int, message: str) -> dict[str, object]:
+    """The provider's error body for ``status``."""
+    if provider == "anthropic":
+        kind = _ANTHROPIC_TYPES.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def error_body(provider: Provider, status: int, message: str) -> bytes:
+    return jsonio.dumps(error_document(provider, status, message))
+
+
+def error_event(provider: Provider, dialect: str | None, message: str) -> bytes:
+    """A server-sent error event for a stream that has already begun."""
+    if provider == "anthropic":
+        data = jsonio.dumps(error_document(provider, 502, message))
+        return b"event: error\ndata: " + data + b"\n\n"
+    if dialect == "openai-responses":
+        data = jsonio.dumps({"type": "error", "code": "server_error", "message": message})
+        return b"event: error\ndata: " + data + b"\n\n"
+    return b"data: " + jsonio.dumps(error_document(provider, 502, message)) + b"\n\n"
+
+
+__all__ = [
+    "CREDENTIALS",
+    "HOP_BY_HOP",
+    "Provider",
+    "dialect_of",
+    "error_body",
+    "error_document",
+    "error_event",
+    "masked",
+    "provider_of",
+    "request_headers",
+    "response_headers",
+]

@@ -1,0 +1,325 @@
+"""Per-conversation state of requests seen on the wire: the checkpoint anchor and counters.
+
+A proxy keys each conversation (Claude Code's ``x-claude-code-session-id``, else a hash of the
+first user message and the system prompt) and records every request: how many there were, how
+many were handed off, what the handoffs removed, and the anchor (the id of the checkpoint call the
+newest handoff cut at). The store is what lets several proxy processes behind a load balancer
+agree: on PostgreSQL, a `record` is one atomic upsert, so counters never lose an update.
+
+Three backends with one contract (`ConversationStore`; the conformance checks are in
+``ipse.store.testing``): in memory (the reference), SQLite and PostgreSQL, on the same database
+as the other stores; the table is the ``conversations`` component's migration steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from ipse.errors import InputError
+from ipse.redact import redact
+from ipse.store._connections import PostgresConnection, SqliteConnection
+from ipse.store._migrations import MigrationStep, register
+
+COMPONENT = "conversations"
+
+STEPS: tuple[MigrationStep, ...] = (
+    MigrationStep(
+        number=1,
+        name="conversation anchors and counters",
+        sqlite=(
+            "CREATE TABLE wire_conversations ("
+            " key TEXT PRIMARY KEY, anchor TEXT, requests INTEGER NOT NULL,"
+            " handoffs INTEGER NOT NULL, removed_calls INTEGER NOT NULL,"
+            " removed_bytes INTEGER NOT NULL, first_seen REAL NOT NULL,"
+            " last_seen REAL NOT NULL)",
+        ),
+        postgres=(
+            "CREATE TABLE wire_conversations ("
+            " key TEXT PRIMARY KEY, anchor TEXT, requests BIGINT NOT NULL,"
+            " handoffs BIGINT NOT NULL, removed_calls BIGINT NOT NULL,"
+            " removed_bytes BIGINT NOT NULL, first_seen DOUBLE PRECISION NOT NULL,"
+            " last_seen DOUBLE PRECISION NOT NULL)",
+        ),
+    ),
+)
+
+
+def ensure_registered() -> None:
+    """Register the component's steps (idempotent); called when the store is opened."""
+    register(COMPONENT, STEPS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationState:
+    """What is known about one conversation."""
+
+    key: str
+    anchor: str | None
+    requests: int
+    handoffs: int
+    removed_calls: int
+    removed_bytes: int
+    first_seen: float
+    last_seen: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "anchor": self.anchor,
+            "requests": self.requests,
+            "handoffs": self.handoffs,
+            "removed_calls": self.removed_calls,
+            "removed_bytes": self.removed_bytes,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+        }
+
+
+class ConversationStore(Protocol):
+    """Anchors and counters per conversation key."""
+
+    url: str
+
+    def get(self, key: str) -> ConversationState | None:
+        """The state of a conversation, or None when it was never recorded."""
+        ...
+
+    def record(
+        self,
+        key: str,
+        *,
+        anchor: str | None = None,
+        handoff: bool = False,
+        removed_calls: int = 0,
+        removed_bytes: int = 0,
+    ) -> ConversationState:
+        """Count one request (atomically); a given ``anchor`` replaces the stored one."""
+        ...
+
+    def conversations(self) -> list[ConversationState]:
+        """Every conversation, most recently seen first."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _check_key(key: str) -> str:
+    if not isinstance(key, str) or not key or len(key) > 512 or any(ord(c) < 32 for c in key):
+        raise InputError(
+            f"conversation key: a printable string of 1 to 512 characters, got {key!r}"
+        )
+    return key
+
+
+def _check_count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{name}: a count (0 or more), got {value!r}")
+    return value
+
+
+class MemoryConversations:
+    """The reference backend: a dict under a lock."""
+
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self._rows: dict[str, ConversationState] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> ConversationState | None:
+        with self._lock:
+            return self._rows.get(_check_key(key))
+
+    def record(
+        self,
+        key: str,
+        *,
+        anchor: str | None = None,
+        handoff: bool = False,
+        removed_calls: int = 0,
+        removed_bytes: int = 0,
+    ) -> ConversationState:
+        _check_key(key)
+        _check_count("removed_calls", removed_calls)
+        _check_count("removed_bytes", removed_bytes)
+        now = time.time()
+        with self._lock:
+            old = self._rows.get(key) or ConversationState(
+                key=key,
+                anchor=None,
+                requests=0,
+                handoffs=0,
+                removed_calls=0,
+                removed_bytes=0,
+                first_seen=now,
+                last_seen=now,
+            )
+            new = replace(
+                old,
+                anchor=anchor if anchor is not None else old.anchor,
+                requests=old.requests + 1,
+                handoffs=old.handoffs + int(handoff),
+                removed_calls=old.removed_calls + removed_calls,
+                removed_bytes=old.removed_bytes + removed_bytes,
+                last_seen=max(now, old.last_seen),
+            )
+            self._rows[key] = new
+            return new
+
+    def conversations(self) -> list[ConversationState]:
+        with self._lock:
+            return sorted(self._rows.values(), key=lambda s: (-s.last_seen, s.key))
+
+    def close(self) -> None:
+        pass
+
+
+_COLUMNS = "key, anchor, requests, handoffs, removed_calls, removed_bytes, first_seen, last_seen"
+_UPSERT = (
+    f"INSERT INTO wire_conversations ({_COLUMNS}) VALUES (?, ?, 1, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (key) DO UPDATE SET"
+    " anchor = COALESCE(excluded.anchor, wire_conversations.anchor),"
+    " requests = wire_conversations.requests + 1,"
+    " handoffs = wire_conversations.handoffs + excluded.handoffs,"
+    " removed_calls = wire_conversations.removed_calls + excluded.removed_calls,"
+    " removed_bytes = wire_conversations.removed_bytes + excluded.removed_bytes,"
+    " last_seen = CASE WHEN excluded.last_seen > wire_conversations.last_seen"
+    " THEN excluded.last_seen ELSE wire_conversations.last_seen END"
+    f" RETURNING {_COLUMNS}"
+)
+
+
+class SqlConversations:
+    """The SQL backend, one set of statements over SQLite and PostgreSQL."""
+
+    def __init__(self, url: str) -> None:
+        from ipse.store._open import open_backend, sqlite_path
+
+        ensure_registered()
+        open_backend(url).close()  # applies every pending migration step, this component's too
+        self._lock = threading.Lock()  # one connection, shared by a proxy's worker threads
+        self._pg: PostgresConnection | None = None
+        self._sqlite: SqliteConnection | None = None
+        if url.startswith("sqlite:"):
+            self._sqlite = SqliteConnection(sqlite_path(url), shared_across_threads=True)
+            self.url = f"sqlite:///{sqlite_path(url)}"
+        else:
+            self._pg = PostgresConnection(url)
+            self.url = redact(url)
+
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with self._lock:
+            if self._sqlite is not None:
+                with self._sqlite.write() as cur:
+                    yield cur
+            else:
+                assert self._pg is not None
+                with self._pg.transaction() as cur:
+                    yield _Placeholders(cur)
+
+    def get(self, key: str) -> ConversationState | None:
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM wire_conversations WHERE key = ?", (_check_key(key),)
+            )
+            row = cur.fetchone()
+        return None if row is None else _state(row)
+
+    def record(
+        self,
+        key: str,
+        *,
+        anchor: str | None = None,
+        handoff: bool = False,
+        removed_calls: int = 0,
+        removed_bytes: int = 0,
+    ) -> ConversationState:
+        params = (
+            _check_key(key),
+            anchor,
+            int(handoff),
+            _check_count("removed_calls", removed_calls),
+            _check_count("removed_bytes", removed_bytes),
+            time.time(),
+            time.time(),
+        )
+        with self._cursor() as cur:
+            cur.execute(_UPSERT, params)
+            row = cur.fetchone()
+        return _state(row)
+
+    def conversations(self) -> list[ConversationState]:
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM wire_conversations ORDER BY last_seen DESC, key", ()
+            )
+            rows = cur.fetchall()
+        return [_state(r) for r in rows]
+
+    def close(self) -> None:
+        if self._sqlite is not None:
+            self._sqlite.close()
+        if self._pg is not None:
+            self._pg.close()
+
+
+class _Placeholders:
+    """A psycopg cursor taking ``?`` placeholders."""
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: Sequence[Any]) -> None:
+        self._cur.execute(sql.replace("?", "%s"), tuple(params))
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cur.fetchall())
+
+
+def _state(row: Sequence[Any]) -> ConversationState:
+    key, anchor, requests, handoffs, calls, size, first, last = row
+    return ConversationState(
+        key=str(key),
+        anchor=None if anchor is None else str(anchor),
+        requests=int(requests),
+        handoffs=int(handoffs),
+        removed_calls=int(calls),
+        removed_bytes=int(size),
+        first_seen=float(first),
+        last_seen=float(last),
+    )
+
+
+def open_conversations(url: str | None = None) -> ConversationStore:
+    """Open (and migrate) the conversation store at ``url``; None means the default store."""
+    from ipse.store._open import default_url
+
+    url = url or default_url()
+    if url in ("memory://", "memory:"):
+        return MemoryConversations()
+    if url.startswith(("sqlite:", "postgresql://", "postgres://")):
+        return SqlConversations(url)
+    raise InputError(
+        f"store URL {redact(url)!r}: unknown scheme (use memory://, sqlite:///PATH or postgresql://...)"
+    )
+
+
+__all__ = [
+    "COMPONENT",
+    "STEPS",
+    "ConversationState",
+    "ConversationStore",
+    "MemoryConversations",
+    "SqlConversations",
+    "ensure_registered",
+    "open_conversations",
+]

@@ -1,0 +1,156 @@
+"""Fixtures for the proxy tests: a proxy served by a thread of the test process, pointed at a
+scripted upstream or at the real llama.cpp server (SmolLM2, found through ``IPSE_TEST_MODEL``)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ipse import jsonio
+from ipse.handoff import clear_cache
+from ipse.proxy import ProxyConfig, RunningProxy, Upstream, start_in_thread
+from tests.conftest import SHARED_DATA
+
+LLAMA_SERVER = SHARED_DATA.parent / "tools" / "llama-server"
+REQUIRE_CLIENTS = os.environ.get("IPSE_REQUIRE_CLIENTS", "") not in ("", "0")
+NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens
+
+
+@dataclass
+class Proxy:
+    """A running proxy and what it wrote."""
+
+    running: RunningProxy
+    record: Path
+    store: str
+    log: io.StringIO
+
+    @property
+    def url(self) -> str:
+        return self.running.url
+
+    @property
+    def state(self) -> Any:
+        return self.running.app.state.proxy
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [jsonio.loads(line) for line in self.record.read_bytes().splitlines() if line]
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until every finished request is booked (store, record, log)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.state.pending == 0 and self.state.inflight == 0:
+                return
+            time.sleep(0.01)
+        raise AssertionError("the proxy's bookkeeping did not settle")
+
+
+ProxyFactory = Callable[..., AbstractContextManager[Proxy]]
+
+
+@pytest.fixture
+def proxy_factory(tmp_path: Path) -> ProxyFactory:
+    @contextmanager
+    def make(
+        anthropic: str = NOWHERE, openai: str = NOWHERE, store: str | None = None, **options: Any
+    ) -> Iterator[Proxy]:
+        clear_cache()
+        folder = Path(tmp_path) / f"proxy-{time.monotonic_ns()}"
+        folder.mkdir()
+        record = folder / "record.jsonl"
+        store = store or f"sqlite:///{folder / 'ipse.db'}"
+        log = io.StringIO()
+        config = ProxyConfig(
+            port=0,
+            anthropic=Upstream.parse(anthropic),
+            openai=Upstream.parse(openai),
+            record=record,
+            store=store,
+            **options,
+        )
+        running = start_in_thread(config, log_stream=log)
+        try:
+            yield Proxy(running, record, store, log)
+        finally:
+            running.stop()
+
+    return make
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def model_path() -> Path:
+    """The SmolLM2 model file (``IPSE_TEST_MODEL``); skipped without it unless clients are
+    required."""
+    value = os.environ.get("IPSE_TEST_MODEL")
+    if value and Path(value).is_file() and LLAMA_SERVER.is_file():
+        return Path(value)
+    why = "IPSE_TEST_MODEL (SmolLM2 gguf) or ../shared/tools/llama-server is missing"
+    if REQUIRE_CLIENTS:
+        pytest.fail(f"{why} (IPSE_REQUIRE_CLIENTS is set)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def llama() -> Iterator[str]:
+    """The real llama.cpp server with SmolLM2 (its base URL), one per test session."""
+    model = model_path()
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
+         "-c", "8192", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--seed", "1",
+         "--jinja"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None:
+                raise RuntimeError("llama-server exited at start")
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("llama-server did not become healthy")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def claude_binary() -> str:
+    cached = Path.home() / ".cache" / "ipse-test" / "claude-code" / "node_modules" / ".bin"
+    for candidate in (os.environ.get("IPSE_CLAUDE_BIN"), str(cached / "claude"),
+                      shutil.which("claude")):  # fmt: skip
+        if candidate and Path(candidate).exists():
+            return candidate
+    if REQUIRE_CLIENTS:
+        pytest.fail("the Claude Code CLI is missing (IPSE_REQUIRE_CLIENTS is set)")
+    pytest.skip("the Claude Code CLI is not installed (npm i @anthropic-ai/claude-code)")

@@ -1,0 +1,84 @@
+"""``ipse proxy start | stop | status``: a background proxy with its pid and log files 0600 in
+ipse's home; ``start`` is idempotent (a hook may run it at every session start)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import CliRun
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ipse(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ipse", *args],
+        capture_output=True, text=True, timeout=60, env=os.environ.copy(),
+    )  # fmt: skip
+
+
+def test_start_is_idempotent_and_stop_stops(_isolated_home: Path) -> None:
+    port = str(_port())
+    first = _ipse("proxy", "start", "--port", port, "--json")
+    try:
+        assert first.returncode == 0, first.stderr
+        started = json.loads(first.stdout)
+        assert started["started"] is True
+        again = _ipse("proxy", "start", "--port", port, "--json")
+        assert again.returncode == 0, again.stderr
+        expected = {"running": True, "started": False, "url": started["url"]}
+        assert json.loads(again.stdout) == {**expected, "pid": started["pid"]}
+        for name in (f"proxy-{port}.pid", f"proxy-{port}.log"):
+            assert stat.S_IMODE((_isolated_home / name).stat().st_mode) == 0o600
+        health = httpx.get(f"{started['url']}/ipse/health").json()
+        assert health["pid"] == started["pid"]
+        status = _ipse("proxy", "status", "--port", port)
+        assert status.returncode == 0 and "running" in status.stdout
+    finally:
+        stopped = _ipse("proxy", "stop", "--port", port)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped" in stopped.stdout
+    assert not (_isolated_home / f"proxy-{port}.pid").exists()
+    gone = _ipse("proxy", "status", "--port", port, "--json")
+    assert gone.returncode == 1 and json.loads(gone.stdout)["running"] is False
+
+
+def test_stop_when_nothing_runs(cli: CliRun) -> None:
+    done = cli("proxy", "stop", "--port", str(_port()))
+    assert done.returncode == 0 and "not running" in done.stdout
+
+
+def test_bad_upstream_is_a_usage_error(cli: CliRun) -> None:
+    done = cli("proxy", "--anthropic-upstream", "ftp://x", "--port", str(_port()))
+    assert done.returncode == 2 and "anthropic-upstream" in done.stderr
+
+
+def test_port_in_use_is_one_line(cli: CliRun) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = cli("proxy", "--port", str(taken.getsockname()[1]))
+    assert done.returncode == 2 and "cannot listen" in done.stderr
+
+
+def test_exposed_address_warns(capsys: object) -> None:
+    from io import StringIO
+
+    from ipse.proxy import ProxyConfig, warn_if_exposed
+
+    out = StringIO()
+    assert warn_if_exposed(ProxyConfig(host="127.0.0.1"), out) is None
+    assert warn_if_exposed(ProxyConfig(host="0.0.0.0"), out) is not None
+    assert "not loopback" in out.getvalue()

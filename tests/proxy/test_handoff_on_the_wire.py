@@ -1,0 +1,273 @@
+"""The handoff on the wire: a scripted upstream calls the checkpoint tool, the official SDKs send
+the following turns through the proxy, and the upstream receives valid, handed-off requests
+whose rewritten prefix is byte-identical from one request to the next."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import openai
+
+from ipse import jsonio
+from ipse.archive import open_archive
+from ipse.handoff import validate
+from ipse.store import open_conversations
+from ipse.transcript import codec
+from tests.proxy.conftest import ProxyFactory
+from tests.support.anthropic_upstream import anthropic_upstream
+from tests.support.openai_upstream import openai_upstream
+
+WORDS = ["please fix the bug in a.py", "I will look at a.py first", "found it: an off-by-one",
+         "continuing after the checkpoint", "thanks, and add a test"]  # fmt: skip
+
+
+def _history_bytes(raw: bytes, key: str, count: int) -> bytes:
+    """The bytes on the wire of a body's first ``count`` history items (the history's opening
+    bracket included, its closing one not)."""
+    body = json.loads(raw)
+    start = raw.index(f'"{key}":'.encode()) + len(key) + 3
+    return raw[start : start + len(jsonio.dumps(body[key][:count])) - 1]
+
+
+def _authored(messages: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out += [b["text"] for b in content if b.get("type") in ("text", "input_text",
+                                                                    "output_text")]  # fmt: skip
+    return out
+
+
+def _tool_ids(messages: list[dict[str, Any]]) -> list[str]:
+    return [b["id"] for m in messages if isinstance(m.get("content"), list)
+            for b in m["content"] if b.get("type") == "tool_use"]  # fmt: skip
+
+
+def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
+    replies: list[Any] = [
+        {"text": WORDS[1], "tool_use": {"id": "toolu_read", "name": "Read",
+                                        "input": {"path": "a.py"}}},
+        {"text": WORDS[2], "tool_use": {"id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
+                                        "input": {"notes": "bug is an off-by-one in a.py"}}},
+        WORDS[3],
+        "done",
+    ]  # fmt: skip
+    with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
+        client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-secret-key")
+        model = "claude-opus-5-5"
+        messages: list[dict[str, Any]] = [{"role": "user", "content": WORDS[0]}]
+
+        def turn(stream: bool) -> Any:
+            if stream:
+                with client.messages.stream(model=model, max_tokens=100, messages=messages) as s:
+                    return s.get_final_message()
+            return client.messages.create(model=model, max_tokens=100, messages=messages)
+
+        first = turn(False)
+        # the client sends thinking back, as Claude Code does on a preserved-thinking model
+        thinking = {"type": "thinking", "thinking": "read the file", "signature": "sig1"}
+        messages.append(
+            {"role": "assistant", "content": [thinking, *[b.model_dump() for b in first.content]]}
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_read", "content": "x = 1\n" * 400}
+                ],
+            }
+        )
+        second = turn(True)
+        messages.append({"role": "assistant", "content": [b.model_dump() for b in second.content]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_cp",
+                        "content": "checkpoint saved",
+                    }
+                ],
+            }
+        )
+        third = turn(True)  # the first request with an answered checkpoint call
+        later = {"type": "thinking", "thinking": "now the test", "signature": "sig2"}
+        messages.append(
+            {"role": "assistant", "content": [later, *[b.model_dump() for b in third.content]]}
+        )
+        messages.append({"role": "user", "content": WORDS[4]})
+        turn(False)
+        counted = client.messages.count_tokens(model=model, messages=messages)
+        assert counted.input_tokens > 0
+        proxy.settle()
+        received = upstream.received
+        records = proxy.records()
+        log = proxy.log.getvalue()
+
+    sent = [r for r in received if r["path"].startswith("/v1/messages")]
+    assert len(sent) == 5
+    before, after_cp, after_more, count = sent[1], sent[2], sent[3], sent[4]
+    assert "toolu_read" in _tool_ids(before["body"]["messages"])  # no checkpoint yet: untouched
+    for request in (after_cp, after_more, count):
+        body = request["body"]
+        conversation = codec("anthropic").read_body(body)
+        assert validate(conversation) == []
+        ids = _tool_ids(body["messages"])
+        assert "toolu_read" not in ids and "toolu_cp" in ids
+        assert not any(b.get("type") == "thinking" for m in body["messages"]
+                       if isinstance(m["content"], list) for b in m["content"])  # fmt: skip
+        text = "\n".join(_authored(body["messages"]))
+        assert all(w in text for w in WORDS[: 3 if request is after_cp else 5])
+    # the rewritten prefix is byte-identical from one request to the next
+    kept = len(after_cp["body"]["messages"])
+    old = _history_bytes(after_cp["raw"], "messages", kept)
+    assert _history_bytes(after_more["raw"], "messages", kept) == old
+    # count_tokens got the same rewrite as the turn it counts
+    assert count["body"]["messages"] == after_more["body"]["messages"]
+    # credentials reach the upstream and nothing else
+    headers = {k.lower(): v for k, v in after_cp["headers"].items()}
+    assert "sk-ant-secret-key" in (headers.get("x-api-key"), headers.get("authorization", "")[7:])
+    assert headers["accept-encoding"] == "identity"
+    raw_record = b"\n".join(jsonio.dumps(r) for r in records)
+    assert b"sk-ant-secret-key" not in raw_record and "sk-ant-secret-key" not in log
+    assert len(records) == 5 and sum(1 for r in records if "client_request" in r) == 3
+    assert "handoff at toolu_cp" in log
+    # what was removed is in the archive; the conversation's anchor and counters in the store
+    archive = open_archive(proxy.store)
+    try:
+        recalled = archive.recall("toolu_read")
+        assert b"a.py" in recalled.call and recalled.result is not None
+    finally:
+        archive.close()
+    store = open_conversations(proxy.store)
+    try:
+        [state] = store.conversations()
+        assert state.anchor == "toolu_cp" and state.requests == 5 and state.handoffs == 3
+    finally:
+        store.close()
+
+
+def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
+    replies: list[Any] = [
+        {"text": "", "tool_call": {"id": "call_ls", "name": "bash", "arguments": '{"c":"ls"}'}},
+        {"text": "noted", "tool_call": {"id": "call_cp", "name": "micro_handoff",
+                                        "arguments": '{"notes":"n"}'}},
+        "continuing",
+        "done",
+    ]  # fmt: skip
+    with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
+        client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-openai-secret")
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": WORDS[0]},
+        ]
+        for n in range(4):
+            if n % 2:
+                chunks = list(client.chat.completions.create(
+                    model="gpt-x", messages=messages, stream=True,
+                    stream_options={"include_usage": True}))  # fmt: skip
+                text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+                calls = [
+                    tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or []
+                ]
+                message: dict[str, Any] = {"role": "assistant", "content": text or None}
+                if calls:
+                    message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                        "name": c.function.name, "arguments": c.function.arguments}}
+                        for c in calls]  # fmt: skip
+            else:
+                done = client.chat.completions.create(model="gpt-x", messages=messages)
+                message = done.choices[0].message.model_dump(exclude_none=True)
+            messages.append(message)
+            for call in message.get("tool_calls") or []:
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": "out"})
+            if not message.get("tool_calls"):
+                messages.append({"role": "user", "content": WORDS[4]})
+        proxy.settle()
+    sent = upstream.bodies("/chat/completions")
+    raws = [r["raw"] for r in upstream.received]
+    assert len(sent) == 4
+    for body in sent[2:]:
+        assert validate(codec("openai-chat").read_body(body)) == []
+        ids = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or []]
+        assert "call_ls" not in ids and "call_cp" in ids
+        assert WORDS[0] in "\n".join(_authored(body["messages"]))
+    kept = len(sent[2]["messages"])
+    assert _history_bytes(raws[3], "messages", kept) == _history_bytes(raws[2], "messages", kept)
+
+
+def test_openai_responses_checkpoint(proxy_factory: ProxyFactory) -> None:
+    replies: list[Any] = [
+        {"text": "", "tool_call": {"id": "call_ls", "name": "bash", "arguments": "{}"}},
+        {"text": "", "tool_call": {"id": "call_cp", "name": "micro_handoff",
+                                   "arguments": '{"notes":"n"}'}},
+        "continuing",
+    ]  # fmt: skip
+    with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
+        client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-openai-secret")
+        items: list[Any] = [{"role": "user", "content": WORDS[0]}]
+        for n in range(3):
+            if n == 1:
+                with client.responses.stream(model="gpt-x", input=items) as stream:
+                    response = stream.get_final_response()
+            else:
+                response = client.responses.create(model="gpt-x", input=items)
+            for item in response.output:
+                items.append(item.model_dump(exclude_none=True))
+                if item.type == "function_call":
+                    items.append({"type": "function_call_output", "call_id": item.call_id,
+                                  "output": "out"})  # fmt: skip
+        assert response.output_text == "continuing"
+        proxy.settle()
+    sent = upstream.bodies("/responses")
+    last = sent[2]
+    assert validate(codec("openai-responses").read_body(last)) == []
+    calls = [i.get("call_id") for i in last["input"] if i.get("type") == "function_call"]
+    assert calls == ["call_cp"]
+    assert WORDS[0] in json.dumps(last["input"])
+
+
+def test_nothing_rewritten_without_a_checkpoint(proxy_factory: ProxyFactory) -> None:
+    with anthropic_upstream(["hi"]) as upstream, proxy_factory(upstream.url) as proxy:
+        client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k")
+        messages = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "micro_handoff_not", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": "ok"}]},
+        ]  # fmt: skip
+        client.messages.create(model="m", max_tokens=5, messages=messages)
+        proxy.settle()
+    got = upstream.received[-1]["body"]["messages"]
+    assert got == messages  # forwarded byte for byte
+
+
+def test_json_log_lines(proxy_factory: ProxyFactory) -> None:
+    replies: list[Any] = ["one", "two"]
+    with (
+        anthropic_upstream(replies) as upstream,
+        proxy_factory(upstream.url, json_log=True) as proxy,
+    ):
+        client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-json-log")
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "first " * 300}]
+        reply = client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
+        messages += [{"role": "assistant", "content": reply.content[0].text},
+                     {"role": "user", "content": "second"}]  # fmt: skip
+        client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
+        proxy.settle()
+        lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]
+    assert len(lines) == 2
+    second = lines[1]
+    assert second["status"] == 200 and second["model"] == "claude-opus-5"
+    assert second["usage"]["input_tokens"] == 10
+    assert set(second["cache"]["predicted"]) == {"cache_read", "cache_write", "uncached"}
+    assert second["cache"]["actual"]["uncached"] == 10
+    assert second["requests_in_conversation"] == 2 and second["handoff"] is None
+    assert "sk-ant-json-log" not in proxy.log.getvalue()
