@@ -167,6 +167,7 @@ def test_the_executable_and_the_in_process_runner_agree(tmp_path: Path) -> None:
             assert done.returncode == 3
 
 
+@SHARED
 def test_output_cut_short_by_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """``ipse handoff ... | head -c 1``: the executable stops on SIGPIPE, with nothing on stderr."""
     entry = "from ipse.cli.main import entry; entry()"
