@@ -213,6 +213,22 @@ def test_codex_conflicts_are_refused(
     assert snapshot(project, home) == before
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+def test_a_users_own_ipse_server_is_refused_and_left_alone(
+    cli: CliRun, homes: tuple[Path, Path], agent: str
+) -> None:
+    project, home = homes
+    config, _, _ = _files(agent, project, home, user=False)
+    _write(config, '{"mcpServers": {"ipse": {"command": "node", "args": ["my-ipse.js"]}}}\n')
+    before = snapshot(project, home)
+    done = cli("install", "--agent", agent, cwd=project)
+    assert done.returncode == 2 and "mcpServers.ipse (not ipse's own)" in done.stderr
+    assert snapshot(project, home) == before
+    done = cli("uninstall", "--agent", agent, cwd=project)
+    assert done.returncode == 0
+    assert snapshot(project, home) == before
+
+
 def test_gemini_has_no_proxy(cli: CliRun, homes: tuple[Path, Path]) -> None:
     project, home = homes
     done = cli("install", "--agent", "gemini", "--proxy", cwd=project)

@@ -25,6 +25,7 @@ nothing else comes back byte for byte. A setting ipse would have to overwrite (a
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -109,6 +110,28 @@ def server_entry(agent: str) -> dict[str, Any]:
     if agent == "claude-code":
         return {"type": "stdio", **entry, "env": {}}
     return entry
+
+
+def _is_ipse_server(entry: Any) -> bool:
+    """An MCP server entry some ipse install wrote (any interpreter path): argv ending in
+    ``... mcp`` run by an ``ipse`` executable or a Python running ``-m ipse``."""
+    if not isinstance(entry, dict):
+        return False
+    command, args = entry.get("command"), entry.get("args")
+    if not isinstance(command, str) or not isinstance(args, list) or args[-1:] != ["mcp"]:
+        return False
+    name = Path(command).name
+    return Path(name).stem == "ipse" or (name.startswith("python") and args[:2] == ["-m", "ipse"])
+
+
+def _server_of(text: str) -> Any:
+    """The ``mcpServers.ipse`` entry in a JSON config's text, or None."""
+    try:
+        document = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return None
+    servers = document.get("mcpServers") if isinstance(document, dict) else None
+    return servers.get(SERVER) if isinstance(servers, dict) else None
 
 
 def proxy_hook() -> dict[str, Any]:
@@ -216,6 +239,12 @@ def install_agent(
         writes.append((where.config, old_config, _codex_config(where.config, old_config, proxy)))
     else:
         text = _json_text(where.config, old_config)
+        theirs = _server_of(text)
+        if theirs is not None and not _is_ipse_server(theirs):
+            raise InputError(
+                f"already has mcpServers.{SERVER} (not ipse's own); remove or rename it",
+                path=where.config,
+            )
         new, created = jsonedit.set_member(text, ["mcpServers"], SERVER, server_entry(agent))
         if "mcpServers" in created:
             attrs["servers"] = "new"
@@ -321,7 +350,12 @@ def uninstall_agent(agent: str, root: Path, *, user: bool = False) -> list[Chang
         else:
             jsonedit.parse(old_config, where.config)
             created = ["mcpServers"] if attrs.get("servers") == "new" or not found else []
-            new = jsonedit.remove_member(old_config, ["mcpServers"], SERVER, created)
+            ours = _is_ipse_server(_server_of(old_config))
+            new = (
+                jsonedit.remove_member(old_config, ["mcpServers"], SERVER, created)
+                if ours
+                else old_config
+            )
             gone = attrs.get("config") == "new" and _is_empty_object(new)
         if new != old_config:
             changes.append(_write(where.config, old_config, None if gone else new))
