@@ -4,68 +4,15 @@ need the server skip, saying why, unless ``IPSE_REQUIRE_CLIENTS`` is set (CI), w
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_DATA
-
-LLAMA_SERVER = SHARED_DATA.parent / "tools" / "llama-server"
-REQUIRE_CLIENTS = os.environ.get("IPSE_REQUIRE_CLIENTS", "") not in ("", "0")
-
-
-def _model() -> Path:
-    value = os.environ.get("IPSE_TEST_MODEL")
-    if value and Path(value).is_file() and LLAMA_SERVER.is_file():
-        return Path(value)
-    why = "IPSE_TEST_MODEL (the SmolLM2 gguf) or ../shared/tools/llama-server is missing"
-    if REQUIRE_CLIENTS:
-        pytest.fail(f"{why} (IPSE_REQUIRE_CLIENTS is set)")
-    pytest.skip(why)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.llama import llama_server, model_path
 
 
 @pytest.fixture(scope="session")
 def llama() -> Iterator[str]:
     """The base URL of a real llama-server with SmolLM2, one per test session."""
-    model = _model()
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "-c", "8192", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--seed", "1",
-         "--jinja"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError("llama-server exited at start")
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama-server did not become healthy in 60 s")
-            time.sleep(0.2)
+    with llama_server(model_path()) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()

@@ -6,10 +6,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import socket
-import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -21,10 +18,8 @@ import pytest
 from ipse import jsonio
 from ipse.handoff import clear_cache
 from ipse.proxy import ProxyConfig, RunningProxy, Upstream, start_in_thread
-from tests.conftest import SHARED_DATA
+from tests.support.llama import REQUIRE_CLIENTS, llama_server, model_path
 
-LLAMA_SERVER = SHARED_DATA.parent / "tools" / "llama-server"
-REQUIRE_CLIENTS = os.environ.get("IPSE_REQUIRE_CLIENTS", "") not in ("", "0")
 NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens
 
 
@@ -92,57 +87,11 @@ def proxy_factory(tmp_path: Path) -> ProxyFactory:
     return make
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def model_path() -> Path:
-    """The SmolLM2 model file (``IPSE_TEST_MODEL``); skipped without it unless clients are
-    required."""
-    value = os.environ.get("IPSE_TEST_MODEL")
-    if value and Path(value).is_file() and LLAMA_SERVER.is_file():
-        return Path(value)
-    why = "IPSE_TEST_MODEL (SmolLM2 gguf) or ../shared/tools/llama-server is missing"
-    if REQUIRE_CLIENTS:
-        pytest.fail(f"{why} (IPSE_REQUIRE_CLIENTS is set)")
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="session")
 def llama() -> Iterator[str]:
     """The real llama.cpp server with SmolLM2 (its base URL), one per test session."""
-    model = model_path()
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "-c", "8192", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--seed", "1",
-         "--jinja"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError("llama-server exited at start")
-            time.sleep(0.2)
-        else:
-            raise RuntimeError("llama-server did not become healthy")
+    with llama_server(model_path()) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def claude_binary() -> str:
