@@ -9,7 +9,9 @@ Before the cut it removes tool calls, tool results, thinking and redacted thinki
 server-tool blocks, except the checkpoint tool's calls and results (the handoff notes, this one
 and earlier ones); keeps every non-empty text block byte for byte, and the images and documents
 the human supplied (those inside tool results go with the result); drops messages left empty;
-merges neighbouring messages of one role; joins neighbouring text blocks with a blank line. When
+merges neighbouring messages of one role; joins neighbouring text blocks with a blank line; moves
+a prompt-cache breakpoint on a removed or joined block to the nearest kept block at or before it
+(`ipse.handoff._breakpoints`). When
 the cut falls inside an agent's turn, the one tool exchange right before it stays, so the roles
 still alternate without touching anything after the cut. After the cut nothing changes.
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InvalidConversation
+from ipse.handoff._breakpoints import marker, place
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
@@ -236,6 +239,11 @@ class _Builder:
         self.dialect = dialect
         self.keep = keep
         self.options = options
+        self.key = dialect.breakpoint_key
+        # each breakpoint of the prefix, in order, with the output block it belongs at
+        self.anchors: list[tuple[Block | None, Any]] = []
+        self.last: Block | None = None  # the newest output block so far
+        self.joined: dict[int, Block] = {}  # id of a text joined into another -> that block
 
     def build(self, prefix: Sequence[Message]) -> _Built:
         results = self._results(prefix)
@@ -260,6 +268,9 @@ class _Builder:
             # opens with the user, so one harness line says where the conversation came from.
             opener = Message("user", (Text(CONTINUED, Origin.HARNESS),), "string")
             out.messages.insert(0, opener)
+            self.anchors = [(a or opener.blocks[0], m) for a, m in self.anchors]
+        if self.key is not None and self.anchors:
+            out.messages = place(out.messages, self.anchors, self.joined, self.key)
         return out
 
     def _results(self, prefix: Sequence[Message]) -> dict[str, Mapping[str, Any]]:
@@ -287,6 +298,12 @@ class _Builder:
             stays = self._block(block, index, results, out)
             changed = changed or stays is None or len(stays) != 1 or stays[0] is not block
             kept.extend(stays or ())
+            if self.key is not None:
+                mark = marker(block, self.key, nested=not stays)
+                if stays:
+                    self.last = stays[-1]
+                if mark is not None:
+                    self.anchors.append((self.last, mark))
         return kept if changed else None
 
     def _block(
@@ -360,7 +377,9 @@ class _Builder:
                 blocks.append(run[0])
             elif run:
                 changed = True
-                blocks.append(Text(SEPARATOR.join(t.text for t in run), run[0].origin))
+                joined = Text(SEPARATOR.join(t.text for t in run), run[0].origin)
+                self.joined.update((id(t), joined) for t in run)
+                blocks.append(joined)
             run.clear()
 
         for block in message.blocks:

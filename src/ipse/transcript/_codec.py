@@ -78,6 +78,12 @@ class Codec(Protocol):
         """`Other` types of tools the provider runs itself (stripped like tool calls)."""
         ...
 
+    @property
+    def breakpoint_key(self) -> str | None:
+        """The block key that marks a prompt-cache breakpoint (Anthropic's ``cache_control``);
+        None where the dialect has no per-block breakpoints."""
+        ...
+
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation: ...
 
     def write_body(self, conversation: Conversation) -> dict[str, Any]: ...
@@ -134,6 +140,7 @@ class _Anthropic:
     rejects_blank_text = True
     needs_max_tokens = True
     server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
+    breakpoint_key: str | None = "cache_control"
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return anthropic.read_body(body, source=source)
@@ -190,6 +197,7 @@ class _OpenAIChat:
     rejects_blank_text = False
     needs_max_tokens = False
     server_tool_types: frozenset[str] = frozenset()
+    breakpoint_key: str | None = None
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_chat.read_body(body, source=source)
@@ -251,6 +259,7 @@ class _OpenAIResponses:
     rejects_blank_text = False
     needs_max_tokens = False
     server_tool_types = openai_responses.HOSTED_TYPES
+    breakpoint_key: str | None = None
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_responses.read_body(body, source=source)
