@@ -1,0 +1,69 @@
+"""Prompt-cache breakpoints through the proxy: the client marks blocks the handoff removes (a
+tool call, a tool result, thinking), and the upstream still receives as many breakpoints, on
+kept blocks at or before the marked ones, byte-identical from one request to the next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from ipse.handoff import validate
+from ipse.transcript import codec
+from tests.proxy.conftest import ProxyFactory
+from tests.support.anthropic_upstream import anthropic_upstream
+
+MARK = {"type": "ephemeral"}
+
+
+def _marks(messages: list[dict[str, Any]]) -> list[tuple[int, int, Any]]:
+    return [
+        (m, b, block["cache_control"])
+        for m, message in enumerate(messages)
+        if isinstance(message["content"], list)
+        for b, block in enumerate(message["content"])
+        if "cache_control" in block
+    ]
+
+
+def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "please fix the bug in a.py"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "read it", "signature": "s1", "cache_control": MARK},
+            {"type": "text", "text": "I will look at a.py first"},
+            {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"path": "a.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_read",
+                                      "content": "x = 1\n" * 200, "cache_control": MARK}]},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "found it: an off-by-one"},
+            {"type": "tool_use", "id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
+             "input": {"notes": "off-by-one in a.py"}, "cache_control": MARK}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_cp",
+                                      "content": "checkpoint saved"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "continuing"}]},
+        {"role": "user", "content": [{"type": "text", "text": "and add a test",
+                                      "cache_control": MARK}]},
+    ]  # fmt: skip
+    with anthropic_upstream(["ok", "ok"]) as upstream, proxy_factory(upstream.url) as proxy:
+        client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k")
+        for _ in range(2):
+            client.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=history)
+        proxy.settle()
+    first, second = (r["body"] for r in upstream.received[-2:])
+    assert first == second  # the same bytes every time
+    sent = first["messages"]
+    assert len(sent) < len(history)  # handed off
+    # four markers asked, four received: the thinking's, the result's and the checkpoint call's
+    # moved onto the kept words before them, and the newest stayed where it was
+    marks = _marks(sent)
+    assert [m for _, _, m in marks] == [MARK] * 4
+    assert sent[-1]["content"][-1]["cache_control"] == MARK
+    marked = [sent[m]["content"][b] for m, b, _ in marks]
+    assert [b.get("text") or b.get("name") for b in marked] == [
+        "please fix the bug in a.py",  # the thinking's: the kept block before it
+        "I will look at a.py first\n\nfound it: an off-by-one",  # the result's: the joined text
+        "mcp__ipse__micro_handoff",  # kept, marker in place
+        "and add a test",
+    ]
+    assert not validate(codec("anthropic").read_body(first))
