@@ -4,6 +4,8 @@ kept blocks at or before the marked ones, byte-identical from one request to the
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -45,11 +47,19 @@ def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> N
         {"role": "user", "content": [{"type": "text", "text": "and add a test",
                                       "cache_control": MARK}]},
     ]  # fmt: skip
-    with anthropic_upstream(["ok", "ok"]) as upstream, proxy_factory(upstream.url) as proxy:
+    with (
+        anthropic_upstream(["ok", "ok"]) as upstream,
+        proxy_factory(upstream.url, json_log=True) as proxy,
+    ):
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k")
         for _ in range(2):
             client.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=history)
         proxy.settle()
+        lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]
+    # the log line counts the tokens the handoff saved (the 200-line result, mostly)
+    saved = [line["handoff"]["tokens_saved"] for line in lines]
+    assert saved[0] == saved[1] > 200
+    assert all(line["handoff"]["bytes_saved"] > 1000 for line in lines)
     first, second = (r["body"] for r in upstream.received[-2:])
     assert first == second  # the same bytes every time
     sent = first["messages"]
@@ -67,3 +77,18 @@ def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> N
         "and add a test",
     ]
     assert not validate(codec("anthropic").read_body(first))
+
+
+def test_the_text_log_line_names_tokens_saved() -> None:
+    from ipse.handoff import Rewrite
+    from ipse.proxy._record import log_line
+
+    rewrite = Rewrite({"messages": []}, anchor="toolu_cp", removed_calls=2, cached=True)
+    ex = SimpleNamespace(
+        method="POST", path="/v1/messages", status=200, key=None, error=None,
+        disconnected=False, parsed={"model": "claude-sonnet-4-5"}, rewrite=rewrite,
+        client_body=b"x" * 5000, sent_body=b"x" * 1000, first_byte=None, started=0.0,
+        finished=0.5, tokens_saved=1234,
+    )  # fmt: skip
+    line = log_line(ex, None, None, None, json_log=False)
+    assert "saved 1234 tokens, 4000 bytes (cached prefix)" in line

@@ -97,6 +97,7 @@ class _Exchange:
     finished: float = 0.0
     error: str | None = None
     disconnected: bool = False
+    tokens_saved: int | None = None  # set by the bookkeeping thread
 
 
 class _QueuedArchive:
@@ -126,6 +127,7 @@ class ProxyState:
         self._recorder = Recorder(config.record) if config.record is not None else None
         # each conversation's previous request, for the cache model (bounded in count and bytes)
         self._previous: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._saved: OrderedDict[tuple[Any, ...], int] = OrderedDict()  # tokens saved, per prefix
         self._previous_bytes = 0
         self._counter = itertools.count()
         self._log_stream = log_stream
@@ -261,12 +263,45 @@ class ProxyState:
                 extra=extra,
             )
             self._recorder.write(entry)
+        if rewrite is not None and rewrite.applied:
+            with contextlib.suppress(Exception):  # a count must not stop the log
+                ex.tokens_saved = self._tokens_saved(ex)
         if self.config.log:
             line = log_line(ex, usage, analysis, state, json_log=self.config.json_log)
             stream = self._log_stream or sys.stderr
             with contextlib.suppress(Exception):
                 stream.write(line + "\n")
                 stream.flush()
+
+    def _tokens_saved(self, ex: _Exchange) -> int | None:
+        """The tokens the handoff took out of this request: the rewritten part of the client's
+        history against what replaced it (counted once per prefix, with the library's counter;
+        o200k_base, approximate for Claude)."""
+        rewrite = ex.rewrite
+        if rewrite is None or rewrite.body is None or not isinstance(ex.parsed, Mapping):
+            return None
+        name = "input" if ex.dialect == "openai-responses" else "messages"
+        before, after = ex.parsed.get(name), rewrite.body.get(name)
+        if not isinstance(before, list) or not isinstance(after, list):
+            return None
+        tail = 0
+        while tail < min(len(before), len(after)):
+            a, b = before[-1 - tail], after[-1 - tail]
+            if a is not b and a != b:
+                break
+            tail += 1
+        removed, kept = before[: len(before) - tail], after[: len(after) - tail]
+        memo = (ex.key, rewrite.anchor, len(removed), len(kept), rewrite.removed_bytes)
+        found = self._saved.get(memo)
+        if found is None:
+            from ipse.tokens import default_counter
+
+            count = default_counter().count
+            found = count(jsonio.dumps(removed).decode()) - count(jsonio.dumps(kept).decode())
+            self._saved[memo] = found
+            while len(self._saved) > _PREVIOUS_MAX:
+                self._saved.popitem(last=False)
+        return max(0, found)
 
     def _analyze(self, ex: _Exchange, usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """This request's cache use as the provider's cache model predicts it, given the

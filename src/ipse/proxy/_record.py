@@ -68,6 +68,7 @@ def log_line(
             "removed_thinking": rewrite.removed_thinking,
             "kept_thinking_removed": rewrite.kept_thinking_removed,
             "bytes_saved": max(0, len(ex.client_body) - len(ex.sent_body)),
+            "tokens_saved": getattr(ex, "tokens_saved", None),
             "cached_prefix": rewrite.cached,
         }
     document: dict[str, Any] = {
@@ -106,7 +107,7 @@ def log_line(
         parts.append(
             f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
             f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
-            f"saved {handoff['bytes_saved']} bytes ({where})"
+            f"saved {_saved(handoff)} ({where})"
         )
     if document["handoff_skipped"]:
         parts.append(f"handoff skipped: {document['handoff_skipped']}")
@@ -115,6 +116,12 @@ def log_line(
     if ex.disconnected:
         parts.append("client disconnected")
     return " ".join(parts)
+
+
+def _saved(handoff: Mapping[str, Any]) -> str:
+    tokens = handoff.get("tokens_saved")
+    counted = "" if tokens is None else f"{tokens} tokens, "
+    return f"{counted}{handoff['bytes_saved']} bytes"
 
 
 __all__ = ["Recorder", "log_line"]
