@@ -170,3 +170,21 @@ def test_no_marker_is_added_where_the_client_put_none() -> None:
     assert out.body is not None
     assert _marks(out.body["messages"]) == []
     assert out.body["messages"][0] == body["messages"][0]  # untouched: the same dict
+
+
+def test_a_marker_on_kept_thinking_dropped_for_a_binding_model_moves_back() -> None:
+    body = _history("next")
+    body["model"] = "claude-opus-5-5"  # binds thinking: the kept turns lose theirs too
+    marked = {**thinking("then fix"), "cache_control": MARK}
+    body["messages"][7] = assistant(marked, text("fixing"))
+    original = jsonio.dumps(body)
+    for use_cache in (False, True, True):
+        out = rewrite_request(body, "anthropic", use_cache=use_cache)
+        assert out.body is not None and out.kept_thinking_removed == 1
+        sent = out.body["messages"]
+        # the checkpoint's result, the block right before the removed thinking, carries it now
+        assert sent[-3]["content"][-1]["tool_use_id"] == "toolu_cp"
+        assert sent[-3]["content"][-1]["cache_control"] == MARK
+        assert sent[-2]["content"] == [text("fixing")]
+        assert len(_marks(sent)) == 2
+    assert jsonio.dumps(body) == original  # the input is not changed

@@ -360,10 +360,15 @@ def _spliced(
 ) -> Rewrite:
     tail = raw[entry.consumed :]
     dropped = 0
+    prefix: Sequence[Any] = entry.prefix
     if dialect == "anthropic" and binds_thinking(body.get("model")):
-        tail, dropped = _without_thinking(tail)
+        if prefix:
+            [last, *tail], dropped = _without_thinking(tail, prefix[-1])
+            prefix = (*prefix[:-1], last)
+        else:
+            tail, dropped = _without_thinking(tail)
     out = dict(body)
-    out[key_name] = [*entry.prefix, *tail]
+    out[key_name] = [*prefix, *tail]
     if codec(dialect).needs_max_tokens and "max_tokens" not in out:
         out["max_tokens"] = max_tokens
     return Rewrite(
@@ -394,9 +399,13 @@ def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
 
-def _without_thinking(tail: Sequence[Any]) -> tuple[list[Any], int]:
-    """The kept turns with their thinking blocks removed (a turn that is only thinking stays)."""
-    out: list[Any] = []
+def _without_thinking(tail: Sequence[Any], before: Any = None) -> tuple[list[Any], int]:
+    """The kept turns with their thinking blocks removed (a turn that is only thinking stays).
+
+    A breakpoint on a removed thinking block moves to the kept block before it (in its turn, or
+    the end of the turn before: ``before`` is the message before ``tail``) when that block has
+    none, as `strip` does. The message before comes back first when ``before`` was given."""
+    out: list[Any] = [] if before is None else [before]
     dropped = 0
     for message in tail:
         content = message.get("content") if isinstance(message, Mapping) else None
@@ -405,14 +414,39 @@ def _without_thinking(tail: Sequence[Any]) -> tuple[list[Any], int]:
             and message.get("role") == "assistant"
             and isinstance(content, list)
         ):
-            kept = [
-                b for b in content if not (isinstance(b, Mapping) and b.get("type") in _THINKING)
-            ]
+            kept: list[Any] = []
+            for block in content:
+                if not (isinstance(block, Mapping) and block.get("type") in _THINKING):
+                    kept.append(block)
+                    continue
+                mark = block.get(_BREAKPOINT)
+                if mark is not None:
+                    _mark_last(kept, out, mark)
             if kept and len(kept) != len(content):
                 dropped += len(content) - len(kept)
                 message = {**message, "content": kept}
         out.append(message)
     return out, dropped
+
+
+_BREAKPOINT = "cache_control"
+
+
+def _mark_last(kept: list[Any], out: list[Any], mark: Any) -> None:
+    """Put ``mark`` on the newest kept block: the last of ``kept``, else of the last message."""
+    if kept:
+        blocks, at = kept, len(kept) - 1
+    else:
+        previous = out[-1] if out and isinstance(out[-1], Mapping) else None
+        content = previous.get("content") if previous is not None else None
+        if previous is None or not isinstance(content, list) or not content:
+            return
+        blocks = list(content)
+        at = len(blocks) - 1
+        out[-1] = {**previous, "content": blocks}
+    block = blocks[at]
+    if isinstance(block, Mapping) and block.get(_BREAKPOINT) is None:
+        blocks[at] = {**block, _BREAKPOINT: mark}
 
 
 # ------------------------------------------------------------------------ finding the checkpoint
