@@ -386,7 +386,9 @@ def _spliced(
 
 def _digest(raw: Sequence[Any], consumed: int) -> bytes:
     part = raw[: consumed + 1]
-    return hashlib.blake2b(jsonio.dumps(list(part)), digest_size=20).digest()
+    # sha256 runs on the CPU's SHA instructions where they exist: twice blake2b's speed on a
+    # megabyte (bench/proxy.py), and this hash is on every proxied request's path
+    return hashlib.sha256(jsonio.dumps(list(part))).digest()
 
 
 def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
