@@ -112,6 +112,27 @@ class _QueuedArchive:
         return len(items)
 
 
+# httpcore's pool checks every pooled connection (a poll() each) whenever a request is assigned
+# or released: the cost grows with the pool, and 50 concurrent streams spent most of the proxy's
+# time there (cProfile, bench/proxy.py). Requests spread over a few smaller pools instead.
+_SHARDS = 16
+
+
+class _Sharded(httpx.AsyncBaseTransport):
+    """Round-robin over several connection pools (see `_SHARDS`)."""
+
+    def __init__(self, transports: Sequence[httpx.AsyncHTTPTransport]) -> None:
+        self._transports = list(transports)
+        self._next = itertools.cycle(self._transports)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await next(self._next).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in self._transports:
+            await transport.aclose()
+
+
 class ProxyState:
     """What lives as long as the app: the client, the stores, the record, the counters."""
 
@@ -144,11 +165,19 @@ class ProxyState:
             write=60.0,
             pool=self.config.connect_timeout,
         )
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+        per_shard = httpx.Limits(
+            max_connections=1000 // _SHARDS, max_keepalive_connections=100 // _SHARDS
+        )
         # Headers and body leave in two writes: without TCP_NODELAY the body waits for the
         # upstream's delayed ACK (about 40 ms on Linux) on every request.
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-        transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
+        tls = httpx.create_ssl_context()  # one for all pools: loading the CAs takes ~30 ms
+        transport = _Sharded(
+            [
+                httpx.AsyncHTTPTransport(verify=tls, limits=per_shard, socket_options=nodelay)
+                for _ in range(_SHARDS)
+            ]
+        )
         self.client = httpx.AsyncClient(timeout=timeout, transport=transport, trust_env=False)
 
     async def stop(self) -> None:
