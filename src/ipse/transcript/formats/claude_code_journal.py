@@ -63,14 +63,27 @@ class JournaledRequest:
         if self.history is None:
             return None
         out = list(self.history[: self.count])
-        for mark in self.marks:
-            path = mark.get("path") if isinstance(mark, Mapping) else None
-            if isinstance(path, list) and len(path) > 1 and isinstance(path[1], int):
-                i = path[1] + len(out) if path[1] < 0 else path[1]
-                if 0 <= i < len(out) and out[i] is self.history[i]:
-                    out[i] = _without_cache_control(out[i])  # a copy to place marks on
-        _place_breakpoints({"messages": out}, list(self.marks), "messages")
+        for i, message in _placed(self.history, self.count, self.marks).items():
+            out[i] = message
         return out
+
+
+def _placed(history: list[Any], count: int, marks: Sequence[Any]) -> dict[int, Any]:
+    """The messages of ``history[:count]`` that ``marks`` reach, copied, marks placed."""
+    copies: dict[int, Any] = {}
+    sparse: dict[Any, Any] = {}  # by the index as the path spells it (-1, True, ...)
+    for mark in marks:
+        path = mark.get("path") if isinstance(mark, Mapping) else None
+        if not (isinstance(path, list) and len(path) > 1 and isinstance(path[1], int)):
+            continue
+        i = path[1] + count if path[1] < 0 else int(path[1])
+        if 0 <= i < count:
+            if i not in copies:
+                copies[i] = _without_cache_control(history[i])
+            sparse[path[1]] = copies[i]
+    if copies:
+        _place_breakpoints({"messages": sparse}, list(marks), "messages")
+    return copies
 
 
 def message_hash(message: Mapping[str, Any]) -> str:
@@ -115,6 +128,7 @@ def read_journal(
     stripped: dict[str, Any] = {}  # key -> the message without cache_control (one object)
     out: dict[str, JournaledRequest] = {}
     previous: tuple[list[Any], int] | None = ([], 0)
+    converted: dict[int, Any] = {}  # messages the previous request's marks changed, stripped
     for record in records:
         data = record.data
         kind = data.get("type")
@@ -139,7 +153,7 @@ def read_journal(
                     front = (shape, _list(shape.get("system")), _list(shape.get("tools")))
                     fronts[shape_key] = front
                 system, tools = front[1], front[2]
-            history = _history(data, previous, blobs, stripped)
+            history = _history(data, previous, converted, blobs, stripped)
             marks = data.get("cacheControl")
             if system is not None and _marks(marks, "system"):  # the marks say where, alone
                 system = [_without_cache_control(b) for b in system]
@@ -156,6 +170,14 @@ def read_journal(
                     and m["path"][:1] == ["messages"]
                 )
                 breakpoints = _plain_breakpoints(message_marks, history[0], history[1])
+            converted = {}
+            if history is not None and message_marks:
+                # placing a mark on a string content makes it a list, and the next request
+                # keeps the messages as this one sent them
+                for i, message in _placed(history[0], history[1], message_marks).items():
+                    plain = _without_cache_control(message)
+                    if plain != history[0][i]:
+                        converted[i] = plain
             params = data.get("params")
             out[data["id"]] = JournaledRequest(
                 data["id"],
@@ -175,6 +197,7 @@ def read_journal(
 def _history(
     data: Mapping[str, Any],
     previous: tuple[list[Any], int] | None,
+    converted: Mapping[int, Any],
     blobs: Mapping[str, Any],
     stripped: dict[str, Any],
 ) -> tuple[list[Any], int] | None:
@@ -201,6 +224,8 @@ def _history(
     if not keep and not messages:
         return None  # a request with no messages was not sent: nothing resolved
     base = previous[0] if previous is not None else []
+    if keep and any(i < keep for i in converted):  # kept as the previous request sent them
+        base = [converted.get(i, m) for i, m in enumerate(base[:keep])]
     at = keep
     n = 0
     while n < len(messages) and at < len(base) and base[at] is messages[n]:
