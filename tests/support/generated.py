@@ -59,6 +59,7 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
     shapes: set[int] = set()
     blobs: set[str] = set()
     sent: list[dict[str, Any]] = []  # the messages of the previous request
+    sent_hashes: list[str] = []
     parent: str | None = None
     n = 0
     for t, turn in enumerate(turns):
@@ -77,8 +78,10 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
         }  # fmt: skip
         parent = _uuid(n)
         messages = [*sent, user]
+        hashes = [*sent_hashes, message_hash(user)]
         if turn.mode == "rewind" and len(messages) > 3:
             messages = [*messages[:-3], user]
+            hashes = [*hashes[:-3], hashes[-1]]
         if turn.shape not in shapes:
             shapes.add(turn.shape)
             yield {
@@ -97,7 +100,6 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
                     ],
                 },
             }  # fmt: skip
-        hashes = [message_hash(m) for m in messages]
         for h, m in zip(hashes, messages, strict=True):
             if h not in blobs and (m is not user or turn.blob):
                 blobs.add(h)
@@ -143,7 +145,9 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
             "version": "2.1.332",
         }  # fmt: skip
         parent = _uuid(n)
-        sent = [*messages, {"role": "assistant", "content": answer}]
+        reply = {"role": "assistant", "content": answer}
+        sent = [*messages, reply]
+        sent_hashes = [*hashes, message_hash(reply)]
 
 
 def rollout_records(
