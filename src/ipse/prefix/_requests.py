@@ -366,7 +366,9 @@ def _journaled_body(
             journaled.history,
             journaled.count,
             overlay=overlay,
-            materialize=(lambda: journaled.messages or []) if journaled.marks else None,
+            materialize=(
+                (lambda: journaled.messages or []) if journaled.marks or journaled.changed else None
+            ),
         )
     body["cache_control"] = {"type": "ephemeral"}
     return SharedHistory(body, rebuilt, count)

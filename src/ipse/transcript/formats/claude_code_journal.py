@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
@@ -56,6 +56,17 @@ class JournaledRequest:
     count: int = 0
     marks: tuple[Any, ...] = ()
     breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
+    # messages an earlier request's marks changed (a string content made a list) and kept so:
+    # index -> [(journal position of the change, the message without cache_control)]
+    changed: Mapping[int, list[tuple[int, Any]]] = field(default_factory=dict)
+    ordinal: int = 0
+
+    def sent(self, i: int) -> Any:
+        """Message ``i`` as this request sent it, before its own marks."""
+        for ordinal, message in reversed(self.changed.get(i, ())):
+            if ordinal < self.ordinal:
+                return message
+        return self.history[i] if self.history is not None else None
 
     @property
     def messages(self) -> list[Any] | None:
@@ -63,12 +74,15 @@ class JournaledRequest:
         if self.history is None:
             return None
         out = list(self.history[: self.count])
-        for i, message in _placed(self.history, self.count, self.marks).items():
+        for i in self.changed:
+            if i < self.count:
+                out[i] = self.sent(i)
+        for i, message in _placed(out, self.count, self.marks).items():
             out[i] = message
         return out
 
 
-def _placed(history: list[Any], count: int, marks: Sequence[Any]) -> dict[int, Any]:
+def _placed(history: Sequence[Any], count: int, marks: Sequence[Any]) -> dict[int, Any]:
     """The messages of ``history[:count]`` that ``marks`` reach, copied, marks placed."""
     copies: dict[int, Any] = {}
     sparse: dict[Any, Any] = {}  # by the index as the path spells it (-1, True, ...)
@@ -128,7 +142,8 @@ def read_journal(
     stripped: dict[str, Any] = {}  # key -> the message without cache_control (one object)
     out: dict[str, JournaledRequest] = {}
     previous: tuple[list[Any], int] | None = ([], 0)
-    converted: dict[int, Any] = {}  # messages the previous request's marks changed, stripped
+    changed: dict[int, list[tuple[int, Any]]] = {}  # shared by requests that keep messages
+    ordinal = 0
     for record in records:
         data = record.data
         kind = data.get("type")
@@ -153,7 +168,15 @@ def read_journal(
                     front = (shape, _list(shape.get("system")), _list(shape.get("tools")))
                     fronts[shape_key] = front
                 system, tools = front[1], front[2]
-            history = _history(data, previous, converted, blobs, stripped)
+            ordinal += 1
+            history = _history(data, previous, blobs, stripped)
+            keep = data.get("keep", 0)
+            if history is None or not changed:
+                pass
+            elif not keep:
+                changed = {}
+            elif any(i >= keep for i in changed):  # only the kept messages stay changed
+                changed = {i: v for i, v in changed.items() if i < keep}
             marks = data.get("cacheControl")
             if system is not None and _marks(marks, "system"):  # the marks say where, alone
                 system = [_without_cache_control(b) for b in system]
@@ -169,17 +192,8 @@ def read_journal(
                     and isinstance(m.get("path"), list)
                     and m["path"][:1] == ["messages"]
                 )
-                breakpoints = _plain_breakpoints(message_marks, history[0], history[1])
-            converted = {}
-            if history is not None and message_marks:
-                # placing a mark on a string content makes it a list, and the next request
-                # keeps the messages as this one sent them
-                for i, message in _placed(history[0], history[1], message_marks).items():
-                    plain = _without_cache_control(message)
-                    if plain != history[0][i]:
-                        converted[i] = plain
             params = data.get("params")
-            out[data["id"]] = JournaledRequest(
+            request = out[data["id"]] = JournaledRequest(
                 data["id"],
                 system,
                 tools,
@@ -189,7 +203,21 @@ def read_journal(
                 history[1] if history is not None else 0,
                 message_marks,
                 breakpoints,
+                changed,
+                ordinal,
             )
+            if message_marks:
+                assert history is not None
+                sent = _Sent(request)
+                object.__setattr__(
+                    request, "breakpoints", _plain_breakpoints(message_marks, sent, history[1])
+                )
+                # placing a mark on a string content makes it a list, and a later request
+                # that keeps the message keeps it as this one sent it
+                for i, message in _placed(sent, history[1], message_marks).items():
+                    plain = _without_cache_control(message)
+                    if plain != sent[i]:
+                        changed.setdefault(i, []).append((ordinal, plain))
             previous = history
     return out
 
@@ -197,7 +225,6 @@ def read_journal(
 def _history(
     data: Mapping[str, Any],
     previous: tuple[list[Any], int] | None,
-    converted: Mapping[int, Any],
     blobs: Mapping[str, Any],
     stripped: dict[str, Any],
 ) -> tuple[list[Any], int] | None:
@@ -224,8 +251,6 @@ def _history(
     if not keep and not messages:
         return None  # a request with no messages was not sent: nothing resolved
     base = previous[0] if previous is not None else []
-    if keep and any(i < keep for i in converted):  # kept as the previous request sent them
-        base = [converted.get(i, m) for i, m in enumerate(base[:keep])]
     at = keep
     n = 0
     while n < len(messages) and at < len(base) and base[at] is messages[n]:
@@ -239,8 +264,27 @@ def _history(
     return [*base[:at], *messages[n:]], at + len(messages) - n
 
 
+class _Sent(Sequence[Any]):
+    """A request's messages as it sent them before its own marks (read index by index)."""
+
+    def __init__(self, request: JournaledRequest) -> None:
+        self._request = request
+
+    def __len__(self) -> int:
+        return self._request.count
+
+    def __getitem__(self, i: Any) -> Any:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError("an index")
+        if i < 0:
+            i += self._request.count
+        if not 0 <= i < self._request.count:
+            raise IndexError(i)
+        return self._request.sent(i)
+
+
 def _plain_breakpoints(
-    marks: Sequence[Any], history: list[Any], count: int
+    marks: Sequence[Any], history: Sequence[Any], count: int
 ) -> tuple[tuple[int, int, Mapping[str, Any]], ...] | None:
     """The marks as (message, block, value) when each is a plain ``["messages", i,
     "content", j]`` on a block object (marks that place nothing are left out); None when
