@@ -134,10 +134,16 @@ def test_a_long_journaled_session_shares_one_history(tmp_path: Path) -> None:
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(calls=st.integers(1, 14), compact_every=st.sampled_from([0, 0, 3, 5]))
-def test_rollout_gives_the_same_analysis(tmp_path: Path, calls: int, compact_every: int) -> None:
+@given(
+    calls=st.integers(1, 14),
+    compact_every=st.sampled_from([0, 0, 3, 5]),
+    pauses=st.lists(st.sampled_from([0, 30, 700, 4000]), min_size=1, max_size=4),
+)
+def test_rollout_gives_the_same_analysis(
+    tmp_path: Path, calls: int, compact_every: int, pauses: list[int]
+) -> None:
     path = tmp_path / "rollout.jsonl"
-    write_jsonl(path, rollout_records(calls, compact_every=compact_every))
+    write_jsonl(path, rollout_records(calls, compact_every=compact_every, pauses=tuple(pauses)))
     copied = [c.body for c in rollout_requests(path)]
     fast = read_requests(path).requests
     assert all(isinstance(r.body, SharedHistory) for r in fast)

@@ -151,18 +151,21 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
 
 
 def rollout_records(
-    calls: int, *, size: int = 0, compact_every: int = 0
+    calls: int, *, size: int = 0, compact_every: int = 0, pauses: tuple[int, ...] = (0,)
 ) -> Iterator[dict[str, Any]]:
     """A Codex rollout of ``calls`` model calls, each a function call and its output
     (``size`` bytes of output), with token counts; ``compact_every``: a compaction every so
     many calls."""
     filler = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
     step = 0
+    idle = 0.0  # seconds of pauses so far (``pauses``: before each call, cycled)
 
     def rec(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         nonlocal step
         step += 1
-        return {"timestamp": _time(step), "type": kind, "payload": payload}
+        when = START + timedelta(seconds=7 * step + idle)
+        stamp = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return {"timestamp": stamp, "type": kind, "payload": payload}
 
     yield rec("session_meta", {"id": SESSION, "base_instructions": {"text": "Be a coder. " * 50}})
     yield rec("turn_context", {"model": "gpt-5-codex"})
@@ -184,6 +187,7 @@ def rollout_records(
     )
     total = 0
     for c in range(calls):
+        idle += pauses[c % len(pauses)]
         if compact_every and c and c % compact_every == 0:
             yield rec(
                 "compacted",
