@@ -16,7 +16,10 @@ response began, and the usage the provider reported, when the log has them. Sour
   requests (``api-request*`` records, named by the assistant record's ``requestRef``), the
   system prompt, tools and settings are the ones sent, and so are the messages and their
   breakpoints when the journal resolves them
-  (`ipse.transcript.formats.claude_code_journal`).
+  (`ipse.transcript.formats.claude_code_journal`). Journaled requests that extend each other
+  share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay.
+* Codex rollouts: one Responses request per model call, every call a view of one shared list
+  of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent.
 * A single request body (for ``lint``), or the one request a harness file that ipse writes
   back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
