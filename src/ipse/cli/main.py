@@ -138,10 +138,16 @@ def _quiet_closed_pipe() -> None:
 def cli() -> None:
     """ipse keeps an AI agent itself across context resets, and makes each reset cheaper.
 
+    Every command takes --help with examples; every command that reports takes --json.
+
     \b
     Examples:
-      ipse inspect session.jsonl
-      ipse inspect request.json --json
+      ipse inspect session.jsonl --messages        what a session is made of
+      ipse handoff session.jsonl --at now -o out.json
+      ipse prefix captured-requests/               where the prompt cache stopped hitting
+      ipse report session.jsonl --open             all of it on one offline page
+      ipse proxy start                             hand off on the wire
+      ipse install --agent claude-code             checkpoint and recall tools over MCP
     """
     _notes_to_stderr()
 

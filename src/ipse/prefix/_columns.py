@@ -99,3 +99,20 @@ class AutoTtls(Column[Any]):
 
     def __iter__(self) -> Iterator[str | None]:
         return (self._at(i) for i in range(self._n))
+
+
+class OverlayTtls(Column[str | None]):
+    """Breakpoint TTLs, with ``overlay`` (position -> TTL) laid over the shared ones: the
+    breakpoints a journaled request placed, and automatic caching's last block."""
+
+    __slots__ = ("_overlay",)
+
+    def __init__(self, data: list[str | None], n: int, overlay: dict[int, str]) -> None:
+        super().__init__(data, n)
+        self._overlay = overlay
+
+    def _at(self, i: int) -> str | None:
+        return self._overlay.get(i, self._data[i])
+
+    def __iter__(self) -> Iterator[str | None]:
+        return (self._at(i) for i in range(self._n))

@@ -4,36 +4,57 @@ The requests rebuilt from a session each send the whole conversation before thei
 as separate lists, n turns cost n² references; `SharedHistory` holds the front of the body,
 the session's one list of messages and a count, and builds the message list only when asked.
 The flattener recognises it and appends each message's positions to one shared store once.
+
+Two kinds of body share a history besides plain sessions: Codex rollouts (the list is the
+Responses ``input``: ``key="input"``) and journaled Claude Code requests, whose breakpoints
+move every request. Those carry ``overlay``: the breakpoints as (message, block, TTL), laid
+over the shared positions, and ``materialize``, which builds the message list exactly as sent
+(breakpoints placed) when a caller asks for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 
 class SharedHistory(Mapping[str, Any]):
-    """A request body: ``front`` (everything but the messages) and ``base[:count]``."""
+    """A request body: ``front`` (everything but the messages) and ``base[:count]`` under
+    ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list does not hold."""
 
-    __slots__ = ("base", "count", "front")
+    __slots__ = ("base", "count", "front", "key", "materialize", "overlay")
 
-    def __init__(self, front: Mapping[str, Any], base: list[Any], count: int) -> None:
+    def __init__(
+        self,
+        front: Mapping[str, Any],
+        base: list[Any],
+        count: int,
+        *,
+        key: str = "messages",
+        overlay: Sequence[tuple[int, int, str]] = (),
+        materialize: Callable[[], list[Any]] | None = None,
+    ) -> None:
         self.front = front
         self.base = base
         self.count = count
+        self.key = key
+        self.overlay = overlay
+        self.materialize = materialize
 
     def __getitem__(self, key: str) -> Any:
-        if key == "messages":
+        if key == self.key:
+            if self.materialize is not None:
+                return self.materialize()
             return self.base[: self.count]
         return self.front[key]
 
     def __contains__(self, key: object) -> bool:
-        return key == "messages" or key in self.front
+        return key == self.key or key in self.front
 
     def __iter__(self) -> Iterator[str]:
         yield from self.front
-        if "messages" not in self.front:
-            yield "messages"
+        if self.key not in self.front:
+            yield self.key
 
     def __len__(self) -> int:
-        return len(self.front) + ("messages" not in self.front)
+        return len(self.front) + (self.key not in self.front)

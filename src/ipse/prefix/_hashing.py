@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ipse import jsonio
-from ipse.prefix._columns import AutoTtls, Column, InputWhere
+from ipse.prefix._columns import Column, InputWhere, OverlayTtls
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._rules import Rules
 from ipse.tokens import TokenCounter
@@ -421,7 +421,7 @@ class Flattener:
         front = body.front
         has_image = self._first_image(base, count) < count
         settings = self._setting_values(front, has_image)
-        dialect = body_codec(front, self.rules.provider)
+        dialect = body_codec(body, self.rules.provider)
         parts = dialect.positions(front)
         key = (id(base), id(parts.tools), id(parts.system_source), tuple(settings.items()))
         store = self._stores.get(key)
@@ -445,18 +445,26 @@ class Flattener:
         tail = store.front if last <= 0 else store.ends[last - 1]
         input_from = store.front if last < 0 else store.ends[last]
         marks = store.marks[: bisect.bisect_right(store.marks, n - 1)]
+        overlay: dict[int, str] = {}
+        for i, j, ttl in body.overlay:  # the request's own breakpoints on shared blocks
+            overlay[(store.ends[i - 1] if i else store.front) + j] = ttl
+        if overlay:
+            marks = sorted({*marks, *overlay})
         breakpoints = len(marks)
-        ttls: Sequence[str | None] = Column(build.ttls, n)
         auto = front.get("cache_control")
         if self._anthropic and auto is not None and n:
             at = n - 1
             while at > 0 and build.where[at][0] == "settings":
                 at -= 1
-            if build.ttls[at] is None:
-                ttl = "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
-                ttls = AutoTtls(build.ttls, n, at, ttl)
+            if overlay.get(at, build.ttls[at]) is None:
+                overlay[at] = (
+                    "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
+                )
                 marks = sorted([*marks, at])
             breakpoints += 1
+        ttls: Sequence[str | None] = (
+            OverlayTtls(build.ttls, n, overlay) if overlay else Column(build.ttls, n)
+        )
         model = front.get("model")
         return Flat(
             model=model if isinstance(model, str) else None,

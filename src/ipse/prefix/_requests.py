@@ -16,7 +16,10 @@ response began, and the usage the provider reported, when the log has them. Sour
   requests (``api-request*`` records, named by the assistant record's ``requestRef``), the
   system prompt, tools and settings are the ones sent, and so are the messages and their
   breakpoints when the journal resolves them
-  (`ipse.transcript.formats.claude_code_journal`).
+  (`ipse.transcript.formats.claude_code_journal`). Journaled requests that extend each other
+  share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay.
+* Codex rollouts: one Responses request per model call, every call a view of one shared list
+  of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent.
 * A single request body (for ``lint``), or the one request a harness file that ipse writes
   back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
@@ -160,6 +163,8 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     first = 0
     messages: Any = body.get("messages") or () if not isinstance(body, SharedHistory) else ()
     if isinstance(body, SharedHistory):
+        if body.key != "messages":  # Responses input items: not checked (as when copied)
+            return
         first = checked.get(id(body.base), 0)
         checked[id(body.base)] = max(first, body.count)
         messages = body.base[first : body.count]
@@ -272,10 +277,11 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     """One Responses request per model call of a Codex rollout, with the recorded usage
     (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
-    for index, call in enumerate(codex.rollout_requests(p, warnings=warnings)):
+    for index, call in enumerate(codex.rollout_requests(p, warnings=warnings, shared=True)):
+        assert call.history is not None
         yield Request(
             index,
-            call.body,
+            SharedHistory(call.body, call.history, call.count, key="input"),
             "openai",
             http_log.parse_time(call.time),
             http_log.parse_time(call.response_time),
@@ -353,11 +359,27 @@ def _journaled_body(
     body["system"] = journaled.system if journaled.system is not None else UNRECORDED_FRONT
     if journaled.tools:
         body["tools"] = journaled.tools
-    if journaled.messages is not None:
-        body["messages"] = journaled.messages
-        return body
+    if journaled.history is not None:
+        if journaled.breakpoints is None:  # marks of an unusual kind: the list as sent
+            body["messages"] = journaled.messages
+            return body
+        overlay = tuple((i, j, _ttl(value)) for i, j, value in journaled.breakpoints)
+        return SharedHistory(
+            body,
+            journaled.history,
+            journaled.count,
+            overlay=overlay,
+            materialize=(
+                (lambda: journaled.messages or []) if journaled.marks or journaled.changed else None
+            ),
+        )
     body["cache_control"] = {"type": "ephemeral"}
     return SharedHistory(body, rebuilt, count)
+
+
+def _ttl(marker: Mapping[str, Any]) -> str:
+    """A breakpoint's TTL as the flattener reads it (`ipse.prefix._hashing`)."""
+    return "1h" if marker.get("ttl") == "1h" else "5m"
 
 
 def body_provider(body: Mapping[str, Any]) -> str:

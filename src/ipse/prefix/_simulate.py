@@ -111,7 +111,7 @@ class Simulator(Protocol):
         ...
 
 
-def _usable(entry: _Entry, now: float | None) -> str | None:
+def _usable(entry: _Entry | _Shared, now: float | None) -> str | None:
     """None when usable; else why not."""
     if now is None:
         return None
@@ -238,16 +238,45 @@ class AnthropicSimulator:
         )
 
 
+class _Shared:
+    """An entry of an automatic cache: written once; its expiry and last use live in a cell
+    that every entry of one request's prefix shares (see `_AutomaticSimulator.step`)."""
+
+    __slots__ = ("available", "cell", "ttl", "writer")
+
+    def __init__(self, available: float | None, cell: list[float | None], writer: int) -> None:
+        self.available = available
+        self.cell = cell  # [expires, last_used]
+        self.writer = writer
+        self.ttl: str | None = None
+
+    @property
+    def expires(self) -> float | None:
+        return self.cell[0]
+
+    @property
+    def last_used(self) -> float | None:
+        return self.cell[1]
+
+
 class _AutomaticSimulator:
-    """Every prefix is cached (OpenAI, vLLM); subclasses say how hits are rounded."""
+    """Every prefix is cached (OpenAI, vLLM); subclasses say how hits are rounded.
+
+    A request refreshes every entry of its prefix. Done entry by entry, a conversation of n
+    requests costs n² updates; instead the entries of a request's prefix share one cell, and
+    a request that extends the one before it (its positions are the first of this one's, same
+    model) updates that cell once and touches only its new positions. After each request, every
+    position of its prefix points to its cell, and only those do: so updating the cell in
+    place refreshes exactly the positions the request holds."""
 
     provider = "openai"
 
     def __init__(self, provider: str) -> None:
         self.provider = provider
         self.rules = rules(provider)
-        self._store: dict[tuple[str | None, int], _Entry] = {}
+        self._store: dict[tuple[str | None, int], _Shared] = {}
         self._ttl = self.rules.ttl_seconds(None)
+        self._last: tuple[Flat, list[float | None]] | None = None
 
     def ideal(self, tokens: int, total: int, model: str | None) -> int:
         return self.round(tokens, total, None, minimum=False)
@@ -272,13 +301,23 @@ class _AutomaticSimulator:
         read = self.round(step.tokens(hit), total, model)
         start = step.response_start if step.response_start is not None else now
         expires = now + self._ttl if now is not None and self._ttl is not None else None
-        for h in flat.chain:
-            key = (model, h)
+        last = self._last
+        first = 0
+        if last is not None and last[0].model == model and flat.extends(last[0]):
+            cell = last[1]
+            cell[0], cell[1] = expires, now
+            first = len(last[0].chain)
+        else:
+            cell = [expires, now]
+        chain = flat.chain
+        for p in range(first, len(chain)):
+            key = (model, chain[p])
             entry = store.get(key)
             if entry is None:
-                store[key] = _Entry(start, expires, now, step.index, None)
+                store[key] = _Shared(start, cell, step.index)
             else:
-                entry.expires, entry.last_used = expires, now
+                entry.cell = cell
+        self._last = (flat, cell)
         return Prediction(Tokens(read, 0, total - read), hit, None, miss)
 
     def _explain(self, step: Step, hit: int) -> Miss | None:

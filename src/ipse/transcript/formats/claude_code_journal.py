@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
@@ -39,14 +39,65 @@ JOURNAL_TYPES = frozenset({"api-request-shape", "api-request-blob", "api-request
 
 @dataclass(frozen=True, slots=True)
 class JournaledRequest:
-    """One journaled request: its front as sent, and its messages when they resolve."""
+    """One journaled request: its front as sent, and its messages when they resolve.
+
+    The messages are ``history[:count]`` (``cache_control`` removed; one list shared by the
+    requests that extend each other) with ``marks`` (the request's ``cacheControl`` entries on
+    messages) placed on them; ``breakpoints`` says the same as (message, block, value) when
+    every mark is a plain one on a content block, else None. `messages` builds the list as
+    sent."""
 
     id: str
     system: Sequence[Any] | None
     tools: Sequence[Any] | None
     params: Mapping[str, Any]
-    messages: list[Any] | None  # None: some message could not be resolved
+    history: list[Any] | None  # None: some message could not be resolved
     line: int
+    count: int = 0
+    marks: tuple[Any, ...] = ()
+    breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
+    # messages an earlier request's marks changed (a string content made a list) and kept so:
+    # index -> [(journal position of the change, the message without cache_control)]
+    changed: Mapping[int, list[tuple[int, Any]]] = field(default_factory=dict)
+    ordinal: int = 0
+
+    def sent(self, i: int) -> Any:
+        """Message ``i`` as this request sent it, before its own marks."""
+        for ordinal, message in reversed(self.changed.get(i, ())):
+            if ordinal < self.ordinal:
+                return message
+        return self.history[i] if self.history is not None else None
+
+    @property
+    def messages(self) -> list[Any] | None:
+        """The messages as sent, breakpoints placed (a new list each call)."""
+        if self.history is None:
+            return None
+        out = list(self.history[: self.count])
+        for i in self.changed:
+            if i < self.count:
+                out[i] = self.sent(i)
+        for i, message in _placed(out, self.count, self.marks).items():
+            out[i] = message
+        return out
+
+
+def _placed(history: Sequence[Any], count: int, marks: Sequence[Any]) -> dict[int, Any]:
+    """The messages of ``history[:count]`` that ``marks`` reach, copied, marks placed."""
+    copies: dict[int, Any] = {}
+    sparse: dict[Any, Any] = {}  # by the index as the path spells it (-1, True, ...)
+    for mark in marks:
+        path = mark.get("path") if isinstance(mark, Mapping) else None
+        if not (isinstance(path, list) and len(path) > 1 and isinstance(path[1], int)):
+            continue
+        i = path[1] + count if path[1] < 0 else int(path[1])
+        if 0 <= i < count:
+            if i not in copies:
+                copies[i] = _without_cache_control(history[i])
+            sparse[path[1]] = copies[i]
+    if copies:
+        _place_breakpoints({"messages": sparse}, list(marks), "messages")
+    return copies
 
 
 def message_hash(message: Mapping[str, Any]) -> str:
@@ -83,11 +134,16 @@ def read_journal(
     """Every journaled request by id (``known_messages``: the session's own messages, to
     resolve hashes that have no blob)."""
     shapes: dict[str, Mapping[str, Any]] = {}
+    fronts: dict[str, tuple[Mapping[str, Any], list[Any] | None, list[Any] | None]] = {}
+    systems: dict[bytes, list[Any]] = {}  # one object per distinct marked system prompt
     blobs: dict[str, Any] = {}
     for message in known_messages:
         blobs.setdefault(message_hash(message), message)
+    stripped: dict[str, Any] = {}  # key -> the message without cache_control (one object)
     out: dict[str, JournaledRequest] = {}
-    previous: list[Any] | None = []
+    previous: tuple[list[Any], int] | None = ([], 0)
+    changed: dict[int, list[tuple[int, Any]]] = {}  # shared by requests that keep messages
+    ordinal = 0
     for record in records:
         data = record.data
         kind = data.get("type")
@@ -100,48 +156,167 @@ def read_journal(
             key = _key(data.get("hash"))
             if key is not None and isinstance(data.get("message"), Mapping):
                 blobs[key] = data["message"]
+                stripped.pop(key, None)
         elif kind == "api-request" and isinstance(data.get("id"), str):
-            shape = shapes.get(_key(data.get("shapeHash")) or "")
-            system = _list(shape.get("system")) if shape is not None else None
-            messages = _messages(data, previous, blobs)
+            shape_key = _key(data.get("shapeHash")) or ""
+            shape = shapes.get(shape_key)
+            system: list[Any] | None = None
+            tools: list[Any] | None = None
+            if shape is not None:
+                front = fronts.get(shape_key)
+                if front is None or front[0] is not shape:  # one list per shape, not per request
+                    front = (shape, _list(shape.get("system")), _list(shape.get("tools")))
+                    fronts[shape_key] = front
+                system, tools = front[1], front[2]
+            ordinal += 1
+            history = _history(data, previous, blobs, stripped)
+            keep = data.get("keep", 0)
+            if history is None or not changed:
+                pass
+            elif not keep:
+                changed = {}
+            elif any(i >= keep for i in changed):  # only the kept messages stay changed
+                changed = {i: v for i, v in changed.items() if i < keep}
             marks = data.get("cacheControl")
             if system is not None and _marks(marks, "system"):  # the marks say where, alone
                 system = [_without_cache_control(b) for b in system]
                 _place_breakpoints({"system": system}, marks, "system")
-            if messages is not None:
-                _place_breakpoints({"messages": messages}, marks, "messages")
+                system = systems.setdefault(jsonio.dumps(system), system)
+            message_marks: tuple[Any, ...] = ()
+            breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
+            if history is not None and _marks(marks, "messages"):
+                message_marks = tuple(
+                    m
+                    for m in marks or ()
+                    if isinstance(m, Mapping)
+                    and isinstance(m.get("path"), list)
+                    and m["path"][:1] == ["messages"]
+                )
             params = data.get("params")
-            out[data["id"]] = JournaledRequest(
+            request = out[data["id"]] = JournaledRequest(
                 data["id"],
                 system,
-                _list(shape.get("tools")) if shape is not None else None,
+                tools,
                 params if isinstance(params, Mapping) else {},
-                messages,
+                history[0] if history is not None else None,
                 record.line,
+                history[1] if history is not None else 0,
+                message_marks,
+                breakpoints,
+                changed,
+                ordinal,
             )
-            previous = messages
+            if message_marks:
+                assert history is not None
+                sent = _Sent(request)
+                object.__setattr__(
+                    request, "breakpoints", _plain_breakpoints(message_marks, sent, history[1])
+                )
+                # placing a mark on a string content makes it a list, and a later request
+                # that keeps the message keeps it as this one sent it
+                for i, message in _placed(sent, history[1], message_marks).items():
+                    plain = _without_cache_control(message)
+                    if plain != sent[i]:
+                        changed.setdefault(i, []).append((ordinal, plain))
+            previous = history
     return out
+
+
+def _history(
+    data: Mapping[str, Any],
+    previous: tuple[list[Any], int] | None,
+    blobs: Mapping[str, Any],
+    stripped: dict[str, Any],
+) -> tuple[list[Any], int] | None:
+    """The request's messages without ``cache_control`` as ``(list, count)``: the previous
+    request's list when they extend it (appended to), else a new list; None: unresolved.
+
+    The cost is the record's own length: kept messages are the previous list's, and each tail
+    message is compared by identity with the one at its place (each blob is stripped once)."""
+    keep, tail = data.get("keep", 0), data.get("tail")
+    if isinstance(keep, bool) or not isinstance(keep, int) or not isinstance(tail, list):
+        return None
+    if keep < 0 or (keep and (previous is None or keep > previous[1])):
+        return None
+    messages: list[Any] = []
+    for item in tail:
+        key = _key(item) or ""
+        message = stripped.get(key)
+        if message is None:
+            blob = blobs.get(key)
+            if blob is None:
+                return None
+            message = stripped[key] = _without_cache_control(blob)
+        messages.append(message)
+    if not keep and not messages:
+        return None  # a request with no messages was not sent: nothing resolved
+    base = previous[0] if previous is not None else []
+    at = keep
+    n = 0
+    while n < len(messages) and at < len(base) and base[at] is messages[n]:
+        at += 1
+        n += 1
+    if n == len(messages):
+        return base, at
+    if at == len(base):
+        base.extend(messages[n:])
+        return base, len(base)
+    return [*base[:at], *messages[n:]], at + len(messages) - n
+
+
+class _Sent(Sequence[Any]):
+    """A request's messages as it sent them before its own marks (read index by index)."""
+
+    def __init__(self, request: JournaledRequest) -> None:
+        self._request = request
+
+    def __len__(self) -> int:
+        return self._request.count
+
+    def __getitem__(self, i: Any) -> Any:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError("an index")
+        if i < 0:
+            i += self._request.count
+        if not 0 <= i < self._request.count:
+            raise IndexError(i)
+        return self._request.sent(i)
+
+
+def _plain_breakpoints(
+    marks: Sequence[Any], history: Sequence[Any], count: int
+) -> tuple[tuple[int, int, Mapping[str, Any]], ...] | None:
+    """The marks as (message, block, value) when each is a plain ``["messages", i,
+    "content", j]`` on a block object (marks that place nothing are left out); None when
+    some mark is of another kind (the messages are then built as sent)."""
+    out: list[tuple[int, int, Mapping[str, Any]]] = []
+    for mark in marks:
+        path, value = mark["path"], mark.get("value")
+        if not isinstance(value, dict) or len(path) != 4 or path[2] != "content":
+            return None
+        i, j = path[1], path[3]
+        if type(i) is not int or type(j) is not int or not 0 <= i < count or j < 0:
+            return None
+        message = history[i]
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        if isinstance(content, str):
+            if j:
+                return None  # the string would become a list, and nothing placed
+            out.append((i, j, value))
+        elif isinstance(content, list):
+            if j < len(content) and isinstance(content[j], dict):
+                out.append((i, j, value))
+            elif j < len(content):
+                return None
+        else:
+            return None
+    return tuple(out)
 
 
 def _list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list) else None
-
-
-def _messages(
-    data: Mapping[str, Any], previous: list[Any] | None, blobs: Mapping[str, Any]
-) -> list[Any] | None:
-    keep, tail = data.get("keep", 0), data.get("tail")
-    if isinstance(keep, bool) or not isinstance(keep, int) or not isinstance(tail, list):
-        return None
-    if keep < 0 or (keep and (previous is None or keep > len(previous))):
-        return None
-    out = [_without_cache_control(m) for m in (previous or [])[:keep]]
-    for item in tail:
-        message = blobs.get(_key(item) or "")
-        if message is None:
-            return None
-        out.append(_without_cache_control(message))
-    return out or None  # a request with no messages was not sent: nothing resolved
 
 
 def _marks(marks: Any, layer: str) -> bool:

@@ -44,6 +44,9 @@ class RolloutRequest:
     time: str | None  # timestamp of the record before the response
     response_time: str | None  # timestamp of the response's first item
     line: int
+    # shared=True: the body has no ``input``; it is ``history[:count]`` (one list for all calls)
+    history: list[Mapping[str, Any]] | None = None
+    count: int = 0
 
 
 def _records(path: Path, skip_bad_lines: bool, warnings: list[str] | None) -> list[JsonlRecord]:
@@ -192,11 +195,19 @@ def _is_user_message(item: Mapping[str, Any]) -> bool:
 
 
 def rollout_requests(
-    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+    path: str | Path,
+    *,
+    skip_bad_lines: bool = False,
+    warnings: list[str] | None = None,
+    shared: bool = False,
 ) -> Iterator[RolloutRequest]:
-    """The request of every model call, in order, with its recorded usage when there is one."""
+    """The request of every model call, in order, with its recorded usage when there is one.
+
+    ``shared``: each body leaves out ``input``, and ``history[:count]`` stands for it, one
+    append-only list for all the calls up to a compaction (no copy per call: a long rollout
+    costs its size, not its size times its calls)."""
     p = Path(path)
-    state = _Replay()
+    state = _Replay(shared)
     for record in _records(p, skip_bad_lines, warnings):
         kind, payload = _unwrap(record)
         if kind == "session_meta":
@@ -218,7 +229,8 @@ def rollout_requests(
 class _Replay:
     """The history as the model saw it, replayed record by record."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: bool = False) -> None:
+        self.shared = shared
         self.items: list[Mapping[str, Any]] = []
         self.model: str | None = None
         self.instructions: str | None = None
@@ -236,8 +248,11 @@ class _Replay:
                     body["model"] = self.model
                 if self.instructions is not None:
                     body["instructions"] = self.instructions
-                body["input"] = list(self.items)
+                if not self.shared:
+                    body["input"] = list(self.items)
                 self.pending = {
+                    "history": self.items if self.shared else None,
+                    "count": len(self.items),
                     "body": body,
                     "usage": None,
                     "time": self.last_time,

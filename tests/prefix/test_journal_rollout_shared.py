@@ -1,0 +1,151 @@
+"""The fast paths for journaled Claude Code requests (one shared history, each request's
+breakpoints laid over it) and Codex rollouts (one shared input list) give exactly the
+analysis of the straightforward path: every request a plain body with its own copy of the
+messages, breakpoints placed, flattened whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipse.prefix import analyze, read_requests
+from ipse.prefix._growing import SharedHistory
+from ipse.prefix._hashing import Flattener
+from ipse.prefix._requests import Request
+from ipse.prefix._rules import rules
+from ipse.transcript._jsonl import read_jsonl
+from ipse.transcript.formats import claude_code_journal as journal
+from ipse.transcript.formats.codex import rollout_requests
+from tests.support.generated import Turn, journaled_records, rollout_records, write_jsonl
+
+_ODD_PATHS = [
+    ["messages", 0, "content", 0],
+    ["messages", 1, "content", 0],
+    ["messages", -1, "content", 0],
+    ["messages", 0, "content", 7],
+    ["messages", 1],
+    ["messages", 2, "content"],
+    ["messages", 1, "content", 0, "content", 0],
+    ["messages", True, "content", 0],
+    ["messages", "x", "content", 0],
+]
+_TURN = st.builds(
+    Turn,
+    text=st.text(alphabet="ab {}\n", min_size=0, max_size=12),
+    tool=st.booleans(),
+    mode=st.sampled_from(["full", "full", "full", "delta", "unknown", "rewind"]),
+    marks=st.lists(st.sampled_from(_ODD_PATHS), max_size=2),
+    ttl=st.sampled_from([None, None, "1h"]),
+    shape=st.sampled_from([0, 0, 0, 1]),
+    system_mark=st.booleans(),
+    blob=st.booleans(),
+)
+
+
+def _reference_journal(path: Path) -> dict[str, list[Any] | None]:
+    """The messages of each journaled request, read the straightforward way: each request
+    a copy of every message, breakpoints placed on the copy."""
+    blobs: dict[str, Any] = {}
+    out: dict[str, list[Any] | None] = {}
+    previous: list[Any] | None = []
+    for record in read_jsonl(path):
+        data = record.data
+        if data.get("type") == "api-request-blob":
+            blobs[str(journal._key(data["hash"]))] = data["message"]
+        elif data.get("type") == "api-request":
+            keep, tail = data["keep"], data["tail"]
+            messages: list[Any] | None
+            if keep and (previous is None or keep > len(previous)):
+                messages = None
+            else:
+                messages = [journal._without_cache_control(m) for m in (previous or [])[:keep]]
+                for item in tail:
+                    blob = blobs.get(str(journal._key(item)))
+                    if blob is None:
+                        messages = None
+                        break
+                    messages.append(journal._without_cache_control(blob))
+                messages = messages or None
+            if messages is not None:
+                journal._place_breakpoints({"messages": messages}, data["cacheControl"], "messages")
+            out[data["id"]] = previous = messages
+    return out
+
+
+def _plain(requests: list[Request]) -> list[Request]:
+    """The same requests, each body a plain dict holding its own list of messages."""
+    return [
+        Request(
+            r.index,
+            dict(r.body),
+            r.provider,
+            r.time,
+            r.response_start,
+            r.usage,
+            r.source,
+            r.conversation,
+        )
+        for r in requests
+    ]
+
+
+def _same_analysis(fast: list[Request], provider: str) -> None:
+    plain = _plain(fast)
+    one, other = Flattener(rules(provider)), Flattener(rules(provider))
+    for a, b in zip(plain, fast, strict=True):
+        x, y = one.flatten(a.body), other.flatten(b.body)
+        for name in ("hashes", "chain", "cum", "ttls", "where", "groups", "marks"):
+            assert list(getattr(x, name)) == list(getattr(y, name)), name
+        for name in ("model", "settings", "setting_names", "tail", "messages", "breakpoints"):
+            assert getattr(x, name) == getattr(y, name), name
+    for tokenizer in ("auto", "bytes"):
+        expected = analyze(plain, tokenizer=tokenizer).to_json()
+        assert analyze(fast, tokenizer=tokenizer).to_json() == expected
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(turns=st.lists(_TURN, min_size=1, max_size=9))
+def test_journaled_session_gives_the_same_analysis(tmp_path: Path, turns: list[Turn]) -> None:
+    path = tmp_path / "session.jsonl"
+    write_jsonl(path, journaled_records(turns))
+    reference = _reference_journal(path)
+    read = journal.read_journal(list(read_jsonl(path)))
+    assert {k: v.messages for k, v in read.items()} == reference
+    fast = read_requests(path).requests
+    _same_analysis(fast, "anthropic")
+
+
+def test_a_long_journaled_session_shares_one_history(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    write_jsonl(path, journaled_records([Turn(f"t{i}", tool=i % 2 == 1) for i in range(40)]))
+    requests = read_requests(path).requests
+    assert len(requests) == 40
+    bases = {id(r.body.base) for r in requests if isinstance(r.body, SharedHistory)}
+    assert len(bases) == 1
+    assert all(isinstance(r.body, SharedHistory) and r.body.overlay for r in requests)
+    _same_analysis(requests, "anthropic")
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    calls=st.integers(1, 14),
+    compact_every=st.sampled_from([0, 0, 3, 5]),
+    pauses=st.lists(st.sampled_from([0, 30, 700, 4000]), min_size=1, max_size=4),
+)
+def test_rollout_gives_the_same_analysis(
+    tmp_path: Path, calls: int, compact_every: int, pauses: list[int]
+) -> None:
+    path = tmp_path / "rollout.jsonl"
+    write_jsonl(path, rollout_records(calls, compact_every=compact_every, pauses=tuple(pauses)))
+    copied = [c.body for c in rollout_requests(path)]
+    fast = read_requests(path).requests
+    assert all(isinstance(r.body, SharedHistory) for r in fast)
+    assert [dict(r.body) for r in fast] == copied
+    _same_analysis(fast, "openai")

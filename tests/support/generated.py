@@ -1,0 +1,267 @@
+"""Generated Claude Code sessions that journal their API requests, and Codex rollouts.
+
+Shared by the prefix tests (small, shaped by hypothesis) and `bench/bigjournal.py` (large).
+A journaled session has the records Claude Code 2.1.332 writes (REFERENCE.md,
+`ipse.transcript.formats.claude_code_journal`): ``api-request-shape`` once per shape,
+``api-request-blob`` once per message, then per model call an ``api-request`` naming the
+messages it sent (``keep: 0`` and every hash, or ``keep: N`` and the new ones) and its
+breakpoints (``cacheControl``), and the assistant record naming it in ``requestRef``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from ipse.transcript.formats.claude_code_journal import message_hash
+
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+SESSION = "0a0b0c0d-0000-4000-8000-000000000001"
+
+
+def _time(step: int) -> str:
+    return (
+        (START + timedelta(seconds=7 * step))
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def _uuid(n: int) -> str:
+    return f"0a0b0c0d-0000-4000-8000-{n:012x}"
+
+
+@dataclass
+class Turn:
+    """One model call: the user's (or tool results') message, the answer, and how the
+    journal records the request (``mode``: ``full`` keep 0 and every hash, ``delta`` keep
+    the previous request's messages, ``unknown`` a hash with no blob, ``rewind`` drop the
+    last two messages first)."""
+
+    text: str
+    tool: bool = False
+    mode: str = "full"
+    marks: list[list[Any]] = field(default_factory=list)  # extra cacheControl paths
+    ttl: str | None = None
+    shape: int = 0
+    system_mark: bool = True
+    blob: bool = True  # journal the user message as a blob (else resolved from the records)
+
+
+def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str, Any]]:
+    """The records of a session with these turns (``size``: bytes of filler per tool result)."""
+    filler = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+    shapes: set[int] = set()
+    blobs: set[str] = set()
+    sent: list[dict[str, Any]] = []  # the messages of the previous request
+    sent_hashes: list[str] = []
+    parent: str | None = None
+    n = 0
+    for t, turn in enumerate(turns):
+        n += 1
+        if turn.tool and sent and sent[-1]["role"] == "assistant":
+            call = sent[-1]["content"][-1]
+            content: Any = [
+                {"type": "tool_result", "tool_use_id": call["id"], "content": turn.text + filler}
+            ]
+        else:
+            content = turn.text if t % 3 == 0 else [{"type": "text", "text": turn.text}]
+        user = {"role": "user", "content": content}
+        yield {
+            "parentUuid": parent, "isSidechain": False, "type": "user", "message": user,
+            "uuid": _uuid(n), "timestamp": _time(n), "sessionId": SESSION, "version": "2.1.332",
+        }  # fmt: skip
+        parent = _uuid(n)
+        messages = [*sent, user]
+        hashes = [*sent_hashes, message_hash(user)]
+        if turn.mode == "rewind" and len(messages) > 3:
+            messages = [*messages[:-3], user]
+            hashes = [*hashes[:-3], hashes[-1]]
+        if turn.shape not in shapes:
+            shapes.add(turn.shape)
+            yield {
+                "type": "api-request-shape",
+                "shapeHash": f"shape{turn.shape}",
+                "shape": {
+                    "system": [
+                        {"type": "text", "text": f"You are agent {turn.shape}."},
+                        {"type": "text", "text": "Be brief. " * 40},
+                    ],
+                    "tools": [
+                        {"name": "Bash", "description": "Run a command " * 10,
+                         "input_schema": {"type": "object"}},
+                        {"name": f"Tool{turn.shape}", "description": "x",
+                         "input_schema": {"type": "object"}},
+                    ],
+                },
+            }  # fmt: skip
+        for h, m in zip(hashes, messages, strict=True):
+            if h not in blobs and (m is not user or turn.blob):
+                blobs.add(h)
+                yield {"type": "api-request-blob", "hash": h, "message": m}
+        keep, tail = 0, hashes
+        if turn.mode == "delta":
+            keep = max(0, len(sent) - 1)
+            tail = hashes[keep:]
+        elif turn.mode == "unknown":
+            tail = [*hashes[:-1], hashlib.sha256(turn.text.encode()).hexdigest()]
+        last = messages[-1]["content"]
+        marker: dict[str, Any] = {"type": "ephemeral"}
+        if turn.ttl:
+            marker["ttl"] = turn.ttl
+        marks: list[dict[str, Any]] = [
+            {"path": ["messages", len(messages) - 1, "content", 0 if isinstance(last, str)
+                      else len(last) - 1], "value": marker},
+        ]  # fmt: skip
+        if turn.system_mark:
+            marks.insert(0, {"path": ["system", 1], "value": {"type": "ephemeral", "ttl": "1h"}})
+        marks += [{"path": path, "value": {"type": "ephemeral"}} for path in turn.marks]
+        ref = f"req_{t:06d}"
+        yield {
+            "type": "api-request", "id": ref, "shapeHash": f"shape{turn.shape}",
+            "params": {"model": "claude-sonnet-4-5", "max_tokens": 32000,
+                       "thinking": {"type": "enabled", "budget_tokens": 1024}},
+            "keep": keep, "tail": tail, "cacheControl": marks,
+        }  # fmt: skip
+        n += 1
+        answer: list[dict[str, Any]] = [{"type": "text", "text": f"Answer {t}: {turn.text}"}]
+        if t + 1 < len(turns) and turns[t + 1].tool:
+            answer.append(
+                {"type": "tool_use", "id": f"toolu_{t:06d}", "name": "Bash",
+                 "input": {"command": f"echo {t}"}}
+            )  # fmt: skip
+        yield {
+            "parentUuid": parent, "isSidechain": False, "type": "assistant",
+            "message": {"model": "claude-sonnet-4-5", "id": f"msg_{t:06d}", "type": "message",
+                        "role": "assistant", "content": answer, "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 3 + t, "cache_read_input_tokens": 100 * t,
+                                  "cache_creation_input_tokens": 50, "output_tokens": 9}},
+            "requestRef": ref, "uuid": _uuid(n), "timestamp": _time(n), "sessionId": SESSION,
+            "version": "2.1.332",
+        }  # fmt: skip
+        parent = _uuid(n)
+        reply = {"role": "assistant", "content": answer}
+        sent = [*messages, reply]
+        sent_hashes = [*hashes, message_hash(reply)]
+
+
+def rollout_records(
+    calls: int, *, size: int = 0, compact_every: int = 0, pauses: tuple[int, ...] = (0,)
+) -> Iterator[dict[str, Any]]:
+    """A Codex rollout of ``calls`` model calls, each a function call and its output
+    (``size`` bytes of output), with token counts; ``compact_every``: a compaction every so
+    many calls."""
+    filler = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+    step = 0
+    idle = 0.0  # seconds of pauses so far (``pauses``: before each call, cycled)
+
+    def rec(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        nonlocal step
+        step += 1
+        when = START + timedelta(seconds=7 * step + idle)
+        stamp = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return {"timestamp": stamp, "type": kind, "payload": payload}
+
+    yield rec("session_meta", {"id": SESSION, "base_instructions": {"text": "Be a coder. " * 50}})
+    yield rec("turn_context", {"model": "gpt-5-codex"})
+    yield rec(
+        "response_item",
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "rules " * 30}],
+        },
+    )
+    yield rec(
+        "response_item",
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "fix the bug"}],
+        },
+    )
+    total = 0
+    for c in range(calls):
+        idle += pauses[c % len(pauses)]
+        if compact_every and c and c % compact_every == 0:
+            yield rec(
+                "compacted",
+                {
+                    "message": "summary",
+                    "replacement_history": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": f"summary {c}"}],
+                        }
+                    ],
+                },
+            )
+        yield rec(
+            "response_item",
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": f"think {c}"}],
+                "encrypted_content": "e" * 40,
+            },
+        )
+        yield rec(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": orjson.dumps({"cmd": f"ls {c}"}).decode(),
+                "call_id": f"call_{c}",
+            },
+        )
+        total += 1000 + 50 * c
+        yield rec(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": {"input_tokens": total},
+                    "last_token_usage": {
+                        "input_tokens": 1000 + 50 * c,
+                        "cached_input_tokens": 900 + 40 * c,
+                        "output_tokens": 20,
+                    },
+                },
+            },
+        )
+        yield rec(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": f"call_{c}",
+                "output": f"out {c} " + filler,
+            },
+        )
+        if c % 5 == 4:
+            yield rec(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"next {c}"}],
+                },
+            )
+    yield rec(
+        "response_item",
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "done"}],
+        },
+    )
+
+
+def write_jsonl(path: Any, records: Iterator[dict[str, Any]]) -> None:
+    with open(path, "wb") as out:
+        for record in records:
+            out.write(orjson.dumps(record) + b"\n")
