@@ -216,6 +216,10 @@ def _handoff_section(data: ReportData) -> str:
     )
 
 
+OPEN_TABLE_ROWS = 1000
+"""Up to this many requests the table of numbers is shown open; a longer one starts closed."""
+
+
 def _numbers_section(points: Sequence[Point]) -> str:
     kinds = [k for k in KINDS if any(p.composition.get(k, 0) for p in points)]
     head = [
@@ -243,8 +247,10 @@ def _numbers_section(points: Sequence[Point]) -> str:
         ]
         for p in points
     ]
+    # a long table is parsed but not laid out until it is opened: a 10,000-request page stays fast
+    opened = " open" if len(points) <= OPEN_TABLE_ROWS else ""
     return (
-        '<section id="numbers"><h2>The numbers behind the charts</h2><details open><summary>'
+        f'<section id="numbers"><h2>The numbers behind the charts</h2><details{opened}><summary>'
         f"{len(points)} requests</summary>"
         + _table(head, rows, text_columns=(1,))
         + "</details></section>"
