@@ -53,7 +53,7 @@ def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> N
     ):
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k")
         for _ in range(2):
-            client.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=history)
+            client.messages.create(model="claude-sonnet-4-6", max_tokens=5, messages=history)
         proxy.settle()
         lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]
     # the log line counts the tokens the handoff saved (the 200-line result, mostly)
@@ -86,7 +86,7 @@ def test_the_text_log_line_names_tokens_saved() -> None:
     rewrite = Rewrite({"messages": []}, anchor="toolu_cp", removed_calls=2, cached=True)
     ex = SimpleNamespace(
         method="POST", path="/v1/messages", status=200, key=None, error=None,
-        disconnected=False, parsed={"model": "claude-sonnet-4-5"}, rewrite=rewrite,
+        disconnected=False, parsed={"model": "claude-sonnet-4-6"}, rewrite=rewrite,
         client_body=b"x" * 5000, sent_body=b"x" * 1000, first_byte=None, started=0.0,
         finished=0.5, tokens_saved=1234,
     )  # fmt: skip
