@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,26 @@ def _private_database(path: Path) -> None:
     tighten(path)
 
 
+def _use_wal(raw: sqlite3.Connection, wait: float = 30.0) -> None:
+    """Put the file in WAL mode, retrying while another process holds the lock it needs.
+
+    Switching a file to WAL takes an exclusive lock, and SQLite answers "database is locked" at
+    once, without its busy handler, when another connection is opening the same fresh file at
+    the same moment; once the file is in WAL mode (the usual case) nothing is written."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            mode = raw.execute("PRAGMA journal_mode").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                raw.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc).lower() or "busy" in str(exc).lower()
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class SqliteConnection:
     """One SQLite file: writes under the writer lock, reads outside any transaction.
 
@@ -58,7 +79,7 @@ class SqliteConnection:
                 check_same_thread=not shared_across_threads,
             )
             self.raw.execute("PRAGMA busy_timeout = 30000")
-            self.raw.execute("PRAGMA journal_mode = WAL")
+            _use_wal(self.raw)
             self.raw.execute("PRAGMA synchronous = NORMAL")
             self.raw.execute("PRAGMA foreign_keys = ON")
         except (sqlite3.Error, OSError) as exc:
