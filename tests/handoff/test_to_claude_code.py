@@ -5,30 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ipse.transcript import load
 from ipse.transcript._model import Text
 from tests.support.anthropic_upstream import anthropic_upstream
+from tests.support.clients import claude_binary
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool_heavy.jsonl"
-CACHED = Path.home() / ".cache" / "ipse-test" / "claude-code" / "node_modules" / ".bin" / "claude"
-
-
-def claude_binary() -> str:
-    """The Claude Code CLI: ``IPSE_CLAUDE_BIN``, the test cache ``.ci/run`` fills, or PATH."""
-    for candidate in (os.environ.get("IPSE_CLAUDE_BIN"), str(CACHED), shutil.which("claude")):
-        if candidate and Path(candidate).exists():
-            return candidate
-    if os.environ.get("IPSE_REQUIRE_CLIENTS"):
-        pytest.fail("the Claude Code CLI is missing (IPSE_REQUIRE_CLIENTS is set)")
-    pytest.skip("the Claude Code CLI is not installed (npm i @anthropic-ai/claude-code)")
 
 
 def _normalised(content: Any) -> list[dict[str, Any]]:

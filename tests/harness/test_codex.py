@@ -4,8 +4,6 @@ entry (``codex mcp get ipse``) in a config that also selects ipse's model provid
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,18 +11,7 @@ import pytest
 
 from ipse.harness import launcher
 from tests.conftest import CliRun
-
-CACHED = Path.home() / ".cache" / "ipse-test" / "codex" / "node_modules" / ".bin" / "codex"
-
-
-def codex_binary() -> str:
-    """The Codex CLI: ``IPSE_CODEX_BIN``, the test cache ``.ci/run`` fills, or PATH."""
-    for candidate in (os.environ.get("IPSE_CODEX_BIN"), str(CACHED), shutil.which("codex")):
-        if candidate and Path(candidate).exists():
-            return candidate
-    if os.environ.get("IPSE_REQUIRE_CLIENTS"):
-        pytest.fail("the Codex CLI is missing (IPSE_REQUIRE_CLIENTS is set)")
-    pytest.skip("the Codex CLI is not installed (npm i @openai/codex)")
+from tests.support.clients import codex_binary
 
 
 def test_codex_reads_the_installed_server(

@@ -12,18 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliRun
-
-CACHED = Path.home() / ".cache" / "ipse-test" / "gemini" / "node_modules" / ".bin" / "gemini"
-
-
-def gemini_binary() -> str:
-    """The Gemini CLI: ``IPSE_GEMINI_BIN``, the test cache ``.ci/run`` fills, or PATH."""
-    for candidate in (os.environ.get("IPSE_GEMINI_BIN"), str(CACHED), shutil.which("gemini")):
-        if candidate and Path(candidate).exists():
-            return candidate
-    if os.environ.get("IPSE_REQUIRE_CLIENTS"):
-        pytest.fail("the Gemini CLI is missing (IPSE_REQUIRE_CLIENTS is set)")
-    pytest.skip("the Gemini CLI is not installed (npm i @google/gemini-cli)")
+from tests.support.clients import gemini_binary
 
 
 def test_gemini_connects_to_the_installed_server(

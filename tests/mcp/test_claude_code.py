@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
-from tests.handoff.test_to_claude_code import claude_binary
 from tests.support.anthropic_upstream import Reply, anthropic_upstream
+from tests.support.clients import claude_binary
 
 NOTES = {
     "done": ["measured the parser on 1 MB"],

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ipse.prefix import analyze, read_requests
-from tests.handoff.test_to_claude_code import claude_binary
 from tests.support.anthropic_upstream import anthropic_upstream
+from tests.support.clients import claude_binary
 
 
 def _rendered(messages: list[Any]) -> list[Any]:

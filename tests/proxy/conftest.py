@@ -4,8 +4,6 @@ scripted upstream or at the real llama.cpp server (SmolLM2, found through ``IPSE
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -18,7 +16,7 @@ import pytest
 from ipse import jsonio
 from ipse.handoff import clear_cache
 from ipse.proxy import ProxyConfig, RunningProxy, Upstream, start_in_thread
-from tests.support.llama import REQUIRE_CLIENTS, llama_server, model_path
+from tests.support.llama import llama_server, model_path
 
 NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens
 
@@ -92,14 +90,3 @@ def llama() -> Iterator[str]:
     """The real llama.cpp server with SmolLM2 (its base URL), one per test session."""
     with llama_server(model_path()) as url:
         yield url
-
-
-def claude_binary() -> str:
-    cached = Path.home() / ".cache" / "ipse-test" / "claude-code" / "node_modules" / ".bin"
-    for candidate in (os.environ.get("IPSE_CLAUDE_BIN"), str(cached / "claude"),
-                      shutil.which("claude")):  # fmt: skip
-        if candidate and Path(candidate).exists():
-            return candidate
-    if REQUIRE_CLIENTS:
-        pytest.fail("the Claude Code CLI is missing (IPSE_REQUIRE_CLIENTS is set)")
-    pytest.skip("the Claude Code CLI is not installed (npm i @anthropic-ai/claude-code)")

@@ -11,8 +11,9 @@ from typing import Any
 
 from ipse.handoff import validate
 from ipse.transcript import codec
-from tests.proxy.conftest import ProxyFactory, claude_binary
+from tests.proxy.conftest import ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
+from tests.support.clients import claude_binary
 
 
 def _env(tmp_path: Path, base_url: str) -> dict[str, str]:
