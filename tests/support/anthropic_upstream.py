@@ -20,8 +20,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.serving import serve
 
 
 @dataclass
@@ -173,13 +175,6 @@ def _message(reply: Reply, model: str) -> dict[str, Any]:
 def anthropic_upstream(replies: Sequence[Reply] = ("OK.",)) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, replies))
-    upstream.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve(_handler(upstream, replies)) as url:
+        upstream.url = url
         yield upstream
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
