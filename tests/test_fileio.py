@@ -7,7 +7,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ipse import fileio
 from ipse.errors import InputError
 from ipse.fileio import atomic_write, read_bytes
 
@@ -54,3 +57,24 @@ def test_a_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
     assert received == b'{"a": 1}'
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+_LINE_BYTES = st.lists(st.sampled_from([b"a", b"\n", b"{}", b"\xe2\x82\xac", b"\r", b" "]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=_LINE_BYTES, chunk=st.integers(min_value=1, max_value=7))
+def test_read_lines_splits_like_split_across_chunk_edges(
+    tmp_path_factory: pytest.TempPathFactory, pieces: list[bytes], chunk: int
+) -> None:
+    """Whatever the chunk size, the lines are those of ``split(b"\\n")`` (less the empty piece
+    after a final newline): a line that spans many chunks comes back whole."""
+    data = b"".join(pieces)
+    path = tmp_path_factory.mktemp("lines") / "f.jsonl"
+    path.write_bytes(data)
+    expected = data.split(b"\n")
+    if expected[-1] == b"":
+        expected.pop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fileio, "_CHUNK_BYTES", chunk)
+        assert list(fileio.read_lines(path)) == expected

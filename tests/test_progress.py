@@ -22,7 +22,7 @@ def test_reading_a_file_reports_its_bytes(tmp_path: Path) -> None:
     path.write_bytes(b'{"a": "' + b"x" * 3_000_000 + b'"}\n' + b"{}\n" * 1000)
     sink = _Collect()
     with progress.reporting(sink):
-        assert sum(len(line) for line in read_lines(path)) == path.stat().st_size
+        assert sum(len(line) + 1 for line in read_lines(path)) == path.stat().st_size
     assert sink.updates
     assert all(label == "reading big.jsonl" for label, _, _ in sink.updates)
     assert sink.updates[-1][1:] == (path.stat().st_size, path.stat().st_size)

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ipse.jsonio import no_gc
 from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._hashing import Flat, Flattener
-from ipse.prefix._requests import UNRECORDED_FRONT, Request, no_gc
+from ipse.prefix._requests import UNRECORDED_FRONT, Request
 from ipse.prefix._rules import PROVIDERS, prices, rules
 from ipse.prefix._simulate import Prediction, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter

@@ -26,9 +26,7 @@ response began, and the usage the provider reported, when the log has them. Sour
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +34,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
+from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
 from ipse.transcript import (
     DIALECTS,
@@ -65,23 +64,6 @@ UNRECORDED_FRONT: list[dict[str, Any]] = [
         "cache_control": {"type": "ephemeral"},
     }
 ]
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many parsed bodies are kept alive.
-
-    Parsed JSON holds no reference cycles, but every container it allocates counts towards a
-    collection, and each full collection walks everything kept so far: reading a large log
-    with the collector running costs about three times the parse.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,14 +106,24 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
         raise InputError("no such file or folder", path=p)
     name = format or _sniff(p)
     warnings: list[str] = []
+    with no_gc():
+        requests = _requests(p, name, warnings)
+    kept = [r for r in requests if _has_messages(r, warnings)]
+    if not kept:
+        raise InputError("no request with messages in this input", path=p)
+    checked: dict[int, int] = {}
+    for request in kept:
+        _check_messages(request, p, checked)
+    return RequestLog(p, name, kept, warnings)
+
+
+def _requests(p: Path, name: str, warnings: list[str]) -> list[Request]:
     if name == "claude-code":
         requests = list(_session_requests(p, warnings))
     elif name == "http-log":
-        with no_gc():
-            requests = list(_log_requests(p, warnings))
+        requests = list(_log_requests(p, warnings))
     elif name == "codex":
-        with no_gc():
-            requests = list(_rollout_requests(p, warnings))
+        requests = list(_rollout_requests(p, warnings))
     elif name in DIALECTS:
         body = parse_json(read_text_bytes(p), p)
         if not isinstance(body, Mapping):
@@ -146,13 +138,7 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
             f"prefix analysis reads http logs, request bodies, sessions, rollouts and the "
             f"harness files ipse writes back ({', '.join(WRITABLE_FORMATS)}), not {name}"
         )
-    kept = [r for r in requests if _has_messages(r, warnings)]
-    if not kept:
-        raise InputError("no request with messages in this input", path=p)
-    checked: dict[int, int] = {}
-    for request in kept:
-        _check_messages(request, p, checked)
-    return RequestLog(p, name, kept, warnings)
+    return requests
 
 
 def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:

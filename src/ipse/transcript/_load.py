@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse.errors import InputError, UnknownFormat, UsageError
+from ipse.jsonio import no_gc
 from ipse.transcript._codec import DIALECTS, codec
 from ipse.transcript._harness import HARNESS_FORMATS, read_harness
 from ipse.transcript._jsonl import parse_json, read_text_bytes
@@ -55,6 +56,11 @@ def load(
     skip_bad_lines: bool = False,
 ) -> Source:
     """Read a file or folder in the named format, or the detected one."""
+    with no_gc():
+        return _load(path, format, thread, skip_bad_lines)
+
+
+def _load(path: str | Path, format: str | None, thread: str | None, skip_bad_lines: bool) -> Source:
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or folder", path=p)
