@@ -48,6 +48,12 @@ class SharedHistory(Mapping[str, Any]):
             return self.base[: self.count]
         return self.front[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """(As `Mapping.get`, without its exception: asked once per request and block.)"""
+        if key == self.key:
+            return self[key]
+        return self.front.get(key, default)
+
     def __contains__(self, key: object) -> bool:
         return key == self.key or key in self.front
 

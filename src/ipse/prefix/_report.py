@@ -21,7 +21,7 @@ change the model does not see).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -170,11 +170,11 @@ def _provider(requests: Sequence[Request], provider: str | None) -> str:
 
 
 def _counter(
-    requests: Sequence[Request], tokenizer: str, counter: TokenCounter | None
+    recorded_usage: Mapping[int, Tokens | None], tokenizer: str, counter: TokenCounter | None
 ) -> tuple[TokenCounter | None, str]:
     if counter is not None:
         return counter, f"{counter.name} per distinct block"
-    recorded = all(actual_tokens(r.usage) is not None for r in requests)
+    recorded = all(usage is not None for usage in recorded_usage.values())
     if tokenizer == "bytes" or (tokenizer == "auto" and recorded):
         label = "serialized bytes / 4 per block"
         return None, label + (", scaled to recorded usage" if recorded else "")
@@ -228,7 +228,9 @@ def _analyze(
     ):
         notes.append("the log is out of time order: requests replayed in time order")
         order.sort(key=lambda r: r.time or datetime.min)
-    chosen, label = _counter(requests, tokenizer, counter)
+    # what each request's record says (by request index), read once
+    recorded = {r.index: actual_tokens(r.usage) for r in order}
+    chosen, label = _counter(recorded, tokenizer, counter)
     flattener = Flattener(table, chosen)
     # prefix hash -> a cell holding the slot in `seen` of the last request that had it; a
     # request that extends the one before it takes over that one's cell, so only its new
@@ -241,11 +243,11 @@ def _analyze(
     rows: dict[int, Row] = {}
     cost_ideal = 0.0
     flats: dict[int, Flat] = {}
-    fit = _fit_front(order, flattener, flats)
+    fit = _fit_front(order, flattener, flats, recorded)
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
         flat = flats.pop(request.index, None) or flattener.flatten(request.body)
-        actual = actual_tokens(request.usage)
+        actual = recorded[request.index]
         scale, front = 1.0, 0
         if request.body.get("system") is UNRECORDED_FRONT:
             scale, front = fit
@@ -290,7 +292,9 @@ def _analyze(
         if actual is not None:  # the record is the truth: cost and loss from it
             charged = Prediction(actual, prediction.read_positions, prediction.write_ttl)
             agreeing = agrees(prediction.tokens, actual)
-            recorded_lost = _recorded_ideal(ideal_read, seen[slot][0] if slot is not None else None)
+            recorded_lost = _recorded_ideal(
+                ideal_read, recorded[seen[slot][0].index] if slot is not None else None
+            )
             recorded_lost -= actual.cache_read
             if recorded_lost <= tolerance(actual):
                 predicted_cause, cause, lost = cause, None, 0
@@ -351,13 +355,10 @@ def _analyze(
     return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
 
 
-def _recorded_ideal(ideal_read: int, candidate: Request | None) -> int:
+def _recorded_ideal(ideal_read: int, recorded: Tokens | None) -> int:
     """The read appending would have given, in recorded terms: no more than the candidate's
-    record says it left in the cache (its read plus its write), when it has a record; the
-    estimate alone overshoots where the front's size is fitted rather than known."""
-    if candidate is None:
-        return ideal_read
-    recorded = actual_tokens(candidate.usage)
+    record (``recorded``) says it left in the cache (its read plus its write), when it has a
+    record; the estimate alone overshoots where the front's size is fitted rather than known."""
     if recorded is None:
         return ideal_read
     return min(ideal_read, recorded.cache_read + recorded.cache_write)
@@ -375,7 +376,10 @@ def _not_served(index: int, candidate: int, tokens: int) -> Cause:
 
 
 def _fit_front(
-    requests: Sequence[Request], flattener: Flattener, flats: dict[int, Flat]
+    requests: Sequence[Request],
+    flattener: Flattener,
+    flats: dict[int, Flat],
+    recorded: Mapping[int, Tokens | None],
 ) -> tuple[float, int]:
     """(tokens per estimated token, tokens of the unrecorded front) by least squares over the
     requests rebuilt from a session: recorded total = front + k * estimated messages. The
@@ -384,7 +388,7 @@ def _fit_front(
     for request in requests:
         if request.body.get("system") is not UNRECORDED_FRONT:
             continue
-        actual = actual_tokens(request.usage)
+        actual = recorded[request.index]
         if actual is not None:
             flat = flats[request.index] = flattener.flatten(request.body)
             points.append((float(flat.total), float(actual.total)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Literal, TypeAlias
@@ -48,6 +48,10 @@ class Rules:
 
     provider: Provider
     table: Mapping[str, Mapping[str, Any]]
+    # (rule, model) -> the answer: a replay asks the same few questions for every request
+    _answers: dict[tuple[str, str | None], tuple[Any, bool]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def value(self, name: str) -> Any:
         return self.table[name]["value"]
@@ -56,11 +60,13 @@ class Rules:
         return str(self.table[name]["source"])
 
     def _by_model(self, name: str, model: str | None) -> tuple[Any, bool]:
-        entry = self.value(name)
-        key = match_model(model, entry["models"])
-        if key is None:
-            return entry["default"], False
-        return entry["models"][key], True
+        answer = self._answers.get((name, model))
+        if answer is None:
+            entry = self.value(name)
+            key = match_model(model, entry["models"])
+            answer = (entry["default"], False) if key is None else (entry["models"][key], True)
+            self._answers[(name, model)] = answer
+        return answer
 
     def min_tokens(self, model: str | None) -> tuple[int, bool]:
         """The minimum cacheable length for a model, and whether the model is in the table."""
@@ -112,13 +118,22 @@ class Prices:
     table: Mapping[str, float]
     defaults: Mapping[str, float]
     source: str
+    _answers: dict[tuple[str | None, str], tuple[float, bool]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def price(self, model: str | None, provider: str) -> tuple[float, bool]:
         """The model's base input price, and whether the model is in the table."""
-        key = match_model(model, self.table)
-        if key is None:
-            return float(self.defaults.get(provider, 0.0)), False
-        return float(self.table[key]), True
+        answer = self._answers.get((model, provider))
+        if answer is None:
+            key = match_model(model, self.table)
+            answer = (
+                (float(self.defaults.get(provider, 0.0)), False)
+                if key is None
+                else (float(self.table[key]), True)
+            )
+            self._answers[(model, provider)] = answer
+        return answer
 
 
 @lru_cache(maxsize=1)

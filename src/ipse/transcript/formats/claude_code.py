@@ -202,18 +202,16 @@ def _members(records: list[JsonlRecord], root: str) -> list[JsonlRecord]:
 
 def _live_path(records: list[JsonlRecord]) -> list[JsonlRecord]:
     """From the last record with a uuid back to the root, across compaction boundaries."""
-    by_uuid: dict[str, JsonlRecord] = {}
-    position: dict[str, int] = {}
-    with_uuid = [r for r in records if isinstance(r.data.get("uuid"), str)]
-    for index, record in enumerate(with_uuid):
-        by_uuid[record.data["uuid"]] = record
-        position[record.data["uuid"]] = index
+    with_uuid = [r for r in records if type(r.data.get("uuid")) is str]
+    # uuid -> its (last) record's place in ``with_uuid``
+    place = {r.data["uuid"]: i for i, r in enumerate(with_uuid)}
     if not with_uuid:
         return []
     path: list[JsonlRecord] = []
     seen: set[str] = set()
-    current: JsonlRecord | None = with_uuid[-1]
-    while current is not None:
+    at: int | None = len(with_uuid) - 1
+    while at is not None:
+        current = with_uuid[at]
         uuid = current.data["uuid"]
         if uuid in seen:  # a cycle: stop rather than loop forever
             break
@@ -222,13 +220,13 @@ def _live_path(records: list[JsonlRecord]) -> list[JsonlRecord]:
         parent = current.data.get("parentUuid")
         if parent is None and _is_boundary(current.data):
             logical = current.data.get("logicalParentUuid")
-            if isinstance(logical, str) and logical in by_uuid:
+            if isinstance(logical, str) and logical in place:
                 parent = logical
-            elif position[uuid] > 0:
+            elif place[uuid] > 0:
                 # The logical parent is not in the file: the part before the boundary ends
                 # with the last record written before it.
-                parent = with_uuid[position[uuid] - 1].data["uuid"]
-        current = by_uuid.get(parent) if isinstance(parent, str) else None
+                parent = with_uuid[place[uuid] - 1].data["uuid"]
+        at = place.get(parent) if isinstance(parent, str) else None
     path.reverse()
     return path
 
@@ -248,26 +246,29 @@ def _with_parallel_siblings(
     other calls' records (same ``message.id``) and their results are siblings, not abandoned
     work. They join the path in file order; a call answered twice keeps one result.
     """
-    on_path = {id(r) for r in live}
+    assistants = [r for r in live if r.data.get("type") == "assistant"]
     response_ids = {
         r.data["message"].get("id")
-        for r in live
-        if r.data.get("type") == "assistant" and isinstance(r.data.get("message"), Mapping)
+        for r in assistants
+        if isinstance(r.data.get("message"), Mapping)
     }
     response_ids.discard(None)
     if not response_ids:
         return live
+    on_path = {id(r) for r in live}
     attached = {r.data.get("uuid") for r in live}
     attached.discard(None)
-    calls = {i for r in live if r.data.get("type") == "assistant" for i in _record_calls(r)}
-    answered = {i for r in live for i in _result_ids(r)}
+    calls = {i for r in assistants for i in _record_calls(r)}
+    answered = {i for r in live if r.data.get("type") == "user" for i in _result_ids(r)}
     extra: list[JsonlRecord] = []
     for record in records:  # file order: a parent comes before its children
         data = record.data
+        kind = data.get("type")
+        if kind not in _MESSAGE_TYPES:  # (progress, snapshots, ...: never added)
+            continue
         if id(record) in on_path or data.get("parentUuid") not in attached:
             continue
         payload = data.get("message")
-        kind = data.get("type")
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
             if payload.get("id") not in response_ids or ids & calls:
