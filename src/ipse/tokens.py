@@ -169,12 +169,17 @@ def _chunks(text: str, start: int, end: int) -> Iterator[str]:
 def _load_o200k() -> Any:
     import tiktoken
 
-    return tiktoken.Encoding(
+    encoding = tiktoken.Encoding(
         name="o200k_base",
         pat_str=_O200K_PATTERN,
         mergeable_ranks=load_ranks(),
         special_tokens=_O200K_SPECIAL,
     )
+    # The encoder keeps its own copy of the ranks (in Rust); the Python dict it was built from
+    # (about 30 MB) is only read again to pickle the encoding, which ipse never does.
+    if isinstance(getattr(encoding, "_mergeable_ranks", None), dict):
+        encoding._mergeable_ranks = {}
+    return encoding
 
 
 def load_ranks() -> dict[bytes, int]:

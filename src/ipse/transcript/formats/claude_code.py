@@ -149,17 +149,24 @@ def read_session(
     return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
 
 
+# What a progress record keeps besides its place in the tree: no reader uses these, and a
+# long session holds tens of thousands of progress records.
+_PROGRESS_DROPPED = ("data", "cwd", "gitBranch", "userType", "toolUseID", "parentToolUseID")
+
+
 def _slim(records: Iterable[JsonlRecord]) -> list[JsonlRecord]:
     """The records without the copies no reader uses: ``toolUseResult`` (a structured copy of
     a tool result the message already holds) and a progress record's ``data`` (hook and tool
-    progress, often with whole messages). They are a third to a half of a session's bytes."""
+    progress, often with whole messages) with its other unused fields. They are a third to a
+    half of a session's bytes."""
     out = []
     for record in records:
         data = record.data
-        if isinstance(data, dict):
+        if type(data) is dict:
             data.pop("toolUseResult", None)
             if data.get("type") == "progress":
-                data.pop("data", None)
+                for key in _PROGRESS_DROPPED:
+                    data.pop(key, None)
         out.append(record)
     return out
 
