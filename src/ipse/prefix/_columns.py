@@ -65,6 +65,12 @@ class Column(Sequence[T]):
         return repr(list(self))
 
 
+def backing(seq: Sequence[T]) -> Sequence[T]:
+    """The list behind a plain `Column` (entries past ``len(seq)`` belong to later requests:
+    read only positions below it), else ``seq`` itself: for loops that read many positions."""
+    return seq._data if type(seq) is Column else seq
+
+
 class InputWhere(Column[tuple[str, int, int]]):
     """Locators, with the message positions from ``start`` on named ``input``."""
 

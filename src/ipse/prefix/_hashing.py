@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ipse import jsonio
-from ipse.prefix._columns import Column, InputWhere, OverlayTtls
+from ipse.prefix._columns import Column, InputWhere, OverlayTtls, backing
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._rules import Rules
 from ipse.tokens import TokenCounter
@@ -35,6 +35,7 @@ Locator: TypeAlias = tuple[str, int, int]
 
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document"})
 _RUN_KINDS = frozenset({"tool_use", "tool_result"})
+_MESSAGES = ("history", "input")  # the layers of message positions
 
 
 @dataclass(slots=True)
@@ -97,6 +98,7 @@ class Flat:
     texts: Sequence[bytes] = ()  # the hashed bytes (kept by stable flattens)
     marks: Sequence[int] = ()  # the positions that have a breakpoint, in order
     store: object = None  # the positions' shared store, when other requests share it
+    first_message: int | None = None  # the hash of the first message's first position
 
     @property
     def total(self) -> int:
@@ -104,7 +106,11 @@ class Flat:
 
     def tokens_before(self, position: int) -> int:
         """Estimated tokens of positions ``0 .. position-1``."""
-        return self.cum[position - 1] if position > 0 else 0
+        if position <= 0:
+            return 0
+        if position > len(self.cum):
+            raise IndexError("position out of range")
+        return backing(self.cum)[position - 1]
 
     def extends(self, other: Flat) -> bool:
         """Whether ``other``'s positions are the first of this request's (known without
@@ -320,17 +326,22 @@ class Flattener:
         key = parts.system_source if parts.system_source is not None else parts.system
         return self._part(key, lambda: self._blocks(parts.system, b"system:"), parts.system)
 
-    def _message(self, message: Any, per_message: bool) -> _Seg:
+    def _message(self, message: Any, per_message: bool, *, memo: bool = True) -> _Seg:
+        """A message's positions; memoised (by identity, else by its bytes) unless ``memo`` is
+        False: a shared history reaches each of its messages once, and serializing a whole
+        message only to look it up doubles the cost of hashing its blocks."""
         if not isinstance(message, Mapping):
             return self._blocks([message], b"?:")
         salt = f"{message.get('role', message.get('type', ''))}:".encode()
+        build: Callable[[], _Seg]
         if per_message:  # OpenAI and vLLM: one position per message (or input item)
-            return self._part(message, lambda: self._one_message(message, salt), message)
-        content = message.get("content")
-        if isinstance(content, list) and content:
-            return self._part(message, lambda: self._blocks(content, salt), message)
-        item = _as_text(content if isinstance(content, str) else "")
-        return self._part(message, lambda: self._blocks([item], salt), message)
+            build = lambda: self._one_message(message, salt)  # noqa: E731
+        else:
+            content = message.get("content")
+            if not (isinstance(content, list) and content):
+                content = [_as_text(content if isinstance(content, str) else "")]
+            build = lambda: self._blocks(content, salt)  # noqa: E731
+        return self._part(message, build, message) if memo else build()
 
     def _one_message(self, message: Mapping[str, Any], salt: bytes) -> _Seg:
         seg = self._blocks([_as_rendered(message)], salt)
@@ -405,6 +416,10 @@ class Flattener:
             breakpoints=flat.breakpoints,
             texts=flat.texts,
             marks=[p for p, ttl in enumerate(flat.ttls) if ttl is not None],
+            first_message=next(
+                (h for w, h in zip(flat.where, flat.hashes, strict=True) if w[0] in _MESSAGES),
+                None,
+            ),
         )
 
     # ------------------------------------------------------------------------ shared history
@@ -430,7 +445,7 @@ class Flattener:
             self._stores[key] = store
         build = store.build
         for i in range(store.count, count):
-            seg = self._message(base[i], parts.per_message)
+            seg = self._message(base[i], parts.per_message, memo=False)
             start = len(build.hashes)
             self._emit(build, seg, "history", i, memo=False)
             store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
@@ -481,6 +496,7 @@ class Flattener:
             breakpoints=breakpoints,
             marks=marks,
             store=store,
+            first_message=build.hashes[store.front] if n > store.front else None,
         )
 
     def _first_image(self, base: list[Any], count: int) -> int:

@@ -29,6 +29,7 @@ from typing import Any
 from ipse.jsonio import no_gc
 from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
+from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
 from ipse.prefix._rules import PROVIDERS, prices, rules
@@ -341,10 +342,9 @@ def _analyze(
             cell = [slot_now]
         cells.append(cell)
         seen.append((request, flat))
-        chain = flat.chain
-        for p in range(start, len(chain)):
-            index[chain[p]] = cell
-        first = _first_message_hash(flat)
+        for h in backing(flat.chain)[start : len(flat.chain)]:
+            index[h] = cell
+        first = flat.first_message
         if first is not None:
             by_first[first] = slot_now
         if request.conversation is not None:
@@ -429,8 +429,8 @@ def _best(
     flat: Flat, index: dict[int, list[int]], by_first: dict[int, int]
 ) -> tuple[int, int | None]:
     """Positions shared with the best earlier request, and that request's slot."""
-    chain = flat.chain
-    lo, hi = 0, len(chain)
+    chain = backing(flat.chain)  # positions below len(flat.chain) only
+    lo, hi = 0, len(flat.chain)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if chain[mid - 1] in index:
@@ -439,15 +439,8 @@ def _best(
             hi = mid - 1
     if lo:
         return lo, index[chain[lo - 1]][0]
-    first = _first_message_hash(flat)
+    first = flat.first_message
     return 0, by_first.get(first) if first is not None else None
-
-
-def _first_message_hash(flat: Flat) -> int | None:
-    for where, h in zip(flat.where, flat.hashes, strict=False):
-        if where[0] in ("history", "input"):
-            return h
-    return None
 
 
 def _cost(prediction: Prediction, price: float, read_multiplier: float, sim: Any) -> float:

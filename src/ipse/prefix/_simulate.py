@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat
 from ipse.prefix._rules import Rules, rules
 
@@ -144,11 +145,12 @@ class AnthropicSimulator:
         minimum = self.rules.min_tokens(model)[0]
         hit = 0
         hit_entry: _Entry | None = None
+        groups, chain = backing(flat.groups), backing(flat.chain)  # breakpoints are positions
         for bp in breakpoints:
-            floor = flat.groups[bp] - self._lookback
+            floor = groups[bp] - self._lookback
             p = bp
-            while p >= hit and flat.groups[p] > floor:
-                entry = store.get((model, flat.chain[p]))
+            while p >= hit and groups[p] > floor:
+                entry = store.get((model, chain[p]))
                 if entry is not None and _usable(entry, now) is None:
                     hit, hit_entry = p + 1, entry
                     break
@@ -161,7 +163,7 @@ class AnthropicSimulator:
         for bp in breakpoints:
             if step.tokens(bp + 1) < minimum:
                 continue
-            key = (model, flat.chain[bp])
+            key = (model, chain[bp])
             ttl = flat.ttls[bp]
             entry = store.get(key)
             if bp + 1 <= hit:
