@@ -18,6 +18,7 @@ approximate (`tokenizer_label`).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -78,6 +79,11 @@ class O200kCounter:
         if len(text) <= _RUN:
             return len(encoding.encode_ordinary(text))
         return sum(len(encoding.encode_ordinary(part)) for part in split_for_count(text))
+
+    def load(self) -> None:
+        """Build the encoder now rather than at the first count."""
+        if self._encoding is None:
+            self._load()
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Count several texts at once (tiktoken batches them over threads)."""
@@ -236,6 +242,23 @@ def default_counter() -> O200kCounter:
     return O200kCounter()
 
 
+# Inputs at least this large are read after the default encoder is built (`load_before`).
+_LOAD_BEFORE_BYTES = 8 << 20
+
+
+def load_before(path: str | os.PathLike[str]) -> None:
+    """Build the default encoder before reading ``path`` when it is a large file (a command
+    that will count its tokens calls this first). The encoder is built from a table of about
+    30 MB that is let go once built: built first, that memory is reused by the input's
+    objects; built after, it adds to the peak on top of them."""
+    try:
+        large = os.stat(path).st_size >= _LOAD_BEFORE_BYTES
+    except (OSError, ValueError):
+        return  # reading the input reports what is wrong with it
+    if large:
+        default_counter().load()
+
+
 def tokenizer_label(counter: TokenCounter, model: str | None = None) -> str:
     """How a count should be labelled: the tokenizer, and ``approximate`` for Claude models."""
     if model and _is_claude(model):
@@ -255,6 +278,7 @@ __all__ = [
     "TokenCounter",
     "build_ranks_file",
     "default_counter",
+    "load_before",
     "load_ranks",
     "tiktoken_text",
     "tokenizer_label",

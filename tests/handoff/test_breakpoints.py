@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ipse import jsonio
 from ipse.handoff import rewrite_request, validate
+from ipse.handoff._strip import CONTINUED
 from ipse.transcript import codec
 from tests.handoff.build import assistant, call, result, text, thinking, user
 from tests.handoff.test_properties import anthropic_bodies
@@ -45,11 +46,16 @@ def _without(block: dict[str, Any]) -> dict[str, Any]:
 
 def _origins(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[int]:
     """For each output block, the position of the input block it starts with (matched in order:
-    a joined text starts with its first text; any other block is matched as it is)."""
+    a joined text starts with its first text; any other block is matched as it is). The line
+    the handoff opens with when no user turn is left to open the request (`CONTINUED`) stands
+    before every input block: -1."""
     source = _blocks(before)
     origins: list[int] = []
     j = 0
-    for block in _blocks(after):
+    for number, block in enumerate(_blocks(after)):
+        if number == 0 and _without(block) == {"type": "text", "text": CONTINUED}:
+            origins.append(-1)
+            continue
         k = j
         while k < len(source):
             candidate = source[k]
@@ -79,8 +85,24 @@ def marked_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
+# Found by the property: the only user text is blank (the API refuses it), so the handoff
+# opens with its `CONTINUED` line, and the marker that was on the blank text moves there.
+_BLANK_OPENING = {
+    "model": "m",
+    "messages": [
+        user({"type": "text", "text": "\r", "cache_control": dict(MARK)}),
+        assistant(call("toolu_0", "Bash", arg="0")),
+        user(result("toolu_0", "ok")),
+        assistant(call("toolu_1", "micro_handoff", arg="0")),
+        user(result("toolu_1", "ok")),
+        assistant(text("0")),
+    ],
+}
+
+
 @SETTINGS
 @given(marked_bodies())
+@example(_BLANK_OPENING)
 def test_breakpoints_survive_the_handoff(body: dict[str, Any]) -> None:
     out = rewrite_request(body, "anthropic", use_cache=False)
     assume(out.applied)

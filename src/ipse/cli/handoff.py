@@ -23,6 +23,7 @@ from ipse.handoff import (
     tool_definition,
 )
 from ipse.handoff._measure import KEYS
+from ipse.tokens import load_before
 from ipse.transcript import FORMATS, Source, load
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ def handoff_command(
     if output is not None and not to_stdout and output.is_dir():
         raise UsageError(f"{output}: is a folder; -o takes a file path")
     with terminal_progress(quiet=as_json):
+        load_before(file)  # the report counts tokens
         source = load(file, fmt, thread=thread)
     for line in source.warnings:  # e.g. results whose calls are not in the file
         warn(line)

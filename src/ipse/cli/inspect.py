@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ipse.cli._output import console, emit_json, terminal_progress, warn
-from ipse.tokens import default_counter
+from ipse.tokens import default_counter, load_before
 from ipse.transcript import FORMATS, load
 from ipse.transcript._inspect import inspect_report, message_rows
 
@@ -59,6 +59,7 @@ def inspect_command(
       ipse inspect session.jsonl --messages     (the indices for handoff --at N)
     """
     with terminal_progress(quiet=as_json):
+        load_before(file)
         source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
         counter = default_counter()
         report = inspect_report(source, counter)
