@@ -6,6 +6,7 @@ import hashlib
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -100,3 +101,27 @@ def test_long_runs_count_in_linear_time_and_never_crash() -> None:
     for text in ("x" * 3_000_000, " " * 3_000_000, "{" * 3_000_000):
         assert "".join(tokens.split_for_count(text)) == text
         assert _COUNTER.count(text) > 0
+
+
+def test_the_encoder_is_built_before_a_large_input_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh = O200kCounter()
+    monkeypatch.setattr(tokens, "default_counter", lambda: fresh)
+    monkeypatch.setattr(tokens, "_LOAD_BEFORE_BYTES", 1000)
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_bytes(b"{}\n" * 10)
+    large.write_bytes(b"{}\n" * 400)
+    tokens.load_before(small)
+    tokens.load_before(tmp_path / "missing.jsonl")  # reading it will say what is wrong
+    assert fresh._encoding is None
+    tokens.load_before(large)
+    assert fresh._encoding is not None
+    assert fresh.count("hello world") == 2
+
+
+def test_the_built_encoder_lets_its_rank_table_go() -> None:
+    counter = O200kCounter()
+    counter.load()
+    assert counter._encoding._mergeable_ranks == {}
+    assert counter.count("the rank table is gone, the encoder still counts") > 5
