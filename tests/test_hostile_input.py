@@ -174,3 +174,23 @@ def test_requests_of_the_wrong_shape(
     path = tmp_path / "req.json"
     path.write_text(json.dumps({"model": "claude-sonnet-4-5", "messages": messages}))
     refused(ipse(command, str(path)), position)
+
+
+@pytest.mark.parametrize(
+    ("front", "said"),
+    [
+        ({"tools": 1}, "'tools' must be a list of objects"),
+        ({"tools": [{"name": "a"}, "b"]}, "'tools' must be a list of objects"),
+        ({"system": 5}, "'system' must be a string or a list of block objects"),
+        ({"system": [{"type": "text", "text": "a"}, 3]}, "'system' must be a string"),
+    ],
+)
+@pytest.mark.parametrize("command", ["prefix", "lint"])
+def test_a_front_of_the_wrong_shape(
+    tmp_path: Path, front: dict[str, object], said: str, command: str
+) -> None:
+    """Found by fuzzing: ``lint`` crashed on a tool list that was a number."""
+    path = tmp_path / "req.json"
+    body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "x"}], **front}
+    path.write_text(json.dumps(body))
+    refused(ipse(command, str(path)), said, "request 0")

@@ -112,7 +112,9 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     if not kept:
         raise InputError("no request with messages in this input", path=p)
     checked: dict[int, int] = {}
+    fronts: dict[int, Any] = {}
     for request in kept:
+        _check_front(request, p, fronts)
         _check_messages(request, p, checked)
     return RequestLog(p, name, kept, warnings)
 
@@ -139,6 +141,31 @@ def _requests(p: Path, name: str, warnings: list[str]) -> list[Request]:
             f"harness files ipse writes back ({', '.join(WRITABLE_FORMATS)}), not {name}"
         )
     return requests
+
+
+def _check_front(request: Request, p: Path, checked: dict[int, Any]) -> None:
+    """Refuse a tool list that is not a list of objects, and an Anthropic ``system`` that is
+    neither text nor a list of block objects (the provider refuses both). A list shared by
+    many requests (``checked``: by identity) is checked once."""
+    body = request.body
+    where = f"request {request.index}"
+    tools = body.get("tools")
+    if tools is not None and checked.get(id(tools)) is not tools:
+        if not (isinstance(tools, list) and all(isinstance(t, Mapping) for t in tools)):
+            raise InputError("'tools' must be a list of objects", path=p, position=where)
+        checked[id(tools)] = tools
+    system = body.get("system")
+    if request.provider != "anthropic" or checked.get(id(system)) is system:
+        return
+    checked[id(system)] = system
+    if not (
+        system is None
+        or isinstance(system, str)
+        or (isinstance(system, list) and all(isinstance(b, Mapping) for b in system))
+    ):
+        raise InputError(
+            "'system' must be a string or a list of block objects", path=p, position=where
+        )
 
 
 def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
