@@ -11,9 +11,10 @@ tool result is a single string of that size (``--string-kind``: lines, base64, l
 
 For each file, in one run: the baseline (``orjson.loads`` of every line, in this process, best
 of ``--repeat``), then each command in a child process (``python -m ipse ...`` with its output
-discarded; the least CPU of ``--runs``), with the child's CPU time and peak resident memory from ``wait4``. CPU time, not
-wall time, is compared, so that other work on a shared machine does not count; it includes the
-interpreter's start (about 0.1 s) and, for ``inspect``, loading the o200k table (about 0.6 s).
+discarded; the least CPU of ``--runs``), with the child's CPU time and peak resident memory
+from ``wait4``. CPU time, not wall time, is compared, so that other work on a shared machine
+does not count; it includes the interpreter's start (about 0.1 s) and, for ``inspect`` and
+``handoff``, building the o200k encoder (about 0.3 s).
 Prints CPU seconds, the ratio to the baseline, wall seconds, peak MB and peak memory over the
 file size.
 
