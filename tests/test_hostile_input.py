@@ -194,3 +194,67 @@ def test_a_front_of_the_wrong_shape(
     body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "x"}], **front}
     path.write_text(json.dumps(body))
     refused(ipse(command, str(path)), said, "request 0")
+
+
+def test_a_deep_line_in_the_wal_is_a_corrupted_line_for_every_state_command(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "state"
+    assert ipse("state", "init", "--goal", "g", "--dir", str(folder)).returncode == 0
+    with (folder / ".wal").open("ab") as wal:
+        wal.write(DEEP + b"\n")
+    for command in (
+        ["verify"],
+        ["resume"],
+        ["resume", "--hook", "claude-code"],
+        ["next", "step two"],
+        ["invariant", "keep it", "--reason", "r"],
+        ["checkpoint", "m"],
+    ):
+        done = ipse("state", *command, "--dir", str(folder))
+        err = done.stderr.decode()
+        assert done.returncode in (0, 1), err
+        assert "internal error" not in err and "Traceback" not in err, err
+
+
+def _forged_receipt(folder: Path, artifacts: object) -> None:
+    """A receipt line whose id matches its content (anyone can compute it): what a hostile
+    repository can put beside a state folder."""
+    from ipse.statedir._receipts import receipt_id
+
+    body = {"artifacts": artifacts, "claim": "forged", "git": None, "t": "2026-01-01T00:00:00Z"}
+    line = json.dumps({"id": receipt_id(body), **body}, sort_keys=True) + "\n"
+    with (folder / ".receipts.jsonl").open("a") as receipts:
+        receipts.write(line)
+
+
+@pytest.mark.parametrize(
+    ("artifacts", "said"),
+    [
+        ([{"path": "/dev/zero", "sha256": "0"}], "cannot be checked (not a regular file (a dev"),
+        ([{"path": "pipe", "sha256": "0"}], "cannot be checked (not a regular file (a FIFO)"),
+        (5, "its artifacts are not a list of objects"),
+        ([1], "its artifacts are not a list of objects"),
+    ],
+)
+def test_verify_reads_no_artifact_that_is_not_a_regular_file(
+    tmp_path: Path, fifo: Path, artifacts: object, said: str
+) -> None:
+    """A device is never read (``/dev/zero`` ran verify out of memory) and a FIFO never
+    blocks it; a receipt of the wrong shape is a violation, not a crash."""
+    folder = tmp_path / "state"
+    assert ipse("state", "init", "--goal", "g", "--dir", str(folder)).returncode == 0
+    _forged_receipt(folder, artifacts)
+    done = ipse("state", "verify", "--dir", str(folder))
+    out = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 1, out
+    assert said in out and "not recorded in the WAL" in out, out
+
+
+def test_a_deep_receipt_line_is_a_violation(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    assert ipse("state", "init", "--goal", "g", "--dir", str(folder)).returncode == 0
+    (folder / ".receipts.jsonl").write_bytes(DEEP + b"\n")
+    done = ipse("state", "verify", "--dir", str(folder))
+    out = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 1 and "not a receipt (unreadable JSON)" in out, out

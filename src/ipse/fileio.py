@@ -16,6 +16,7 @@ from tool output, so it is private to the user: `private_dir` makes folders 0700
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -101,6 +102,30 @@ def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
     if len(data) > most:  # grew while being read
         raise _too_large(p, len(data), most)
     return data
+
+
+def sha256_of(path: str | Path, *, limit: int | None = None) -> tuple[str, int]:
+    """The sha256 (hex) and size of a regular file, read in chunks (never held whole), under
+    the same refusals and size limit as `read_bytes`."""
+    p = Path(path)
+    most = max_input_bytes() if limit is None else limit
+    fd, size = _open_regular(p)
+    if size > most:
+        os.close(fd)
+        raise _too_large(p, size, most)
+    os.set_blocking(fd, True)
+    digest = hashlib.sha256()
+    read = 0
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as handle:
+            while chunk := handle.read(_CHUNK_BYTES):
+                read += len(chunk)
+                if read > most:  # grew while being read
+                    raise _too_large(p, read, most)
+                digest.update(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+    return digest.hexdigest(), read
 
 
 def open_regular(path: str | Path) -> BinaryIO:

@@ -32,6 +32,7 @@ from typing import Any
 from ipse.errors import InputError, UsageError
 from ipse.fileio import StrPath, fsync_dir
 from ipse.statedir import _files as files
+from ipse.statedir import _json as state_json
 from ipse.statedir import _wal as wal
 from ipse.statedir._gitinfo import short_revision
 
@@ -97,7 +98,7 @@ def _finish_init(folder: Path) -> bool:
         return False
     if not files.is_regular(folder / files.WAL):
         try:
-            intent = json.loads(raw)
+            intent = state_json.loads(raw)
             documents = {str(k): str(v).encode("utf-8") for k, v in intent["files"].items()}
             line = str(intent["wal"]).encode("ascii")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipse.errors import UsageError
-from ipse.fileio import StrPath, read_bytes
+from ipse.errors import InputError, UsageError
+from ipse.fileio import StrPath, sha256_of
 from ipse.statedir import _files as files
 from ipse.statedir import _gitinfo as gitinfo
+from ipse.statedir import _json as state_json
 from ipse.statedir import _wal as wal
 from ipse.statedir._ops import writing
 
@@ -53,14 +54,8 @@ def make_receipt(folder: Path, claim: str, artifacts: list[Path], use_git: bool)
     root = files.project_root(folder)
     entries = []
     for artifact in artifacts:
-        data = read_bytes(artifact)
-        entries.append(
-            {
-                "path": _stored_path(root, artifact),
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "bytes": len(data),
-            }
-        )
+        digest, size = sha256_of(artifact)
+        entries.append({"path": _stored_path(root, artifact), "sha256": digest, "bytes": size})
     git: dict[str, Any] | None = None
     if use_git:
         head = gitinfo.head_commit(root)
@@ -117,7 +112,7 @@ def load(folder: Path) -> list[StoredReceipt]:
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
+            data = state_json.loads(raw)
         except ValueError:
             data = None
         out.append(StoredReceipt(number, data if isinstance(data, dict) else None))
@@ -129,15 +124,22 @@ def _check_artifacts(root: Path, receipt: dict[str, Any], where: str) -> list[st
     git = receipt.get("git")
     head = git.get("head") if isinstance(git, dict) else None
     clean = isinstance(git, dict) and git.get("dirty") is False
-    for entry in receipt.get("artifacts") or []:
+    artifacts = receipt.get("artifacts")
+    if not isinstance(artifacts, list) or not all(isinstance(e, dict) for e in artifacts):
+        return [f"{where}: not a receipt (its artifacts are not a list of objects)"]
+    for entry in artifacts:
         rel = str(entry.get("path"))
         path = Path(rel) if os.path.isabs(rel) else root / rel
-        try:
-            data = path.read_bytes()
-        except OSError:
-            problems.append(f"{where}: artifact {rel} is missing")
+        try:  # a regular file only: the receipt may come from someone else's repository
+            digest, _ = sha256_of(path)
+        except InputError as exc:
+            problems.append(
+                f"{where}: artifact {rel} is missing"
+                if not os.path.lexists(path)
+                else f"{where}: artifact {rel} cannot be checked ({exc.detail})"
+            )
             continue
-        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        if digest != entry.get("sha256"):
             problems.append(f"{where}: artifact {rel} changed since the claim was stamped")
         if clean and isinstance(head, str) and not os.path.isabs(rel):
             blob = gitinfo.blob_at(root, head, f"./{rel}")

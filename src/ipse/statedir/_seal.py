@@ -25,6 +25,7 @@ from typing import Any
 from ipse.errors import InputError
 from ipse.fileio import atomic_write
 from ipse.home import home_dir
+from ipse.statedir import _json as state_json
 
 KEY_FILE = "statedir.key"
 ANCHORS = "statedir-anchors"
@@ -113,7 +114,7 @@ def read_anchor(folder: Path) -> dict[str, Any] | None:
     """The anchor of this folder's log, or None when ipse never wrote it from this home."""
     path = _anchor_path(folder, create=False)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = state_json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError, os_error
+from ipse.statedir import _json as state_json
 from ipse.statedir import _seal as seal
 from ipse.statedir._files import open_regular
 
@@ -77,7 +78,7 @@ def signed_by(data: dict[str, Any], key: bytes) -> bool:
 def decode(raw: bytes) -> dict[str, Any] | None:
     """The record a line holds, or None when the line is torn, corrupted or not a record."""
     try:
-        data = json.loads(raw)
+        data = state_json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict):

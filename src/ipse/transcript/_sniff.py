@@ -79,7 +79,8 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
         score -= 2
     if any(k in body for k in ("thinking", "stop_sequences", "top_k", "output_config")):
         score += 2
-    for message in body.get("messages") or []:
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else ():
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
