@@ -295,3 +295,21 @@ def test_install_then_uninstall_on_generated_files(
                 return
             uninstall_agent(agent, project)
             assert snapshot(project, home) == before
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+@pytest.mark.parametrize("depth", [990, 100_000])
+def test_a_config_nested_too_deep_is_refused_and_left_alone(
+    cli: CliRun, homes: tuple[Path, Path], agent: str, depth: int
+) -> None:
+    """A project's config may come from someone else: one nested deeper than the parsers
+    recurse is bad input (one line, exit 2, nothing written), never a crash."""
+    project, home = homes
+    config, _, _ = _files(agent, project, home, user=False)
+    _write(config, '{"x": ' + "[" * depth + "]" * depth + "}\n")
+    before = snapshot(project, home)
+    for command in ("install", "uninstall"):
+        done = cli(command, "--agent", agent, cwd=project)
+        assert done.returncode in (0, 2), done.stderr
+        assert "internal error" not in done.stderr, done.stderr
+        assert snapshot(project, home) == before

@@ -87,4 +87,10 @@ def test_bad_call_applies_nothing() -> None:
     ]
     with pytest.raises(InputError, match="not valid JSON"):
         dispatch(state, bad_json, at=T0)
+    deep = "[" * 100_000 + "]" * 100_000  # deeper than the parser recurses: bad, not a crash
+    deep_json = [
+        {"id": "d", "type": "function", "function": {"name": "open_loop", "arguments": deep}}
+    ]
+    with pytest.raises(InputError, match="not valid JSON"):
+        dispatch(state, deep_json, at=T0)
     assert state.commitments == ()

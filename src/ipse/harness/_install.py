@@ -128,7 +128,7 @@ def _server_of(text: str) -> Any:
     """The ``mcpServers.ipse`` entry in a JSON config's text, or None."""
     try:
         document = json.loads(text) if text.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     servers = document.get("mcpServers") if isinstance(document, dict) else None
     return servers.get(SERVER) if isinstance(servers, dict) else None
@@ -216,7 +216,7 @@ def _is_empty_object(text: str) -> bool:
 
     try:
         return bool(json.loads(text) == {})
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

@@ -120,11 +120,13 @@ def parse(text: str, path: str | Path = "") -> tuple[Any, Node]:
     """The value and its spans; `InputError` unless the text is one JSON object."""
     try:
         value = json.loads(text)
+        if not isinstance(value, dict):
+            raise InputError("not a JSON object", path=path or None)
+        return value, _Parser(text).value()
     except ValueError as exc:
         raise InputError(f"not valid JSON ({exc})", path=path or None) from exc
-    if not isinstance(value, dict):
-        raise InputError("not a JSON object", path=path or None)
-    return value, _Parser(text).value()
+    except RecursionError:  # (both parsers recurse per level: a config nested thousands deep)
+        raise InputError("not valid JSON (nested too deeply)", path=path or None) from None
 
 
 def indent_unit(text: str) -> str:

@@ -176,7 +176,7 @@ def parse_call(raw: Any, index: int = 0) -> ToolCall | None:
         text = function.get("arguments", "{}")
         try:
             args = json.loads(text) if isinstance(text, str) else text
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"{where}: function.arguments: not valid JSON") from exc
         if not isinstance(args, dict):
             raise InputError(f"{where}: function.arguments: expected an object")
