@@ -16,6 +16,7 @@ import pytest
 from ipse import jsonio
 from ipse.errors import InputError
 from ipse.fileio import read_bytes
+from tests.conftest import run_cli
 
 DEEP = b"[" * 100_000
 
@@ -49,6 +50,19 @@ def test_deep_json_is_a_decode_error_on_both_paths() -> None:
         with pytest.raises(jsonio.JSONDecodeError, match="depth limit exceeded"):
             jsonio.loads(text)
     assert jsonio.loads(b'[["\\ud800"]]') == [["\ud800"]]  # shallow: the fallback still reads it
+
+
+@pytest.mark.parametrize("depth", [254, 255, 1000, 1024])
+def test_whatever_is_read_can_be_written_back(depth: int) -> None:
+    for text in (
+        b"[" * depth + b"]" * depth,
+        b'{"a":' * (depth - 1) + b'"\xc3\xa9"' + b"}" * (depth - 1),
+    ):
+        assert jsonio.dumps(jsonio.loads(text)) == text
+    value: object = "\ud800"  # deep, and holding a lone surrogate: written as an escape
+    for _ in range(depth - 1):
+        value = [value]
+    assert jsonio.dumps(value) == b"[" * (depth - 1) + b'"\\ud800"' + b"]" * (depth - 1)
 
 
 @pytest.mark.parametrize(
@@ -258,3 +272,57 @@ def test_a_deep_receipt_line_is_a_violation(tmp_path: Path) -> None:
     done = ipse("state", "verify", "--dir", str(folder))
     out = done.stdout.decode() + done.stderr.decode()
     assert done.returncode == 1 and "not a receipt (unreadable JSON)" in out, out
+
+
+def _deep_documents(tmp_path: Path, depth: int) -> list[Path]:
+    """A request body and a Claude Code session whose tool call input and tool result are
+    nested ``depth`` levels: valid JSON that orjson reads (up to 1024) but writes only to 254."""
+    array = "[" * depth + "]" * depth
+    obj = '{"a":' * (depth - 3) + "null" + "}" * (depth - 3)
+    messages = [
+        '{"role":"user","content":"hi"}',
+        '{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash",'
+        f'"input":{{"x":{array}}}}}],"id":"m1","model":"claude-sonnet-4-5"}}',
+        '{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1",'
+        f'"content":[{{"type":"text","text":"ok","extra":{obj}}}]}}]}}',
+        '{"role":"assistant","content":[{"type":"text","text":"done"}],"id":"m3",'
+        '"model":"claude-sonnet-4-5"}',
+        '{"role":"user","content":"next"}',
+    ]
+    body = tmp_path / f"body{depth}.json"
+    body.write_text(
+        '{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[' + ",".join(messages) + "]}"
+    )
+    session = tmp_path / f"session{depth}.jsonl"
+    records, parent = [], "null"
+    for i, message in enumerate(messages):
+        role = "assistant" if message.startswith('{"role":"assistant"') else "user"
+        records.append(
+            f'{{"type":"{role}","uuid":"u{i}","parentUuid":{parent},"sessionId":"s",'
+            f'"timestamp":"2026-01-01T00:00:0{i}Z","message":{message}}}'
+        )
+        parent = f'"u{i}"'
+    session.write_text("\n".join(records) + "\n")
+    return [body, session]
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_documents_deeper_than_orjson_writes_are_read_and_written(
+    tmp_path: Path, depth: int
+) -> None:
+    """Found by hand: 255 to 1024 levels read but crashed every command that wrote or hashed
+    them (orjson's writer stops at 254); the standard library now writes those."""
+    home = {"IPSE_HOME": str(tmp_path / "home")}
+    for path in _deep_documents(tmp_path, depth):
+        out = tmp_path / "out.json"
+        for command in (
+            ["inspect", str(path), "--json"],
+            ["prefix", str(path), "--json"],
+            ["lint", str(path)],
+            ["handoff", str(path), "--at", "now", "-o", str(out)],
+            ["report", str(path), "-o", str(tmp_path / "r.html")],
+        ):
+            done = run_cli(*command, env=home)
+            assert done.returncode in (0, 1), (command, done.stderr)
+        assert b'"name":"Bash"' not in out.read_bytes()  # the handoff removed the deep call
+        assert jsonio.loads(out.read_bytes())["messages"][-1]["content"] == "next"

@@ -7,18 +7,23 @@ as ASCII escapes, so ipse never reports valid input as broken and never crashes 
 
 Nesting is bounded the same way on both paths: orjson refuses documents deeper than 1024
 levels, and the standard-library fallback's `RecursionError` on a deep document becomes the
-same `JSONDecodeError` (``depth limit exceeded``), never a traceback.
+same `JSONDecodeError` (``depth limit exceeded``), never a traceback. orjson writes only 254
+levels, so `dumps` hands a deeper document (valid, and read without complaint) to the standard
+library: whatever ipse reads, it can write back.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import orjson
+
+from ipse.errors import InputError
 
 JSONDecodeError = orjson.JSONDecodeError
 
@@ -44,22 +49,45 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 
 
 def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:
-    """Serialize compactly (orjson's bytes); strings with lone surrogates become escapes."""
+    """Serialize compactly (orjson's bytes); strings with lone surrogates become escapes, and
+    a document nested deeper than orjson writes (254 levels, where it reads 1024) is written
+    by the standard library. Deeper than even that can: `InputError`."""
     try:
         return orjson.dumps(value, default=default, option=option)
     except TypeError as exc:
-        if "surrogates" not in str(exc):
-            raise
-        flags = option or 0
+        reason = str(exc)
+        if "surrogates" in reason:
+            return _std_dumps(value, option, default, ascii_only=True)
+        if "Recursion limit" in reason:
+            return _std_dumps(value, option, default, ascii_only=False)
+        raise
+
+
+# Levels the standard library may recurse while writing a deep document (each a small C frame).
+_WRITE_RECURSION = 5000
+
+
+def _std_dumps(value: Any, option: int | None, default: Any, *, ascii_only: bool) -> bytes:
+    flags = option or 0
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _WRITE_RECURSION))
+    try:
         text = json.dumps(
             value,
-            ensure_ascii=True,
+            ensure_ascii=ascii_only,
             separators=(",", ": ") if flags & OPT_INDENT_2 else (",", ":"),
             indent=2 if flags & OPT_INDENT_2 else None,
             sort_keys=bool(flags & OPT_SORT_KEYS),
             default=default,
         )
-        return text.encode("ascii")
+    except RecursionError:
+        raise InputError("nested too deeply to write as JSON") from None
+    finally:
+        sys.setrecursionlimit(limit)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # deep and holding lone surrogates: those as escapes
+        return _std_dumps(value, option, default, ascii_only=True)
 
 
 @contextmanager
