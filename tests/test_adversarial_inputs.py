@@ -128,3 +128,64 @@ def test_every_command_takes_odd_input(odd_session: Path, tmp_path: Path) -> Non
     prefix = _ipse("prefix", str(odd_session), "--json", home=home)
     assert prefix.returncode == 0, prefix.stderr
     assert json.loads(prefix.stdout)["requests"]
+
+
+def test_names_answer_for_any_json_value() -> None:
+    from ipse._names import Names
+
+    kinds = Names({"text", "image"})
+    assert "text" in kinds and "tool_use" not in kinds
+    found: list[object] = [[], {}, None, 7]  # what a document may hold where a name belongs
+    assert not any(value in kinds for value in found)
+    assert isinstance(kinds, frozenset) and sorted(kinds) == ["image", "text"]
+
+
+def test_a_harness_file_with_a_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
+    """Found by fuzzing: a Roo history whose truncation id is a list crashed every command."""
+    from tests.transcript import harness_cases as cases
+
+    history = cases.roo_history()
+    for message in history:
+        if message.get("isTruncationMarker"):
+            message["truncationId"] = []
+    path = cases.write_json(tmp_path / "api_conversation_history.json", history)
+    for command in (["inspect"], ["handoff", "--at", "now"], ["prefix"]):
+        done = _ipse(*command, str(path), home=tmp_path / "home")
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "a field of an unexpected kind" in done.stderr
+
+
+def test_a_lone_surrogate_in_a_tool_name_is_archived(tmp_path: Path) -> None:
+    """Found by fuzzing: SQLite (and PostgreSQL) refuse lone surrogates and NUL in text; the
+    handoff wrote its output, then crashed archiving."""
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t\u0000\ud800", "name": "B\ud800sh", "input": {}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t\u0000\ud800", "content": "ok"}
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+            {"role": "user", "content": "next"},
+        ],
+    }
+    path = tmp_path / "body.json"
+    path.write_bytes(jsonio.dumps(body))
+    home = tmp_path / "home"
+    done = _ipse("handoff", str(path), "--at", "now", "-o", str(tmp_path / "out.json"), home=home)
+    assert done.returncode == 0, done.stderr
+    listed = _ipse("archive", "list", "--json", home=home)
+    [session] = json.loads(listed.stdout)["sessions"]
+    items = json.loads(_ipse("archive", "list", session["session"], "--json", home=home).stdout)
+    [item] = items["items"]
+    assert item["tool"] == "B\\ud800sh" and item["id"] == "t\\x00\\ud800"

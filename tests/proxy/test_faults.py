@@ -203,3 +203,25 @@ def test_openai_streams_closed_early_end_with_their_error_shape(
         with pytest.raises(openai.APIError):
             list(client.chat.completions.create(model="m", messages=MESSAGES, stream=True))
         assert _health(proxy)["ok"]
+
+
+def test_a_body_of_unexpected_kinds_is_forwarded_as_it_came(proxy_factory: ProxyFactory) -> None:
+    """Found by fuzzing: a Responses item whose ``type`` is a list (next to a checkpoint call)
+    stopped the request with a 500; a body ipse cannot read is the provider's to judge."""
+    from tests.support.openai_upstream import openai_upstream
+
+    body = {
+        "model": "gpt-5",
+        "input": [
+            {"type": ["message"], "role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "cp", "name": "micro_handoff", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "cp", "output": "saved"},
+        ],
+    }
+    with openai_upstream(["ok"]) as upstream, proxy_factory(openai=upstream.url) as proxy:
+        response = httpx.post(
+            f"{proxy.url}/v1/responses", json=body, headers={"authorization": "Bearer k"}
+        )
+        assert response.status_code == 200, response.text
+        assert upstream.received[-1]["body"] == body
+        assert _health(proxy)["ok"]

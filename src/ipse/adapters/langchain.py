@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import InputError, IpseError, MissingExtra
 
 try:
@@ -80,8 +81,8 @@ from ipse.twin import TwinConfig, TwinStore, anthropic_tools, apply_turn, open_s
 log = logging.getLogger(__name__)
 
 SEPARATOR = "\n\n"
-_THINKING = frozenset({"thinking", "reasoning", "redacted_thinking"})
-_CALL_PARTS = frozenset({"tool_use", "tool_call", "function_call"})  # mirrors of ``tool_calls``
+_THINKING = Names({"thinking", "reasoning", "redacted_thinking"})
+_CALL_PARTS = Names({"tool_use", "tool_call", "function_call"})  # mirrors of ``tool_calls``
 _META = "langchain"  # Message.meta key: the index of the LangChain message it came from
 
 

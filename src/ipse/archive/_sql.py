@@ -54,16 +54,16 @@ class SqlArchive:
                     " call_sha256, result_sha256, position, source) VALUES"
                     " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
-                        session,
-                        item.id,
-                        item.kind,
-                        item.tool,
-                        preview(item),
+                        storable(session),
+                        storable(item.id),
+                        storable(item.kind),
+                        storable(item.tool),
+                        storable(preview(item)),
                         size,
                         call_sha,
                         result_sha,
                         item.message,
-                        source,
+                        storable(source),
                     ),
                 )
                 added += max(cur.rowcount, 0)
@@ -83,7 +83,7 @@ class SqlArchive:
         rows = self._driver.query(
             f"SELECT {_ITEM_COLUMNS} FROM archive_items WHERE session = ?"
             " ORDER BY position, item_id",
-            (session,),
+            (storable(session),),
         )
         return [_item(row) for row in rows]
 
@@ -98,10 +98,10 @@ class SqlArchive:
             f"SELECT {_ITEM_COLUMNS}, call_sha256, result_sha256 FROM archive_items"
             " WHERE item_id = ?"
         )
-        params: tuple[Any, ...] = (item_id,)
+        params: tuple[Any, ...] = (storable(item_id),)
         if session is not None:
             sql += " AND session = ?"
-            params = (item_id, session)
+            params = (storable(item_id), storable(session))
         rows = self._driver.query(sql + " ORDER BY session", params)
         if not rows:
             where = f" in session {session!r}" if session is not None else ""
@@ -124,6 +124,21 @@ class SqlArchive:
 
     def close(self) -> None:
         self._driver.close()
+
+
+def storable(text: str) -> str:
+    """``text`` as a database stores it: a lone surrogate (a model's output cut inside an
+    emoji, a file name that is not UTF-8) becomes its escape, and NUL, which PostgreSQL text
+    refuses, becomes ``\\x00``; the same text always maps to the same stored text, so lookups
+    find what was stored."""
+    if "\x00" not in text:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+    escaped = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return escaped.replace("\x00", "\\x00")
 
 
 def _item(row: Sequence[Any]) -> Item:

@@ -30,6 +30,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import IpseError
 from ipse.handoff._cut import CHECKPOINT_TOOL
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, HandoffOptions, run
@@ -398,7 +399,7 @@ def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
     return len(tail)
 
 
-_THINKING = frozenset({"thinking", "redacted_thinking"})
+_THINKING = Names({"thinking", "redacted_thinking"})
 
 
 def _without_thinking(tail: Sequence[Any], before: Any = None) -> tuple[list[Any], int]:

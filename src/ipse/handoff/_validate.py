@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
+from ipse._names import Names
 from ipse.errors import UsageError
 from ipse.transcript._model import Conversation, Message, Text, Thinking, ToolCall, ToolResult
 
@@ -39,8 +40,8 @@ ProblemCode: TypeAlias = Literal[
 ]
 PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 
-_ANTHROPIC_ROLES = frozenset({"user", "assistant", "system"})
-_OPENAI_ROLES = frozenset({"user", "assistant", "tool", "system", "developer"})
+_ANTHROPIC_ROLES = Names({"user", "assistant", "system"})
+_OPENAI_ROLES = Names({"user", "assistant", "tool", "system", "developer"})
 _RESPONSES_ROLES = _OPENAI_ROLES
 
 

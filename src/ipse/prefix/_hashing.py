@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.prefix._columns import Column, InputWhere, OverlayTtls, backing
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._rules import Rules
@@ -33,8 +34,8 @@ from ipse.transcript._stats import without_payloads
 # history / input (message, block).
 Locator: TypeAlias = tuple[str, int, int]
 
-_IMAGE_TYPES = frozenset({"image", "image_url", "input_image", "document"})
-_RUN_KINDS = frozenset({"tool_use", "tool_result"})
+_IMAGE_TYPES = Names({"image", "image_url", "input_image", "document"})
+_RUN_KINDS = Names({"tool_use", "tool_result"})
 _MESSAGES = ("history", "input")  # the layers of message positions
 
 
@@ -176,7 +177,7 @@ def _as_text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
 
 
-_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_TEXT_PARTS = Names({"text", "input_text", "output_text"})
 
 
 def _rendered_text(block: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -332,7 +333,7 @@ class Flattener:
         message only to look it up doubles the cost of hashing its blocks."""
         if not isinstance(message, Mapping):
             return self._blocks([message], b"?:")
-        salt = f"{message.get('role', message.get('type', ''))}:".encode()
+        salt = f"{message.get('role', message.get('type', ''))}:".encode("utf-8", "surrogatepass")
         build: Callable[[], _Seg]
         if per_message:  # OpenAI and vLLM: one position per message (or input item)
             build = lambda: self._one_message(message, salt)  # noqa: E731

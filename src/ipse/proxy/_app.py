@@ -527,8 +527,13 @@ async def _forward(state: ProxyState, request: Request) -> Response:
         except (jsonio.JSONDecodeError, ValueError):
             parsed = None  # forwarded as it is: the provider answers in its own words
         if isinstance(parsed, dict):
-            key = conversation_key(lowered, parsed, dialect)
-            rewrite = await _rewrite(state, parsed, dialect, key, len(body))
+            try:
+                key = conversation_key(lowered, parsed, dialect)
+                rewrite = await _rewrite(state, parsed, dialect, key, len(body))
+            except Exception as exc:  # a body ipse cannot read is forwarded as it came
+                _log.warning("ipse proxy: %s %s: not rewritten: %s", request.method, path, exc)
+                key, rewrite = None, None
+        if rewrite is not None and key is not None:
             if rewrite.applied:
                 assert rewrite.body is not None
                 sent = jsonio.dumps(rewrite.body)

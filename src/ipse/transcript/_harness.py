@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ipse.errors import InputError, IpseError
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Conversation
 
@@ -14,7 +15,22 @@ HARNESS_FORMATS = ("cline", "swe-agent", "mini-swe-agent", "openhands", "gemini-
 
 def read_harness(path: Path, name: str, warnings: list[str]) -> Conversation:
     """The conversation of a harness file (or OpenHands conversation folder) in the named
-    format."""
+    format. These formats are undocumented and change between versions: a field of a kind the
+    reader does not expect (a list where a string was, an object where a list was) is bad
+    input, said in one line, never a crash."""
+    try:
+        return _read(path, name, warnings)
+    except IpseError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        detail = f"{type(exc).__name__}: {exc}"[:200]
+        raise InputError(
+            f"not a {name} file ipse can read: a field of an unexpected kind ({detail})",
+            path=path,
+        ) from exc
+
+
+def _read(path: Path, name: str, warnings: list[str]) -> Conversation:
     if name == "openhands" and path.is_dir():
         from ipse.transcript.formats.openhands import read_folder
 

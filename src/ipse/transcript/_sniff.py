@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import InputError, UnknownFormat
 from ipse.fileio import read_lines
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
@@ -35,7 +36,7 @@ FORMATS = (
     "gemini-cli",
 )
 
-_ANTHROPIC_BLOCKS = frozenset(
+_ANTHROPIC_BLOCKS = Names(
     {
         "tool_use",
         "tool_result",
@@ -48,10 +49,8 @@ _ANTHROPIC_BLOCKS = frozenset(
         "container_upload",
     }
 )
-_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
-_CODEX_TYPES = frozenset(
-    {"session_meta", "response_item", "turn_context", "event_msg", "compacted"}
-)
+_OPENAI_PARTS = Names({"image_url", "input_audio", "file", "refusal"})
+_CODEX_TYPES = Names({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
 
 
 def body_dialect(body: Mapping[str, Any]) -> Dialect:

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.transcript._jsonl import JsonlRecord
 
-JOURNAL_TYPES = frozenset({"api-request-shape", "api-request-blob", "api-request"})
+JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import InputError
 from ipse.transcript._jsonl import iter_jsonl, parse_json
 from ipse.transcript._model import (
@@ -59,7 +60,7 @@ from ipse.transcript._model import (
 )
 from ipse.transcript._origin import classify_user_text
 
-_UI_ONLY = frozenset({"info", "error", "warning"})
+_UI_ONLY = Names({"info", "error", "warning"})
 
 
 def looks_like_session(record: Mapping[str, Any]) -> bool:

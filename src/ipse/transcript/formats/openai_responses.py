@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import InputError
 from ipse.transcript._model import (
     Block,
@@ -38,12 +39,10 @@ from ipse.transcript._model import (
 )
 from ipse.transcript._origin import classify_user_text
 
-CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-OUTPUT_TYPES = frozenset(
-    {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-)
+CALL_TYPES = Names({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUT_TYPES = Names({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 # Tools the provider runs itself: a call item with no output item in the input.
-HOSTED_TYPES = frozenset(
+HOSTED_TYPES = Names(
     {
         "web_search_call",
         "file_search_call",
@@ -54,7 +53,7 @@ HOSTED_TYPES = frozenset(
         "mcp_list_tools",
     }
 )
-_PART_TYPES = frozenset({"refusal", "text", "summary_text"})
+_PART_TYPES = Names({"refusal", "text", "summary_text"})
 _STRUCTURE_KEYS = ("instructions", "input", "tools")
 
 

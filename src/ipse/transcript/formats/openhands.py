@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import InputError
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import (
@@ -80,7 +81,7 @@ from ipse.transcript._model import (
     ToolResult,
 )
 
-_NOT_MESSAGES = frozenset(
+_NOT_MESSAGES = Names(
     {
         "change_agent_state",
         "agent_state_changed",
@@ -99,7 +100,7 @@ _NOT_MESSAGES = frozenset(
         "send_pr",
     }
 )
-_ERROR_OBSERVATIONS = frozenset({"error", "user_rejected"})
+_ERROR_OBSERVATIONS = Names({"error", "user_rejected"})
 
 
 def looks_like_openhands(items: Sequence[Any]) -> bool:

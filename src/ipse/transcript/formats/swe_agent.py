@@ -42,11 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._names import Names
 from ipse.errors import InputError
 from ipse.transcript._model import Conversation
 from ipse.transcript.formats import openai_chat
 
-CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+CHAT_ROLES = Names({"system", "developer", "user", "assistant", "tool"})
 _CHAT_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
