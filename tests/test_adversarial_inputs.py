@@ -189,3 +189,65 @@ def test_a_lone_surrogate_in_a_tool_name_is_archived(tmp_path: Path) -> None:
     items = json.loads(_ipse("archive", "list", session["session"], "--json", home=home).stdout)
     [item] = items["items"]
     assert item["tool"] == "B\\ud800sh" and item["id"] == "t\\x00\\ud800"
+
+
+def test_record_ids_of_another_kind_link_to_nothing(tmp_path: Path) -> None:
+    """Found by fuzzing real sessions: a ``parentUuid``, ``uuid`` or ``message.id`` that is a list
+    crashed reading the record tree (main thread and sidechains)."""
+    lines = [
+        _record("user", "u1", None, {"role": "user", "content": "start"}),
+        json.dumps(  # ASCII JSON: the model name's lone surrogate as its escape
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "parentUuid": "u1",
+                "timestamp": "2026-01-01T00:00:01Z",
+                "message": {
+                    "role": "assistant",
+                    "id": ["m1"],
+                    "model": "claude-\ud83d",
+                    "content": "ok",
+                },
+            }
+        ),
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": ["x"],
+                "parentUuid": ["a1"],
+                "message": {"role": "user", "content": "odd"},
+            }
+        ),
+        _record("user", "s1", "a1", {"role": "user", "content": "side"}, isSidechain=True),
+        json.dumps(
+            {
+                "type": "assistant",
+                "uuid": "s2",
+                "parentUuid": {"a": 1},
+                "isSidechain": True,
+                "message": {"role": "assistant", "content": "x"},
+            }
+        ),
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "u2",
+                "parentUuid": "a1",
+                "message": {"role": "user", "content": "the \ud83d end"},
+            }
+        ),  # ASCII JSON: the lone surrogate as its escape
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    home = tmp_path / "home"
+    for command in (
+        ["inspect", str(path), "--json"],
+        ["inspect", str(path), "--thread", "sidechain-1"],
+        ["prefix", str(path)],
+        ["handoff", str(path), "--at", "now", "-o", str(tmp_path / "out.json")],
+        ["report", str(path), "-o", str(tmp_path / "r.html")],
+    ):
+        done = _ipse(*command, home=home)
+        assert done.returncode in (0, 1, 2), (command, done.stderr)
+        assert "internal error" not in done.stderr, (command, done.stderr)
+    assert "claude-\\ud83d" in (tmp_path / "r.html").read_text()

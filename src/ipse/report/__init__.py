@@ -17,7 +17,9 @@ def write_report(data: ReportData, output: str | Path) -> int:
     """Write the page for ``data`` to ``output``; the number of bytes written."""
     from ipse.fileio import atomic_write
 
-    page = render(data).encode("utf-8")
+    # a lone surrogate from the session (a model's output cut inside an emoji) shows as its
+    # escape: UTF-8 has no bytes for it
+    page = render(data).encode("utf-8", "backslashreplace")
     atomic_write(Path(output), page)
     return len(page)
 

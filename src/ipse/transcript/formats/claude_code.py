@@ -123,10 +123,10 @@ class ClaudeCodeSession:
 
     def _sidechain_roots(self) -> list[str]:
         records = self._sidechain_records()
-        uuids = {r.data.get("uuid") for r in records}
+        uuids = {_id(r.data.get("uuid")) for r in records}
         roots: list[str] = []
         for record in records:
-            parent = record.data.get("parentUuid")
+            parent = _id(record.data.get("parentUuid"))
             uuid = record.data.get("uuid")
             if isinstance(uuid, str) and (parent is None or parent not in uuids):
                 roots.append(uuid)
@@ -190,7 +190,7 @@ def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
 
 def _members(records: list[JsonlRecord], root: str) -> list[JsonlRecord]:
     """The records whose ancestry reaches ``root``."""
-    parent_of = {r.data.get("uuid"): r.data.get("parentUuid") for r in records}
+    parent_of = {_id(r.data.get("uuid")): _id(r.data.get("parentUuid")) for r in records}
     cache: dict[Any, bool] = {root: True}
 
     def reaches(uuid: Any) -> bool:
@@ -204,7 +204,13 @@ def _members(records: list[JsonlRecord], root: str) -> list[JsonlRecord]:
             cache[item] = result
         return result
 
-    return [r for r in records if reaches(r.data.get("uuid"))]
+    return [r for r in records if reaches(_id(r.data.get("uuid")))]
+
+
+def _id(value: Any) -> str | None:
+    """A record id (``uuid``, ``parentUuid``) when it is a string, else None: a record whose id
+    is a list or an object links to nothing."""
+    return value if isinstance(value, str) else None
 
 
 def _live_path(records: list[JsonlRecord]) -> list[JsonlRecord]:
@@ -258,13 +264,12 @@ def _with_parallel_siblings(
         r.data["message"].get("id")
         for r in assistants
         if isinstance(r.data.get("message"), Mapping)
+        and isinstance(r.data["message"].get("id"), str)
     }
-    response_ids.discard(None)
     if not response_ids:
         return live
     on_path = {id(r) for r in live}
-    attached = {r.data.get("uuid") for r in live}
-    attached.discard(None)
+    attached = {r.data["uuid"] for r in live if isinstance(r.data.get("uuid"), str)}
     calls = {i for r in assistants for i in _record_calls(r)}
     answered = {i for r in live if r.data.get("type") == "user" for i in _result_ids(r)}
     extra: list[JsonlRecord] = []
@@ -273,12 +278,14 @@ def _with_parallel_siblings(
         kind = data.get("type")
         if kind not in _MESSAGE_TYPES:  # (progress, snapshots, ...: never added)
             continue
-        if id(record) in on_path or data.get("parentUuid") not in attached:
+        parent = data.get("parentUuid")
+        if id(record) in on_path or not isinstance(parent, str) or parent not in attached:
             continue
         payload = data.get("message")
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
-            if payload.get("id") not in response_ids or ids & calls:
+            response_id = payload.get("id")
+            if not isinstance(response_id, str) or response_id not in response_ids or ids & calls:
                 continue  # another response, or a copy of a call already on the path
             calls |= ids
         elif kind == "user":
