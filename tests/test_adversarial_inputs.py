@@ -251,3 +251,23 @@ def test_record_ids_of_another_kind_link_to_nothing(tmp_path: Path) -> None:
         assert done.returncode in (0, 1, 2), (command, done.stderr)
         assert "internal error" not in done.stderr, (command, done.stderr)
     assert "claude-\\ud83d" in (tmp_path / "r.html").read_text()
+
+
+def test_a_tool_call_whose_function_is_not_an_object_is_counted(tmp_path: Path) -> None:
+    """Found by fuzzing: counting a chat message whose call's ``function`` is a list crashed."""
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": ["x"]}],
+            },
+            {"role": "user", "content": "go"},
+        ],
+    }
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    done = _ipse("prefix", str(path), "--tokenizer", "o200k", home=tmp_path / "home")
+    assert done.returncode == 0, done.stderr

@@ -226,8 +226,9 @@ def block_text(raw: Any) -> str:
             parts = [block_text(p) for p in raw["content"]]
         calls = raw.get("tool_calls")
         for call in calls if isinstance(calls, list) else ():
-            function = call.get("function", {}) if isinstance(call, Mapping) else {}
-            parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
         return "\n".join(parts)
     return _dumps(without_payloads(raw)).decode()
 
