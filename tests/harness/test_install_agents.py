@@ -313,3 +313,24 @@ def test_a_config_nested_too_deep_is_refused_and_left_alone(
         assert done.returncode in (0, 2), done.stderr
         assert "internal error" not in done.stderr, done.stderr
         assert snapshot(project, home) == before
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+@pytest.mark.parametrize("blank", ["", "\n", "  \n\n"])
+def test_a_blank_config_comes_back_blank(
+    cli: CliRun, homes: tuple[Path, Path], agent: str, blank: str
+) -> None:
+    """Found by fuzzing: a config file that existed but was empty came back as ``{}``."""
+    project, home = homes
+    config, _, settings_file = _files(agent, project, home, user=False)
+    _write(config, blank)
+    if settings_file is not None:
+        _write(settings_file, blank)
+    before = snapshot(project, home)
+    assert cli("uninstall", "--agent", agent, cwd=project).returncode == 0  # nothing installed
+    assert snapshot(project, home) == before
+    proxy = ["--proxy"] if agent == "claude-code" else []
+    assert cli("install", "--agent", agent, *proxy, cwd=project).returncode == 0
+    assert "mcpServers" in config.read_text()
+    assert cli("uninstall", "--agent", agent, cwd=project).returncode == 0
+    assert snapshot(project, home) == before

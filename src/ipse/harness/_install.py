@@ -205,9 +205,25 @@ def _write(path: Path, old: str | None, new: str | None) -> Change:
 
 
 def _json_text(path: Path, text: str | None) -> str:
-    if text is None or not text.strip():
+    """The config to edit: a missing file is an empty object; a blank one keeps its blank
+    text before the object, so that uninstall can give it back (`_blank_again`)."""
+    if text is None:
         return "{}\n"
+    if not text.strip():
+        return text + "{}\n"
     jsonedit.parse(text, path)
+    return text
+
+
+def _blank(text: str | None) -> bool:
+    return text is not None and not text.strip()
+
+
+def _blank_again(text: str, was_blank: bool) -> str:
+    """After uninstall: the blank text a file held before install, when it held one and ipse
+    left an empty object behind."""
+    if was_blank and _is_empty_object(text):
+        return text[: len(text) - len(text.lstrip())]
     return text
 
 
@@ -235,6 +251,8 @@ def install_agent(
         attrs["config"] = "new"
         if not where.config.parent.exists():
             attrs["dir"] = "new"
+    elif _blank(old_config) and agent != "codex":
+        attrs["config"] = "blank"
     if agent == "codex":
         writes.append((where.config, old_config, _codex_config(where.config, old_config, proxy)))
     else:
@@ -305,6 +323,8 @@ def _claude_proxy(path: Path, attrs: dict[str, str]) -> tuple[Path, str | None, 
         attrs["settings"] = "new"
         if not path.parent.exists():
             attrs["settings_dir"] = "new"
+    elif _blank(old):
+        attrs["settings"] = "blank"
     text = _json_text(path, old)
     value, _ = jsonedit.parse(text, path)
     env = value.get("env")
@@ -343,7 +363,7 @@ def uninstall_agent(agent: str, root: Path, *, user: bool = False) -> list[Chang
     attrs = found[2] if found else {}
     changes: list[Change] = []
     old_config = _read(where.config)
-    if old_config is not None:
+    if old_config is not None and (agent == "codex" or not _blank(old_config)):
         if agent == "codex":
             new = tomledit.remove_top_key(tomledit.remove_toml_block(old_config), _PROVIDER_LINE)
             gone = attrs.get("config") == "new" and new == ""
@@ -357,6 +377,7 @@ def uninstall_agent(agent: str, root: Path, *, user: bool = False) -> list[Chang
                 else old_config
             )
             gone = attrs.get("config") == "new" and _is_empty_object(new)
+            new = _blank_again(new, attrs.get("config") == "blank")
         if new != old_config:
             changes.append(_write(where.config, old_config, None if gone else new))
     if where.settings is not None and (attrs.get("proxy") == "1" or not found):
@@ -379,7 +400,7 @@ def _remove_dir_if_empty(folder: Path, allowed: bool) -> None:
 
 def _uninstall_claude_proxy(path: Path, attrs: dict[str, str]) -> list[Change]:
     old = _read(path)
-    if old is None:
+    if old is None or _blank(old):  # nothing of ipse's in it
         return []
     value, _ = jsonedit.parse(old, path)
     text = old
@@ -394,6 +415,7 @@ def _uninstall_claude_proxy(path: Path, attrs: dict[str, str]) -> list[Change]:
         text = jsonedit.remove_items(text, ["hooks", "SessionStart"], group)
     created = [k for k, name in _ATTR_OF.items() if attrs.get(name) == "new"]
     text = jsonedit.prune(text, ["hooks", "SessionStart"], created)
+    text = _blank_again(text, attrs.get("settings") == "blank")
     if text == old:
         return []
     gone = attrs.get("settings") == "new" and _is_empty_object(text)
