@@ -38,7 +38,7 @@ from tests.support.generated import (
     rollout_records,
 )
 
-from bigsession import report
+from bigsession import compile_ipse, report
 
 
 def _sized(records: Iterator[dict[str, Any]], path: Path, target: int) -> None:
@@ -98,6 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.source:
         os.environ["PYTHONPATH"] = str(Path(args.source).resolve())
+    compile_ipse()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for kind in args.kinds:

@@ -28,6 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bigsession import compile_ipse
+
 REPO = Path(__file__).resolve().parents[1]
 BIG = (
     REPO / ".." / "shared" / "data" / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
@@ -73,6 +77,7 @@ def main() -> None:
     parser.add_argument("-m", dest="module", action="store_true", help="run python -m ipse")
     args = parser.parse_args()
     session: Path = args.session.resolve()
+    compile_ipse()
     ipse = ipse_command(args.module)
     work = Path(tempfile.mkdtemp(prefix="ipse-startup-"))
     env = {**os.environ, "IPSE_HOME": str(work / "home")}
