@@ -89,3 +89,32 @@ def test_the_folder_comes_from_dir_then_the_environment(monkeypatch: pytest.Monk
     monkeypatch.setenv("IPSE_STATE_DIR", "from-env")
     assert hook_folder(hook) == Path("from-env")
     assert hook_folder([*hook, "--dir=x"]) == Path("x")
+
+
+@pytest.mark.parametrize(
+    ("argv", "collecting"),
+    [
+        (["prefix", "s.jsonl"], False),
+        (["--version"], False),
+        (["proxy", "serve"], True),
+        (["mcp", "--transport", "stdio"], True),
+    ],
+)
+def test_one_shot_commands_run_without_the_cyclic_collector(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], collecting: bool
+) -> None:
+    """A command that runs once keeps its input until it exits: the collector would only walk
+    it again and again. The servers keep collecting."""
+    import gc
+
+    from ipse.cli import main as cli_main
+
+    seen: list[bool] = []
+    monkeypatch.setattr(sys, "argv", ["ipse", *argv])
+    monkeypatch.setattr(cli_main, "main", lambda: seen.append(gc.isenabled()))
+    monkeypatch.setattr(cli_main.signal, "signal", lambda *_: None)  # this process keeps its own
+    try:
+        cli_main.entry()
+    finally:
+        gc.enable()
+    assert seen == [collecting]

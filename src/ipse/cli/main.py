@@ -14,6 +14,7 @@ Commands live one group per module under ``ipse.cli`` and are imported only when
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import logging
 import os
@@ -166,12 +167,22 @@ def _notes_to_stderr() -> None:
         logger.propagate = False
 
 
+# Commands that keep running (servers): everything else runs once and exits.
+_SERVERS = frozenset({"proxy", "mcp"})
+
+
 def entry() -> None:
     """The ``ipse`` executable: `main`, ending quietly when its output pipe closes."""
     if hasattr(signal, "SIGPIPE"):
         # Output piped into `head` and cut short: stop quietly, as other command-line tools do
         # (click would report it as exit code 1, which here means "a check found a problem").
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    if command not in _SERVERS:
+        # A command that runs once keeps what it read until it exits, and parsed JSON holds no
+        # reference cycles: the cyclic collector would only walk a large input again and again
+        # (about a tenth of a handoff's CPU). The servers keep it.
+        gc.disable()
     main()
 
 
