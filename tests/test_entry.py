@@ -112,7 +112,7 @@ def test_one_shot_commands_run_without_the_cyclic_collector(
     seen: list[bool] = []
     monkeypatch.setattr(sys, "argv", ["ipse", *argv])
     monkeypatch.setattr(cli_main, "main", lambda: seen.append(gc.isenabled()))
-    monkeypatch.setattr(cli_main.signal, "signal", lambda *_: None)  # this process keeps its own
+    monkeypatch.setattr("signal.signal", lambda *_: None)  # this process keeps its own
     try:
         cli_main.entry()
     finally:
