@@ -140,8 +140,9 @@ def test_names_answer_for_any_json_value() -> None:
     assert isinstance(kinds, frozenset) and sorted(kinds) == ["image", "text"]
 
 
-def test_a_harness_file_with_a_field_of_another_kind_is_one_line(tmp_path: Path) -> None:
-    """Found by fuzzing: a Roo history whose truncation id is a list crashed every command."""
+def test_a_harness_file_with_an_id_of_another_kind_is_read(tmp_path: Path) -> None:
+    """Found by fuzzing: a Roo history whose truncation id is a list crashed every command; an
+    id of another kind now links nothing, and the rest of the file is read."""
     from tests.transcript import harness_cases as cases
 
     history = cases.roo_history()
@@ -151,8 +152,25 @@ def test_a_harness_file_with_a_field_of_another_kind_is_one_line(tmp_path: Path)
     path = cases.write_json(tmp_path / "api_conversation_history.json", history)
     for command in (["inspect"], ["handoff", "--at", "now"], ["prefix"]):
         done = _ipse(*command, str(path), home=tmp_path / "home")
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.count("\n") == 1 and "a field of an unexpected kind" in done.stderr
+        assert done.returncode == 0, done.stderr
+
+
+def test_any_other_shape_surprise_in_a_harness_file_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a reader does not expect in these undocumented formats is bad input, never a
+    crash: the error names the format and the file."""
+    from ipse.transcript.formats import swe_agent
+    from tests.transcript import harness_cases as cases
+
+    def surprised(*_: Any, **__: Any) -> Any:
+        raise KeyError("a key the reader counted on")
+
+    monkeypatch.setattr(swe_agent, "read_trajectory", surprised)
+    path = cases.write_json(tmp_path / "traj.json", cases.mini_swe_agent_traj())
+    done = _ipse("inspect", str(path), home=tmp_path / "home")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not a mini-swe-agent file ipse can read" in done.stderr and "KeyError" in done.stderr
 
 
 def test_a_lone_surrogate_in_a_tool_name_is_archived(tmp_path: Path) -> None:

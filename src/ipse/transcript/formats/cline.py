@@ -126,7 +126,7 @@ def effective_history(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, Map
     if last_summary is not None:
         indexed = indexed[last_summary:]
         calls = {
-            block.get("id")
+            _name(block.get("id"))
             for _, m in indexed
             if m.get("role") == "assistant"
             for block in _blocks(m)
@@ -142,7 +142,7 @@ def effective_history(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, Map
                     if not (
                         isinstance(b, Mapping)
                         and b.get("type") == "tool_result"
-                        and b.get("tool_use_id") not in calls
+                        and _name(b.get("tool_use_id")) not in calls
                     )
                 ]
                 if not left:
@@ -153,15 +153,21 @@ def effective_history(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, Map
         indexed = kept
         summaries: set[Any] = set()
     else:
-        summaries = {m.get("condenseId") for _, m in indexed if m.get("isSummary")}
-    markers = {m.get("truncationId") for _, m in indexed if m.get("isTruncationMarker")}
+        summaries = {_name(m.get("condenseId")) for _, m in indexed if m.get("isSummary")}
+    markers = {_name(m.get("truncationId")) for _, m in indexed if m.get("isTruncationMarker")}
     summaries.discard(None)
     markers.discard(None)
     return [
         (i, m)
         for i, m in indexed
-        if m.get("condenseParent") not in summaries and m.get("truncationParent") not in markers
+        if _name(m.get("condenseParent")) not in summaries
+        and _name(m.get("truncationParent")) not in markers
     ]
+
+
+def _name(value: Any) -> str | None:
+    """An id Roo Code links messages by, when it is a string (else it links nothing)."""
+    return value if isinstance(value, str) else None
 
 
 _RESULT_RE = re.compile(r"\[([A-Za-z0-9_.-]+)(?: for [^\n]*)?\] Result:")

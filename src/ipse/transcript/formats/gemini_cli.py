@@ -156,7 +156,8 @@ def read_session(path: str | Path, data: bytes) -> Conversation:
 
 def _gemini_record(record: Mapping[str, Any], meta: dict[str, Any]) -> list[Message]:
     blocks: list[Block] = []
-    for thought in record.get("thoughts") or []:
+    thoughts = record.get("thoughts")
+    for thought in thoughts if isinstance(thoughts, list) else ():
         if isinstance(thought, Mapping):
             subject, description = thought.get("subject"), thought.get("description")
             text = "\n\n".join(str(t) for t in (subject, description) if t)

@@ -221,7 +221,9 @@ class _Builder:
         response_id = response.get("id") if isinstance(response, Mapping) else None
         if isinstance(response, Mapping) and isinstance(response.get("model"), str):
             self.model = response["model"]
-        self.calls[event.get("id")] = call_id
+        event_id = event.get("id")
+        if isinstance(event_id, int | str):  # (an id of another kind names no event)
+            self.calls[event_id] = call_id
         blocks: list[Block] = []
         thought = args.get("thought")
         if isinstance(thought, str) and thought:
@@ -238,7 +240,8 @@ class _Builder:
         kind = str(event.get("observation"))
         content = _text(event.get("content"))
         tool = event.get("tool_call_metadata")
-        call_id = self.calls.get(event.get("cause"))
+        cause = event.get("cause")
+        call_id = self.calls.get(cause) if isinstance(cause, int | str) else None
         if call_id is None and isinstance(tool, Mapping) and tool.get("tool_call_id"):
             call_id = str(tool["tool_call_id"])
             if call_id not in self.calls.values():
