@@ -107,24 +107,11 @@ def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
 def sha256_of(path: str | Path, *, limit: int | None = None) -> tuple[str, int]:
     """The sha256 (hex) and size of a regular file, read in chunks (never held whole), under
     the same refusals and size limit as `read_bytes`."""
-    p = Path(path)
-    most = max_input_bytes() if limit is None else limit
-    fd, size = _open_regular(p)
-    if size > most:
-        os.close(fd)
-        raise _too_large(p, size, most)
-    os.set_blocking(fd, True)
     digest = hashlib.sha256()
     read = 0
-    try:
-        with os.fdopen(fd, "rb", buffering=0) as handle:
-            while chunk := handle.read(_CHUNK_BYTES):
-                read += len(chunk)
-                if read > most:  # grew while being read
-                    raise _too_large(p, read, most)
-                digest.update(chunk)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+    for chunk in read_chunks(path, limit=limit):
+        digest.update(chunk)
+        read += len(chunk)
     return digest.hexdigest(), read
 
 
@@ -141,10 +128,9 @@ _REPORT_BYTES = 1 << 20
 _CHUNK_BYTES = 4 << 20
 
 
-def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
-    """The lines of a regular file without their newlines, one at a time, under the same size
-    limit as `read_bytes` (as ``data.split(b"\\n")`` would give them, less the empty piece after
-    a final newline). The file is read in chunks of a few MB and never held whole."""
+def read_chunks(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
+    """A regular file in chunks of a few MB (never held whole), under the same refusals and
+    size limit as `read_bytes`; progress is reported past the first MB."""
     p = Path(path)
     most = max_input_bytes() if limit is None else limit
     fd, size = _open_regular(p)
@@ -154,7 +140,6 @@ def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]
     os.set_blocking(fd, True)
     read = 0
     label = f"reading {p.name}"
-    pending: list[bytes] = []  # the start of a line that runs past the chunks read so far
     try:
         with os.fdopen(fd, "rb", buffering=0) as handle:
             while chunk := handle.read(_CHUNK_BYTES):
@@ -163,20 +148,29 @@ def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]
                     raise _too_large(p, read, most)
                 if read >= _REPORT_BYTES:
                     progress.update(label, read, size)
-                if b"\n" not in chunk:
-                    pending.append(chunk)
-                    continue
-                lines = chunk.split(b"\n")
-                if pending:
-                    pending.append(lines[0])
-                    lines[0] = b"".join(pending)
-                pending = [lines.pop()]
-                yield from lines
-            if pending and pending != [b""]:
-                yield b"".join(pending)
+                yield chunk
             progress.update(label, read, size)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+
+
+def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a regular file without their newlines, one at a time, under the same size
+    limit as `read_bytes` (as ``data.split(b"\\n")`` would give them, less the empty piece after
+    a final newline). The file is read in chunks of a few MB and never held whole."""
+    pending: list[bytes] = []  # the start of a line that runs past the chunks read so far
+    for chunk in read_chunks(path, limit=limit):
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        lines = chunk.split(b"\n")
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+        pending = [lines.pop()]
+        yield from lines
+    if pending and pending != [b""]:
+        yield b"".join(pending)
 
 
 def _too_large(p: Path, size: int, most: int) -> InputError:
