@@ -64,11 +64,11 @@ _LINE_BYTES = st.lists(st.sampled_from([b"a", b"\n", b"{}", b"\xe2\x82\xac", b"\
 
 @settings(max_examples=300, deadline=None)
 @given(pieces=_LINE_BYTES, chunk=st.integers(min_value=1, max_value=7))
-def test_read_lines_splits_like_split_across_chunk_edges(
+def test_read_lines_splits_like_split_across_buffer_edges(
     tmp_path_factory: pytest.TempPathFactory, pieces: list[bytes], chunk: int
 ) -> None:
-    """Whatever the chunk size, the lines are those of ``split(b"\\n")`` (less the empty piece
-    after a final newline): a line that spans many chunks comes back whole."""
+    """Whatever the buffer size, the lines are those of ``split(b"\\n")`` (less the empty piece
+    after a final newline): a line that spans many buffers comes back whole."""
     data = b"".join(pieces)
     path = tmp_path_factory.mktemp("lines") / "f.jsonl"
     path.write_bytes(data)
@@ -76,5 +76,5 @@ def test_read_lines_splits_like_split_across_chunk_edges(
     if expected[-1] == b"":
         expected.pop()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fileio, "_CHUNK_BYTES", chunk)
+        patch.setattr(fileio, "_LINE_BUFFER", chunk)
         assert list(fileio.read_lines(path)) == expected
