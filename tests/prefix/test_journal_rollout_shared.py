@@ -25,6 +25,10 @@ _ODD_PATHS = [
     ["messages", 0, "content", 0],
     ["messages", 1, "content", 0],
     ["messages", -1, "content", 0],
+    ["messages", -1, "content", -1],
+    ["messages", -2, "content", -1],
+    ["messages", 0, "content", -3],
+    ["messages", -9, "content", 0],
     ["messages", 0, "content", 7],
     ["messages", 1],
     ["messages", 2, "content"],
@@ -128,6 +132,19 @@ def test_a_long_journaled_session_shares_one_history(tmp_path: Path) -> None:
     bases = {id(r.body.base) for r in requests if isinstance(r.body, SharedHistory)}
     assert len(bases) == 1
     assert all(isinstance(r.body, SharedHistory) and r.body.overlay for r in requests)
+    _same_analysis(requests, "anthropic")
+
+
+def test_marks_counted_from_the_end_keep_the_history_shared(tmp_path: Path) -> None:
+    """Breakpoints written with indexes from the end (``["messages", -1, "content", -1]``)
+    are plain ones: each request stays a view of the one shared list, not a copy of it."""
+    path = tmp_path / "session.jsonl"
+    marks = [["messages", -1, "content", -1], ["messages", -3, "content", 0]]
+    write_jsonl(path, journaled_records([Turn(f"t{i}", marks=marks) for i in range(30)]))
+    requests = read_requests(path).requests
+    assert len(requests) == 30
+    assert all(isinstance(r.body, SharedHistory) and r.body.overlay for r in requests)
+    assert len({id(r.body.base) for r in requests if isinstance(r.body, SharedHistory)}) == 1
     _same_analysis(requests, "anthropic")
 
 

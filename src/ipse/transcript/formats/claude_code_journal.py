@@ -288,29 +288,36 @@ def _plain_breakpoints(
     marks: Sequence[Any], history: Sequence[Any], count: int
 ) -> tuple[tuple[int, int, Mapping[str, Any]], ...] | None:
     """The marks as (message, block, value) when each is a plain ``["messages", i,
-    "content", j]`` on a block object (marks that place nothing are left out); None when
-    some mark is of another kind (the messages are then built as sent)."""
+    "content", j]`` on a block object (marks that place nothing are left out; an index
+    counted from the end, ``-1``, is read as it places); None when some mark is of another
+    kind (the messages are then built as sent, a copy per request)."""
     out: list[tuple[int, int, Mapping[str, Any]]] = []
     for mark in marks:
         path, value = mark["path"], mark.get("value")
         if not isinstance(value, dict) or len(path) != 4 or path[2] != "content":
             return None
         i, j = path[1], path[3]
-        if type(i) is not int or type(j) is not int or not 0 <= i < count or j < 0:
+        if type(i) is not int or type(j) is not int:
             return None
+        if i < 0:
+            i += count
+        if not 0 <= i < count:
+            continue  # no such message: the mark places nothing
         message = history[i]
         if not isinstance(message, dict):
             return None
         content = message.get("content")
         if isinstance(content, str):
-            if j:
+            if j not in (0, -1):
                 return None  # the string would become a list, and nothing placed
-            out.append((i, j, value))
+            out.append((i, 0, value))
         elif isinstance(content, list):
-            if j < len(content) and isinstance(content[j], dict):
+            if j < 0:
+                j += len(content)
+            if 0 <= j < len(content):
+                if not isinstance(content[j], dict):
+                    return None
                 out.append((i, j, value))
-            elif j < len(content):
-                return None
         else:
             return None
     return tuple(out)
