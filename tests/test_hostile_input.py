@@ -173,6 +173,46 @@ def test_state_commands_refuse_non_utf8_arguments(tmp_path: Path) -> None:
     assert after == {k: v for k, v in before.items() if k != ".lock"}
 
 
+def test_state_and_twin_text_with_a_lone_surrogate_is_refused_by_the_library(
+    tmp_path: Path,
+) -> None:
+    """What the MCP tools (and any caller) hand the library directly: a lone surrogate (a
+    tool call's JSON escape ``\\ud800``) is one `InputError`, and nothing is written."""
+    from ipse.statedir import add_invariant, checkpoint, init, set_next
+    from ipse.twin._state import TwinState
+    from ipse.twin._transitions import apply_op
+
+    folder = tmp_path / "state"
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        init(folder, "goal \ud800")
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        init(folder, "goal", done="\udcff")
+    assert not (folder / ".wal").exists()
+    init(folder, "goal")
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    for call in (
+        lambda: set_next(folder, "\ud800"),
+        lambda: add_invariant(folder, "x\ud800", "r"),
+        lambda: add_invariant(folder, "x", "\udc80"),
+        lambda: checkpoint(folder, "\ud800 done"),
+    ):
+        with pytest.raises(InputError, match="not valid UTF-8"):
+            call()
+    after = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert {k: v for k, v in after.items() if k != ".lock"} == {
+        k: v for k, v in before.items() if k != ".lock"
+    }
+    state = TwinState.new("t")
+    for op, args in (
+        ("open_loop", {"text": "\ud800"}),
+        ("establish_fact", {"text": "a\udfff"}),
+        ("set_counterparty", {"account": "\ud800"}),
+        ("close_loop", {"loop": "\ud800"}),
+    ):
+        with pytest.raises(InputError, match="not valid UTF-8"):
+            apply_op(state, op, args)
+
+
 @pytest.mark.parametrize(
     ("messages", "position"),
     [

@@ -50,9 +50,20 @@ def sha256_hex(data: bytes) -> str:
 
 
 def _need_text(value: str, what: str) -> str:
+    """``value`` when it is text a state file can hold: not blank, and UTF-8 (a lone
+    surrogate, from an argument that was not UTF-8 or a tool call's JSON escape, is refused
+    before anything is written)."""
     if not value.strip():
         raise UsageError(f"{what} is empty")
+    _need_utf8(value, what)
     return value
+
+
+def _need_utf8(value: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{what}: not valid UTF-8 (character {exc.start + 1})") from None
 
 
 def goal_document(goal: str, done: str | None) -> str:
@@ -187,6 +198,8 @@ def init(folder: StrPath, goal: str, done: str | None = None) -> wal.Record:
     """
     folder = Path(folder)
     _need_text(goal, "the goal")
+    if done is not None:
+        _need_utf8(done, "the done-when text")
     folder.mkdir(parents=True, exist_ok=True)
     goal_bytes = goal_document(goal, done).encode("utf-8")
     with files.locked(folder):

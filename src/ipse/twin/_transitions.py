@@ -203,6 +203,11 @@ def apply_op(
     for name in ("text", "fact", "loop", "account"):
         if name in args and not isinstance(args[name], str):
             raise InputError(f"{name}: expected a string, got {args[name]!r}")
+        if name in args:  # a twin's text is hashed and stored as UTF-8
+            try:
+                args[name].encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(f"{name}: not valid UTF-8 (character {exc.start + 1})") from None
     if op == "establish_fact":
         return establish_fact(
             state,
