@@ -151,7 +151,9 @@ def read_session(
 
 # What a progress record keeps besides its place in the tree: no reader uses these, and a
 # long session holds tens of thousands of progress records.
-_PROGRESS_DROPPED = ("data", "cwd", "gitBranch", "userType", "toolUseID", "parentToolUseID")
+_PROGRESS_DROPPED = frozenset(
+    ("data", "cwd", "gitBranch", "userType", "toolUseID", "parentToolUseID")
+)
 
 
 def _slim(records: Iterable[JsonlRecord]) -> list[JsonlRecord]:
@@ -164,9 +166,9 @@ def _slim(records: Iterable[JsonlRecord]) -> list[JsonlRecord]:
         data = record.data
         if type(data) is dict:
             data.pop("toolUseResult", None)
-            if data.get("type") == "progress":
-                for key in _PROGRESS_DROPPED:
-                    data.pop(key, None)
+            if data.get("type") == "progress":  # a new, smaller dict: popping would not shrink it
+                data = {k: v for k, v in data.items() if k not in _PROGRESS_DROPPED}
+                record = JsonlRecord(record.line, data)
         out.append(record)
     return out
 
