@@ -18,6 +18,9 @@ does not count; it includes the interpreter's start (about 0.1 s) and, for ``ins
 Prints CPU seconds, the ratio to the baseline, wall seconds, peak MB and peak memory over the
 file size.
 
+``--commands`` also takes ``prefix-text`` and ``inspect-messages``: the human output (a table
+row per request, per message), piped.
+
     python bench/bigsession.py --sizes 18 36 72 [--commands prefix inspect handoff]
 """
 
@@ -160,8 +163,12 @@ def best(fn: Callable[[], Any], repeat: int) -> float:
 def command(name: str, path: Path, folder: Path) -> list[str]:
     if name == "prefix":
         return ["prefix", str(path), "--json"]
+    if name == "prefix-text":  # the human output (a table row per request), piped
+        return ["prefix", str(path)]
     if name == "inspect":
         return ["inspect", str(path), "--json"]
+    if name == "inspect-messages":  # the human output with a row per message, piped
+        return ["inspect", str(path), "--messages"]
     if name == "handoff":
         return ["handoff", str(path), "--at", "now", "-o", str(folder / "out.json")]
     raise SystemExit(f"unknown command {name}")
@@ -219,7 +226,7 @@ def report(
             run(command(name, path, path.parent), timeout, home) for _ in range(runs)
         )
         print(
-            f"  {name:<8} {seconds:8.2f} s CPU {seconds / base:7.2f}x parse  ({wall:6.2f} s wall)"
+            f"  {name:<16} {seconds:8.2f} s CPU {seconds / base:7.2f}x parse  ({wall:6.2f} s wall)"
             f"   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file   exit {code}",
             flush=True,
         )

@@ -18,7 +18,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -35,6 +35,7 @@ __all__ = [
     "console",
     "emit_json",
     "fingerprint",
+    "print_table",
     "progress",
     "terminal_progress",
     "warn",
@@ -107,6 +108,97 @@ def console(stderr: bool = False) -> Any:
     return _console_class()(
         stderr=stderr, highlight=False, markup=False, emoji=False, width=_width(stream)
     )
+
+
+LONG_TABLE_ROWS = 200
+"""Tables with more rows than this are laid out by `print_table` itself rather than by rich,
+which measures and renders every cell through its segment pipeline (about half a millisecond a
+row: the human output of ``prefix`` on a 250 MB session took longer than its analysis)."""
+
+_ELLIPSIS = "\u2026"
+
+
+def print_table(
+    out: Any,
+    title: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[Sequence[str]],
+) -> None:
+    """Print a table on ``out`` (a `console`): ``columns`` as (name, ``left`` | ``right``),
+    ``rows`` as cell strings (data, cleaned like everything `console` prints).
+
+    Up to `LONG_TABLE_ROWS` rows it is a rich ``Table``. A longer one is drawn directly in the
+    same box, one line per row (line breaks in a cell are shown as escapes); when the console is
+    narrower than the table, the widest left-justified columns are cut to fit, their cells
+    ending in an ellipsis, and when even that cannot make it fit, rich lays it out."""
+    if len(rows) > LONG_TABLE_ROWS and _print_long_table(out, title, columns, rows):
+        return
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
+
+
+def _print_long_table(
+    out: Any, title: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]]
+) -> bool:
+    """`print_table`'s direct drawing; False (nothing printed) when it cannot fit."""
+    from rich.cells import cell_len, set_cell_size
+    from rich.text import Text
+
+    heads = [clean(name, one_line=True) for name, _ in columns]
+    cells = [[clean(cell, one_line=True) for cell in row] for row in rows]
+    widths = [cell_len(head) for head in heads]
+    for row in cells:
+        for i, cell in enumerate(row):
+            length = cell_len(cell)
+            if length > widths[i]:
+                widths[i] = length
+    if not _fit(widths, [justify for _, justify in columns], out.width):
+        return False
+    right = [justify == "right" for _, justify in columns]
+
+    def line(values: Sequence[str], bar: str) -> str:
+        parts = []
+        for value, width, flush_right in zip(values, widths, right, strict=True):
+            if flush_right:
+                value = value.rstrip()  # as rich justifies: trailing space does not count
+            size = cell_len(value)
+            if size > width:
+                value, size = set_cell_size(value, width - 1) + _ELLIPSIS, width
+            pad = " " * (width - size)
+            parts.append(f" {pad}{value} " if flush_right else f" {value}{pad} ")
+        return bar + bar.join(parts) + bar
+
+    total = sum(widths) + 3 * len(widths) + 1
+    out.print(Text(clean(title)), width=total, justify="left")
+    lines = [
+        "\u250f" + "\u2533".join("\u2501" * (w + 2) for w in widths) + "\u2513",
+        line(heads, "\u2503"),
+        "\u2521" + "\u2547".join("\u2501" * (w + 2) for w in widths) + "\u2529",
+        *(line(row, "\u2502") for row in cells),
+        "\u2514" + "\u2534".join("\u2500" * (w + 2) for w in widths) + "\u2518",
+    ]
+    out.file.write("\n".join(lines) + "\n")
+    out.file.flush()
+    return True
+
+
+def _fit(widths: list[int], justify: Sequence[str], room: int) -> bool:
+    """Narrow the widest left-justified columns (not below 8 cells) until the table fits in
+    ``room`` cells; False when it cannot."""
+    while sum(widths) + 3 * len(widths) + 1 > room:
+        flexible = [i for i, j in enumerate(justify) if j != "right" and widths[i] > 8]
+        if not flexible:
+            return False
+        widest = max(flexible, key=lambda i: widths[i])
+        excess = sum(widths) + 3 * len(widths) + 1 - room
+        widths[widest] = max(8, widths[widest] - excess)
+    return True
 
 
 def progress(items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:

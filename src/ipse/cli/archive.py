@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ipse import jsonio
-from ipse.cli._output import clean, console, emit_json, fingerprint
+from ipse.cli._output import clean, console, emit_json, fingerprint, print_table
 
 
 @click.command("recall")
@@ -88,7 +88,6 @@ def list_command(session: str | None, store: str | None, show_values: bool, as_j
       ipse archive list
       ipse archive list 4d5611e5-241a-462a-8d15-5122611a9569
     """
-    from rich.table import Table
 
     from ipse.archive import open_archive
     from ipse.errors import InputError
@@ -100,12 +99,9 @@ def list_command(session: str | None, store: str | None, show_values: bool, as_j
             if as_json:
                 emit_json({"sessions": [{"session": s, "items": n} for s, n in sessions]})
                 return
-            table = Table(title="archived sessions", title_justify="left")
-            table.add_column("session")
-            table.add_column("items", justify="right")
-            for name, count in sessions:
-                table.add_row(name, str(count))
-            console().print(table)
+            rows = [[name, str(count)] for name, count in sessions]
+            columns = [("session", "left"), ("items", "right")]
+            print_table(console(), "archived sessions", columns, rows)
             return
         items = archive.items(session)
     finally:
@@ -115,13 +111,19 @@ def list_command(session: str | None, store: str | None, show_values: bool, as_j
     if as_json:
         emit_json({"session": session, "items": [_item_json(i, show_values) for i in items]})
         return
-    table = Table(title=f"archived from {session}", title_justify="left")
-    for column in ("id", "kind", "tool", "preview", "bytes"):
-        table.add_column(column, justify="right" if column == "bytes" else "left")
-    for item in items:
-        shown = item.preview if show_values else _hidden(item.preview)
-        table.add_row(item.id, item.kind, item.tool, shown, f"{item.size:,}")
-    console().print(table)
+    columns = [(c, "right" if c == "bytes" else "left") for c in ("id", "kind", "tool", "preview")]
+    columns.append(("bytes", "right"))
+    rows = [
+        [
+            item.id,
+            item.kind,
+            item.tool,
+            item.preview if show_values else _hidden(item.preview),
+            f"{item.size:,}",
+        ]
+        for item in items
+    ]
+    print_table(console(), f"archived from {session}", columns, rows)
 
 
 def _hidden(preview: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ipse.cli._output import console, emit_json, terminal_progress, warn
+from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
 from ipse.tokens import default_counter, load_before
 from ipse.transcript import FORMATS, load
 from ipse.transcript._inspect import inspect_report, message_rows
@@ -110,9 +110,7 @@ def _render(report: dict[str, Any]) -> None:
     table.add_row("total", f"{tokens['total']:,}", "100%", style="bold")
     out.print(table)
     if "requests" in report:
-        rows = Table(title="requests", title_justify="left")
-        for column in ("#", "time", "model", "input tokens", "usage: in / cache read / write"):
-            rows.add_column(column)
+        rows = []
         for row in report["requests"]:
             usage = row["usage"] or {}
             recorded = (
@@ -122,26 +120,26 @@ def _render(report: dict[str, Any]) -> None:
                 if row["usage"]
                 else "-"
             )
-            rows.add_row(
-                str(row["index"]),
-                row["time"] or "-",
-                row["model"] or "-",
-                f"{row['input_tokens']:,}",
-                recorded,
+            rows.append(
+                [
+                    str(row["index"]),
+                    row["time"] or "-",
+                    row["model"] or "-",
+                    f"{row['input_tokens']:,}",
+                    recorded,
+                ]
             )
-        out.print(rows)
+        names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
+        print_table(out, "requests", [(name, "left") for name in names], rows)
     if "message_index" in report:
         _render_messages(out, report["message_index"])
 
 
 def _render_messages(out: Any, rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table(
-        title="messages (ipse handoff --at N hands off messages 0..N-1)", title_justify="left"
-    )
-    for column in ("#", "role", "holds", "tokens"):
-        table.add_column(column, justify="right" if column in ("#", "tokens") else "left")
-    for row in rows:
-        table.add_row(str(row["index"]), row["role"], ", ".join(row["holds"]), f"{row['tokens']:,}")
-    out.print(table)
+    columns = [("#", "right"), ("role", "left"), ("holds", "left"), ("tokens", "right")]
+    cells = [
+        [str(row["index"]), row["role"], ", ".join(row["holds"]), f"{row['tokens']:,}"]
+        for row in rows
+    ]
+    title = "messages (ipse handoff --at N hands off messages 0..N-1)"
+    print_table(out, title, columns, cells)

@@ -12,7 +12,14 @@ from typing import Any
 
 import click
 
-from ipse.cli._output import console, emit_json, progress, terminal_progress, warn
+from ipse.cli._output import (
+    console,
+    emit_json,
+    print_table,
+    progress,
+    terminal_progress,
+    warn,
+)
 from ipse.errors import CheckFailed, InputError
 from ipse.prefix._lint import Finding, lint
 from ipse.prefix._report import PrefixReport, analyze
@@ -97,18 +104,11 @@ def _money(value: float) -> str:
 
 
 def _render(report: PrefixReport, show_values: bool = False) -> None:
-    from rich.table import Table
-
     out = console()
-    table = Table(title=f"prefix cache ({report.provider})", title_justify="left")
-    columns: tuple[str, ...] = ("#", "model", "read", "written", "uncached", "actual read")
-    columns += ("agrees", "cause", "lost")
-    for column in columns:
-        justify: Any = "right" if column not in ("model", "cause", "agrees") else "left"
-        table.add_column(column, justify=justify)
-    for row in report.rows:
-        cause = f"{row.cause.kind} @ {row.cause.location}" if row.cause else ""
-        table.add_row(
+    names = ("#", "model", "read", "written", "uncached", "actual read", "agrees", "cause", "lost")
+    columns = [(n, "left" if n in ("model", "cause", "agrees") else "right") for n in names]
+    rows = [
+        [
             str(row.index),
             row.model or "-",
             f"{row.predicted.cache_read:,}",
@@ -116,10 +116,12 @@ def _render(report: PrefixReport, show_values: bool = False) -> None:
             f"{row.predicted.uncached:,}",
             f"{row.actual.cache_read:,}" if row.actual else "-",
             "-" if row.agrees is None else ("yes" if row.agrees else "no"),
-            cause,
+            f"{row.cause.kind} @ {row.cause.location}" if row.cause else "",
             _money(row.cost_lost_usd) if row.cause else "",
-        )
-    out.print(table)
+        ]
+        for row in report.rows
+    ]
+    print_table(out, f"prefix cache ({report.provider})", columns, rows)
     if any(row.agrees is False for row in report.rows):
         out.print(
             "agrees no: the recorded read differs from the prediction "
