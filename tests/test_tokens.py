@@ -17,6 +17,7 @@ from ipse.errors import IpseError
 from ipse.tokens import (
     O200K_SHA256,
     CharCounter,
+    MemoCounter,
     O200kCounter,
     build_ranks_file,
     load_ranks,
@@ -125,3 +126,24 @@ def test_the_built_encoder_lets_its_rank_table_go() -> None:
     counter.load()
     assert counter._encoding._mergeable_ranks == {}
     assert counter.count("the rank table is gone, the encoder still counts") > 5
+
+
+class _Counting:
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return len(text)
+
+
+def test_a_memo_counter_counts_each_text_once() -> None:
+    """`inspect --messages` counts every block for the tokens by kind and again for its
+    rows: through a `MemoCounter` the tokenizer sees each text once."""
+    inner = _Counting()
+    counter = MemoCounter(inner)
+    assert [counter.count(t) for t in ("ab", "abc", "ab", "abc", "")] == [2, 3, 2, 3, 0]
+    assert inner.calls == ["ab", "abc", ""]
+    assert counter.name == "counting"

@@ -236,6 +236,26 @@ class CharCounter:
         return (len(text) + 3) // 4
 
 
+class MemoCounter:
+    """Another counter, remembering what each text counted: for one command that counts the
+    same blocks twice (``inspect --messages``: the tokens by kind, then per message). Not for
+    a long-lived process: the memory holds every text counted."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._memo: dict[str, int] = {}
+
+    @property
+    def name(self) -> str:
+        return self.counter.name
+
+    def count(self, text: str) -> int:
+        cached = self._memo.get(text)
+        if cached is None:
+            cached = self._memo[text] = self.counter.count(text)
+        return cached
+
+
 @lru_cache(maxsize=1)
 def default_counter() -> O200kCounter:
     """The process-wide default counter (o200k_base, offline)."""
@@ -274,6 +294,7 @@ def _is_claude(model: str) -> bool:
 __all__ = [
     "O200K_SHA256",
     "CharCounter",
+    "MemoCounter",
     "O200kCounter",
     "TokenCounter",
     "build_ranks_file",

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
-from ipse.tokens import default_counter, load_before
+from ipse.tokens import MemoCounter, default_counter, load_before
 from ipse.transcript import FORMATS, load
 from ipse.transcript._inspect import inspect_report, message_rows
 
@@ -61,7 +61,8 @@ def inspect_command(
     with terminal_progress(quiet=as_json):
         load_before(file)
         source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
-        counter = default_counter()
+        # the tokens by kind and the rows of --messages count the same blocks: once
+        counter = MemoCounter(default_counter()) if list_messages else default_counter()
         report = inspect_report(source, counter)
         if list_messages:
             report["message_index"] = message_rows(source.current(), counter)
