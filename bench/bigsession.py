@@ -18,8 +18,8 @@ does not count; it includes the interpreter's start (about 0.1 s) and, for ``ins
 Prints CPU seconds, the ratio to the baseline, wall seconds, peak MB and peak memory over the
 file size.
 
-``--commands`` also takes ``prefix-text`` and ``inspect-messages``: the human output (a table
-row per request, per message), piped.
+``--commands`` also takes ``prefix-text`` and ``inspect-messages`` (the human output, a table
+row per request, per message, piped) and ``report`` (the HTML page).
 
     python bench/bigsession.py --sizes 18 36 72 [--commands prefix inspect handoff]
 """
@@ -169,6 +169,8 @@ def command(name: str, path: Path, folder: Path) -> list[str]:
         return ["inspect", str(path), "--json"]
     if name == "inspect-messages":  # the human output with a row per message, piped
         return ["inspect", str(path), "--messages"]
+    if name == "report":  # the offline HTML page
+        return ["report", str(path), "-o", str(folder / "report.html")]
     if name == "handoff":
         return ["handoff", str(path), "--at", "now", "-o", str(folder / "out.json")]
     raise SystemExit(f"unknown command {name}")

@@ -6,13 +6,16 @@ where the input has it, the provider's cache model otherwise, and which one each
 fills the context from `ipse.transcript`'s token tally by kind, and a handoff's pay-back from
 `ipse.handoff.break_even`. Nothing here draws; `_svg` and `_page` do.
 
-Messages repeat from one request to the next, so their token counts are memoised by the
-message's provider JSON: the tally costs about one pass over the distinct messages, not one per
-request.
+Messages repeat from one request to the next. Requests that are views of one shared list (a
+session's turns, a rollout's calls: `SharedHistory`) are summed along that list, each item read
+and counted once and the sums carried from one view to the next, so a session of n turns costs
+n items, not n² (a 250 MB session took about 40 minutes before); other requests are read whole,
+their token counts memoised by the message's provider JSON.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,12 +23,15 @@ from datetime import datetime
 from typing import Any
 
 from ipse import jsonio
+from ipse.errors import IpseError
 from ipse.handoff import CHECKPOINT_TOOL, RATES, break_even
 from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests
+from ipse.prefix._growing import SharedHistory
 from ipse.tokens import default_counter
 from ipse.transcript import Conversation, Message, Text, ToolCall
 from ipse.transcript._codec import body_codec
 from ipse.transcript._stats import TokenTally, block_kind, block_text
+from ipse.transcript.formats.openai_responses import read_item
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
 
@@ -153,7 +159,7 @@ def collect(
     """Read ``path`` and compute every number the report shows."""
     log = read_requests(path, format)
     report = analyze(log.requests, provider, progress=progress, warnings=log.warnings)
-    tally = _Composition()
+    tally = _Composition(log.requests)
     points = tuple(_points(log, report, tally))
     return ReportData(
         source=str(log.path),
@@ -170,14 +176,45 @@ def collect(
 
 
 class _Composition:
-    """Tokens by kind of one request body, memoised per distinct message."""
+    """Tokens by kind of one request body, memoised per distinct message; requests that are
+    views of one shared list (`SharedHistory`: a session's turns, a rollout's calls) are
+    summed along that list (`_History`), each item read and counted once."""
 
-    def __init__(self) -> None:
+    def __init__(self, requests: Sequence[Request] = ()) -> None:
         self._tally = TokenTally(default_counter())
-        self._messages: dict[bytes, tuple[dict[str, int], dict[str, int]]] = {}
+        self._messages: dict[bytes, list[tuple[str, int, str | None, str | None]]] = {}
         self._fronts: dict[bytes, dict[str, int]] = {}
+        self._longest: dict[int, int] = {}  # id(shared list) -> the most items a view takes
+        for request in requests:
+            if isinstance(request.body, SharedHistory):
+                key = id(request.body.base)
+                self._longest[key] = max(self._longest.get(key, 0), request.body.count)
+        self._histories: dict[int, _History | None] = {}
+        # id(shared list) -> [the list, items searched, first item naming the checkpoint tool]
+        self._mentions: dict[int, list[Any]] = {}
+
+    def history(self, request: Request) -> _History | None:
+        """The shared list ``request`` is a view of, read once (None: not a view, or a list
+        this reading does not cover: the request is read whole)."""
+        body = request.body
+        if not isinstance(body, SharedHistory) or id(body.base) not in self._longest:
+            return None
+        key = id(body.base)
+        if key not in self._histories:
+            self._histories[key] = _History.read(request, self._longest[key], self._tally)
+        found = self._histories[key]
+        return found if found is not None and found.base is body.base else None
 
     def of(self, request: Request) -> tuple[dict[str, int], dict[str, int]]:
+        history = self.history(request)
+        if history is not None:
+            kinds = dict.fromkeys(KINDS, 0)
+            for name, count in self._front(request, history.front).items():
+                kinds[name] += count
+            by_kind, shared_tools = history.sums(request.body.count)  # type: ignore[attr-defined]
+            for name, count in by_kind.items():
+                kinds[name] += count
+            return kinds, shared_tools
         conversation = _conversation(request)
         kinds = dict.fromkeys(KINDS, 0)
         tools: dict[str, int] = {}
@@ -185,12 +222,31 @@ class _Composition:
             kinds[name] += count
         names = _call_names(conversation.messages)
         for message in conversation.messages:
-            by_kind, by_tool = self._message(message, names)
-            for name, count in by_kind.items():
-                kinds[name] += count
-            for name, count in by_tool.items():
-                tools[name] = tools.get(name, 0) + count
+            for kind, count, call_name, result_of in self._message(message):
+                kinds[kind] += count
+                tool = call_name if result_of is None else names.get(result_of, _UNKNOWN_TOOL)
+                if tool is not None:
+                    tools[tool] = tools.get(tool, 0) + count
         return kinds, tools
+
+    def mentions_checkpoint(self, request: Request) -> bool:
+        """Whether the request's history names the checkpoint tool anywhere (the name cannot
+        span two items of the list, so a shared list is searched item by item, once)."""
+        needle = CHECKPOINT_TOOL.encode()
+        body = request.body
+        if not isinstance(body, SharedHistory):
+            return needle in jsonio.dumps(_raw_messages(request))
+        state = self._mentions.get(id(body.base))
+        if state is None or state[0] is not body.base:
+            state = self._mentions[id(body.base)] = [body.base, 0, None]
+        base, searched, found = state
+        if found is None and searched < body.count:
+            for i in range(searched, body.count):
+                if needle in jsonio.dumps(base[i]):
+                    found = state[2] = i
+                    break
+            state[1] = max(searched, body.count)
+        return found is not None and found < body.count
 
     def _front(self, request: Request, conversation: Conversation) -> dict[str, int]:
         key = _digest({k: request.body.get(k) for k in ("system", "tools", "instructions")})
@@ -200,24 +256,171 @@ class _Composition:
             self._fronts[key] = {"system": tally.by_kind["system"], "tools": tally.by_kind["tools"]}
         return self._fronts[key]
 
-    def _message(
-        self, message: Message, names: Mapping[str, str]
-    ) -> tuple[dict[str, int], dict[str, int]]:
+    def _message(self, message: Message) -> list[tuple[str, int, str | None, str | None]]:
+        """Per block: its kind, its tokens, the tool it calls, the call it answers (whose
+        tool each request names from its own calls)."""
         key = _digest([message.role, message.raw, [_identity(b) for b in message.blocks]])
         cached = self._messages.get(key)
         if cached is None:
-            by_kind: dict[str, int] = {}
-            by_tool: dict[str, int] = {}
-            for block in message.blocks:
-                kind = block_kind(block)
-                count = self._tally.count(block_text(block))
-                by_kind[kind] = by_kind.get(kind, 0) + count
-                tool = _tool_of(block, names)
-                if tool is not None:
-                    by_tool[tool] = by_tool.get(tool, 0) + count
-            cached = (by_kind, by_tool)
+            cached = [
+                (block_kind(b), self._tally.count(block_text(b)), *_call_and_result(b))
+                for b in message.blocks
+            ]
             self._messages[key] = cached
         return cached
+
+
+class _History:
+    """One shared list of messages (or Responses input items) read once, up to the most
+    items any view of it takes: per item, the tokens its blocks add by kind and by tool (the
+    tool of a result from the calls of the whole list), and the sums over the first ``count``
+    items, carried forward from the previous view (views come in order, each extending the
+    one before: the cost follows the new items, not the history).
+
+    What a view sums is what reading it whole gives: the blocks of the items before
+    ``count``. Anthropic messages are one item each; Responses items are grouped into
+    messages, and a view may cut the last group, whose blocks are then the first items'."""
+
+    def __init__(
+        self,
+        base: list[Any],
+        front: Conversation,
+        items: list[list[tuple[str, int, str | None, bool]]],
+        roles: list[str],
+        starts: list[int],
+    ) -> None:
+        self.base = base
+        self.front = front
+        self._items = items  # per item: (kind, tokens, tool, human text) per block
+        self._roles = roles  # per item: the role of the message holding it
+        self._starts = starts  # per item: where its message's items begin
+        self._done = 0
+        self._kinds: dict[str, int] = {}
+        self._tools: dict[str, int] = {}
+
+    @classmethod
+    def read(cls, request: Request, count: int, tally: TokenTally) -> _History | None:
+        body = request.body
+        assert isinstance(body, SharedHistory)
+        codec = body_codec(body, request.provider)
+        front = dict(body.front)
+        front[body.key] = []
+        try:
+            whole = codec.read_body({**front, body.key: body.base[:count]})
+            front_conversation = codec.read_body(front)
+        except IpseError:
+            return None  # read whole, per request, as any body
+        groups = _item_blocks(whole.messages, body.key)
+        if groups is None or len(groups) != count:
+            return None
+        tools = _result_tools(groups)
+        if tools is None:
+            return None
+        items: list[list[tuple[str, int, str | None, bool]]] = []
+        roles: list[str] = []
+        starts: list[int] = []
+        for i, (start, role, blocks) in enumerate(groups):
+            entries = []
+            for block in blocks:
+                call_name, result_of = _call_and_result(block)
+                entries.append(
+                    (
+                        block_kind(block),
+                        tally.count(block_text(block)),
+                        call_name if result_of is None else tools[i, result_of],
+                        isinstance(block, Text) and block.origin.value == "human",
+                    )
+                )
+            items.append(entries)
+            roles.append(role)
+            starts.append(start)
+        return cls(body.base, front_conversation, items, roles, starts)
+
+    def sums(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
+        """Tokens by kind and by tool of the first ``count`` items."""
+        if count < self._done:  # a view shorter than the last: sum again from the start
+            self._done, self._kinds, self._tools = 0, {}, {}
+        kinds, tools = self._kinds, self._tools
+        for blocks in self._items[self._done : count]:
+            for kind, tokens, tool, _ in blocks:
+                kinds[kind] = kinds.get(kind, 0) + tokens
+                if tool is not None:
+                    tools[tool] = tools.get(tool, 0) + tokens
+        self._done = max(self._done, count)
+        return dict(kinds), dict(tools)
+
+    def human_turn(self, count: int) -> bool:
+        """Whether the last message of the first ``count`` items holds the human's words."""
+        if count <= 0:
+            return False
+        last = count - 1
+        if self._roles[last] != "user":
+            return False
+        return any(
+            human for blocks in self._items[self._starts[last] : count] for *_, human in blocks
+        )
+
+
+def _item_blocks(
+    messages: Sequence[Message], key: str
+) -> list[tuple[int, str, tuple[Any, ...]]] | None:
+    """Per item of the list read: where its message's items start, that message's role, and
+    the item's own blocks (None: the reading does not say which blocks came from which
+    item)."""
+    out: list[tuple[int, str, tuple[Any, ...]]] = []
+    for message in messages:
+        if key == "messages":  # one message per item
+            out.append((len(out), message.role, message.blocks))
+            continue
+        members = message.meta.get("items")
+        if not isinstance(members, tuple) or not members:
+            return None
+        start = len(out)
+        at = 0
+        for item in members:
+            size = len(read_item(item, message.role))
+            out.append((start, message.role, message.blocks[at : at + size]))
+            at += size
+        if at != len(message.blocks):
+            return None
+    return out
+
+
+def _result_tools(
+    groups: Sequence[tuple[int, str, tuple[Any, ...]]],
+) -> dict[tuple[int, str], str] | None:
+    """The tool of each result, by (item, call id): a request reading its items whole names it
+    from the last call with that id among them, so it is fixed for every view only when no
+    later item calls that id under another name (or first calls an id answered before it is
+    called); None when some result's tool would change from one view to the next."""
+    places: dict[str, list[int]] = {}  # call id -> the items calling it, in order
+    names: dict[str, list[str]] = {}  # ... and the name each gives
+    for i, (_, _, blocks) in enumerate(groups):
+        for block in blocks:
+            if isinstance(block, ToolCall):
+                places.setdefault(block.id, []).append(i)
+                names.setdefault(block.id, []).append(block.name)
+    # per call id, from each of its calls on: the one name they all give, else None
+    same_from: dict[str, list[str | None]] = {}
+    for call_id, given in names.items():
+        tail: list[str | None] = [None] * len(given)
+        tail[-1] = given[-1]
+        for k in range(len(given) - 2, -1, -1):
+            tail[k] = given[k] if tail[k + 1] == given[k] else None
+        same_from[call_id] = tail
+    tools: dict[tuple[int, str], str] = {}
+    for i, (_, _, blocks) in enumerate(groups):
+        for block in blocks:
+            answered = _call_and_result(block)[1]
+            if answered is None or (i, answered) in tools:
+                continue
+            at = places.get(answered, [])
+            k = bisect.bisect_right(at, i)  # the calls in items up to this one: at[:k]
+            name = names[answered][k - 1] if k else _UNKNOWN_TOOL
+            if k < len(at) and same_from[answered][k] != name:
+                return None  # a later item calls it under another name (or first calls it)
+            tools[i, answered] = name
+    return tools
 
 
 def _conversation(request: Request) -> Conversation:
@@ -243,13 +446,15 @@ def _call_names(messages: Sequence[Message]) -> dict[str, str]:
     return {b.id: b.name for m in messages for b in m.blocks if isinstance(b, ToolCall)}
 
 
-def _tool_of(block: Any, names: Mapping[str, str]) -> str | None:
+_UNKNOWN_TOOL = "(unknown tool)"
+
+
+def _call_and_result(block: Any) -> tuple[str | None, str | None]:
+    """The tool a block calls (a call), or the call it answers (a result); else (None, None)."""
     if isinstance(block, ToolCall):
-        return block.name
+        return block.name, None
     call_id = getattr(block, "call_id", None)
-    if isinstance(call_id, str):
-        return names.get(call_id, "(unknown tool)")
-    return None
+    return (None, call_id) if isinstance(call_id, str) else (None, None)
 
 
 def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Iterable[Point]:
@@ -258,8 +463,9 @@ def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Itera
         composition, tools = tally.of(request)
         cache = row.actual or row.predicted
         context = cache.total or sum(composition.values())
-        marker = _marker(request, previous, context)
+        marker = _marker(request, previous, context, tally)
         previous = context
+        history = tally.history(request)
         yield Point(
             index=row.index,
             time=row.time,
@@ -276,18 +482,27 @@ def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Itera
             lost_tokens=row.lost_tokens,
             cost_lost_usd=row.cost_lost_usd,
             marker=marker,
-            human_turn=_human_turn(request),
+            human_turn=(
+                history.human_turn(request.body.count)  # type: ignore[attr-defined]
+                if history is not None
+                else _human_turn(request)
+            ),
         )
 
 
-def _marker(request: Request, previous: int, context: int) -> str | None:
+def _marker(request: Request, previous: int, context: int, tally: _Composition) -> str | None:
     """compaction, handoff or reset where the context shrank by `DROP` or more."""
     if not previous or context > previous * (1 - DROP):
         return None
-    messages = _raw_messages(request)
-    if CHECKPOINT_TOOL.encode() in jsonio.dumps(messages):
+    if tally.mentions_checkpoint(request):
         return "handoff"
-    if _COMPACTED.encode() in jsonio.dumps(messages[:2]):
+    body = request.body
+    first = (
+        body.base[: min(2, body.count)]
+        if isinstance(body, SharedHistory)
+        else _raw_messages(request)[:2]
+    )
+    if _COMPACTED.encode() in jsonio.dumps(first):
         return "compaction"
     return "reset"
 
