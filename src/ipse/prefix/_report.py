@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ipse import progress as ipse_progress
 from ipse.jsonio import no_gc
 from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
@@ -385,7 +386,7 @@ def _fit_front(
     requests rebuilt from a session: recorded total = front + k * estimated messages. The
     requests flattened on the way are kept in ``flats`` (by index) for the replay."""
     points = []
-    for request in requests:
+    for request in ipse_progress.track(requests, "measuring requests"):
         if request.body.get("system") is not UNRECORDED_FRONT:
             continue
         actual = recorded[request.index]

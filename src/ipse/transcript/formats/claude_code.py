@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipse import progress
 from ipse.errors import InputError, UsageError
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
 from ipse.transcript._links import message_position, orphan_results
@@ -83,6 +84,13 @@ class ClaudeCodeSession:
 
     def thread(self, name: str = MAIN) -> Thread:
         """One thread by name (``main``, ``sidechain-N``, or a subagent file's stem)."""
+        label = f"building the {name} thread"
+        progress.update(label, 0, 1)  # a large session takes seconds between read and replay
+        built = self._thread(name)
+        progress.update(label, 1, 1)
+        return built
+
+    def _thread(self, name: str) -> Thread:
         if name == MAIN:
             records = [r for r in self.records if not r.data.get("isSidechain")]
             if not any(r.data.get("type") in _MESSAGE_TYPES for r in records):
