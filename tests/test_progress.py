@@ -54,3 +54,20 @@ def test_not_a_terminal_or_json_shows_nothing() -> None:
         assert not progress.active()
     with terminal_progress(quiet=True):
         assert not progress.active()
+
+
+def test_a_session_reports_building_its_thread_and_measuring_its_requests() -> None:
+    """Between the last line read and the first request replayed, a large session spends
+    seconds building its thread and measuring its requests: both are reported."""
+    from ipse.prefix import analyze, read_requests
+    from tests.conftest import EXAMPLE_SESSION
+
+    sink = _Collect()
+    with progress.reporting(sink):
+        log = read_requests(EXAMPLE_SESSION)
+        analyze(log.requests)
+    labels = [label for label, _, _ in sink.updates]
+    assert ("building the main thread", 1, 1) in sink.updates
+    assert labels.index("building the main thread") < labels.index("measuring requests")
+    measured = [done for label, done, _ in sink.updates if label == "measuring requests"]
+    assert measured[-1] == len(log.requests)
