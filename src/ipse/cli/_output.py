@@ -1,6 +1,7 @@
-"""Rendering helpers shared by the commands: one JSON document for ``--json``, rich otherwise,
-and a progress bar that shows only on a terminal, for work that takes more than a second, and
-never with ``--json``.
+"""Rendering helpers shared by the commands: one JSON document for ``--json``, rich otherwise
+(`print_table` draws tables of thousands of rows itself, in rich's box), and a progress bar
+that shows only on a terminal, for work that takes more than a second, and never with
+``--json``.
 
 What ipse prints is mostly data it did not write: tool names, arguments, facts, file names.
 Such text is never read as rich markup (``[/]`` in a tool name would crash the renderer) and
