@@ -38,3 +38,10 @@ def test_the_real_executable_piped_is_not_wrapped() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert _note_line(done.stdout).rstrip().endswith("is not public)")
+
+
+def test_columns_zero_is_not_a_width(cli: CliRun) -> None:
+    """``COLUMNS=0`` (exported by some environments) does not make the output vanish."""
+    done = cli("inspect", str(EXAMPLE_SESSION), env={"COLUMNS": "0"})
+    assert done.returncode == 0
+    assert _note_line(done.stdout).rstrip().endswith("is not public)")

@@ -92,9 +92,11 @@ names none): wide enough that no line is wrapped for a reader that is not a term
 
 
 def _width(stream: Any) -> int | None:
-    """The real width of a terminal (rich asks it), ``COLUMNS`` when set, else no wrapping."""
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
+    """The real width of a terminal (rich asks it), ``COLUMNS`` when set (to a width: ``0``,
+    which some environments export, would print nothing), else no wrapping."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
         return None
