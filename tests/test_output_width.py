@@ -45,3 +45,34 @@ def test_columns_zero_is_not_a_width(cli: CliRun) -> None:
     done = cli("inspect", str(EXAMPLE_SESSION), env={"COLUMNS": "0"})
     assert done.returncode == 0
     assert _note_line(done.stdout).rstrip().endswith("is not public)")
+
+
+def test_a_terminal_encoding_without_the_characters_gets_escapes(tmp_path: object) -> None:
+    """Under a Latin-1 locale, a tool named in Japanese is printed as escapes, and a long
+    table is drawn in ASCII, instead of ending the command with an encoding error."""
+    import json
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "日本語"}]}
+    for n in range(260):  # a long table of messages
+        body["messages"] += [
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": f"t{n}", "name": "検索", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"t{n}", "content": "ok"}]},
+        ]  # fmt: skip
+    path = folder / "body.json"
+    path.write_text(json.dumps(body))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["PYTHONIOENCODING"] = "latin-1"
+    done = subprocess.run(
+        [sys.executable, "-m", "ipse", "inspect", str(path), "--messages"],
+        capture_output=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode("latin-1")
+    assert "\\u691c\\u7d22" in text  # the tool's name, escaped
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert any(line.split("|")[1].strip() == "520" for line in rows)  # the last message's row
+    assert "\u2503" not in text  # drawn in ASCII

@@ -149,7 +149,10 @@ def print_table(
 def _print_long_table(
     out: Any, title: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]]
 ) -> bool:
-    """`print_table`'s direct drawing; False (nothing printed) when it cannot fit."""
+    """`print_table`'s direct drawing; False (nothing printed) when it cannot fit, or when
+    the console's encoding has no box-drawing characters (rich then draws in ASCII)."""
+    if out.options.ascii_only:
+        return False
     from rich.cells import cell_len, set_cell_size
     from rich.text import Text
 

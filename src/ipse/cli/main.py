@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import io
 import logging
 import os
 import signal
@@ -183,7 +184,17 @@ def entry() -> None:
         # reference cycles: the cyclic collector would only walk a large input again and again
         # (about a tenth of a handoff's CPU). The servers keep it.
         gc.disable()
+        _tolerant_output()
     main()
+
+
+def _tolerant_output() -> None:
+    """Write what the terminal's encoding cannot hold as escapes rather than fail: under a
+    Latin-1 locale a tool name in Japanese would end the command with a traceback. (Not for
+    the servers, whose stdout may carry a protocol.)"""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
 
 
 def main(argv: list[str] | None = None) -> None:
