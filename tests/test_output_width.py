@@ -54,16 +54,16 @@ def test_a_terminal_encoding_without_the_characters_gets_escapes(tmp_path: objec
     from pathlib import Path
 
     folder = Path(str(tmp_path))
-    body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "日本語"}]}
+    messages: list[object] = [{"role": "user", "content": "日本語"}]
     for n in range(260):  # a long table of messages
-        body["messages"] += [
+        messages += [
             {"role": "assistant", "content": [
                 {"type": "tool_use", "id": f"t{n}", "name": "検索", "input": {}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": f"t{n}", "content": "ok"}]},
         ]  # fmt: skip
     path = folder / "body.json"
-    path.write_text(json.dumps(body))
+    path.write_text(json.dumps({"model": "claude-sonnet-4-5", "messages": messages}))
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env["PYTHONIOENCODING"] = "latin-1"
     done = subprocess.run(
