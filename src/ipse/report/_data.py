@@ -272,14 +272,16 @@ class _Composition:
 
 class _History:
     """One shared list of messages (or Responses input items) read once, up to the most
-    items any view of it takes: per item, the tokens its blocks add by kind and by tool (the
-    tool of a result from the calls of the whole list), and the sums over the first ``count``
-    items, carried forward from the previous view (views come in order, each extending the
-    one before: the cost follows the new items, not the history).
+    items any view of it takes: per item, the tokens its blocks add by kind and by tool (a
+    result's tool from the calls before it, `_result_tools`), and the sums over the first
+    ``count`` items, carried forward from the previous view (views come in order, each
+    extending the one before: the cost follows the new items, not the history).
 
     What a view sums is what reading it whole gives: the blocks of the items before
     ``count``. Anthropic messages are one item each; Responses items are grouped into
-    messages, and a view may cut the last group, whose blocks are then the first items'."""
+    messages, and a view may cut the last group, whose blocks are then the first items'. A
+    journaled request's breakpoints are not part of the list: a ``cache_control`` on an
+    image or document block is not counted as its content (read whole, it was)."""
 
     def __init__(
         self,
