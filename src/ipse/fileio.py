@@ -129,16 +129,23 @@ _CHUNK_BYTES = 4 << 20
 _LINE_BUFFER = 1 << 20
 
 
-def read_chunks(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
-    """A regular file in chunks of a few MB (never held whole), under the same refusals and
-    size limit as `read_bytes`; progress is reported past the first MB."""
-    p = Path(path)
+def _open_within(p: Path, limit: int | None) -> tuple[int, int, int]:
+    """A regular file opened for blocking reads: (descriptor, size, the most that may be
+    read); a file already over the limit is refused."""
     most = max_input_bytes() if limit is None else limit
     fd, size = _open_regular(p)
     if size > most:
         os.close(fd)
         raise _too_large(p, size, most)
     os.set_blocking(fd, True)
+    return fd, size, most
+
+
+def read_chunks(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
+    """A regular file in chunks of a few MB (never held whole), under the same refusals and
+    size limit as `read_bytes`; progress is reported past the first MB."""
+    p = Path(path)
+    fd, size, most = _open_within(p, limit)
     read = 0
     label = f"reading {p.name}"
     try:
@@ -164,12 +171,7 @@ def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]
     that comes back whole): fresh chunks split into lists would cost a page fault for every
     4 KB read, about a fifth more than the parse of a session."""
     p = Path(path)
-    most = max_input_bytes() if limit is None else limit
-    fd, size = _open_regular(p)
-    if size > most:
-        os.close(fd)
-        raise _too_large(p, size, most)
-    os.set_blocking(fd, True)
+    fd, size, most = _open_within(p, limit)
     read = 0
     report_at = _REPORT_BYTES
     label = f"reading {p.name}"
