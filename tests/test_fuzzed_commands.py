@@ -16,18 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from ipse.twin._transitions import OPS as TRANSITION_OPS
 from tests.conftest import CliResult, run_cli
-
-SETTINGS = settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+from tests.test_fuzzed_inputs import SETTINGS
 
 ARGUMENT = st.one_of(
     st.text(max_size=10).filter(lambda t: "\x00" not in t),
@@ -52,19 +46,7 @@ VALUE: st.SearchStrategy[Any] = st.recursive(
     ),
     max_leaves=8,
 )
-OPS = st.sampled_from(
-    [
-        "establish_fact",
-        "supersede_fact",
-        "make_commitment",
-        "open_loop",
-        "close_loop",
-        "set_active_loop",
-        "set_counterparty",
-        "use_fact",
-        "no_such_op",
-    ]
-)
+OPS = st.sampled_from([*TRANSITION_OPS, "no_such_op"])
 TRANSITION = st.one_of(
     VALUE,
     st.builds(

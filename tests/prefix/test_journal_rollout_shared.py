@@ -20,6 +20,7 @@ from ipse.transcript._jsonl import read_jsonl
 from ipse.transcript.formats import claude_code_journal as journal
 from ipse.transcript.formats.codex import rollout_requests
 from tests.support.generated import Turn, journaled_records, rollout_records, write_jsonl
+from tests.support.plain import plain_requests
 
 _ODD_PATHS = [
     ["messages", 0, "content", 0],
@@ -79,25 +80,8 @@ def _reference_journal(path: Path) -> dict[str, list[Any] | None]:
     return out
 
 
-def _plain(requests: list[Request]) -> list[Request]:
-    """The same requests, each body a plain dict holding its own list of messages."""
-    return [
-        Request(
-            r.index,
-            dict(r.body),
-            r.provider,
-            r.time,
-            r.response_start,
-            r.usage,
-            r.source,
-            r.conversation,
-        )
-        for r in requests
-    ]
-
-
 def _same_analysis(fast: list[Request], provider: str) -> None:
-    plain = _plain(fast)
+    plain = plain_requests(fast)
     one, other = Flattener(rules(provider)), Flattener(rules(provider))
     for a, b in zip(plain, fast, strict=True):
         x, y = one.flatten(a.body), other.flatten(b.body)

@@ -17,6 +17,7 @@ from ipse.prefix._hashing import Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
 from ipse.prefix._rules import rules
 from tests.conftest import CLAUDE_CODE, SHARED
+from tests.support.plain import plain_requests
 
 _TEXT = st.text(alphabet="abc xyz\n{}", min_size=0, max_size=30)
 _MARK = st.sampled_from(
@@ -128,17 +129,5 @@ def test_shared_history_gives_the_same_analysis(
 def test_shared_sessions_analyse_as_plain_bodies(name: str) -> None:
     log = read_requests(CLAUDE_CODE / name, "claude-code")
     assert all(isinstance(r.body, SharedHistory) for r in log.requests)
-    plain = [
-        Request(
-            r.index,
-            dict(r.body),
-            r.provider,
-            r.time,
-            r.response_start,
-            r.usage,
-            r.source,
-            r.conversation,
-        )
-        for r in log.requests
-    ]
+    plain = plain_requests(log.requests)
     assert analyze(log.requests).to_json() == analyze(plain).to_json()

@@ -19,25 +19,12 @@ from ipse.report._data import Point, _Composition, _points
 from tests.conftest import CLAUDE_CODE, SHARED_DATA, shared_glob
 from tests.prefix.test_journal_rollout_shared import _TURN
 from tests.support.generated import Turn, journaled_records, rollout_records, write_jsonl
+from tests.support.plain import plain_requests
 
 
 def _plain(log: RequestLog) -> RequestLog:
-    """The same requests, each body a plain dict holding its own list of messages (built as
-    sent: the breakpoints of journaled requests placed)."""
-    requests = [
-        Request(
-            r.index,
-            dict(r.body),
-            r.provider,
-            r.time,
-            r.response_start,
-            r.usage,
-            r.source,
-            r.conversation,
-        )
-        for r in log.requests
-    ]
-    return RequestLog(log.path, log.format, requests, log.warnings)
+    """The same log, each body a plain dict holding its own list of messages."""
+    return RequestLog(log.path, log.format, plain_requests(log.requests), log.warnings)
 
 
 def _both(path: Path) -> tuple[list[Point], list[Point], int]:

@@ -1,0 +1,25 @@
+"""Requests with plain bodies: the reference the shared-history fast paths are checked against."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ipse.prefix._requests import Request
+
+
+def plain_requests(requests: Iterable[Request]) -> list[Request]:
+    """The same requests, each body a plain dict holding its own list of messages (built as
+    sent: journaled breakpoints placed)."""
+    return [
+        Request(
+            r.index,
+            dict(r.body),
+            r.provider,
+            r.time,
+            r.response_start,
+            r.usage,
+            r.source,
+            r.conversation,
+        )
+        for r in requests
+    ]
