@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ipse import progress
 from ipse.errors import InputError, UsageError
@@ -49,12 +49,26 @@ MAIN = "main"
 _MESSAGE_TYPES = ("user", "assistant")
 
 
+class SessionRecord(NamedTuple):
+    """A session record with the fields its tree is built from, read once while the record is
+    fresh from the parser: the passes over a session's tens of thousands of records (threads,
+    the live path, its siblings) then read this tuple, not the record's dict, which a large
+    session has long pushed out of the processor's caches."""
+
+    line: int
+    data: Mapping[str, Any]
+    kind: Any  # data["type"], as written
+    uuid: Any  # data["uuid"], as written (a record links only where it is a string)
+    parent: Any  # data["parentUuid"], as written
+    sidechain: bool  # data["isSidechain"] is truthy
+
+
 @dataclass
 class ClaudeCodeSession:
     """A parsed session file: its records, and its threads on demand."""
 
     path: Path
-    records: list[JsonlRecord]
+    records: list[SessionRecord]
     subagent_files: dict[str, Path] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skip_bad_lines: bool = False
@@ -72,7 +86,7 @@ class ClaudeCodeSession:
         return [
             str(r.data.get("summary"))
             for r in self.records
-            if r.data.get("type") == "summary" and r.data.get("summary")
+            if r.kind == "summary" and r.data.get("summary")
         ]
 
     def thread_names(self) -> list[str]:
@@ -92,8 +106,8 @@ class ClaudeCodeSession:
 
     def _thread(self, name: str) -> Thread:
         if name == MAIN:
-            records = [r for r in self.records if not r.data.get("isSidechain")]
-            if not any(r.data.get("type") in _MESSAGE_TYPES for r in records):
+            records = [r for r in self.records if not r.sidechain]
+            if not any(r.kind in _MESSAGE_TYPES for r in records):
                 records = self.records  # a subagent's own file: its sidechain is its thread
             return _build_thread(name, records, self.path, self.warnings)
         if name.startswith("sidechain-"):
@@ -121,21 +135,18 @@ class ClaudeCodeSession:
         )
 
     def _has_main_messages(self) -> bool:
-        return any(
-            r.data.get("type") in _MESSAGE_TYPES and not r.data.get("isSidechain")
-            for r in self.records
-        )
+        return any(r.kind in _MESSAGE_TYPES and not r.sidechain for r in self.records)
 
-    def _sidechain_records(self) -> list[JsonlRecord]:
-        return [r for r in self.records if r.data.get("isSidechain")]
+    def _sidechain_records(self) -> list[SessionRecord]:
+        return [r for r in self.records if r.sidechain]
 
     def _sidechain_roots(self) -> list[str]:
         records = self._sidechain_records()
-        uuids = {_id(r.data.get("uuid")) for r in records}
+        uuids = {_id(r.uuid) for r in records}
         roots: list[str] = []
         for record in records:
-            parent = _id(record.data.get("parentUuid"))
-            uuid = record.data.get("uuid")
+            parent = _id(record.parent)
+            uuid = record.uuid
             if isinstance(uuid, str) and (parent is None or parent not in uuids):
                 roots.append(uuid)
         return roots
@@ -164,20 +175,29 @@ _PROGRESS_DROPPED = frozenset(
 )
 
 
-def _slim(records: Iterable[JsonlRecord]) -> list[JsonlRecord]:
+def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
     """The records without the copies no reader uses: ``toolUseResult`` (a structured copy of
     a tool result the message already holds) and a progress record's ``data`` (hook and tool
     progress, often with whole messages) with its other unused fields. They are a third to a
-    half of a session's bytes."""
-    out = []
-    for record in records:
-        data = record.data
+    half of a session's bytes. Each comes back as a `SessionRecord`."""
+    out: list[SessionRecord] = []
+    append = out.append
+    for line, data in records:
+        kind = data.get("type")
         if type(data) is dict:
             data.pop("toolUseResult", None)
-            if data.get("type") == "progress":  # a new, smaller dict: popping would not shrink it
+            if kind == "progress":  # a new, smaller dict: popping would not shrink it
                 data = {k: v for k, v in data.items() if k not in _PROGRESS_DROPPED}
-                record = JsonlRecord(record.line, data)
-        out.append(record)
+        append(
+            SessionRecord(
+                line,
+                data,
+                kind,
+                data.get("uuid"),
+                data.get("parentUuid"),
+                bool(data.get("isSidechain")),
+            )
+        )
     return out
 
 
@@ -198,9 +218,9 @@ def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
 # ------------------------------------------------------------------------------------ the tree
 
 
-def _members(records: list[JsonlRecord], root: str) -> list[JsonlRecord]:
+def _members(records: list[SessionRecord], root: str) -> list[SessionRecord]:
     """The records whose ancestry reaches ``root``."""
-    parent_of = {_id(r.data.get("uuid")): _id(r.data.get("parentUuid")) for r in records}
+    parent_of = {_id(r.uuid): _id(r.parent) for r in records}
     cache: dict[Any, bool] = {root: True}
 
     def reaches(uuid: Any) -> bool:
@@ -214,7 +234,7 @@ def _members(records: list[JsonlRecord], root: str) -> list[JsonlRecord]:
             cache[item] = result
         return result
 
-    return [r for r in records if reaches(_id(r.data.get("uuid")))]
+    return [r for r in records if reaches(_id(r.uuid))]
 
 
 def _id(value: Any) -> str | None:
@@ -223,44 +243,44 @@ def _id(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _live_path(records: list[JsonlRecord]) -> list[JsonlRecord]:
+def _live_path(records: list[SessionRecord]) -> list[SessionRecord]:
     """From the last record with a uuid back to the root, across compaction boundaries."""
-    with_uuid = [r for r in records if type(r.data.get("uuid")) is str]
+    with_uuid = [r for r in records if type(r.uuid) is str]
     # uuid -> its (last) record's place in ``with_uuid``
-    place = {r.data["uuid"]: i for i, r in enumerate(with_uuid)}
+    place = {r.uuid: i for i, r in enumerate(with_uuid)}
     if not with_uuid:
         return []
-    path: list[JsonlRecord] = []
+    path: list[SessionRecord] = []
     seen: set[str] = set()
     at: int | None = len(with_uuid) - 1
     while at is not None:
         current = with_uuid[at]
-        uuid = current.data["uuid"]
+        uuid = current.uuid
         if uuid in seen:  # a cycle: stop rather than loop forever
             break
         seen.add(uuid)
         path.append(current)
-        parent = current.data.get("parentUuid")
-        if parent is None and _is_boundary(current.data):
+        parent = current.parent
+        if parent is None and _is_boundary(current):
             logical = current.data.get("logicalParentUuid")
             if isinstance(logical, str) and logical in place:
                 parent = logical
             elif place[uuid] > 0:
                 # The logical parent is not in the file: the part before the boundary ends
                 # with the last record written before it.
-                parent = with_uuid[place[uuid] - 1].data["uuid"]
+                parent = with_uuid[place[uuid] - 1].uuid
         at = place.get(parent) if isinstance(parent, str) else None
     path.reverse()
     return path
 
 
-def _is_boundary(data: Mapping[str, Any]) -> bool:
-    return data.get("type") == "system" and data.get("subtype") == "compact_boundary"
+def _is_boundary(record: SessionRecord) -> bool:
+    return record.kind == "system" and record.data.get("subtype") == "compact_boundary"
 
 
 def _with_parallel_siblings(
-    live: list[JsonlRecord], records: list[JsonlRecord]
-) -> list[JsonlRecord]:
+    live: list[SessionRecord], records: list[SessionRecord]
+) -> list[SessionRecord]:
     """Add the records that a parallel tool call leaves beside the live path.
 
     The harness writes each block of a response as its own record, chained one after another,
@@ -269,7 +289,7 @@ def _with_parallel_siblings(
     other calls' records (same ``message.id``) and their results are siblings, not abandoned
     work. They join the path in file order; a call answered twice keeps one result.
     """
-    assistants = [r for r in live if r.data.get("type") == "assistant"]
+    assistants = [r for r in live if r.kind == "assistant"]
     response_ids = {
         r.data["message"].get("id")
         for r in assistants
@@ -279,19 +299,18 @@ def _with_parallel_siblings(
     if not response_ids:
         return live
     on_path = {id(r) for r in live}
-    attached = {r.data["uuid"] for r in live if isinstance(r.data.get("uuid"), str)}
+    attached = {r.uuid for r in live if isinstance(r.uuid, str)}
     calls = {i for r in assistants for i in _record_calls(r)}
-    answered = {i for r in live if r.data.get("type") == "user" for i in _result_ids(r)}
-    extra: list[JsonlRecord] = []
+    answered = {i for r in live if r.kind == "user" for i in _result_ids(r)}
+    extra: list[SessionRecord] = []
     for record in records:  # file order: a parent comes before its children
-        data = record.data
-        kind = data.get("type")
+        kind = record.kind
         if kind not in _MESSAGE_TYPES:  # (progress, snapshots, ...: never added)
             continue
-        parent = data.get("parentUuid")
+        parent = record.parent
         if id(record) in on_path or not isinstance(parent, str) or parent not in attached:
             continue
-        payload = data.get("message")
+        payload = record.data.get("message")
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
             response_id = payload.get("id")
@@ -306,14 +325,14 @@ def _with_parallel_siblings(
         else:
             continue
         extra.append(record)
-        if isinstance(data.get("uuid"), str):
-            attached.add(data["uuid"])
+        if isinstance(record.uuid, str):
+            attached.add(record.uuid)
     if not extra:
         return live
     return sorted([*live, *extra], key=lambda r: r.line)
 
 
-def _record_calls(record: JsonlRecord) -> set[str]:
+def _record_calls(record: SessionRecord) -> set[str]:
     payload = record.data.get("message")
     return _call_ids(payload) if isinstance(payload, Mapping) else set()
 
@@ -327,9 +346,9 @@ def _call_ids(payload: Mapping[str, Any]) -> set[str]:
     }
 
 
-def _result_ids(record: JsonlRecord) -> set[str]:
+def _result_ids(record: SessionRecord) -> set[str]:
     payload = record.data.get("message")
-    if record.data.get("type") != "user" or not isinstance(payload, Mapping):
+    if record.kind != "user" or not isinstance(payload, Mapping):
         return set()
     content = payload.get("content")
     if not isinstance(content, list) or not content:
@@ -343,12 +362,12 @@ def _result_ids(record: JsonlRecord) -> set[str]:
 
 
 def _build_thread(
-    name: str, records: list[JsonlRecord], path: Path, warnings: list[str] | None = None
+    name: str, records: list[SessionRecord], path: Path, warnings: list[str] | None = None
 ) -> Thread:
     live = _with_parallel_siblings(_live_path(records), records)
-    segments: list[tuple[Mapping[str, Any] | None, list[JsonlRecord]]] = [(None, [])]
+    segments: list[tuple[Mapping[str, Any] | None, list[SessionRecord]]] = [(None, [])]
     for record in live:
-        if _is_boundary(record.data):
+        if _is_boundary(record):
             segments.append((record.data, []))
         else:
             segments[-1][1].append(record)
@@ -383,20 +402,20 @@ def _build_thread(
         )
         built.append(Segment(conversation, boundary))
     skipped = Counter(
-        str(r.data.get("subtype") or r.data.get("type"))
+        str(r.data.get("subtype") or r.kind)
         for r in live
-        if r.data.get("type") not in _MESSAGE_TYPES and not _is_boundary(r.data)
+        if r.kind not in _MESSAGE_TYPES and not _is_boundary(r)
     )
     return Thread(name, tuple(built), str(path), dict(sorted(skipped.items())))
 
 
-def _messages(records: Iterable[JsonlRecord], path: Path) -> list[Message]:
+def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
     """Message records as messages: assistant parts merged by id, tool results grouped."""
     out: list[Message] = []
     by_id: dict[str, int] = {}
     for record in records:
         data = record.data
-        kind = data.get("type")
+        kind = record.kind
         payload = data.get("message")
         if kind not in _MESSAGE_TYPES or not isinstance(payload, Mapping):
             continue
@@ -423,7 +442,7 @@ def _messages(records: Iterable[JsonlRecord], path: Path) -> list[Message]:
     return out
 
 
-def _meta(record: JsonlRecord) -> dict[str, Any]:
+def _meta(record: SessionRecord) -> dict[str, Any]:
     data = record.data
     payload = data.get("message") or {}
     meta: dict[str, Any] = {

@@ -34,6 +34,7 @@ from typing import Any
 from ipse import jsonio
 from ipse._names import Names
 from ipse.transcript._jsonl import JsonlRecord
+from ipse.transcript.formats.claude_code import SessionRecord
 
 JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
@@ -125,12 +126,13 @@ def _key(value: Any) -> str | None:
     return value.removeprefix("sha256:").lower()
 
 
-def has_journal(records: Iterable[JsonlRecord]) -> bool:
-    return any(r.data.get("type") == "api-request" for r in records)
+def has_journal(records: Iterable[SessionRecord]) -> bool:
+    return any(r.kind == "api-request" for r in records)
 
 
 def read_journal(
-    records: Sequence[JsonlRecord], known_messages: Iterable[Mapping[str, Any]] = ()
+    records: Sequence[JsonlRecord] | Sequence[SessionRecord],
+    known_messages: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, JournaledRequest]:
     """Every journaled request by id (``known_messages``: the session's own messages, to
     resolve hashes that have no blob)."""
