@@ -265,6 +265,9 @@ class Flattener:
         self._tokens: dict[int, int] = {}
         self._chunks: dict[tuple[int, int, str, int | None], _Chunk] = {}
         self._stores: dict[tuple[Any, ...], _Store] = {}
+        # (front, key, has_image) -> what `_flatten_shared` derives from a front that many
+        # requests share (the front kept, so that its id is not reused while the entry lives)
+        self._fronts: dict[tuple[int, str, bool], tuple[Any, Any, Codec, Positions, Any]] = {}
         self._images: dict[int, tuple[list[Any], int, int]] = {}
         self._shared_order = list(self._order[-2:]) == ["history", "input"]
 
@@ -437,10 +440,22 @@ class Flattener:
         base, count = body.base, body.count
         front = body.front
         has_image = self._first_image(base, count) < count
-        settings = self._setting_values(front, has_image)
-        dialect = body_codec(body, self.rules.provider)
-        parts = dialect.positions(front)
-        key = (id(base), id(parts.tools), id(parts.system_source), tuple(settings.items()))
+        known = self._fronts.get((id(front), body.key, has_image))
+        if known is not None and known[0] is front:
+            _, settings, dialect, parts, front_key = known
+        else:
+            settings = self._setting_values(front, has_image)
+            dialect = body_codec(body, self.rules.provider)
+            parts = dialect.positions(front)
+            front_key = (id(parts.tools), id(parts.system_source), tuple(settings.items()))
+            self._fronts[(id(front), body.key, has_image)] = (
+                front,
+                settings,
+                dialect,
+                parts,
+                front_key,
+            )
+        key = (id(base), *front_key)
         store = self._stores.get(key)
         if store is None or store.base is not base:
             store = self._new_store(base, parts, settings)

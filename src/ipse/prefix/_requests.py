@@ -322,6 +322,7 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
         else {}
     )
     index = 0
+    fronts: dict[Any, dict[str, Any]] = {}  # one front per model, shared by its requests
     for segment, body in zip(source.thread.segments, bodies, strict=True):
         dicts = body["messages"]
         messages = segment.conversation.messages
@@ -335,15 +336,16 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             if journaled is not None:
                 request_body = _journaled_body(journaled, model, dicts, k)
             else:
-                request_body = SharedHistory(
-                    {
+                front = fronts.get(model) if isinstance(model, str | None) else None
+                if front is None:
+                    front = {
                         "model": model,
                         "system": UNRECORDED_FRONT,
                         "cache_control": {"type": "ephemeral"},
-                    },
-                    dicts,
-                    k,
-                )
+                    }
+                    if isinstance(model, str | None):
+                        fronts[model] = front
+                request_body = SharedHistory(front, dicts, k)
             previous = messages[k - 1].meta.get("timestamp")
             usage = message.meta.get("usage")
             yield Request(
