@@ -9,14 +9,17 @@ by default the boundaries become plain records, the worst case: one segment, eve
 request with the whole history before it). ``--big-string MB`` also writes a session whose one
 tool result is a single string of that size (``--string-kind``: lines, base64, letters).
 
-For each file, in one run: the baseline (``orjson.loads`` of every line, in this process, best
-of ``--repeat``), then each command in a child process (``python -m ipse ...`` with its output
-discarded; the least CPU of ``--runs``), with the child's CPU time and peak resident memory
-from ``wait4``. CPU time, not wall time, is compared, so that other work on a shared machine
-does not count; it includes the interpreter's start (about 0.1 s) and, for ``inspect`` and
-``handoff``, building the o200k encoder (about 0.3 s).
-Prints CPU seconds, the ratio to the baseline, wall seconds, peak MB and peak memory over the
-file size.
+For each file and command, ``--runs`` times: the baseline (``orjson.loads`` of every line, in
+this process, the least CPU of ``--repeat``), then at once the command in a child process
+(``python -m ipse ...`` with its output discarded), with the child's CPU time and peak resident
+memory from ``wait4``. Each run's ratio is to the baseline measured just before it, and the
+run with the median ratio is printed: on a shared or throttled machine the speed drifts by a
+third within minutes, and a baseline measured once would price later commands at another
+speed. CPU time, not wall time, is compared, so that other work on the machine does not
+count; it includes the interpreter's start (about 0.1 s) and, for ``inspect`` and ``handoff``,
+building the o200k encoder (about 0.3 s).
+Prints CPU seconds, the ratio to the baseline (and the baseline), wall seconds, peak MB and
+peak memory over the file size.
 
 ``--commands`` also takes ``prefix-text`` and ``inspect-messages`` (the human output, a table
 row per request, per message, piped) and ``report`` (the HTML page).
@@ -220,16 +223,20 @@ def report(
     path: Path, label: str, commands: list[str], repeat: int, timeout: float, runs: int = 1
 ) -> None:
     size = path.stat().st_size
-    base = best(lambda: parse(path), repeat)
-    print(f"{label}: {size / 1e6:.1f} MB, orjson parse {base:.3f} s CPU", flush=True)
+    print(f"{label}: {size / 1e6:.1f} MB", flush=True)
+    home = path.parent / "home"
     for name in commands:
-        home = path.parent / "home"
-        seconds, wall, peak, code = min(  # the run with the least CPU time
-            run(command(name, path, path.parent), timeout, home) for _ in range(runs)
-        )
+        measured = []
+        for _ in range(runs):
+            base = best(lambda: parse(path), repeat)
+            seconds, wall, peak, code = run(command(name, path, path.parent), timeout, home)
+            measured.append((seconds / base, seconds, base, wall, peak, code))
+        measured.sort()
+        ratio, seconds, base, wall, peak, code = measured[len(measured) // 2]
         print(
-            f"  {name:<16} {seconds:8.2f} s CPU {seconds / base:7.2f}x parse  ({wall:6.2f} s wall)"
-            f"   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file   exit {code}",
+            f"  {name:<16} {seconds:8.2f} s CPU {ratio:7.2f}x parse ({base:.3f} s)"
+            f" ({wall:6.2f} s wall)   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file"
+            f"   exit {code}",
             flush=True,
         )
 
@@ -244,7 +251,9 @@ def main() -> None:
     parser.add_argument("--string-kind", choices=["lines", "base64", "letters"], default="lines")
     parser.add_argument("--keep-compactions", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the baseline (least CPU)")
-    parser.add_argument("--runs", type=int, default=1, help="runs of each command (least CPU)")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs of each command (the median ratio is shown)"
+    )
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     compile_ipse()
