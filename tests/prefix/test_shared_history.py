@@ -68,17 +68,22 @@ def _requests(
 ) -> list[Request]:
     requests: list[Request] = []
     start = datetime(2026, 1, 1, tzinfo=UTC)
+    fronts: dict[str, dict[str, Any]] = {}  # one per model, shared across histories (a session)
     for number, messages in enumerate(histories):
         for k, message in enumerate(messages):
             if message["role"] != "assistant" or k == 0:
                 continue
             index = len(requests)
             time = start + timedelta(seconds=sum(gaps[: index % len(gaps) + 1]) + index)
-            front = {
-                "model": "claude-sonnet-4-5" if index % 3 else "claude-opus-4-6",
-                "system": UNRECORDED_FRONT,
-                "cache_control": {"type": "ephemeral"},
-            }
+            model = "claude-sonnet-4-5" if index % 3 else "claude-opus-4-6"
+            front = fronts.setdefault(
+                model,
+                {
+                    "model": model,
+                    "system": UNRECORDED_FRONT,
+                    "cache_control": {"type": "ephemeral"},
+                },
+            )
             body: Any = (
                 SharedHistory(front, messages, k) if shared else {**front, "messages": messages[:k]}
             )
