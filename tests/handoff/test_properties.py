@@ -124,7 +124,13 @@ def _check(conversation: Conversation, at: Any, options: StripOptions) -> None:
     try:
         after, report = strip(conversation, at, options)
     except InvalidConversation as exc:
-        # the one refusal allowed: nothing but blank text and tool traffic, so nothing is left
+        # the refusals allowed: nothing but blank text and tool traffic, so nothing is left;
+        # or nothing of the kind before the first answer, so no user message opens the request
+        if "[first_not_user]" in str(exc):
+            first = next(i for i, m in enumerate(conversation.messages) if m.role == "assistant")
+            opening = conversation.messages[:first]
+            assert not any(t.text.strip() for m in opening for t in m.of_kind(Text))
+            return
         assert "[no_messages]" in str(exc)
         assert not any(t.text.strip() for m in conversation.messages for t in m.of_kind(Text))
         return
@@ -182,3 +188,33 @@ def test_openai_responses_properties(data: st.DataObject, body: dict[str, Any]) 
         breadcrumbs=data.draw(st.booleans()),
     )
     _check(conversation, at, options)
+
+
+def test_a_blank_opening_user_message_is_refused_by_name() -> None:
+    """Found by the property test: an opening user message of nothing but a blank text (which
+    Anthropic refuses, and stripping drops) left the assistant opening the request, and the
+    refusal blamed the output."""
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": " "}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "0"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "last"},
+                    {"type": "tool_use", "id": "toolu_0", "name": "Bash", "input": {}},
+                ],
+            },
+        ],
+    }
+    conversation = anthropic.read_body(body)
+    try:
+        strip(conversation, "now")
+    except InvalidConversation as exc:
+        assert "opening user message holds nothing but blank text" in str(exc)
+    else:
+        raise AssertionError("a request opened by the assistant was not refused")
+    body["messages"][0]["content"][0]["text"] = "hi"  # type: ignore[index]
+    after, _ = strip(anthropic.read_body(body), "now")
+    assert after.messages[0].role == "user"

@@ -122,6 +122,11 @@ def strip(
             cut = settle(messages, cut - 1)
     output = replace(conversation, messages=(*built.messages, *tail))
     rewritten = len(built.messages)
+    if _opener(messages) == "user" and _opener(output.messages) not in ("user", None):
+        raise InvalidConversation(
+            "stripping would leave no user message to open the request: the opening user "
+            "message holds nothing but blank text and tool results [first_not_user]"
+        )
     carried = _check_output(output, rewritten, input_problems, cut)
     report = HandoffReport(
         cut=cut,
@@ -140,6 +145,11 @@ def strip(
 
 
 # ------------------------------------------------------------------------------ input checks
+
+
+def _opener(messages: Sequence[Message]) -> str | None:
+    """The role of the first message that is not a system or developer instruction."""
+    return next((m.role for m in messages if m.role not in ("system", "developer")), None)
 
 
 def _check_input(problems: Sequence[Problem], cut: int, drop_orphans: bool = True) -> None:
