@@ -6,8 +6,8 @@ of every line, objects dropped), alternating them ``--repeat`` times and keeping
 of each, so that the machine's changing speed hits all of them alike:
 
 * ``read``: parsing the file into session records (`read_session`);
-* ``thread``: the live path and the main thread's messages (the least time of reading and
-  building the thread, less the least time of reading);
+* ``thread``: the live path and the main thread's request messages (the least time of
+  reading and building the thread, less the least time of reading);
 * ``requests``: the rest of `read_requests` (request bodies, journal, checks), given the
   session read and its thread built;
 * ``replay``: `analyze` (flattening, the cache simulation, causes, costs);
@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import orjson
 
@@ -38,19 +39,20 @@ from bigsession import generate, parse
 from ipse.jsonio import no_gc
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
-from ipse.transcript import load
 from ipse.transcript.formats.claude_code import read_session
+from ipse.transcript.formats.claude_code_requests import request_thread
 
 
-def _loaded(source: Any, *args: Any, **kwargs: Any) -> Any:
-    """`load` for `read_requests`, answering with a session already loaded."""
-    return source
+def _given(value: Any, *args: Any, **kwargs: Any) -> Any:
+    """A step of `read_requests` (reading the session, building its thread) answering with
+    what was built before it."""
+    return value
 
 
 def phases(path: Path) -> dict[str, float]:
     """CPU seconds of each step, one run: the baseline, ``read`` (the records), ``load`` (the
-    records and the main thread), ``requests`` (`read_requests` given the loaded session),
-    ``replay`` and ``json``."""
+    records and the main thread's request messages), ``requests`` (`read_requests` given
+    those), ``replay`` and ``json``."""
     clock = time.process_time
     out: dict[str, float] = {}
     start = clock()
@@ -61,16 +63,16 @@ def phases(path: Path) -> dict[str, float]:
         read_session(path)
         out["read"] = clock() - start
         start = clock()
-        source = load(path, "claude-code")
+        session = read_session(path)
+        thread = request_thread(session)
         out["load"] = clock() - start
-        real_load = _requests.load
-        _requests.load = functools.partial(_loaded, source)  # type: ignore[assignment]
-        try:
+        with (
+            mock.patch.object(_requests, "read_session", functools.partial(_given, session)),
+            mock.patch.object(_requests, "request_thread", functools.partial(_given, thread)),
+        ):
             start = clock()
             log = _requests.read_requests(path)
             out["requests"] = clock() - start
-        finally:
-            _requests.load = real_load
         start = clock()
         report = analyze(log.requests, warnings=log.warnings)
         out["replay"] = clock() - start

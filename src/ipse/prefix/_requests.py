@@ -39,7 +39,6 @@ from ipse.prefix._growing import SharedHistory
 from ipse.transcript import (
     DIALECTS,
     WRITABLE_FORMATS,
-    Conversation,
     body_codec,
     codec,
     load,
@@ -48,12 +47,13 @@ from ipse.transcript import (
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript.formats import codex, http_log
-from ipse.transcript.formats.claude_code import looks_like_claude_code
+from ipse.transcript.formats.claude_code import looks_like_claude_code, read_session
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
     has_journal,
     read_journal,
 )
+from ipse.transcript.formats.claude_code_requests import request_thread
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
 # to the recorded usage (`ipse.prefix._report`).
@@ -308,31 +308,26 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 
 
 def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
-    source = load(p, "claude-code")
-    warnings.extend(source.warnings)
-    assert source.thread is not None and source.session is not None
-    bodies = [
-        write(Conversation(s.conversation.messages, dialect="anthropic"), "anthropic")
-        for s in source.thread.segments
-    ]
-    records = source.session.records
+    session = read_session(p, warnings=warnings)
+    thread = request_thread(session)
+    dicts_of = [[m.body for m in segment] for segment in thread.segments]
+    records = session.records
     journal = (
-        read_journal(records, (m for b in bodies for m in b["messages"]))
+        read_journal(records, (m for dicts in dicts_of for m in dicts))
         if has_journal(records)
         else {}
     )
     index = 0
     fronts: dict[Any, dict[str, Any]] = {}  # one front per model, shared by its requests
-    for segment, body in zip(source.thread.segments, bodies, strict=True):
-        dicts = body["messages"]
-        messages = segment.conversation.messages
+    for messages, dicts in zip(thread.segments, dicts_of, strict=True):
         for k, message in enumerate(messages):
-            if message.role != "assistant" or k == 0:
+            if message.body["role"] != "assistant" or k == 0:
                 continue
-            model = message.meta.get("model")
+            meta = message.meta
+            model = meta.get("model")
             if model == "<synthetic>":
                 continue
-            journaled = journal.get(str(message.meta.get("request_ref")))
+            journaled = journal.get(str(meta.get("request_ref")))
             if journaled is not None:
                 request_body = _journaled_body(journaled, model, dicts, k)
             else:
@@ -347,16 +342,16 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                         fronts[model] = front
                 request_body = SharedHistory(front, dicts, k)
             previous = messages[k - 1].meta.get("timestamp")
-            usage = message.meta.get("usage")
+            usage = meta.get("usage")
             yield Request(
                 index,
                 request_body,
                 "anthropic",
                 http_log.parse_time(previous),
-                http_log.parse_time(message.meta.get("timestamp")),
+                http_log.parse_time(meta.get("timestamp")),
                 usage if isinstance(usage, Mapping) else None,
                 f"{p}:message {k}",
-                source.thread.name,
+                thread.name,
             )
             index += 1
 

@@ -105,11 +105,17 @@ class ClaudeCodeSession:
         return built
 
     def _thread(self, name: str) -> Thread:
+        found, records, path = self.thread_records(name)
+        return _build_thread(found, records, path, self.warnings)
+
+    def thread_records(self, name: str = MAIN) -> tuple[str, list[SessionRecord], Path]:
+        """The records a thread is built from: its name as found (a subagent named by its
+        stem alone is ``agent-<stem>``), its records in file order, and the file holding them."""
         if name == MAIN:
             records = [r for r in self.records if not r.sidechain]
             if not any(r.kind in _MESSAGE_TYPES for r in records):
                 records = self.records  # a subagent's own file: its sidechain is its thread
-            return _build_thread(name, records, self.path, self.warnings)
+            return name, records, self.path
         if name.startswith("sidechain-"):
             roots = self._sidechain_roots()
             try:
@@ -117,8 +123,7 @@ class ClaudeCodeSession:
                 root = roots[number - 1]
             except (ValueError, IndexError):
                 raise self._unknown_thread(name) from None
-            members = _members(self._sidechain_records(), root)
-            return _build_thread(name, members, self.path, self.warnings)
+            return name, _members(self._sidechain_records(), root), self.path
         candidates = [name, f"agent-{name}"]
         for candidate in candidates:
             if candidate in self.subagent_files:
@@ -126,7 +131,7 @@ class ClaudeCodeSession:
                 records = _slim(
                     read_jsonl(sub, skip_bad_lines=self.skip_bad_lines, warnings=self.warnings)
                 )
-                return _build_thread(candidate, records, sub, self.warnings)
+                return candidate, records, sub
         raise self._unknown_thread(name)
 
     def _unknown_thread(self, name: str) -> UsageError:
@@ -170,9 +175,7 @@ def read_session(
 
 # What a progress record keeps besides its place in the tree: no reader uses these, and a
 # long session holds tens of thousands of progress records.
-_PROGRESS_DROPPED = frozenset(
-    ("data", "cwd", "gitBranch", "userType", "toolUseID", "parentToolUseID")
-)
+_PROGRESS_DROPPED = ("data", "cwd", "gitBranch", "userType", "toolUseID", "parentToolUseID")
 
 
 def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
@@ -185,9 +188,11 @@ def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
     for line, data in records:
         kind = data.get("type")
         if type(data) is dict:
-            data.pop("toolUseResult", None)
-            if kind == "progress":  # a new, smaller dict: popping would not shrink it
-                data = {k: v for k, v in data.items() if k not in _PROGRESS_DROPPED}
+            pop = data.pop
+            pop("toolUseResult", None)
+            if kind == "progress":  # (popping frees the payloads; the dict keeps its size)
+                for key in _PROGRESS_DROPPED:
+                    pop(key, None)
         append(
             SessionRecord(
                 line,
@@ -300,8 +305,10 @@ def _with_parallel_siblings(
         return live
     on_path = {id(r) for r in live}
     attached = {r.uuid for r in live if isinstance(r.uuid, str)}
-    calls = {i for r in assistants for i in _record_calls(r)}
-    answered = {i for r in live if r.kind == "user" for i in _result_ids(r)}
+    # the calls and results on the path, gathered when the first candidate turns up (most
+    # sessions have none: no record beside the path hangs off it)
+    calls: set[str] | None = None
+    answered: set[str] = set()
     extra: list[SessionRecord] = []
     for record in records:  # file order: a parent comes before its children
         kind = record.kind
@@ -310,6 +317,9 @@ def _with_parallel_siblings(
         parent = record.parent
         if id(record) in on_path or not isinstance(parent, str) or parent not in attached:
             continue
+        if calls is None:
+            calls = {i for r in assistants for i in _record_calls(r)}
+            answered = {i for r in live if r.kind == "user" for i in _result_ids(r)}
         payload = record.data.get("message")
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
@@ -361,9 +371,11 @@ def _result_ids(record: SessionRecord) -> set[str]:
     return ids
 
 
-def _build_thread(
-    name: str, records: list[SessionRecord], path: Path, warnings: list[str] | None = None
-) -> Thread:
+def live_segments(
+    records: list[SessionRecord],
+) -> tuple[list[SessionRecord], list[tuple[Mapping[str, Any] | None, list[SessionRecord]]]]:
+    """A thread's live path (parallel calls' siblings included), and the path cut at its
+    compaction boundaries: (the boundary record opening each part or None, its records)."""
     live = _with_parallel_siblings(_live_path(records), records)
     segments: list[tuple[Mapping[str, Any] | None, list[SessionRecord]]] = [(None, [])]
     for record in live:
@@ -373,20 +385,37 @@ def _build_thread(
             segments[-1][1].append(record)
     if segments[0][0] is None and not segments[0][1] and len(segments) > 1:
         segments.pop(0)
+    return live, segments
+
+
+def note_orphans(
+    path: Path, orphans: list[tuple[int, str]], line: Any, warnings: list[str] | None
+) -> None:
+    """Warn once of a segment's tool results whose call is not in the file; ``line`` is
+    where the first is (`message_position` of its message)."""
+    if not orphans or warnings is None:
+        return
+    note = (
+        f"{path}: {line}: {len(orphans)} tool result(s) whose call is not in the file (the "
+        f"session starts mid-exchange, first {orphans[0][1]!r}); read as they are, a handoff "
+        f"removes them"
+    )
+    if note not in warnings:
+        warnings.append(note)
+
+
+def _build_thread(
+    name: str, records: list[SessionRecord], path: Path, warnings: list[str] | None = None
+) -> Thread:
+    live, segments = live_segments(records)
     known_calls: set[str] = set()
     built = []
     for number, (boundary, members) in enumerate(segments):
         messages = _messages(members, path)
         orphans, known_calls = orphan_results(messages, known=known_calls)
-        if orphans and warnings is not None:
-            index, call_id = orphans[0]
-            note = (
-                f"{path}: {message_position(index, messages[index])}: {len(orphans)} tool "
-                f"result(s) whose call is not in the file (the session starts mid-exchange, "
-                f"first {call_id!r}); read as they are, a handoff removes them"
-            )
-            if note not in warnings:
-                warnings.append(note)
+        if orphans:
+            index = orphans[0][0]
+            note_orphans(path, orphans, message_position(index, messages[index]), warnings)
         model = next((m.meta.get("model") for m in reversed(messages) if m.meta.get("model")), None)
         conversation = Conversation(
             messages=tuple(messages),
@@ -423,7 +452,7 @@ def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
             message = read_message(payload, source=str(path))
         except InputError as exc:
             raise InputError(exc.detail, path=path, position=f"line {record.line}") from exc
-        meta = _meta(record)
+        meta = record_meta(record)
         if data.get("isMeta") or data.get("isCompactSummary"):
             message = _as_harness(message)
         if kind == "assistant":
@@ -442,27 +471,37 @@ def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
     return out
 
 
-def _meta(record: SessionRecord) -> dict[str, Any]:
+def record_meta(record: SessionRecord) -> dict[str, Any]:
+    """What a message keeps of its record (``Message.meta``)."""
     data = record.data
-    payload = data.get("message") or {}
+    payload = data.get("message")
     meta: dict[str, Any] = {
         "uuids": [data.get("uuid")],
         "lines": [record.line],
         "timestamp": data.get("timestamp"),
     }
-    for key, target in (("model", "model"), ("id", "message_id"), ("usage", "usage")):
-        if isinstance(payload, Mapping) and payload.get(key) is not None:
-            meta[target] = payload[key]
-    for key, target in (
-        ("isMeta", "is_meta"),
-        ("isCompactSummary", "is_compact_summary"),
-        ("requestId", "request_id"),
-        ("isSidechain", "is_sidechain"),
-        ("requestRef", "request_ref"),
-    ):
-        if data.get(key):
-            meta[target] = data[key]
+    if isinstance(payload, Mapping):
+        for key, target in _PAYLOAD_META:
+            value = payload.get(key)
+            if value is not None:
+                meta[target] = value
+    for key, target in _RECORD_META:
+        value = data.get(key)
+        if value:
+            meta[target] = value
     return meta
+
+
+# (key, meta key): what a message's meta takes from its payload when not null, and from its
+# record when truthy
+_PAYLOAD_META = (("model", "model"), ("id", "message_id"), ("usage", "usage"))
+_RECORD_META = (
+    ("isMeta", "is_meta"),
+    ("isCompactSummary", "is_compact_summary"),
+    ("requestId", "request_id"),
+    ("isSidechain", "is_sidechain"),
+    ("requestRef", "request_ref"),
+)
 
 
 def _with_meta(message: Message, meta: dict[str, Any]) -> Message:

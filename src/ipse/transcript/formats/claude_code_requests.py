@@ -1,0 +1,210 @@
+"""A Claude Code thread's messages as the requests sent them, read without the neutral model.
+
+Replaying a session's requests (``ipse prefix``) needs each message of the live path as a
+Messages API dict, ``{"role", "content"}``, and its meta (model, usage, times, request
+reference): exactly what `write` gives for the thread's conversation, whose messages
+`ipse.transcript.formats.claude_code` builds. Building a neutral block for every content block
+only to write the same dict back costs more than reading the file did, so `request_thread`
+groups the records into messages by the same rules and puts their content blocks, as parsed,
+straight into the message dicts.
+
+That is only the same answer when every block would be written back as it was read: a text,
+a tool call with string id and name, a tool result with a string call id and text, null or
+such blocks as content, a thinking block with string text and signature, or a block of
+another type. A thread holding anything else (a record whose message has no string role, a
+block that is not an object, a call id that is a number, ...) is built through the neutral
+model instead, and gives its answer (or its error) word for word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ipse import progress
+from ipse.transcript.formats.anthropic import write_message
+from ipse.transcript.formats.claude_code import (
+    MAIN,
+    ClaudeCodeSession,
+    SessionRecord,
+    _build_thread,
+    live_segments,
+    note_orphans,
+    record_meta,
+)
+
+_MESSAGE_TYPES = ("user", "assistant")
+
+
+class RequestMessage(NamedTuple):
+    """One message of a thread: the dict a request sends, and its ``Message.meta``."""
+
+    body: Mapping[str, Any]
+    meta: Mapping[str, Any]
+
+
+class RequestThread(NamedTuple):
+    """A thread's messages, per segment (cut at compaction boundaries, oldest first)."""
+
+    name: str
+    segments: tuple[tuple[RequestMessage, ...], ...]
+
+
+def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThread:
+    """The thread ``name`` of ``session`` as request messages (see the module's docstring);
+    warnings go to the session's, as `ClaudeCodeSession.thread` gives them."""
+    label = f"building the {name} thread"
+    progress.update(label, 0, 1)
+    found, records, path = session.thread_records(name)
+    _, parts = live_segments(records)
+    segments = []
+    for _, members in parts:
+        messages = _messages(members)
+        if messages is None:  # something the neutral model writes differently: ask it
+            thread = _build_thread(found, records, path, session.warnings)
+            progress.update(label, 1, 1)
+            return RequestThread(
+                found,
+                tuple(
+                    tuple(
+                        RequestMessage(write_message(m), m.meta)
+                        for m in segment.conversation.messages
+                    )
+                    for segment in thread.segments
+                ),
+            )
+        segments.append(messages)
+    known: set[str] = set()
+    for messages in segments:
+        _warn_orphans(messages, known, path, session.warnings)
+    progress.update(label, 1, 1)
+    return RequestThread(found, tuple(tuple(m) for m in segments))
+
+
+def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
+    """The records' messages (assistant parts merged by response id, consecutive tool
+    results merged), as `claude_code._messages` groups them; None when some record is not
+    plain (see the module's docstring)."""
+    out: list[RequestMessage] = []
+    only_results: list[bool] = []  # per message: a user message of nothing but tool results
+    by_id: dict[str, int] = {}
+    for record in records:
+        kind = record.kind
+        if kind not in _MESSAGE_TYPES:
+            continue
+        payload = record.data.get("message")
+        if type(payload) is not dict:
+            if isinstance(payload, Mapping):
+                return None
+            continue  # (the neutral reader skips it too)
+        role = payload.get("role")
+        content = payload.get("content")
+        if type(role) is not str or not _plain_content(content):
+            return None
+        meta = record_meta(record)
+        results = _only_results(role, content)
+        if kind == "assistant":
+            message_id = payload.get("id")
+            index = by_id.get(message_id) if isinstance(message_id, str) else None
+            if index is not None and all(only_results[index + 1 :]):
+                # another block of the same response (its tool results may come between)
+                merged = out[index] = _merge(out[index], content, meta)
+                only_results[index] = _only_results(merged.body["role"], merged.body["content"])
+                continue
+            if isinstance(message_id, str):
+                by_id[message_id] = len(out)
+        elif out and results and only_results[-1]:
+            out[-1] = _merge(out[-1], content, meta)
+            continue
+        if type(content) is list:
+            content = list(content)  # (a list of its own: merging extends it)
+        elif content is None:
+            content = []
+        out.append(RequestMessage({"role": role, "content": content}, meta))
+        only_results.append(results)
+    return out
+
+
+def _plain_content(content: Any) -> bool:
+    return (
+        content is None
+        or type(content) is str
+        or (type(content) is list and all(_plain_block(b) for b in content))
+    )
+
+
+def _plain_block(block: Any) -> bool:
+    """Whether the neutral model writes ``block`` back as the very object it read."""
+    if type(block) is not dict:
+        return False
+    kind = block.get("type")
+    if kind == "tool_use":
+        return type(block.get("id")) is str and type(block.get("name")) is str
+    if kind == "tool_result":
+        if type(block.get("tool_use_id")) is not str:
+            return False
+        content = block.get("content")
+        return (
+            content is None
+            or type(content) is str
+            or (type(content) is list and all(_plain_block(b) for b in content))
+        )
+    if kind == "thinking":
+        signature = block.get("signature")
+        return type(block.get("thinking")) is str and (signature is None or type(signature) is str)
+    return True
+
+
+def _only_results(role: str, content: Any) -> bool:
+    return (
+        role == "user"
+        and type(content) is list
+        and bool(content)
+        and all(b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _blocks(content: Any) -> list[Any]:
+    """Content as the blocks of a merged message (a string is the one text block it is)."""
+    if type(content) is str:
+        return [{"type": "text", "text": content}]
+    return list(content) if content else []
+
+
+def _merge(first: RequestMessage, content: Any, meta: Mapping[str, Any]) -> RequestMessage:
+    """One message of two records (as `claude_code._merge`): the second's blocks added, less
+    the tool calls the first already holds (a copied record)."""
+    blocks = _blocks(first.body["content"])
+    have = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+    blocks.extend(
+        b for b in _blocks(content) if not (b.get("type") == "tool_use" and b["id"] in have)
+    )
+    merged = dict(first.meta)
+    merged["uuids"] = [*first.meta.get("uuids", []), *meta["uuids"]]
+    merged["lines"] = [*first.meta.get("lines", []), *meta["lines"]]
+    if "usage" in meta:
+        merged["usage"] = meta["usage"]
+    return RequestMessage({"role": first.body["role"], "content": blocks}, merged)
+
+
+def _warn_orphans(
+    messages: Sequence[RequestMessage], known: set[str], path: Path, warnings: list[str]
+) -> None:
+    """Tool results whose call came neither before in this segment nor in an earlier one
+    (``known``: the calls seen so far, updated), warned of as the neutral reader does."""
+    orphans: list[tuple[int, str]] = []
+    for index, message in enumerate(messages):
+        content = message.body["content"]
+        if type(content) is not list:
+            continue
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use":
+                known.add(block["id"])
+            elif kind == "tool_result" and block["tool_use_id"] not in known:
+                orphans.append((index, block["tool_use_id"]))
+    if orphans:
+        lines = messages[orphans[0][0]].meta.get("lines")
+        where = f"line {lines[0]}" if lines else f"message {orphans[0][0]}"
+        note_orphans(path, orphans, where, warnings)
