@@ -233,6 +233,13 @@ def block_text(raw: Any) -> str:
     return _dumps(without_payloads(raw)).decode()
 
 
+def _holds_image(content: list[Any]) -> bool:
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") in _IMAGE_TYPES:
+            return True
+    return False
+
+
 def _last_assistant(messages: Sequence[Any], dialect: Codec) -> int:
     """The index of the last message the model wrote (-1: none)."""
     for i in range(len(messages) - 1, -1, -1):
@@ -462,11 +469,7 @@ class Flattener:
             self._stores[key] = store
         build = store.build
         for i in range(store.count, count):
-            seg = self._message(base[i], parts.per_message, memo=False)
-            start = len(build.hashes)
-            self._emit(build, seg, "history", i, memo=False)
-            store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
-            store.ends.append(len(build.hashes))
+            self._append_message(store, base[i], i, parts.per_message)
         store.count = max(store.count, count)
         n = store.ends[count - 1] if count else store.front
         last = -1
@@ -516,20 +519,67 @@ class Flattener:
             first_message=build.hashes[store.front] if n > store.front else None,
         )
 
+    def _append_message(self, store: _Store, message: Any, i: int, per_message: bool) -> None:
+        """Message ``i``'s positions appended to a shared store: what `_emit` of `_message`
+        appends, in one pass over its blocks (each block of a shared history is reached once,
+        so nothing is memoised on the way)."""
+        build = store.build
+        start = len(build.hashes)
+        if per_message or not isinstance(message, Mapping):
+            seg = self._message(message, per_message, memo=False)
+            self._emit(build, seg, "history", i, memo=False)
+            store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
+            store.ends.append(len(build.hashes))
+            return
+        content = message.get("content")
+        if not (isinstance(content, list) and content):
+            content = [_as_text(content if isinstance(content, str) else "")]
+        salt = f"{message.get('role', message.get('type', ''))}:".encode("utf-8", "surrogatepass")
+        hash_, chain_of, count = self._hash, self._chain, self._count
+        chain = build.chain[-1] if build.chain else 0
+        total = build.cum[-1] if build.cum else 0
+        group = build.groups[-1] if build.groups else -1
+        previous = ""
+        for j, item in enumerate(content):  # (as `_blocks`, then `_chunk`)
+            if isinstance(item, Mapping):
+                body, ttl = _strip(item)
+                body = _rendered_text(body)
+                kind = str(body.get("type", ""))
+            else:
+                body, ttl, kind = item, None, "text"
+            data = _dumps(body)
+            if j == 0:
+                data = salt + data
+            h = hash_(data)
+            chain = chain_of(chain, h)
+            total += count(h, body, data)
+            if not (kind == previous and kind in _RUN_KINDS):
+                group += 1
+            previous = kind
+            build.hashes.append(h)
+            build.chain.append(chain)
+            build.cum.append(total)
+            build.ttls.append(ttl)
+            build.where.append(("history", i, j))
+            build.groups.append(group)
+            if ttl is not None:
+                build.breakpoints += 1
+                store.marks.append(start + j)
+            if self.stable:
+                build.texts.append(data)
+        store.ends.append(len(build.hashes))
+
     def _first_image(self, base: list[Any], count: int) -> int:
         """The index of the first message of ``base[:count]`` holding an image (else count)."""
         seen = self._images.get(id(base))
         scanned, first = (seen[1], seen[2]) if seen is not None and seen[0] is base else (0, -1)
-        if first < 0:
+        if first < 0 and scanned < count:
             for i in range(scanned, count):
                 content = base[i].get("content") if isinstance(base[i], Mapping) else None
-                if isinstance(content, list) and any(
-                    isinstance(b, Mapping) and b.get("type") in _IMAGE_TYPES for b in content
-                ):
+                if isinstance(content, list) and _holds_image(content):
                     first = i
                     break
-            scanned = max(scanned, count)
-            self._images[id(base)] = (base, scanned, first)
+            self._images[id(base)] = (base, count, first)
         return first if first >= 0 else count
 
     def _new_store(self, base: list[Any], parts: Positions, settings: dict[str, bytes]) -> _Store:
