@@ -257,7 +257,7 @@ def _analyze(
                 scale = max(0.0, actual.total - front) / flat.total
         elif actual is not None and flat.total:
             scale = actual.total / flat.total
-        shared, slot = _best(flat, index, by_first)
+        shared, slot = _best(flat, index, by_first, len(seen[-1][1].chain) if seen else 0)
         if slot is None and request.conversation is not None:
             slot = by_conversation.get(request.conversation)
         step = Step(
@@ -427,11 +427,15 @@ def _model_warnings(model: str | None, provider: str) -> list[str]:
 
 
 def _best(
-    flat: Flat, index: dict[int, list[int]], by_first: dict[int, int]
+    flat: Flat, index: dict[int, list[int]], by_first: dict[int, int], previous: int = 0
 ) -> tuple[int, int | None]:
-    """Positions shared with the best earlier request, and that request's slot."""
+    """Positions shared with the best earlier request, and that request's slot; ``previous``:
+    the positions of the request before it, tried first (prefix hashes are prefix-closed, so
+    when its last is known and the next is not, that is the bisection's answer)."""
     chain = backing(flat.chain)  # positions below len(flat.chain) only
     lo, hi = 0, len(flat.chain)
+    if previous and previous < hi and chain[previous - 1] in index and chain[previous] not in index:
+        lo = hi = previous  # (the usual answer, where the log goes on from the request before)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if chain[mid - 1] in index:

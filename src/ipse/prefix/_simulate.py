@@ -19,7 +19,8 @@ estimated total, when usage was recorded), so predictions speak the provider's t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ipse.prefix._columns import backing
@@ -58,16 +59,25 @@ class Step:
     scale: float = 1.0
     shared: int = 0  # positions shared with the best earlier request
     front: int = 0  # tokens of an unrecorded first position (added to its estimate)
+    # the request's positions and their cumulative estimates (read below ``_positions``
+    # only: a shared store's list goes on past this request), and its total tokens
+    _positions: int = field(init=False, repr=False, compare=False)
+    _cum: Sequence[int] = field(init=False, repr=False, compare=False)
+    total: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # (asked for a handful of times per request: read once)
+        object.__setattr__(self, "_positions", len(self.flat.cum))
+        object.__setattr__(self, "_cum", backing(self.flat.cum))
+        object.__setattr__(self, "total", self.tokens(len(self.flat.chain)))
 
     def tokens(self, positions: int) -> int:
         """Tokens of the first ``positions`` positions."""
         if positions <= 0:
             return 0
-        return round(self.flat.tokens_before(positions) * self.scale) + self.front
-
-    @property
-    def total(self) -> int:
-        return self.tokens(len(self.flat.chain))
+        if positions > self._positions:
+            raise IndexError("position out of range")
+        return round(self._cum[positions - 1] * self.scale) + self.front
 
 
 @dataclass(frozen=True, slots=True)
