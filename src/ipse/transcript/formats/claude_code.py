@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from ipse import progress
 from ipse.errors import InputError, UsageError
@@ -298,8 +298,7 @@ def _with_parallel_siblings(
     response_ids = {
         r.data["message"].get("id")
         for r in assistants
-        if isinstance(r.data.get("message"), Mapping)
-        and isinstance(r.data["message"].get("id"), str)
+        if _is_map(r.data.get("message")) and isinstance(r.data["message"].get("id"), str)
     }
     if not response_ids:
         return live
@@ -342,30 +341,34 @@ def _with_parallel_siblings(
     return sorted([*live, *extra], key=lambda r: r.line)
 
 
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """`isinstance(value, Mapping)`, answered for a dict (what the parser gives) without the
+    abstract class's check: asked for every block of every message of a session."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _record_calls(record: SessionRecord) -> set[str]:
     payload = record.data.get("message")
-    return _call_ids(payload) if isinstance(payload, Mapping) else set()
+    return _call_ids(payload) if _is_map(payload) else set()
 
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
     content = payload.get("content")
     if not isinstance(content, list):
         return set()
-    return {
-        str(b.get("id")) for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"
-    }
+    return {str(b.get("id")) for b in content if _is_map(b) and b.get("type") == "tool_use"}
 
 
 def _result_ids(record: SessionRecord) -> set[str]:
     payload = record.data.get("message")
-    if record.kind != "user" or not isinstance(payload, Mapping):
+    if record.kind != "user" or not _is_map(payload):
         return set()
     content = payload.get("content")
     if not isinstance(content, list) or not content:
         return set()
     ids = set()
     for block in content:
-        if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+        if not _is_map(block) or block.get("type") != "tool_result":
             return set()  # only records that hold nothing but tool results
         ids.add(str(block.get("tool_use_id")))
     return ids
@@ -480,28 +483,24 @@ def record_meta(record: SessionRecord) -> dict[str, Any]:
         "lines": [record.line],
         "timestamp": data.get("timestamp"),
     }
-    if isinstance(payload, Mapping):
-        for key, target in _PAYLOAD_META:
-            value = payload.get(key)
-            if value is not None:
-                meta[target] = value
-    for key, target in _RECORD_META:
-        value = data.get(key)
-        if value:
-            meta[target] = value
+    if _is_map(payload):  # (spelled out: asked for every message record of a session)
+        if (value := payload.get("model")) is not None:
+            meta["model"] = value
+        if (value := payload.get("id")) is not None:
+            meta["message_id"] = value
+        if (value := payload.get("usage")) is not None:
+            meta["usage"] = value
+    if value := data.get("isMeta"):
+        meta["is_meta"] = value
+    if value := data.get("isCompactSummary"):
+        meta["is_compact_summary"] = value
+    if value := data.get("requestId"):
+        meta["request_id"] = value
+    if value := data.get("isSidechain"):
+        meta["is_sidechain"] = value
+    if value := data.get("requestRef"):
+        meta["request_ref"] = value
     return meta
-
-
-# (key, meta key): what a message's meta takes from its payload when not null, and from its
-# record when truthy
-_PAYLOAD_META = (("model", "model"), ("id", "message_id"), ("usage", "usage"))
-_RECORD_META = (
-    ("isMeta", "is_meta"),
-    ("isCompactSummary", "is_compact_summary"),
-    ("requestId", "request_id"),
-    ("isSidechain", "is_sidechain"),
-    ("requestRef", "request_ref"),
-)
 
 
 def _with_meta(message: Message, meta: dict[str, Any]) -> Message:
