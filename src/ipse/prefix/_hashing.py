@@ -19,7 +19,7 @@ import bisect
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 from ipse import jsonio
 from ipse._names import Names
@@ -233,9 +233,15 @@ def block_text(raw: Any) -> str:
     return _dumps(without_payloads(raw)).decode()
 
 
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """`isinstance(value, Mapping)`, answered for a dict (what the parser gives) without the
+    abstract class's check: asked for every block the flattener reaches."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _holds_image(content: list[Any]) -> bool:
-    for block in content:
-        if isinstance(block, Mapping) and block.get("type") in _IMAGE_TYPES:
+    for block in content:  # noqa: SIM110 (a loop: a generator costs a frame per block)
+        if _is_map(block) and block.get("type") in _IMAGE_TYPES:
             return True
     return False
 
@@ -525,7 +531,7 @@ class Flattener:
         so nothing is memoised on the way)."""
         build = store.build
         start = len(build.hashes)
-        if per_message or not isinstance(message, Mapping):
+        if per_message or not _is_map(message):
             seg = self._message(message, per_message, memo=False)
             self._emit(build, seg, "history", i, memo=False)
             store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
@@ -541,7 +547,7 @@ class Flattener:
         group = build.groups[-1] if build.groups else -1
         previous = ""
         for j, item in enumerate(content):  # (as `_blocks`, then `_chunk`)
-            if isinstance(item, Mapping):
+            if _is_map(item):
                 body, ttl = _strip(item)
                 body = _rendered_text(body)
                 kind = str(body.get("type", ""))
@@ -575,7 +581,8 @@ class Flattener:
         scanned, first = (seen[1], seen[2]) if seen is not None and seen[0] is base else (0, -1)
         if first < 0 and scanned < count:
             for i in range(scanned, count):
-                content = base[i].get("content") if isinstance(base[i], Mapping) else None
+                message = base[i]
+                content = message.get("content") if _is_map(message) else None
                 if isinstance(content, list) and _holds_image(content):
                     first = i
                     break
