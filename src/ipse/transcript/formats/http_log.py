@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -456,6 +455,8 @@ def header_date(headers: Any) -> datetime | None:
         return None
     for name, value in items:
         if str(name).lower() == "date" and isinstance(value, str):
+            from email.utils import parsedate_to_datetime  # (imported here: a tenth of start)
+
             try:
                 parsed = parsedate_to_datetime(value)
             except (TypeError, ValueError):
