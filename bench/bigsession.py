@@ -22,7 +22,10 @@ Prints CPU seconds, the ratio to the baseline (and the baseline), wall seconds, 
 peak memory over the file size.
 
 ``--commands`` also takes ``prefix-text`` and ``inspect-messages`` (the human output, a table
-row per request, per message, piped) and ``report`` (the HTML page).
+row per request, per message, piped), ``report`` (the HTML page), and two baselines run as the
+commands are, in a process of their own: ``parse`` (the baseline's parse, which shows what the
+interpreter's start and a fresh process add to it) and ``parse-keep`` (a parse that keeps every
+record it read, as a command must: cold memory's page faults included).
 
     python bench/bigsession.py --sizes 18 36 72 [--commands prefix inspect handoff]
 """
@@ -163,7 +166,32 @@ def best(fn: Callable[[], Any], repeat: int) -> float:
     return min(times)
 
 
+# The baseline's parse in a process of its own (``parse``), and a parse that keeps what it
+# read (``parse-keep``), as every command must: cold memory and the interpreter's start
+# priced alike, for comparison with the commands.
+_PARSE = """import sys, orjson
+with open(sys.argv[1], "rb") as handle:
+    for line in handle:
+        if line.strip():
+            orjson.loads(line)
+"""
+_PARSE_KEEP = """import gc, sys, orjson
+gc.disable()
+with open(sys.argv[1], "rb") as handle:
+    kept = [orjson.loads(line) for line in handle if line.strip()]
+"""
+
+
 def command(name: str, path: Path, folder: Path) -> list[str]:
+    """The child's arguments (after the interpreter) for the command called ``name``."""
+    if name == "parse":
+        return ["-c", _PARSE, str(path)]
+    if name == "parse-keep":
+        return ["-c", _PARSE_KEEP, str(path)]
+    return ["-m", "ipse", *_ipse_command(name, path, folder)]
+
+
+def _ipse_command(name: str, path: Path, folder: Path) -> list[str]:
     if name == "prefix":
         return ["prefix", str(path), "--json"]
     if name == "prefix-text":  # the human output (a table row per request), piped
@@ -193,10 +221,10 @@ def compile_ipse() -> None:
 
 
 def run(args: list[str], timeout: float, home: Path) -> tuple[float, float, float, int]:
-    """CPU seconds, wall seconds, peak resident MB, exit status of ``python -m ipse ARGS``."""
+    """CPU seconds, wall seconds, peak resident MB, exit status of ``python ARGS``."""
     start = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-m", "ipse", *args],
+        [sys.executable, *args],
         env={**os.environ, "IPSE_HOME": str(home)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
