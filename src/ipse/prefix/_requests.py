@@ -182,22 +182,24 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
         checked[id(body.base)] = max(first, body.count)
         messages = body.base[first : body.count]
     for number, message in enumerate(messages, start=first):
-        where = f"request {request.index} message {number}"
-        if not isinstance(message, Mapping):
+        # (a dict is checked for before the abstract Mapping: a session has many thousands)
+        if type(message) is not dict and not isinstance(message, Mapping):
+            where = f"request {request.index} message {number}"
             raise InputError("a message must be a JSON object", path=p, position=where)
         content = message.get("content")
         if content is None or isinstance(content, str):
             continue
         if not isinstance(content, list):
+            where = f"request {request.index} message {number}"
             raise InputError(
                 "message content must be a string or a list of blocks", path=p, position=where
             )
         for block_number, block in enumerate(content):
-            if not isinstance(block, Mapping):
+            if type(block) is not dict and not isinstance(block, Mapping):
                 raise InputError(
                     "a content block must be a JSON object",
                     path=p,
-                    position=f"{where} block {block_number}",
+                    position=f"request {request.index} message {number} block {block_number}",
                 )
 
 
