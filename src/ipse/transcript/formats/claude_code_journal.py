@@ -112,11 +112,23 @@ def message_hash(message: Mapping[str, Any]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Values copied as they are (checked by exact type: most of a message is these).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _without_cache_control(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    """A copy of ``value`` with every ``cache_control`` key removed, at any depth."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        return {
+            k: v if type(v) in _LEAVES else _without_cache_control(v)
+            for k, v in value.items()
+            if k != "cache_control"
+        }
     if isinstance(value, list):
-        return [_without_cache_control(v) for v in value]
+        return [v if type(v) in _LEAVES else _without_cache_control(v) for v in value]
     return value
 
 
@@ -146,6 +158,9 @@ def read_journal(
     out: dict[str, JournaledRequest] = {}
     previous: tuple[list[Any], int] | None = ([], 0)
     changed: dict[int, list[tuple[int, Any]]] = {}  # shared by requests that keep messages
+    top = -1  # the highest message index in `changed` (-1: none), so that a request that
+    # keeps them all is known to without a pass over them (that pass made long journals
+    # quadratic)
     ordinal = 0
     for record in records:
         data = record.data
@@ -177,9 +192,10 @@ def read_journal(
             if history is None or not changed:
                 pass
             elif not keep:
-                changed = {}
-            elif any(i >= keep for i in changed):  # only the kept messages stay changed
+                changed, top = {}, -1
+            elif top >= keep:  # only the kept messages stay changed
                 changed = {i: v for i, v in changed.items() if i < keep}
+                top = max(changed, default=-1)
             marks = data.get("cacheControl")
             if system is not None and _marks(marks, "system"):  # the marks say where, alone
                 system = [_without_cache_control(b) for b in system]
@@ -221,6 +237,7 @@ def read_journal(
                     plain = _without_cache_control(message)
                     if plain != sent[i]:
                         changed.setdefault(i, []).append((ordinal, plain))
+                        top = max(top, i)
             previous = history
     return out
 
