@@ -151,6 +151,9 @@ def read_journal(
     shapes: dict[str, Mapping[str, Any]] = {}
     fronts: dict[str, tuple[Mapping[str, Any], list[Any] | None, list[Any] | None]] = {}
     systems: dict[bytes, list[Any]] = {}  # one object per distinct marked system prompt
+    # (the system list, its marks' JSON) -> the system list, the prompt those marks place:
+    # most requests mark the same blocks, and copying a long prompt per request adds up
+    placed: dict[tuple[int, bytes], tuple[list[Any], list[Any]]] = {}
     blobs: dict[str, Any] = {}
     for message in known_messages:
         blobs.setdefault(message_hash(message), message)
@@ -197,10 +200,8 @@ def read_journal(
                 changed = {i: v for i, v in changed.items() if i < keep}
                 top = max(changed, default=-1)
             marks = data.get("cacheControl")
-            if system is not None and _marks(marks, "system"):  # the marks say where, alone
-                system = [_without_cache_control(b) for b in system]
-                _place_breakpoints({"system": system}, marks, "system")
-                system = systems.setdefault(jsonio.dumps(system), system)
+            if system is not None and isinstance(marks, list) and _marks(marks, "system"):
+                system = _marked_system(system, marks, placed, systems)  # (where, alone)
             message_marks: tuple[Any, ...] = ()
             breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
             if history is not None and _marks(marks, "messages"):
@@ -240,6 +241,31 @@ def read_journal(
                         top = max(top, i)
             previous = history
     return out
+
+
+def _marked_system(
+    system: list[Any],
+    marks: list[Any],
+    placed: dict[tuple[int, bytes], tuple[list[Any], list[Any]]],
+    systems: dict[bytes, list[Any]],
+) -> list[Any]:
+    """``system`` (a shape's prompt) with the request's system marks placed: one list per
+    distinct prompt as marked, built once for each prompt and set of marks."""
+    own = [m for m in marks if isinstance(m, Mapping) and _layer(m) == "system"]
+    key = (id(system), jsonio.dumps(own))
+    known = placed.get(key)
+    if known is not None and known[0] is system:
+        return known[1]
+    marked = [_without_cache_control(b) for b in system]
+    _place_breakpoints({"system": marked}, own, "system")
+    marked = systems.setdefault(jsonio.dumps(marked), marked)
+    placed[key] = (system, marked)
+    return marked
+
+
+def _layer(mark: Mapping[str, Any]) -> Any:
+    path = mark.get("path")
+    return path[0] if isinstance(path, list) and path else None
 
 
 def _history(
