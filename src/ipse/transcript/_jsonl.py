@@ -16,6 +16,8 @@ from ipse import jsonio
 from ipse.errors import InputError
 from ipse.fileio import open_regular, read_bytes, read_lines
 
+_make = tuple.__new__
+
 
 class JsonlRecord(NamedTuple):
     """One JSON object of a JSONL file, with its 1-based line number (a tuple: a session
@@ -98,7 +100,7 @@ def iter_jsonl(
             raise InputError(
                 "a JSONL line that is not a JSON object", path=path, position=f"line {number}"
             )
-        yield JsonlRecord(number, value)
+        yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
 
 
 def read_jsonl(

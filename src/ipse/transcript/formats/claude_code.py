@@ -185,6 +185,7 @@ def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
     half of a session's bytes. Each comes back as a `SessionRecord`."""
     out: list[SessionRecord] = []
     append = out.append
+    make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
     for line, data in records:
         kind = data.get("type")
         if type(data) is dict:
@@ -193,16 +194,8 @@ def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
             if kind == "progress":  # (popping frees the payloads; the dict keeps its size)
                 for key in _PROGRESS_DROPPED:
                     pop(key, None)
-        append(
-            SessionRecord(
-                line,
-                data,
-                kind,
-                data.get("uuid"),
-                data.get("parentUuid"),
-                bool(data.get("isSidechain")),
-            )
-        )
+        uuid, parent = data.get("uuid"), data.get("parentUuid")
+        append(make(SessionRecord, (line, data, kind, uuid, parent, bool(data.get("isSidechain")))))
     return out
 
 
