@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.transcript._jsonl import JsonlRecord
-from ipse.transcript.formats import claude_code, claude_code_requests
+from ipse.transcript.formats import claude_code_requests
 from ipse.transcript.formats.anthropic import write_message
 from ipse.transcript.formats.claude_code import ClaudeCodeSession, _slim, read_session
 from ipse.transcript.formats.claude_code_requests import RequestThread, request_thread
@@ -72,7 +72,7 @@ def test_real_sessions_give_what_the_neutral_model_writes(
         def no_fallback(*args: Any) -> Any:
             raise AssertionError("a real session fell back to the neutral model")
 
-        monkeypatch.setattr(claude_code_requests, "_build_thread", no_fallback)
+        monkeypatch.setattr(ClaudeCodeSession, "thread", no_fallback)
         session = read_session(path)
         got = request_thread(session, name)
         monkeypatch.undo()
@@ -229,13 +229,13 @@ def test_the_fallback_is_taken_for_a_block_that_is_not_an_object(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = []
-    real = claude_code._build_thread
+    real = ClaudeCodeSession.thread
 
-    def counted(*args: Any) -> Any:
-        calls.append(args[0])
-        return real(*args)
+    def counted(self: ClaudeCodeSession, name: str = "main") -> Any:
+        calls.append(name)
+        return real(self, name)
 
-    monkeypatch.setattr(claude_code_requests, "_build_thread", counted)
+    monkeypatch.setattr(ClaudeCodeSession, "thread", counted)
     records = [
         {"type": "user", "uuid": "u0", "parentUuid": None,
          "message": {"role": "user", "content": ["not a block"]}},
@@ -243,39 +243,4 @@ def test_the_fallback_is_taken_for_a_block_that_is_not_an_object(
     neutral, fast = _both(records)
     assert fast == neutral
     assert str(fast[0]).startswith("InputError: ") and "not a JSON object" in str(fast[0])
-    assert calls == ["main"]
-
-
-def _part(uuid: str, parent: str, role: str, content: Any) -> dict[str, Any]:
-    """An assistant record (one part of response ``msg_a``) holding a message of ``role``."""
-    return {"type": "assistant", "uuid": uuid, "parentUuid": parent,
-            "message": {"id": "msg_a", "role": role, "content": content}}  # fmt: skip
-
-
-_RESULT = {"type": "tool_result", "tool_use_id": "toolu_1"}
-_OPENING = {"type": "user", "uuid": "u0", "parentUuid": None,
-            "message": {"role": "user", "content": "go"}}  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
-        # merged, the message keeps its first part's role: not a message of tool results
-        (("assistant", []), ("user", [_RESULT])),
-        # a message of tool results no longer, once a text part joins it
-        (("user", [_RESULT]), ("user", "a text")),
-    ],
-)
-def test_merged_parts_decide_whether_the_next_results_join_as_the_neutral_model_does(
-    first: tuple[str, Any], second: tuple[str, Any]
-) -> None:
-    records = [
-        _OPENING,
-        _part("u1", "u0", *first),
-        _part("u2", "u1", *second),
-        {"type": "user", "uuid": "u3", "parentUuid": "u2",
-         "message": {"role": "user", "content": [_RESULT]}},
-    ]  # fmt: skip
-    neutral, fast = _both(records)
-    assert fast == neutral
-    assert len(fast[0].segments[0]) == 3  # the last results stand alone
+    assert calls == ["main", "main"]  # the neutral answer, then the fallback

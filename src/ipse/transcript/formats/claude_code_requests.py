@@ -28,7 +28,6 @@ from ipse.transcript.formats.claude_code import (
     MAIN,
     ClaudeCodeSession,
     SessionRecord,
-    _build_thread,
     live_segments,
     note_orphans,
     record_meta,
@@ -62,7 +61,7 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
     for _, members in parts:
         messages = _messages(members)
         if messages is None:  # something the neutral model writes differently: ask it
-            thread = _build_thread(found, records, path, session.warnings)
+            thread = session.thread(name)
             progress.update(label, 1, 1)
             return RequestThread(
                 found,
@@ -208,3 +207,6 @@ def _warn_orphans(
         lines = messages[orphans[0][0]].meta.get("lines")
         where = f"line {lines[0]}" if lines else f"message {orphans[0][0]}"
         note_orphans(path, orphans, where, warnings)
+
+
+__all__ = ["RequestMessage", "RequestThread", "request_thread"]
