@@ -244,3 +244,38 @@ def test_the_fallback_is_taken_for_a_block_that_is_not_an_object(
     assert fast == neutral
     assert str(fast[0]).startswith("InputError: ") and "not a JSON object" in str(fast[0])
     assert calls == ["main", "main"]  # the neutral answer, then the fallback
+
+
+def _part(uuid: str, parent: str, role: str, content: Any) -> dict[str, Any]:
+    """An assistant record (one part of response ``msg_a``) holding a message of ``role``."""
+    return {"type": "assistant", "uuid": uuid, "parentUuid": parent,
+            "message": {"id": "msg_a", "role": role, "content": content}}  # fmt: skip
+
+
+_RESULT = {"type": "tool_result", "tool_use_id": "toolu_1"}
+_OPENING = {"type": "user", "uuid": "u0", "parentUuid": None,
+            "message": {"role": "user", "content": "go"}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # merged, the message keeps its first part's role: not a message of tool results
+        (("assistant", []), ("user", [_RESULT])),
+        # a message of tool results no longer, once a text part joins it
+        (("user", [_RESULT]), ("user", "a text")),
+    ],
+)
+def test_merged_parts_decide_whether_the_next_results_join_as_the_neutral_model_does(
+    first: tuple[str, Any], second: tuple[str, Any]
+) -> None:
+    records = [
+        _OPENING,
+        _part("u1", "u0", *first),
+        _part("u2", "u1", *second),
+        {"type": "user", "uuid": "u3", "parentUuid": "u2",
+         "message": {"role": "user", "content": [_RESULT]}},
+    ]  # fmt: skip
+    neutral, fast = _both(records)
+    assert fast == neutral
+    assert len(fast[0].segments[0]) == 3  # the last results stand alone
