@@ -19,10 +19,11 @@ import bisect
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeGuard
+from typing import Any, TypeAlias
 
 from ipse import jsonio
 from ipse._names import Names
+from ipse.jsonio import is_object
 from ipse.prefix._columns import Column, InputWhere, OverlayTtls, backing
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._rules import Rules
@@ -233,15 +234,23 @@ def block_text(raw: Any) -> str:
     return _dumps(without_payloads(raw)).decode()
 
 
-def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """`isinstance(value, Mapping)`, answered for a dict (what the parser gives) without the
-    abstract class's check: asked for every block the flattener reaches."""
-    return type(value) is dict or isinstance(value, Mapping)
+def _salt(message: Mapping[str, Any]) -> bytes:
+    """What a message's first block is hashed after: its role (a block means something else
+    said by someone else)."""
+    return f"{message.get('role', message.get('type', ''))}:".encode("utf-8", "surrogatepass")
+
+
+def _content_blocks(message: Mapping[str, Any]) -> list[Any]:
+    """A message's blocks as positions: its list, else its text as the one block it is."""
+    content = message.get("content")
+    if isinstance(content, list) and content:
+        return content
+    return [_as_text(content if isinstance(content, str) else "")]
 
 
 def _holds_image(content: list[Any]) -> bool:
     for block in content:  # noqa: SIM110 (a loop: a generator costs a frame per block)
-        if _is_map(block) and block.get("type") in _IMAGE_TYPES:
+        if is_object(block) and block.get("type") in _IMAGE_TYPES:
             return True
     return False
 
@@ -311,23 +320,27 @@ class Flattener:
         self._by_id[id(key_obj)] = (key_obj, seg)
         return seg
 
+    def _block(self, item: Any, salt: bytes) -> tuple[int, int, str | None, str, bytes]:
+        """One block's position: its hash, tokens, breakpoint TTL, kind and hashed bytes
+        (``salt`` before them: the first block of a part says which part it opens)."""
+        if is_object(item):
+            body, ttl = _strip(item)
+            body = _rendered_text(body)
+            kind = str(body.get("type", ""))
+        else:
+            body, ttl, kind = item, None, "text"
+        data = salt + _dumps(body) if salt else _dumps(body)
+        h = self._hash(data)
+        return h, self._count(h, body, data), ttl, kind, data
+
     def _blocks(self, items: Sequence[Any], salt: bytes = b"") -> _Seg:
         seg = _Seg([], [], [], [], [])
         for n, item in enumerate(items):
-            if isinstance(item, Mapping):
-                body, ttl = _strip(item)
-                body = _rendered_text(body)
-                kind = str(body.get("type", ""))
-                if kind in _IMAGE_TYPES:
-                    seg.has_image = True
-            else:
-                body, ttl, kind = item, None, "text"
-            data = _dumps(body)
-            if n == 0 and salt:
-                data = salt + data
-            h = self._hash(data)
+            h, tokens, ttl, kind, data = self._block(item, salt if n == 0 else b"")
+            if kind in _IMAGE_TYPES:
+                seg.has_image = True
             seg.hashes.append(h)
-            seg.tokens.append(self._count(h, body, data))
+            seg.tokens.append(tokens)
             seg.ttls.append(ttl)
             seg.kinds.append(kind)
             seg.texts.append(data if self.stable else b"")
@@ -350,14 +363,12 @@ class Flattener:
         message only to look it up doubles the cost of hashing its blocks."""
         if not isinstance(message, Mapping):
             return self._blocks([message], b"?:")
-        salt = f"{message.get('role', message.get('type', ''))}:".encode("utf-8", "surrogatepass")
+        salt = _salt(message)
         build: Callable[[], _Seg]
         if per_message:  # OpenAI and vLLM: one position per message (or input item)
             build = lambda: self._one_message(message, salt)  # noqa: E731
         else:
-            content = message.get("content")
-            if not (isinstance(content, list) and content):
-                content = [_as_text(content if isinstance(content, str) else "")]
+            content = _content_blocks(message)
             build = lambda: self._blocks(content, salt)  # noqa: E731
         return self._part(message, build, message) if memo else build()
 
@@ -531,34 +542,22 @@ class Flattener:
         so nothing is memoised on the way)."""
         build = store.build
         start = len(build.hashes)
-        if per_message or not _is_map(message):
+        if per_message or not is_object(message):
             seg = self._message(message, per_message, memo=False)
             self._emit(build, seg, "history", i, memo=False)
             store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
             store.ends.append(len(build.hashes))
             return
-        content = message.get("content")
-        if not (isinstance(content, list) and content):
-            content = [_as_text(content if isinstance(content, str) else "")]
-        salt = f"{message.get('role', message.get('type', ''))}:".encode("utf-8", "surrogatepass")
-        hash_, chain_of, count = self._hash, self._chain, self._count
+        content, salt = _content_blocks(message), _salt(message)
+        block, chain_of = self._block, self._chain
         chain = build.chain[-1] if build.chain else 0
         total = build.cum[-1] if build.cum else 0
         group = build.groups[-1] if build.groups else -1
         previous = ""
         for j, item in enumerate(content):  # (as `_blocks`, then `_chunk`)
-            if _is_map(item):
-                body, ttl = _strip(item)
-                body = _rendered_text(body)
-                kind = str(body.get("type", ""))
-            else:
-                body, ttl, kind = item, None, "text"
-            data = _dumps(body)
-            if j == 0:
-                data = salt + data
-            h = hash_(data)
+            h, tokens, ttl, kind, data = block(item, salt if j == 0 else b"")
             chain = chain_of(chain, h)
-            total += count(h, body, data)
+            total += tokens
             if not (kind == previous and kind in _RUN_KINDS):
                 group += 1
             previous = kind
@@ -582,7 +581,7 @@ class Flattener:
         if first < 0 and scanned < count:
             for i in range(scanned, count):
                 message = base[i]
-                content = message.get("content") if _is_map(message) else None
+                content = message.get("content") if is_object(message) else None
                 if isinstance(content, list) and _holds_image(content):
                     first = i
                     break

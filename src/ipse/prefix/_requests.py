@@ -182,8 +182,7 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
         checked[id(body.base)] = max(first, body.count)
         messages = body.base[first : body.count]
     for number, message in enumerate(messages, start=first):
-        # (a dict is checked for before the abstract Mapping: a session has many thousands)
-        if type(message) is not dict and not isinstance(message, Mapping):
+        if not jsonio.is_object(message):
             where = f"request {request.index} message {number}"
             raise InputError("a message must be a JSON object", path=p, position=where)
         content = message.get("content")
@@ -195,7 +194,7 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
                 "message content must be a string or a list of blocks", path=p, position=where
             )
         for block_number, block in enumerate(content):
-            if type(block) is not dict and not isinstance(block, Mapping):
+            if not jsonio.is_object(block):
                 raise InputError(
                     "a content block must be a JSON object",
                     path=p,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ipse.errors import InvalidConversation
 from ipse.transcript._model import Message, ToolCall, ToolResult
@@ -11,7 +12,12 @@ from ipse.transcript._model import Message, ToolCall, ToolResult
 
 def message_position(index: int, message: Message) -> str:
     """Where a message is: its source line when known, else its index."""
-    lines = message.meta.get("lines")
+    return meta_position(index, message.meta)
+
+
+def meta_position(index: int, meta: Mapping[str, Any]) -> str:
+    """`message_position` of the message at ``index`` whose meta is ``meta``."""
+    lines = meta.get("lines")
     if lines:
         return f"line {lines[0]}"
     return f"message {index}"

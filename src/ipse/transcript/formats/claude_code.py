@@ -35,12 +35,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 from ipse import progress
 from ipse.errors import InputError, UsageError
+from ipse.jsonio import is_object
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
-from ipse.transcript._links import message_position, orphan_results
+from ipse.transcript._links import meta_position, orphan_results
 from ipse.transcript._model import Conversation, Message, Origin, Text, ToolCall, ToolResult
 from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.anthropic import read_message
@@ -291,7 +292,7 @@ def _with_parallel_siblings(
     response_ids = {
         r.data["message"].get("id")
         for r in assistants
-        if _is_map(r.data.get("message")) and isinstance(r.data["message"].get("id"), str)
+        if is_object(r.data.get("message")) and isinstance(r.data["message"].get("id"), str)
     }
     if not response_ids:
         return live
@@ -334,34 +335,28 @@ def _with_parallel_siblings(
     return sorted([*live, *extra], key=lambda r: r.line)
 
 
-def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """`isinstance(value, Mapping)`, answered for a dict (what the parser gives) without the
-    abstract class's check: asked for every block of every message of a session."""
-    return type(value) is dict or isinstance(value, Mapping)
-
-
 def _record_calls(record: SessionRecord) -> set[str]:
     payload = record.data.get("message")
-    return _call_ids(payload) if _is_map(payload) else set()
+    return _call_ids(payload) if is_object(payload) else set()
 
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
     content = payload.get("content")
     if not isinstance(content, list):
         return set()
-    return {str(b.get("id")) for b in content if _is_map(b) and b.get("type") == "tool_use"}
+    return {str(b.get("id")) for b in content if is_object(b) and b.get("type") == "tool_use"}
 
 
 def _result_ids(record: SessionRecord) -> set[str]:
     payload = record.data.get("message")
-    if record.kind != "user" or not _is_map(payload):
+    if record.kind != "user" or not is_object(payload):
         return set()
     content = payload.get("content")
     if not isinstance(content, list) or not content:
         return set()
     ids = set()
     for block in content:
-        if not _is_map(block) or block.get("type") != "tool_result":
+        if not is_object(block) or block.get("type") != "tool_result":
             return set()  # only records that hold nothing but tool results
         ids.add(str(block.get("tool_use_id")))
     return ids
@@ -385,14 +380,18 @@ def live_segments(
 
 
 def note_orphans(
-    path: Path, orphans: list[tuple[int, str]], line: Any, warnings: list[str] | None
+    path: Path,
+    orphans: list[tuple[int, str]],
+    meta: Mapping[str, Any],
+    warnings: list[str] | None,
 ) -> None:
-    """Warn once of a segment's tool results whose call is not in the file; ``line`` is
-    where the first is (`message_position` of its message)."""
+    """Warn once of a segment's tool results whose call is not in the file; ``meta``: the
+    meta of the message holding the first."""
     if not orphans or warnings is None:
         return
+    where = meta_position(orphans[0][0], meta)
     note = (
-        f"{path}: {line}: {len(orphans)} tool result(s) whose call is not in the file (the "
+        f"{path}: {where}: {len(orphans)} tool result(s) whose call is not in the file (the "
         f"session starts mid-exchange, first {orphans[0][1]!r}); read as they are, a handoff "
         f"removes them"
     )
@@ -410,8 +409,7 @@ def _build_thread(
         messages = _messages(members, path)
         orphans, known_calls = orphan_results(messages, known=known_calls)
         if orphans:
-            index = orphans[0][0]
-            note_orphans(path, orphans, message_position(index, messages[index]), warnings)
+            note_orphans(path, orphans, messages[orphans[0][0]].meta, warnings)
         model = next((m.meta.get("model") for m in reversed(messages) if m.meta.get("model")), None)
         conversation = Conversation(
             messages=tuple(messages),
@@ -476,7 +474,7 @@ def record_meta(record: SessionRecord) -> dict[str, Any]:
         "lines": [record.line],
         "timestamp": data.get("timestamp"),
     }
-    if _is_map(payload):  # (spelled out: asked for every message record of a session)
+    if is_object(payload):  # (spelled out: asked for every message record of a session)
         if (value := payload.get("model")) is not None:
             meta["model"] = value
         if (value := payload.get("id")) is not None:
@@ -507,12 +505,18 @@ def _merge(first: Message, second: Message, meta: dict[str, Any]) -> Message:
     added twice."""
     have = {b.id for b in first.blocks if isinstance(b, ToolCall)}
     added = tuple(b for b in second.blocks if not (isinstance(b, ToolCall) and b.id in have))
-    merged_meta = dict(first.meta)
-    merged_meta["uuids"] = [*first.meta.get("uuids", []), *meta["uuids"]]
-    merged_meta["lines"] = [*first.meta.get("lines", []), *meta["lines"]]
-    if "usage" in meta:
-        merged_meta["usage"] = meta["usage"]
-    return Message(first.role, first.blocks + added, "blocks", None, merged_meta)
+    return Message(first.role, first.blocks + added, "blocks", None, merged_meta(first.meta, meta))
+
+
+def merged_meta(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """The meta of a message merged from two records': the first's, with both records' ids
+    and lines, and the later usage."""
+    merged = dict(first)
+    merged["uuids"] = [*first.get("uuids", []), *second["uuids"]]
+    merged["lines"] = [*first.get("lines", []), *second["lines"]]
+    if "usage" in second:
+        merged["usage"] = second["usage"]
+    return merged
 
 
 def _only_results(message: Message) -> bool:

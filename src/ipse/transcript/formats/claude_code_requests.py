@@ -29,6 +29,7 @@ from ipse.transcript.formats.claude_code import (
     ClaudeCodeSession,
     SessionRecord,
     live_segments,
+    merged_meta,
     note_orphans,
     record_meta,
 )
@@ -143,12 +144,7 @@ def _plain_block(block: Any) -> bool:
     if kind == "tool_result":
         if type(block.get("tool_use_id")) is not str:
             return False
-        content = block.get("content")
-        return (
-            content is None
-            or type(content) is str
-            or (type(content) is list and all(_plain_block(b) for b in content))
-        )
+        return _plain_content(block.get("content"))
     if kind == "thinking":
         signature = block.get("signature")
         return type(block.get("thinking")) is str and (signature is None or type(signature) is str)
@@ -179,12 +175,9 @@ def _merge(first: RequestMessage, content: Any, meta: Mapping[str, Any]) -> Requ
     blocks.extend(
         b for b in _blocks(content) if not (b.get("type") == "tool_use" and b["id"] in have)
     )
-    merged = dict(first.meta)
-    merged["uuids"] = [*first.meta.get("uuids", []), *meta["uuids"]]
-    merged["lines"] = [*first.meta.get("lines", []), *meta["lines"]]
-    if "usage" in meta:
-        merged["usage"] = meta["usage"]
-    return RequestMessage({"role": first.body["role"], "content": blocks}, merged)
+    return RequestMessage(
+        {"role": first.body["role"], "content": blocks}, merged_meta(first.meta, meta)
+    )
 
 
 def _warn_orphans(
@@ -204,9 +197,7 @@ def _warn_orphans(
             elif kind == "tool_result" and block["tool_use_id"] not in known:
                 orphans.append((index, block["tool_use_id"]))
     if orphans:
-        lines = messages[orphans[0][0]].meta.get("lines")
-        where = f"line {lines[0]}" if lines else f"message {orphans[0][0]}"
-        note_orphans(path, orphans, where, warnings)
+        note_orphans(path, orphans, messages[orphans[0][0]].meta, warnings)
 
 
 __all__ = ["RequestMessage", "RequestThread", "request_thread"]
