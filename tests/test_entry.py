@@ -113,6 +113,7 @@ def test_one_shot_commands_run_without_the_cyclic_collector(
     monkeypatch.setattr(sys, "argv", ["ipse", *argv])
     monkeypatch.setattr(cli_main, "main", lambda: seen.append(gc.isenabled()))
     monkeypatch.setattr("signal.signal", lambda *_: None)  # this process keeps its own
+    monkeypatch.setattr("ipse.lifetime._kept", None)  # (restored: nothing kept after this test)
     try:
         cli_main.entry()
     finally:

@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from ipse import __version__
+from ipse import __version__, lifetime
 from ipse.errors import IpseError
 
 # command name -> "module:attribute"; each module owns one command or command group.
@@ -185,7 +185,15 @@ def entry() -> None:
         # (about a tenth of a handoff's CPU). The servers keep it.
         gc.disable()
         _tolerant_output()
-    main()
+        lifetime.arm()
+        try:
+            main()
+        except SystemExit as exc:
+            if exc.code is None or type(exc.code) is int:
+                lifetime.finish(exc.code or 0)  # without freeing what the command built
+            raise
+    else:
+        main()
 
 
 def _tolerant_output() -> None:

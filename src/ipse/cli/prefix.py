@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from ipse import lifetime
 from ipse.cli._output import (
     console,
     emit_json,
@@ -87,6 +88,7 @@ def prefix_command(
             progress=lambda items: progress(items, "replaying", total=len(requests_log.requests)),
             warnings=requests_log.warnings,
         )
+    lifetime.keep(requests_log, report)
     if as_json:
         document = report.to_json()
         if show_values:

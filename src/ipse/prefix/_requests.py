@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ipse import jsonio
+from ipse import jsonio, lifetime
 from ipse.errors import InputError, os_error
 from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
@@ -310,6 +310,7 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 
 def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     session = read_session(p, warnings=warnings)
+    lifetime.keep(session)  # (a one-shot command need not free it record by record)
     thread = request_thread(session)
     dicts_of = [[m.body for m in segment] for segment in thread.segments]
     records = session.records
