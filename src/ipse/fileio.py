@@ -162,10 +162,13 @@ def read_chunks(path: str | Path, *, limit: int | None = None) -> Iterator[bytes
         raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
 
 
-def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
+def read_lines(
+    path: str | Path, *, limit: int | None = None, newlines: bool = False
+) -> Iterator[bytes]:
     """The lines of a regular file without their newlines, one at a time, under the same
     refusals and size limit as `read_bytes` (as ``data.split(b"\\n")`` would give them, less
     the empty piece after a final newline); progress is reported past the first MB.
+    ``newlines``: each line as read, its newline kept (no copy of the line without it).
 
     The file is read through one reused buffer of ``_LINE_BUFFER`` bytes (a line longer than
     that comes back whole): fresh chunks split into lists would cost a page fault for every
@@ -184,7 +187,7 @@ def read_lines(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]
                 if read >= report_at:
                     progress.update(label, read, size)
                     report_at = read + _REPORT_BYTES
-                yield line[:-1] if line[-1:] == b"\n" else line
+                yield line if newlines or line[-1:] != b"\n" else line[:-1]
             progress.update(label, read, size)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
+
 from ipse import jsonio
 from ipse.errors import InputError
 from ipse.fileio import open_regular, read_bytes, read_lines
@@ -75,23 +77,19 @@ def iter_jsonl(
     skip_bad_lines: bool = False,
     warnings: list[str] | None = None,
 ) -> Iterator[JsonlRecord]:
-    """JSON objects of JSONL bytes (or of its lines), one per non-blank line."""
+    """JSON objects of JSONL bytes (or of its lines, with or without their newlines), one per
+    non-blank line."""
     lines = data.split(b"\n") if isinstance(data, bytes) else data
+    loads = orjson.loads  # (jsonio's fallbacks only for a line orjson refuses)
     for number, line in enumerate(lines, start=1):
         if not line or line.isspace():  # (not strip: that copies every line)
             continue
         try:
-            value = jsonio.loads(line)
-        except jsonio.JSONDecodeError as exc:
-            if skip_bad_lines:
-                if warnings is not None:
-                    warnings.append(f"{path}:line {number}: skipped a line that is not JSON")
+            value = loads(line)
+        except orjson.JSONDecodeError as exc:
+            value = _reread(line, exc, path, number, skip_bad_lines, warnings)
+            if value is _SKIPPED:
                 continue
-            raise InputError(
-                "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
-                path=path,
-                position=f"line {number}",
-            ) from exc
         if type(value) is not dict and not isinstance(value, Mapping):
             if skip_bad_lines:
                 if warnings is not None:
@@ -103,9 +101,38 @@ def iter_jsonl(
         yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
 
 
+_SKIPPED = object()
+
+
+def _reread(
+    line: bytes,
+    exc: orjson.JSONDecodeError,
+    path: str | Path,
+    number: int,
+    skip_bad_lines: bool,
+    warnings: list[str] | None,
+) -> Any:
+    """A line orjson refused: its value by `jsonio.loads` (which reads lone surrogates), else
+    `_SKIPPED` with a warning, or the one-line error."""
+    try:
+        return jsonio.loads(line)
+    except jsonio.JSONDecodeError:
+        if skip_bad_lines:
+            if warnings is not None:
+                warnings.append(f"{path}:line {number}: skipped a line that is not JSON")
+            return _SKIPPED
+        raise InputError(
+            "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
+            path=path,
+            position=f"line {number}",
+        ) from exc
+
+
 def read_jsonl(
     path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
 ) -> Iterator[JsonlRecord]:
-    """The JSON objects of a JSONL file, read line by line (never the whole file at once)."""
+    """The JSON objects of a JSONL file, read line by line (never the whole file at once); an
+    empty or binary file is refused at once."""
     check_text_head(path)
-    yield from iter_jsonl(read_lines(path), path, skip_bad_lines=skip_bad_lines, warnings=warnings)
+    lines = read_lines(path, newlines=True)
+    return iter_jsonl(lines, path, skip_bad_lines=skip_bad_lines, warnings=warnings)
