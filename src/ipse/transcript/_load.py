@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipse import lifetime
 from ipse.errors import InputError, UnknownFormat, UsageError
 from ipse.jsonio import no_gc
 from ipse.transcript._codec import DIALECTS, codec
@@ -57,7 +58,9 @@ def load(
 ) -> Source:
     """Read a file or folder in the named format, or the detected one."""
     with no_gc():
-        return _load(path, format, thread, skip_bad_lines)
+        source = _load(path, format, thread, skip_bad_lines)
+    lifetime.keep(source)  # (a one-shot command need not free it object by object)
+    return source
 
 
 def _load(path: str | Path, format: str | None, thread: str | None, skip_bad_lines: bool) -> Source:
