@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import orjson
+
 from ipse import jsonio
 from ipse._names import Names
 from ipse.jsonio import is_object
@@ -36,7 +38,8 @@ from ipse.transcript._stats import without_payloads
 Locator: TypeAlias = tuple[str, int, int]
 
 _IMAGE_TYPES = Names({"image", "image_url", "input_image", "document"})
-_RUN_KINDS = Names({"tool_use", "tool_result"})
+_IMAGE_KINDS = frozenset(_IMAGE_TYPES)  # (for a value known to be a string: no Names call)
+_RUN_KINDS = frozenset({"tool_use", "tool_result"})  # (asked of kinds, always strings)
 _MESSAGES = ("history", "input")  # the layers of message positions
 
 
@@ -155,6 +158,9 @@ def _stable_chain(parent: int, child: int) -> int:
     return _stable_hash(data)
 
 
+_orjson_dumps = orjson.dumps
+
+
 def _dumps(value: Any) -> bytes:
     try:
         return jsonio.dumps(value)
@@ -249,9 +255,11 @@ def _content_blocks(message: Mapping[str, Any]) -> list[Any]:
 
 
 def _holds_image(content: list[Any]) -> bool:
-    for block in content:  # noqa: SIM110 (a loop: a generator costs a frame per block)
-        if is_object(block) and block.get("type") in _IMAGE_TYPES:
-            return True
+    for block in content:  # (a loop: a generator costs a frame per block)
+        if is_object(block):
+            kind = block.get("type")
+            if isinstance(kind, str) and kind in _IMAGE_KINDS:
+                return True
     return False
 
 
@@ -329,15 +337,21 @@ class Flattener:
             kind = str(body.get("type", ""))
         else:
             body, ttl, kind = item, None, "text"
-        data = salt + _dumps(body) if salt else _dumps(body)
+        try:  # (orjson at once: what `_dumps` gives for any body it can write)
+            data = _orjson_dumps(body)
+        except TypeError:
+            data = _dumps(body)
+        if salt:
+            data = salt + data
         h = self._hash(data)
-        return h, self._count(h, body, data), ttl, kind, data
+        tokens = self._tokens.get(h)
+        return h, self._count(h, body, data) if tokens is None else tokens, ttl, kind, data
 
     def _blocks(self, items: Sequence[Any], salt: bytes = b"") -> _Seg:
         seg = _Seg([], [], [], [], [])
         for n, item in enumerate(items):
             h, tokens, ttl, kind, data = self._block(item, salt if n == 0 else b"")
-            if kind in _IMAGE_TYPES:
+            if kind in _IMAGE_KINDS:
                 seg.has_image = True
             seg.hashes.append(h)
             seg.tokens.append(tokens)
