@@ -8,7 +8,7 @@ and print the value itself only with ``--show-values``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,11 +22,13 @@ from ipse.cli._output import (
     warn,
 )
 from ipse.errors import CheckFailed, InputError
-from ipse.prefix._lint import Finding, lint
 from ipse.prefix._report import PrefixReport, analyze
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import PROVIDERS
 from ipse.transcript import FORMATS
+
+if TYPE_CHECKING:
+    from ipse.prefix._lint import Finding
 
 _FORMAT = click.option(
     "--format",
@@ -189,6 +191,8 @@ def lint_command(
       ipse lint request.json
       ipse lint captured/ --json
     """
+    from ipse.prefix._lint import lint  # (the linter's modules only for this command)
+
     log = read_requests(request, fmt)
     if not log.requests:
         raise InputError("no request to lint", path=request)
