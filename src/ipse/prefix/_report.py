@@ -246,17 +246,19 @@ def _analyze(
     cost_ideal = 0.0
     flats: dict[int, Flat] = {}
     fit = _fit_front(order, flattener, flats, recorded)
+    per_model: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
         flat = flats.pop(request.index, None) or flattener.flatten(request.body)
         actual = recorded[request.index]
         scale, front = 1.0, 0
+        estimate = flat.total
         if request.body.get("system") is UNRECORDED_FRONT:
             scale, front = fit
-            if actual is not None and flat.total:
-                scale = max(0.0, actual.total - front) / flat.total
-        elif actual is not None and flat.total:
-            scale = actual.total / flat.total
+            if actual is not None and estimate:
+                scale = max(0.0, actual.total - front) / estimate
+        elif actual is not None and estimate:
+            scale = actual.total / estimate
         shared, slot = _best(flat, index, by_first, len(seen[-1][1].chain) if seen else 0)
         if slot is None and request.conversation is not None:
             slot = by_conversation.get(request.conversation)
@@ -286,8 +288,13 @@ def _analyze(
                 position,
                 prediction.miss,
             )
-        price = price_table.price(model, name)[0]
-        multiplier = sim.rules.read_multiplier(model)
+        known = per_model.get(model)
+        if known is None:
+            known = per_model[model] = (
+                price_table.price(model, name)[0],
+                sim.rules.read_multiplier(model),
+            )
+        price, multiplier = known
         charged = prediction
         agreeing: bool | None = None
         predicted_cause: Cause | None = None

@@ -81,18 +81,30 @@ class Rules:
         return float(self._by_model("read_multiplier", model)[0])
 
     def write_multiplier(self, ttl: str | None) -> float:
-        table: Mapping[str, float] = self.value("write_multiplier")
-        if ttl is None or ttl not in table:
-            return float(next(iter(table.values()), 1.0))
-        return float(table[ttl])
+        answer = self._answers.get(("write_multiplier", ttl))
+        if answer is None:
+            table: Mapping[str, float] = self.value("write_multiplier")
+            if ttl is None or ttl not in table:
+                answer = (float(next(iter(table.values()), 1.0)), True)
+            else:
+                answer = (float(table[ttl]), True)
+            self._answers[("write_multiplier", ttl)] = answer
+        value: float = answer[0]
+        return value
 
     def ttl_seconds(self, ttl: str | None) -> float | None:
-        table: Mapping[str, float] = self.value("ttl_seconds")
-        if not table:
-            return None
-        if ttl is None or ttl not in table:
-            return float(next(iter(table.values())))
-        return float(table[ttl])
+        answer = self._answers.get(("ttl_seconds", ttl))
+        if answer is None:
+            table: Mapping[str, float] = self.value("ttl_seconds")
+            if not table:
+                answer = (None, True)
+            elif ttl is None or ttl not in table:
+                answer = (float(next(iter(table.values()))), True)
+            else:
+                answer = (float(table[ttl]), True)
+            self._answers[("ttl_seconds", ttl)] = answer
+        value: float | None = answer[0]
+        return value
 
     def settings(self) -> Mapping[str, str]:
         """Cache-relevant settings and the level each invalidates (all, system, messages)."""
