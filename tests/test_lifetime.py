@@ -17,6 +17,7 @@ from ipse import lifetime
 from ipse.cli.main import cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+_active_count = threading.active_count  # (the fixture below stands in for it)
 
 
 class _Ended(Exception):
@@ -36,6 +37,8 @@ def no_exit(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr("ipse.lifetime.os._exit", fake_exit)
     monkeypatch.setattr(lifetime, "_kept", None)
+    # (threads other tests left running in this process are not this test's)
+    monkeypatch.setattr("ipse.lifetime.threading.active_count", lambda: 1)
     yield ended
 
 
@@ -77,7 +80,10 @@ def test_keep_does_nothing_unless_armed(no_exit: list[int]) -> None:
     assert lifetime._kept == ["a value", "another"]
 
 
-def test_a_running_thread_gets_an_ordinary_exit(no_exit: list[int]) -> None:
+def test_a_running_thread_gets_an_ordinary_exit(
+    no_exit: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ipse.lifetime.threading.active_count", _active_count)
     release = threading.Event()
     worker = threading.Thread(target=release.wait)
     worker.start()
