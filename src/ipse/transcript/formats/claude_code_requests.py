@@ -127,11 +127,14 @@ def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
 
 
 def _plain_content(content: Any) -> bool:
-    return (
-        content is None
-        or type(content) is str
-        or (type(content) is list and all(_plain_block(b) for b in content))
-    )
+    if content is None or type(content) is str:
+        return True
+    if type(content) is not list:
+        return False
+    for block in content:  # noqa: SIM110 (a loop: a generator costs a frame per block)
+        if not _plain_block(block):
+            return False
+    return True
 
 
 def _plain_block(block: Any) -> bool:
@@ -152,12 +155,12 @@ def _plain_block(block: Any) -> bool:
 
 
 def _only_results(role: str, content: Any) -> bool:
-    return (
-        role == "user"
-        and type(content) is list
-        and bool(content)
-        and all(b.get("type") == "tool_result" for b in content)
-    )
+    if role != "user" or type(content) is not list or not content:
+        return False
+    for block in content:  # noqa: SIM110 (as above; blocks of a plain content are dicts)
+        if block.get("type") != "tool_result":
+            return False
+    return True
 
 
 def _blocks(content: Any) -> list[Any]:
