@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-import orjson
-
 from ipse import jsonio
 from ipse._names import Names
 from ipse.jsonio import is_object
@@ -156,9 +154,6 @@ def _fast_chain(parent: int, child: int) -> int:
 def _stable_chain(parent: int, child: int) -> int:
     data = parent.to_bytes(8, "big", signed=False) + child.to_bytes(8, "big", signed=False)
     return _stable_hash(data)
-
-
-_orjson_dumps = orjson.dumps
 
 
 def _dumps(value: Any) -> bytes:
@@ -337,15 +332,9 @@ class Flattener:
             kind = str(body.get("type", ""))
         else:
             body, ttl, kind = item, None, "text"
-        try:  # (orjson at once: what `_dumps` gives for any body it can write)
-            data = _orjson_dumps(body)
-        except TypeError:
-            data = _dumps(body)
-        if salt:
-            data = salt + data
+        data = salt + _dumps(body) if salt else _dumps(body)
         h = self._hash(data)
-        tokens = self._tokens.get(h)
-        return h, self._count(h, body, data) if tokens is None else tokens, ttl, kind, data
+        return h, self._count(h, body, data), ttl, kind, data
 
     def _blocks(self, items: Sequence[Any], salt: bytes = b"") -> _Seg:
         seg = _Seg([], [], [], [], [])
