@@ -8,6 +8,7 @@ import pytest
 from ipse.handoff import StripOptions, strip, validate, verify
 from ipse.transcript import write
 from ipse.transcript._model import Other, Text, Thinking, ToolCall
+from ipse.transcript.formats import anthropic
 from tests.handoff.build import (
     IMAGE,
     anthropic_conv,
@@ -140,6 +141,36 @@ def test_options_keep_blocks_promote_thinking_and_breadcrumbs() -> None:
     assert report.promoted == ("plan",)
     assert report.breadcrumbs == ("[Bash: cat p.py]", "[Edit: p.py]")
     assert not any(isinstance(b, Thinking) for m in after.messages[:3] for b in m.blocks)
+    assert verify(before, after).ok
+
+
+def test_a_blank_thinking_is_archived_not_promoted_into_a_blank_text() -> None:
+    """Found by the property tests: a thinking of nothing but whitespace, promoted, was a
+    blank text block, which Anthropic refuses, and the handoff failed."""
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "0"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "\r", "signature": "s"},
+                    {"type": "tool_use", "id": "toolu_0", "name": "Bash", "input": {"a": "0"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content": "ok"}],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "0"}]},
+        ],
+    }
+    before = anthropic.read_body(body)
+    options = StripOptions(join_texts=False, promote_thinking=True, breadcrumbs=False)
+    after, report = strip(before, "now", options)
+    assert report.promoted == ()
+    assert [r.kind for r in report.removed] == ["thinking", "tool"]
+    assert write(after)["messages"] == [body["messages"][0], body["messages"][3]]
     assert verify(before, after).ok
 
 

@@ -363,7 +363,10 @@ class _Builder:
     def _thinking(self, block: Thinking, index: int, out: _Built) -> list[Block] | None:
         raw = block.raw if block.raw is not None else self.dialect.write_block(block)
         out.removed.append(_thinking_removed(raw, index))
-        if self.options.promote_thinking and block.text:
+        # promoted as agent text, unless it would be a text block the provider refuses (a
+        # thinking of nothing but whitespace, for Anthropic): then it is only archived
+        blank = block.text == "" or (self.dialect.rejects_blank_text and not block.text.strip())
+        if self.options.promote_thinking and not blank:
             out.promoted.append(block.text)
             return [Text(block.text, Origin.AGENT)]
         return None
