@@ -42,22 +42,23 @@ def finish(code: int) -> NoReturn:
 
     Falls back to an ordinary exit (which reports what it must) when a stream cannot be
     flushed or another thread is still running."""
-    if threading.active_count() > 1:
-        sys.exit(code)
+    if threading.active_count() > 1 or not _flushed():
+        sys.exit(code)  # (the interpreter's own exit reports a stream it cannot flush: 120)
+    atexit._run_exitfuncs()
+    if not _flushed():  # what the exit handlers wrote
+        code = code or 120
+    os._exit(code)
+
+
+def _flushed() -> bool:
+    """Flush stdout and stderr; False when one of them cannot be."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except (OSError, ValueError):
-            sys.exit(code)  # the interpreter's own exit reports it (and exits 120)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):  # what the exit handlers wrote
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            code = code or 120
-    os._exit(code)
+            return False
+    return True
 
 
 __all__ = ["arm", "finish", "keep"]
