@@ -10,9 +10,9 @@ and an assembler that builds requests which keep it.
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
 
+from ipse import _lazy
 from ipse.errors import PrefixEdit
 
 if _typing.TYPE_CHECKING:
@@ -59,17 +59,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ipse.prefix' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = _lazy.exports("ipse.prefix", _HOME, globals())
 
 
 __all__ = [

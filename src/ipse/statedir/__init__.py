@@ -14,8 +14,9 @@ installer's file edits.
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
+
+from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.statedir._budget import Section, fit
@@ -62,17 +63,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ipse.statedir' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = _lazy.exports("ipse.statedir", _HOME, globals())
 
 
 __all__ = [

@@ -1,0 +1,29 @@
+"""Package names imported on first use (PEP 562): a package lists where each name lives, and
+`exports` gives it the module-level ``__getattr__`` and ``__dir__`` that import the name's
+module when the name is first asked for, so a command pays only for the modules it uses."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any
+
+
+def exports(
+    package: str, home: Mapping[str, str], namespace: MutableMapping[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package``, whose globals are ``namespace`` and
+    whose lazy names live in the modules ``home`` maps them to."""
+
+    def getattr_(name: str) -> Any:
+        module = home.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value  # (asked once: later lookups find it as a global)
+        return value
+
+    def dir_() -> list[str]:
+        return sorted(set(namespace) | set(home))
+
+    return getattr_, dir_
