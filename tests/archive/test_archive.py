@@ -6,14 +6,18 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from ipse.archive import ArchiveStore, address, open_archive
-from ipse.archive.testing import CHECKS, Check
+from ipse.archive._blobs import CODEC, compress
+from ipse.archive._schema import STEPS, ensure_registered
+from ipse.archive.testing import CHECKS, Check, Item
 from ipse.errors import InputError, StoreError, UsageError
 from ipse.handoff import Removed, strip
+from ipse.store import open_backend
 from ipse.transcript import load
 from tests.conftest import BIG_SESSION, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared
 
@@ -103,7 +107,7 @@ def test_blobs_are_content_addressed_compressed_and_checked(tmp_path: Path) -> N
     steps = conn.execute(
         "SELECT component, step, name FROM ipse_migrations WHERE component = 'archive'"
     )
-    assert steps.fetchall() == [("archive", 1, "archive blobs and items")]
+    assert steps.fetchall() == [("archive", s.number, s.name) for s in STEPS]
     victim = removed[0].id
     conn.execute(
         "UPDATE archive_blobs SET data = X'00' WHERE sha256 = "
@@ -116,6 +120,57 @@ def test_blobs_are_content_addressed_compressed_and_checked(tmp_path: Path) -> N
     with pytest.raises(StoreError, match="corrupt"):
         store.recall(victim, "s1")
     store.close()
+
+
+def _execute(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """SQL run on the database itself, not through ipse."""
+    if url.startswith("sqlite:"):
+        conn = sqlite3.connect(url[len("sqlite:///") :])
+        with conn:
+            conn.execute(sql, params)
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute(sql.replace("?", "%s"), params)
+
+
+def test_keys_written_by_the_first_schema_are_found_after_the_second(url: str) -> None:
+    """Step 2 doubles the backslashes of the stored keys, and so keys that differ only in
+    them (a copy in place would make one the other halfway) stay two items."""
+    ensure_registered()
+    open_backend(url, upto={"archive": 1}).close()
+    blob = orjson.dumps({"name": "bash"})
+    _execute(
+        url,
+        "INSERT INTO archive_blobs (sha256, codec, size, data) VALUES (?, ?, ?, ?)",
+        (address(blob), CODEC, len(blob), compress(blob)),
+    )
+    keys = [("C:\\work\\s", "a\\b"), ("C:\\work\\s", "a\\\\b"), ("plain", "c1")]
+    for position, (session, item_id) in enumerate(keys):
+        _execute(
+            url,
+            "INSERT INTO archive_items (session, item_id, kind, tool, preview, size,"
+            " call_sha256, position, source) VALUES (?, ?, 'tool', 'bash', '', 1, ?, ?, 'x')",
+            (session, item_id, address(blob), position),
+        )
+    store = open_archive(url)
+    try:
+        for session, item_id in keys:
+            recalled = store.recall(item_id, session)
+            assert (recalled.item.session, recalled.item.id) == (session, item_id)
+            assert recalled.call == blob
+        assert store.sessions() == [("C:\\work\\s", 2), ("plain", 1)]
+        # items written afterwards keep apart what the first schema would have merged
+        added = [
+            Item(kind="tool", id=i, tool="t", call={"id": i}, result=None, message=9)
+            for i in ("c\x00", "c\\x00")
+        ]
+        assert store.put("plain", added, "y") == 2
+        assert len(store.items("plain")) == 3
+    finally:
+        store.close()
 
 
 def test_default_archive_lives_in_ipse_home() -> None:

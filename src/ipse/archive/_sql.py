@@ -1,15 +1,18 @@
 """The archive on SQL: one implementation over SQLite (the default) and PostgreSQL.
 
 The two backends share every statement; a small driver gives each its connection, transaction
-and placeholder style. Opening an archive registers its migration steps and lets the store
-package's backend apply every pending step (`ipse.store.open_backend`), so the archive's tables
-live beside the twin tables in the same database and the same ``ipse_migrations`` history.
-sqlite3 and psycopg errors become `StoreError` here.
+and placeholder style. The key columns (session, item id) hold `stored_key` of the text,
+which keeps apart texts that only a database's escaping would confuse; the other columns are
+for reading and hold `storable` text. Opening an archive registers its migration steps and
+lets the store package's backend apply every pending step (`ipse.store.open_backend`), so the
+archive's tables live beside the twin tables in the same database and the same
+``ipse_migrations`` history. sqlite3 and psycopg errors become `StoreError` here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,8 +57,8 @@ class SqlArchive:
                     " call_sha256, result_sha256, position, source) VALUES"
                     " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
-                        storable(session),
-                        storable(item.id),
+                        stored_key(session),
+                        stored_key(item.id),
                         storable(item.kind),
                         storable(item.tool),
                         storable(preview(item)),
@@ -80,34 +83,45 @@ class SqlArchive:
         return sha
 
     def items(self, session: str) -> list[Item]:
-        rows = self._driver.query(
-            f"SELECT {_ITEM_COLUMNS} FROM archive_items WHERE session = ?"
-            " ORDER BY position, item_id",
-            (storable(session),),
-        )
+        for key in _keys(session):
+            rows = self._driver.query(
+                f"SELECT {_ITEM_COLUMNS} FROM archive_items WHERE session = ?"
+                " ORDER BY position, item_id",
+                (key,),
+            )
+            if rows:
+                break
         return [_item(row) for row in rows]
 
     def sessions(self) -> list[tuple[str, int]]:
         rows = self._driver.query(
             "SELECT session, count(*) FROM archive_items GROUP BY session ORDER BY session", ()
         )
-        return [(str(s), int(n)) for s, n in rows]
+        return [(shown(str(s)), int(n)) for s, n in rows]
 
     def recall(self, item_id: str, session: str | None = None) -> Recalled:
         sql = (
             f"SELECT {_ITEM_COLUMNS}, call_sha256, result_sha256 FROM archive_items"
             " WHERE item_id = ?"
         )
-        params: tuple[Any, ...] = (storable(item_id),)
-        if session is not None:
-            sql += " AND session = ?"
-            params = (storable(item_id), storable(session))
-        rows = self._driver.query(sql + " ORDER BY session", params)
+        rows: list[tuple[Any, ...]] = []
+        for key in _keys(item_id):
+            if session is None:
+                rows = self._driver.query(sql + " ORDER BY session", (key,))
+            else:
+                for session_key in _keys(session):
+                    rows = self._driver.query(
+                        sql + " AND session = ? ORDER BY session", (key, session_key)
+                    )
+                    if rows:
+                        break
+            if rows:
+                break
         if not rows:
             where = f" in session {session!r}" if session is not None else ""
             raise InputError(f"no archived item {item_id!r}{where}")
         if len(rows) > 1:
-            names = ", ".join(str(r[0]) for r in rows)
+            names = ", ".join(shown(str(r[0])) for r in rows)
             raise UsageError(f"item {item_id!r} is in several sessions ({names}); use --session")
         row = rows[0]
         return Recalled(_item(row[:7]), self._load(str(row[7])), self._load_optional(row[8]))
@@ -129,8 +143,8 @@ class SqlArchive:
 def storable(text: str) -> str:
     """``text`` as a database stores it: a lone surrogate (a model's output cut inside an
     emoji, a file name that is not UTF-8) becomes its escape, and NUL, which PostgreSQL text
-    refuses, becomes ``\\x00``; the same text always maps to the same stored text, so lookups
-    find what was stored."""
+    refuses, becomes ``\\x00``. Not one to one (a text holding the escape itself maps to the
+    same), which is why key columns hold `stored_key` instead."""
     if "\x00" not in text:
         try:
             text.encode("utf-8")
@@ -141,11 +155,45 @@ def storable(text: str) -> str:
     return escaped.replace("\x00", "\\x00")
 
 
+def stored_key(text: str) -> str:
+    """``text`` as a key column stores it: every backslash doubled, then NUL and lone
+    surrogates escaped as `storable` does. Unlike `storable` alone, no two texts share a key:
+    an id holding NUL and one holding the four characters ``\\x00`` are two items."""
+    return storable(text.replace("\\", "\\\\"))
+
+
+_KEY_ESCAPE = re.compile(r"\\(\\|x00|u[0-9a-f]{4})")
+
+
+def key_text(stored: str) -> str:
+    """The text a key column's value was made from (`stored_key` undone)."""
+    if "\\" not in stored:
+        return stored
+    return _KEY_ESCAPE.sub(_unescape, stored)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match[1]
+    return "\\" if code == "\\" else chr(int(code[1:], 16))
+
+
+def shown(stored: str) -> str:
+    """A key as listings show it: the text itself, NUL and lone surrogates as escapes."""
+    return storable(key_text(stored))
+
+
+def _keys(text: str) -> tuple[str, ...]:
+    """The keys to look ``text`` up by, in order: its own, then ``text`` read as a stored key,
+    so that an id a listing shows with an escape (it holds NUL) is found as shown."""
+    own = stored_key(text)
+    return (own,) if own == text or storable(text) != text else (own, text)
+
+
 def _item(row: Sequence[Any]) -> Item:
     session, item_id, kind, tool, text, size, position = row
     return Item(
-        session=str(session),
-        id=str(item_id),
+        session=shown(str(session)),
+        id=shown(str(item_id)),
         kind=str(kind),
         tool=str(tool),
         preview=str(text),

@@ -98,12 +98,34 @@ def check_preview_is_one_short_line(archive: ArchiveStore) -> None:
     assert len(previews["c0"]) <= 80 and "\n" not in previews["c0"]
 
 
+def check_ids_that_escape_alike_stay_apart(archive: ArchiveStore) -> None:
+    """Ids a database can only store escaped (NUL, a lone surrogate) and ids holding those
+    escapes as plain text are different items, each recalled as itself; keys with
+    backslashes are found as given, and a listed escape finds its item."""
+    ids = ("c\x00", "c\\x00", "c\ud800", "c\\ud800", "c\\", "c\\\\")
+    removed = tuple(
+        Item(kind="tool", id=i, tool="bash", call={"n": n}, result=None, message=n)
+        for n, i in enumerate(ids)
+    )
+    session = "s\\1"
+    assert archive.put(session, removed, "a") == len(ids)
+    for item in removed:
+        assert archive.recall(item.id).call == orjson.dumps(item.call), repr(item.id)
+        assert archive.recall(item.id, session).item.session == session
+    assert archive.sessions() == [(session, len(ids))]
+    assert len(archive.items(session)) == len(ids)
+    # what a listing shows for the NUL id (its escape) finds it when nothing else has that id
+    archive.put("s2", removed[:1], "a")
+    assert archive.recall("c\\x00", "s2").call == orjson.dumps({"n": 0})
+
+
 CHECKS: tuple[Check, ...] = (
     check_recall_gives_back_byte_equal_json,
     check_put_is_idempotent_and_listing_is_ordered,
     check_same_id_in_two_sessions_needs_a_session,
     check_unknown_item_is_an_input_error,
     check_preview_is_one_short_line,
+    check_ids_that_escape_alike_stay_apart,
 )
 """Every check, in order; each takes a fresh, empty archive."""
 
