@@ -10,6 +10,8 @@ import pytest
 
 from ipse.errors import UsageError
 from ipse.transcript import Origin, Text, ToolCall, ToolResult, load
+from ipse.transcript.formats.claude_code import read_session
+from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
 
 def _write(path: Path, records: list[dict[str, Any]]) -> Path:
@@ -248,3 +250,85 @@ def test_unknown_thread_names_the_threads(tmp_path: Path) -> None:
     path = _write(tmp_path / "s.jsonl", [_user("u1", None, "hi")])
     with pytest.raises(UsageError, match="threads: main"):
         load(path, thread="sidechain-9")
+
+
+def _answers(session: Any) -> Any:
+    """What readers ask of a session's records: its id, summaries, threads (messages, meta,
+    what was skipped), the journal, and the version a handoff writes."""
+    from ipse.transcript.formats.claude_code_journal import read_journal
+
+    threads = []
+    for name in session.thread_names():
+        thread = session.thread(name)
+        threads.append(
+            (
+                name,
+                thread.skipped,
+                [(segment.boundary, segment.conversation.messages) for segment in thread.segments],
+            )
+        )
+    journal = read_journal(session.records)
+    versions = [r.data.get("version") for r in session.records]
+    return session.session_id, session.summaries, threads, journal, versions
+
+
+def _unslimmed(path: Path) -> Any:
+    from ipse.transcript._jsonl import read_jsonl
+    from ipse.transcript.formats.claude_code import ClaudeCodeSession, SessionRecord
+
+    records = [
+        SessionRecord(
+            line,
+            data,
+            data.get("type"),
+            data.get("uuid"),
+            data.get("parentUuid"),
+            bool(data.get("isSidechain")),
+        )
+        for line, data in read_jsonl(path)
+    ]
+    return ClaudeCodeSession(path, records, read_session(path).subagent_files)
+
+
+def _progress(uuid: str, parent: str | None, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "progress",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "isSidechain": False,
+        "data": {"type": "hook_progress", "message": {"role": "user", "content": "x" * 50}},
+        "toolUseID": "toolu_1",
+        "cwd": "/w",
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(None, id="hand-built"),
+        pytest.param(EXAMPLE_SESSION, id="example"),
+        *(needs_shared(p, id=p.name) for p in shared_glob(CLAUDE_CODE, "*.jsonl")),
+    ],
+)
+def test_what_reading_leaves_out_is_what_no_reader_asks_for(
+    path: Path | None, tmp_path: Path
+) -> None:
+    """`read_session` keeps only part of a progress record and drops ``toolUseResult``:
+    every answer a reader gives is the one it gives on the records as written (where the
+    progress records alone say the session's id and version, in the hand-built one)."""
+    if path is None:
+        path = _write(
+            tmp_path / "s.jsonl",
+            [
+                _progress("p0", None, sessionId="from-progress", version="2.1.1"),
+                {**_user("u1", "p0", "hi"), "toolUseResult": {"stdout": "x"}},
+                _progress("p1", "u1", subtype="odd"),
+                _assistant("a1", "p1", "m1", {"type": "text", "text": "hello"}),
+                _progress("p2", "a1", version="2.1.2", timestamp="2026-01-01T00:00:00Z"),
+            ],
+        )
+    slimmed = read_session(path)
+    assert _answers(slimmed) == _answers(_unslimmed(path))
+    progress = [r.data for r in slimmed.records if r.kind == "progress"]
+    assert all("data" not in p and "cwd" not in p for p in progress)

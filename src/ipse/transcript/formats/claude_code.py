@@ -174,27 +174,34 @@ def read_session(
     return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
 
 
-# What a progress record keeps besides its place in the tree: no reader uses these, and a
-# long session holds tens of thousands of progress records.
-_PROGRESS_DROPPED = ("data", "cwd", "gitBranch", "userType", "toolUseID", "parentToolUseID")
+# What a progress record keeps (its place in the tree, and what the session says of itself): no
+# reader uses the rest, and a long session holds tens of thousands of progress records.
+_PROGRESS_KEPT = (
+    "type",
+    "subtype",
+    "uuid",
+    "parentUuid",
+    "isSidechain",
+    "sessionId",
+    "version",
+)
 
 
 def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
     """The records without the copies no reader uses: ``toolUseResult`` (a structured copy of
-    a tool result the message already holds) and a progress record's ``data`` (hook and tool
-    progress, often with whole messages) with its other unused fields. They are a third to a
-    half of a session's bytes. Each comes back as a `SessionRecord`."""
+    a tool result the message already holds), and of a progress record (hook and tool
+    progress, often with whole messages) all but `_PROGRESS_KEPT`. They are a third to a half
+    of a session's bytes. Each record comes back as a `SessionRecord`."""
     out: list[SessionRecord] = []
     append = out.append
     make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
     for line, data in records:
         kind = data.get("type")
         if type(data) is dict:
-            pop = data.pop
-            pop("toolUseResult", None)
-            if kind == "progress":  # (popping frees the payloads; the dict keeps its size)
-                for key in _PROGRESS_DROPPED:
-                    pop(key, None)
+            if kind == "progress":  # (a new dict: popping frees the values, not the table)
+                data = {k: data[k] for k in _PROGRESS_KEPT if k in data}
+            else:
+                data.pop("toolUseResult", None)
         uuid, parent = data.get("uuid"), data.get("parentUuid")
         append(make(SessionRecord, (line, data, kind, uuid, parent, bool(data.get("isSidechain")))))
     return out
