@@ -20,8 +20,10 @@ count; it includes the interpreter's start (about 0.1 s) and, for ``inspect`` an
 building the o200k encoder (about 0.3 s).
 ``--baseline child`` measures the parse in a process of its own instead, just before each
 run, so that both sides pay an interpreter's start and a fresh process.
-Prints CPU seconds, the ratio to the baseline (and the baseline), wall seconds, peak MB and
-peak memory over the file size.
+Prints CPU seconds, the ratio to the baseline (and the baseline), wall seconds, peak MB,
+peak memory over the file size, and the same above the peak of the command on the file's
+first 256 KB (what it needs whatever the input: the interpreter, its modules, and where it
+counts tokens the o200k encoder, about 60 MB).
 
 ``--commands`` also takes ``prefix-text`` and ``inspect-messages`` (the human output, a table
 row per request, per message, piped), ``report`` (the HTML page), and two baselines run as the
@@ -54,6 +56,7 @@ SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "claud
 SOURCE = SHARED / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _KEEP = frozenset({"sessionId"})
+HEAD_BYTES = 256 * 1024  # the small session each command's fixed memory is measured on
 
 
 def _remap(value: Any, copy: int, shift: timedelta, key: str = "") -> Any:
@@ -263,6 +266,7 @@ def report(
     size = path.stat().st_size
     print(f"{label}: {size / 1e6:.1f} MB", flush=True)
     home = path.parent / "home"
+    head = _head(path)
     for name in commands:
         measured = []
         for _ in range(runs):
@@ -274,12 +278,29 @@ def report(
             measured.append((seconds / base, seconds, base, wall, peak, code))
         measured.sort()
         ratio, seconds, base, wall, peak, code = measured[len(measured) // 2]
+        fixed = run(command(name, head, path.parent), timeout, home)[2]
         print(
             f"  {name:<16} {seconds:8.2f} s CPU {ratio:7.2f}x parse ({base:.3f} s)"
             f" ({wall:6.2f} s wall)   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file"
-            f"   exit {code}",
+            f" ({(peak - fixed) * 2**20 / size:4.2f}x above {fixed:3.0f} MB)   exit {code}",
             flush=True,
         )
+    head.unlink()
+
+
+def _head(path: Path, size: int = HEAD_BYTES) -> Path:
+    """The file's first whole lines, about ``size`` bytes: a session of the same kind, whose
+    peak memory is what a command needs whatever the input (the interpreter, its modules, the
+    o200k encoder where it counts tokens)."""
+    head = path.with_name(f"head-{path.name}")
+    with path.open("rb") as source, head.open("wb") as out:
+        written = 0
+        for line in source:
+            out.write(line)
+            written += len(line)
+            if written >= size:
+                break
+    return head
 
 
 def main() -> None:
