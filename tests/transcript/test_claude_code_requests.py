@@ -279,3 +279,33 @@ def test_merged_parts_decide_whether_the_next_results_join_as_the_neutral_model_
     neutral, fast = _both(records)
     assert fast == neutral
     assert len(fast[0].segments[0]) == 3  # the last results stand alone
+
+
+def test_a_response_written_as_many_records_is_one_message_with_every_part() -> None:
+    """Claude Code writes each block of a response as a record of its own, with each call's
+    result between: all of them join one message (in place, record by record), a copied
+    record's call is not added twice, and the results gather into the next message."""
+    records: list[dict[str, Any]] = [_OPENING]
+    parent = "u0"
+    for n in range(400):
+        call = {"type": "tool_use", "id": f"toolu_{n % 399}", "name": "Bash", "input": {"n": n}}
+        records.append(
+            {"type": "assistant", "uuid": f"a{n}", "parentUuid": parent,
+             "message": {"id": "msg_a", "role": "assistant", "content": [call]}}
+        )  # fmt: skip
+        result = {"type": "tool_result", "tool_use_id": call["id"], "content": str(n)}
+        records.append(
+            {"type": "user", "uuid": f"r{n}", "parentUuid": f"a{n}",
+             "message": {"role": "user", "content": [result]}}
+        )  # fmt: skip
+        parent = f"r{n}"
+    neutral, fast = _both(records)
+    assert fast == neutral
+    (segment,) = fast[0].segments
+    _, response, results = segment
+    assert [b["input"]["n"] for b in response.body["content"]] == list(range(399))
+    assert response.meta["uuids"] == [f"a{n}" for n in range(400)]
+    assert len(results.body["content"]) == 400  # (the copied call's result is its own)
+    session = _session(records)
+    request_thread(session)  # merging extends the message's own lists, not the records'
+    assert all(len(r.data["message"]["content"]) == 1 for r in session.records[1:])

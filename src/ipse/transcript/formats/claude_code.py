@@ -31,8 +31,9 @@ is a copy, not a sibling.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,7 +43,15 @@ from ipse.errors import InputError, UsageError
 from ipse.jsonio import is_object
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
 from ipse.transcript._links import meta_position, orphan_results
-from ipse.transcript._model import Conversation, Message, Origin, Text, ToolCall, ToolResult
+from ipse.transcript._model import (
+    Block,
+    Conversation,
+    Message,
+    Origin,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.anthropic import read_message
 
@@ -440,8 +449,12 @@ def _build_thread(
 
 
 def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
-    """Message records as messages: assistant parts merged by id, tool results grouped."""
+    """Message records as messages: assistant parts merged by id, tool results grouped. A
+    merged message's blocks are gathered in one list and made a message at the end: a
+    response written as thousands of records costs each record once."""
     out: list[Message] = []
+    only_results = ResultsOnly()
+    merging: dict[int, _Merging] = {}  # per merged message: its blocks and call ids so far
     by_id: dict[str, int] = {}
     for record in records:
         data = record.data
@@ -459,17 +472,78 @@ def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
         if kind == "assistant":
             message_id = payload.get("id")
             index = by_id.get(message_id) if isinstance(message_id, str) else None
-            if index is not None and all(_only_results(m) for m in out[index + 1 :]):
+            if index is not None and only_results.all_after(index):
                 # another block of the same response (its tool results may come between)
-                out[index] = _merge(out[index], message, meta)
+                _merge(out, merging, index, message, meta)
+                merged = merging[index]
+                only_results.set(
+                    index, out[index].role == "user" and bool(merged.blocks) and not merged.others
+                )
                 continue
             if isinstance(message_id, str):
                 by_id[message_id] = len(out)
-        elif out and _only_results(message) and _only_results(out[-1]):
-            out[-1] = _merge(out[-1], message, meta)
+        elif only_results.last() and _only_results(message.role, message.blocks):
+            _merge(out, merging, len(out) - 1, message, meta)
             continue
         out.append(_with_meta(message, meta))
+        only_results.append(_only_results(message.role, message.blocks))
+    for index, merged in merging.items():
+        first = out[index]
+        out[index] = Message(first.role, tuple(merged.blocks), "blocks", None, first.meta)
     return out
+
+
+class _Merging:
+    """A message being merged from several records: its blocks, the ids of its calls, and
+    how many of its blocks are not tool results."""
+
+    __slots__ = ("blocks", "calls", "others")
+
+    def __init__(self, blocks: Sequence[Block]) -> None:
+        self.blocks: list[Block] = []
+        self.calls: set[str] = set()
+        self.others = 0
+        self.add(blocks)
+
+    def add(self, blocks: Sequence[Block]) -> None:
+        self.blocks.extend(blocks)
+        self.calls.update(b.id for b in blocks if isinstance(b, ToolCall))
+        self.others += sum(1 for b in blocks if not isinstance(b, ToolResult))
+
+
+class ResultsOnly:
+    """Per message of a thread being read: whether it holds nothing but tool results; asked
+    whether every message after a given one does (a response's next record then joins it)."""
+
+    __slots__ = ("_flags", "_others")
+
+    def __init__(self) -> None:
+        self._flags: list[bool] = []
+        self._others: list[int] = []  # the messages that do not, in order
+
+    def append(self, flag: bool) -> None:
+        if not flag:
+            self._others.append(len(self._flags))
+        self._flags.append(flag)
+
+    def __getitem__(self, index: int) -> bool:
+        return self._flags[index]
+
+    def last(self) -> bool:
+        return bool(self._flags) and self._flags[-1]
+
+    def set(self, index: int, flag: bool) -> None:
+        if flag == self._flags[index]:
+            return
+        self._flags[index] = flag
+        at = bisect.bisect_left(self._others, index)
+        if flag:
+            del self._others[at]
+        else:
+            self._others.insert(at, index)
+
+    def all_after(self, index: int) -> bool:
+        return not self._others or self._others[-1] <= index
 
 
 def record_meta(record: SessionRecord) -> dict[str, Any]:
@@ -507,31 +581,36 @@ def _with_meta(message: Message, meta: dict[str, Any]) -> Message:
     return Message(message.role, message.blocks, message.content_form, None, meta)
 
 
-def _merge(first: Message, second: Message, meta: dict[str, Any]) -> Message:
-    """One message of two records; a tool call already in the first (a copied record) is not
-    added twice."""
-    have = {b.id for b in first.blocks if isinstance(b, ToolCall)}
-    added = tuple(b for b in second.blocks if not (isinstance(b, ToolCall) and b.id in have))
-    return Message(first.role, first.blocks + added, "blocks", None, merged_meta(first.meta, meta))
+def _merge(
+    out: list[Message],
+    merging: dict[int, _Merging],
+    index: int,
+    second: Message,
+    meta: Mapping[str, Any],
+) -> None:
+    """Add a record's message to message ``index``; a tool call it already holds (a copied
+    record) is not added twice."""
+    merged = merging.get(index)
+    if merged is None:
+        merged = merging[index] = _Merging(out[index].blocks)
+    merged.add([b for b in second.blocks if not (isinstance(b, ToolCall) and b.id in merged.calls)])
+    merge_meta(out[index].meta, meta)
 
 
-def merged_meta(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    """The meta of a message merged from two records': the first's, with both records' ids
-    and lines, and the later usage."""
-    merged = dict(first)
-    merged["uuids"] = [*first.get("uuids", []), *second["uuids"]]
-    merged["lines"] = [*first.get("lines", []), *second["lines"]]
+def merge_meta(first: Mapping[str, Any], second: Mapping[str, Any]) -> None:
+    """Merge a record's meta into the meta of the message it joins (a dict of its own), in
+    place: both records' ids and lines, and the later usage."""
+    assert isinstance(first, dict)
+    first["uuids"] = first.get("uuids", [])
+    first["uuids"].extend(second["uuids"])
+    first["lines"] = first.get("lines", [])
+    first["lines"].extend(second["lines"])
     if "usage" in second:
-        merged["usage"] = second["usage"]
-    return merged
+        first["usage"] = second["usage"]
 
 
-def _only_results(message: Message) -> bool:
-    return (
-        message.role == "user"
-        and bool(message.blocks)
-        and all(isinstance(b, ToolResult) for b in message.blocks)
-    )
+def _only_results(role: str, blocks: Sequence[Block]) -> bool:
+    return role == "user" and bool(blocks) and all(isinstance(b, ToolResult) for b in blocks)
 
 
 def _as_harness(message: Message) -> Message:

@@ -27,9 +27,10 @@ from ipse.transcript.formats.anthropic import write_message
 from ipse.transcript.formats.claude_code import (
     MAIN,
     ClaudeCodeSession,
+    ResultsOnly,
     SessionRecord,
     live_segments,
-    merged_meta,
+    merge_meta,
     note_orphans,
     record_meta,
 )
@@ -85,9 +86,11 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
 def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
     """The records' messages (assistant parts merged by response id, consecutive tool
     results merged), as `claude_code._messages` groups them; None when some record is not
-    plain (see the module's docstring)."""
+    plain (see the module's docstring). A merge extends the message in place: a response
+    written as thousands of records costs each record once, not the blocks before it."""
     out: list[RequestMessage] = []
-    only_results: list[bool] = []  # per message: a user message of nothing but tool results
+    only_results = ResultsOnly()  # per message: a user message of nothing but tool results
+    calls: dict[int, set[str]] = {}  # per merged message: the ids of its tool calls
     by_id: dict[str, int] = {}
     for record in records:
         kind = record.kind
@@ -107,15 +110,21 @@ def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
         if kind == "assistant":
             message_id = payload.get("id")
             index = by_id.get(message_id) if isinstance(message_id, str) else None
-            if index is not None and all(only_results[index + 1 :]):
+            if index is not None and only_results.all_after(index):
                 # another block of the same response (its tool results may come between)
-                merged = out[index] = _merge(out[index], content, meta)
-                only_results[index] = _only_results(merged.body["role"], merged.body["content"])
+                first = out[index].body
+                before = first["content"]
+                all_results = only_results[index] or (type(before) is list and not before)
+                added = _merge(out[index], content, meta, calls, index)
+                only_results.set(
+                    index,
+                    first["role"] == "user" and all_results and added and bool(first["content"]),
+                )
                 continue
             if isinstance(message_id, str):
                 by_id[message_id] = len(out)
-        elif out and results and only_results[-1]:
-            out[-1] = _merge(out[-1], content, meta)
+        elif results and only_results.last():
+            _merge(out[-1], content, meta, calls, len(out) - 1)
             continue
         if type(content) is list:
             content = list(content)  # (a list of its own: merging extends it)
@@ -170,17 +179,37 @@ def _blocks(content: Any) -> list[Any]:
     return list(content) if content else []
 
 
-def _merge(first: RequestMessage, content: Any, meta: Mapping[str, Any]) -> RequestMessage:
-    """One message of two records (as `claude_code._merge`): the second's blocks added, less
-    the tool calls the first already holds (a copied record)."""
-    blocks = _blocks(first.body["content"])
-    have = {b["id"] for b in blocks if b.get("type") == "tool_use"}
-    blocks.extend(
-        b for b in _blocks(content) if not (b.get("type") == "tool_use" and b["id"] in have)
-    )
-    return RequestMessage(
-        {"role": first.body["role"], "content": blocks}, merged_meta(first.meta, meta)
-    )
+def _merge(
+    first: RequestMessage,
+    content: Any,
+    meta: Mapping[str, Any],
+    calls: dict[int, set[str]],
+    index: int,
+) -> bool:
+    """Add a record's blocks to message ``index`` in place (as `claude_code._merge`), less the
+    tool calls it already holds (a copied record); ``calls``: each merged message's call ids.
+    Whether every block added is a tool result."""
+    body = first.body
+    assert isinstance(body, dict) and isinstance(first.meta, dict)
+    blocks = body["content"]
+    if type(blocks) is not list:  # a text so far: its block, in a list of its own
+        blocks = body["content"] = _blocks(blocks)
+    have = calls.get(index)
+    if have is None:
+        have = calls[index] = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+    added: list[str] = []
+    all_results = True
+    for block in _blocks(content):
+        kind = block.get("type")
+        if kind == "tool_use":
+            if block["id"] in have:
+                continue
+            added.append(block["id"])
+        all_results = all_results and kind == "tool_result"
+        blocks.append(block)
+    have.update(added)
+    merge_meta(first.meta, meta)
+    return all_results
 
 
 def _warn_orphans(
