@@ -41,6 +41,7 @@ import base64
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -225,29 +226,34 @@ def compile_ipse() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", found.stdout.strip()], check=True)
 
 
-def run(args: list[str], timeout: float, home: Path) -> tuple[float, float, float, int]:
-    """CPU seconds, wall seconds, peak resident MB, exit status of ``python ARGS``."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, *args],
-        env={**os.environ, "IPSE_HOME": str(home)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = start + timeout
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-            return float("inf"), float("inf"), usage.ru_maxrss / 1024, -9
-        time.sleep(0.02)
-    elapsed = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1) and child.stderr is not None:
-        sys.stderr.write(child.stderr.read().decode(errors="replace")[-2000:])
+def run(args: list[str], timeout: float, folder: Path) -> tuple[float, float, float, int]:
+    """CPU seconds, wall seconds, peak resident MB, exit status of ``python ARGS``, run with
+    an ipse home of its own in ``folder`` (a handoff finds nothing archived before it)."""
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=folder))
+    try:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, *args],
+            env={**os.environ, "IPSE_HOME": str(home)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                child.kill()
+                pid, status, usage = os.wait4(child.pid, 0)
+                return float("inf"), float("inf"), usage.ru_maxrss / 1024, -9
+            time.sleep(0.02)
+        elapsed = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1) and child.stderr is not None:
+            sys.stderr.write(child.stderr.read().decode(errors="replace")[-2000:])
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     cpu = usage.ru_utime + usage.ru_stime
     return cpu, elapsed, usage.ru_maxrss / 1024, code
 
@@ -265,20 +271,19 @@ def report(
     of ``repeat``) or ``child`` (the parse in a process of its own, as the command runs)."""
     size = path.stat().st_size
     print(f"{label}: {size / 1e6:.1f} MB", flush=True)
-    home = path.parent / "home"
     head = _head(path)
     for name in commands:
         measured = []
         for _ in range(runs):
             if baseline == "child":
-                base = run(command("parse", path, path.parent), timeout, home)[0]
+                base = run(command("parse", path, path.parent), timeout, path.parent)[0]
             else:
                 base = best(lambda: parse(path), repeat)
-            seconds, wall, peak, code = run(command(name, path, path.parent), timeout, home)
+            seconds, wall, peak, code = run(command(name, path, path.parent), timeout, path.parent)
             measured.append((seconds / base, seconds, base, wall, peak, code))
         measured.sort()
         ratio, seconds, base, wall, peak, code = measured[len(measured) // 2]
-        fixed = run(command(name, head, path.parent), timeout, home)[2]
+        fixed = run(command(name, head, path.parent), timeout, path.parent)[2]
         print(
             f"  {name:<16} {seconds:8.2f} s CPU {ratio:7.2f}x parse ({base:.3f} s)"
             f" ({wall:6.2f} s wall)   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file"

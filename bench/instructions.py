@@ -70,14 +70,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         path = generate(folder / "session.jsonl", args.size)
-        env = {**os.environ, "PYTHONHASHSEED": "0", "IPSE_HOME": str(folder / "home")}
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
         parse = instructions(command("parse", path, folder), env, folder)
         print(f"session {args.size:g} MB: parse {parse / 1e6:,.0f}M instructions")
         for name in args.commands:
-            here = instructions(command(name, path, folder), env, folder)
+            # each run in an ipse home of its own: a handoff finds no archive written before,
+            # and another checkout no database its own version did not make
+            here_env = {**env, "IPSE_HOME": str(folder / f"home-{name}")}
+            here = instructions(command(name, path, folder), here_env, folder)
             line = f"  {name:10s} {here / 1e6:8,.0f}M  {here / parse:5.2f}x parse"
             if args.source:
-                other_env = {**env, "PYTHONPATH": str(Path(args.source).resolve())}
+                other_env = {
+                    **env,
+                    "PYTHONPATH": str(Path(args.source).resolve()),
+                    "IPSE_HOME": str(folder / f"home-{name}-source"),
+                }
                 other = instructions(command(name, path, folder), other_env, folder)
                 line += f"   --source: {other / 1e6:,.0f}M  {other / parse:5.2f}x parse"
                 line += f"   this / source {here / other:.3f}"
