@@ -41,7 +41,7 @@ _TURN = st.builds(
     Turn,
     text=st.text(alphabet="ab {}\n", min_size=0, max_size=12),
     tool=st.booleans(),
-    mode=st.sampled_from(["full", "full", "full", "delta", "unknown", "rewind"]),
+    mode=st.sampled_from(["full", "full", "full", "delta", "unknown", "rewind", "edit"]),
     marks=st.lists(st.sampled_from(_ODD_PATHS), max_size=2),
     ttl=st.sampled_from([None, None, "1h"]),
     shape=st.sampled_from([0, 0, 0, 1]),
@@ -116,6 +116,29 @@ def test_a_long_journaled_session_shares_one_history(tmp_path: Path) -> None:
     bases = {id(r.body.base) for r in requests if isinstance(r.body, SharedHistory)}
     assert len(bases) == 1
     assert all(isinstance(r.body, SharedHistory) and r.body.overlay for r in requests)
+    _same_analysis(requests, "anthropic")
+
+
+def test_requests_that_resend_a_message_changed_keep_the_history_shared(
+    tmp_path: Path,
+) -> None:
+    """Each request sends the last message of the one before again, changed: the shared
+    list is cut there and goes on, and the request before keeps that message as its own
+    tail (one message each: the cost follows the journal, not its history squared)."""
+    path = tmp_path / "session.jsonl"
+    marks = [["messages", -2, "content", 0]]  # (the resent message had a string content)
+    turns = [Turn(f"t{i}", mode="edit", marks=marks) for i in range(40)]
+    write_jsonl(path, journaled_records(turns))
+    reference = _reference_journal(path)
+    read = journal.read_journal(list(read_jsonl(path)))
+    assert {k: v.messages for k, v in read.items()} == reference
+    assert max(len(v.tail) for v in read.values()) == 1
+    requests = read_requests(path).requests
+    assert len(requests) == 40
+    # (the first edit, of the very first message, starts a list: cutting the one before
+    # at 0 would move more than it keeps; every later one cuts the list and goes on)
+    assert len({id(r.body.base) for r in requests if isinstance(r.body, SharedHistory)}) == 2
+    assert sum(1 for r in requests if isinstance(r.body, SharedHistory) and r.body.tail) == 38
     _same_analysis(requests, "anthropic")
 
 

@@ -41,7 +41,8 @@ class Turn:
     """One model call: the user's (or tool results') message, the answer, and how the
     journal records the request (``mode``: ``full`` keep 0 and every hash, ``delta`` keep
     the previous request's messages, ``unknown`` a hash with no blob, ``rewind`` drop the
-    last two messages first)."""
+    last two messages first, ``edit`` keep all but the last message of the request before
+    and send that one again, changed)."""
 
     text: str
     tool: bool = False
@@ -82,6 +83,11 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
         if turn.mode == "rewind" and len(messages) > 3:
             messages = [*messages[:-3], user]
             hashes = [*hashes[:-3], hashes[-1]]
+        edit = turn.mode == "edit" and len(sent) >= 2
+        if edit:  # the last message of the request before, sent again changed
+            edited = {"role": sent[-2]["role"], "content": f"edited {t}: {turn.text}"}
+            messages = [*sent[:-2], edited, sent[-1], user]
+            hashes = [*sent_hashes[:-2], message_hash(edited), sent_hashes[-1], hashes[-1]]
         if turn.shape not in shapes:
             shapes.add(turn.shape)
             yield {
@@ -107,6 +113,9 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
         keep, tail = 0, hashes
         if turn.mode == "delta":
             keep = max(0, len(sent) - 1)
+            tail = hashes[keep:]
+        elif edit:
+            keep = len(sent) - 2
             tail = hashes[keep:]
         elif turn.mode == "unknown":
             tail = [*hashes[:-1], hashlib.sha256(turn.text.encode()).hexdigest()]

@@ -5,32 +5,37 @@ positions are the first ``n`` positions of one shared, append-only store, so a r
 `Flat` is a set of these views (constant size) instead of copies (size of the history). Two
 positions differ between requests sharing a store, and views overlay them: the layer name of
 the messages after the last assistant turn (``input`` in this request, ``history`` in later
-ones) and the breakpoint that automatic caching puts on the last block.
+ones) and the breakpoint that automatic caching puts on the last block. A request whose last
+messages the store no longer holds (a journaled request another one cut short) has them after
+its ``n`` shared positions, as a short ``tail`` of its own.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 T = TypeVar("T")
 
 
 class Column(Sequence[T]):
-    """The first ``n`` entries of ``data`` (which may grow past ``n``)."""
+    """The first ``n`` entries of ``data`` (which may grow past ``n``), then ``tail``."""
 
-    __slots__ = ("_data", "_n")
+    __slots__ = ("_data", "_len", "_n", "_tail")
 
-    def __init__(self, data: list[T], n: int) -> None:
+    def __init__(self, data: list[T], n: int, tail: Sequence[T] = ()) -> None:
         self._data = data
         self._n = n
+        self._tail = tail
+        self._len = n + len(tail)
 
     def __len__(self) -> int:
-        return self._n
+        return self._len
 
     def _at(self, i: int) -> T:
-        return self._data[i]
+        """What the view shows at ``i`` (subclasses lay their own entries over the data)."""
+        return self._data[i] if i < self._n else self._tail[i - self._n]
 
     @overload
     def __getitem__(self, i: int) -> T: ...
@@ -40,15 +45,16 @@ class Column(Sequence[T]):
 
     def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
-            return [self._at(j) for j in range(*i.indices(self._n))]
+            return [self._at(j) for j in range(*i.indices(self._len))]
         if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
+            i += self._len
+        if not 0 <= i < self._len:
             raise IndexError("position out of range")
         return self._at(i)
 
     def __iter__(self) -> Iterator[T]:
-        return itertools.islice(self._data, self._n)
+        shared = itertools.islice(self._data, self._n)
+        return itertools.chain(shared, self._tail) if self._tail else shared
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):
@@ -66,9 +72,10 @@ class Column(Sequence[T]):
 
 
 def backing(seq: Sequence[T]) -> Sequence[T]:
-    """The list behind a plain `Column` (entries past ``len(seq)`` belong to later requests:
-    read only positions below it), else ``seq`` itself: for loops that read many positions."""
-    return seq._data if type(seq) is Column else seq
+    """The list behind a plain `Column` without a tail (entries past ``len(seq)`` belong to
+    later requests: read only positions below it), else ``seq`` itself: for loops that read
+    many positions."""
+    return seq._data if type(seq) is Column and not seq._tail else seq
 
 
 class InputWhere(Column[tuple[str, int, int]]):
@@ -76,35 +83,24 @@ class InputWhere(Column[tuple[str, int, int]]):
 
     __slots__ = ("_start",)
 
-    def __init__(self, data: list[tuple[str, int, int]], n: int, start: int) -> None:
-        super().__init__(data, n)
+    def __init__(
+        self,
+        data: list[tuple[str, int, int]],
+        n: int,
+        start: int,
+        tail: Sequence[tuple[str, int, int]] = (),
+    ) -> None:
+        super().__init__(data, n, tail)
         self._start = start
 
     def _at(self, i: int) -> tuple[str, int, int]:
-        where = self._data[i]
+        where = self._data[i] if i < self._n else self._tail[i - self._n]
         if i >= self._start and where[0] == "history":
             return ("input", where[1], where[2])
         return where
 
     def __iter__(self) -> Iterator[tuple[str, int, int]]:
-        return (self._at(i) for i in range(self._n))
-
-
-class AutoTtls(Column[Any]):
-    """Breakpoint TTLs, with ``ttl`` at position ``at`` (automatic caching's last block)."""
-
-    __slots__ = ("_pos", "_ttl")
-
-    def __init__(self, data: list[str | None], n: int, at: int, ttl: str | None) -> None:
-        super().__init__(data, n)
-        self._pos = at
-        self._ttl = ttl
-
-    def _at(self, i: int) -> str | None:
-        return self._ttl if i == self._pos else self._data[i]
-
-    def __iter__(self) -> Iterator[str | None]:
-        return (self._at(i) for i in range(self._n))
+        return (self._at(i) for i in range(self._len))
 
 
 class OverlayTtls(Column[str | None]):
@@ -113,12 +109,20 @@ class OverlayTtls(Column[str | None]):
 
     __slots__ = ("_overlay",)
 
-    def __init__(self, data: list[str | None], n: int, overlay: dict[int, str]) -> None:
-        super().__init__(data, n)
+    def __init__(
+        self,
+        data: list[str | None],
+        n: int,
+        overlay: dict[int, str],
+        tail: Sequence[str | None] = (),
+    ) -> None:
+        super().__init__(data, n, tail)
         self._overlay = overlay
 
     def _at(self, i: int) -> str | None:
-        return self._overlay.get(i, self._data[i])
+        if i in self._overlay:
+            return self._overlay[i]
+        return self._data[i] if i < self._n else self._tail[i - self._n]
 
     def __iter__(self) -> Iterator[str | None]:
-        return (self._at(i) for i in range(self._n))
+        return (self._at(i) for i in range(self._len))

@@ -10,6 +10,10 @@ Responses ``input``: ``key="input"``) and journaled Claude Code requests, whose 
 move every request. Those carry ``overlay``: the breakpoints as (message, block, TTL), laid
 over the shared positions, and ``materialize``, which builds the message list exactly as sent
 (breakpoints placed) when a caller asks for it.
+
+A journaled request whose messages the list no longer holds past some point (a later request
+sent the message there again, changed, and the list was cut there for it) keeps them as its
+``tail``: its messages are ``base[:count]`` and then the tail, which is short.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from typing import Any
 
 
 class SharedHistory(Mapping[str, Any]):
-    """A request body: ``front`` (everything but the messages) and ``base[:count]`` under
-    ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list does not hold."""
+    """A request body: ``front`` (everything but the messages) and ``base[:count]`` then
+    ``tail`` under ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list
+    does not hold."""
 
-    __slots__ = ("base", "count", "front", "key", "materialize", "overlay")
+    __slots__ = ("base", "count", "front", "key", "materialize", "overlay", "tail")
 
     def __init__(
         self,
@@ -33,6 +38,7 @@ class SharedHistory(Mapping[str, Any]):
         key: str = "messages",
         overlay: Sequence[tuple[int, int, str]] = (),
         materialize: Callable[[], list[Any]] | None = None,
+        tail: Sequence[Any] = (),
     ) -> None:
         self.front = front
         self.base = base
@@ -40,12 +46,24 @@ class SharedHistory(Mapping[str, Any]):
         self.key = key
         self.overlay = overlay
         self.materialize = materialize
+        self.tail = tail
+
+    @property
+    def size(self) -> int:
+        """How many messages (or input items) the body holds."""
+        return self.count + len(self.tail)
+
+    def head(self, n: int) -> list[Any]:
+        """The first ``n`` messages (as the shared list and the tail hold them)."""
+        out = self.base[: min(n, self.count)]
+        out.extend(self.tail[: n - len(out)])
+        return out
 
     def __getitem__(self, key: str) -> Any:
         if key == self.key:
             if self.materialize is not None:
                 return self.materialize()
-            return self.base[: self.count]
+            return self.head(self.size)
         return self.front[key]
 
     def get(self, key: str, default: Any = None) -> Any:

@@ -101,6 +101,7 @@ class Flat:
     texts: Sequence[bytes] = ()  # the hashed bytes (kept by stable flattens)
     marks: Sequence[int] = ()  # the positions that have a breakpoint, in order
     store: object = None  # the positions' shared store, when other requests share it
+    stored: int = 0  # how many of the positions are the store's (the rest are the body's own)
     first_message: int | None = None  # the hash of the first message's first position
 
     @property
@@ -121,8 +122,38 @@ class Flat:
         return (
             self.store is not None
             and self.store is other.store
-            and len(other.chain) <= len(self.chain)
+            and other.stored == len(other.chain)
+            and len(other.chain) <= self.stored
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """A body's own positions after the store's (`Flattener._tail`), in the body's numbers."""
+
+    hashes: list[int]
+    chain: list[int]
+    cum: list[int]
+    ttls: list[str | None]
+    where: list[Locator]
+    groups: list[int]
+    marks: list[int]
+    ends: list[int]
+
+
+_NO_TAIL = _Tail([], [], [], [], [], [], [], [])
+
+
+class _Ends:
+    """Where each message of a body with a tail ends: the store's, then the tail's."""
+
+    __slots__ = ("_count", "_shared", "_tail")
+
+    def __init__(self, shared: list[int], count: int, tail: list[int]) -> None:
+        self._shared, self._count, self._tail = shared, count, tail
+
+    def __getitem__(self, i: int) -> int:
+        return self._shared[i] if i < self._count else self._tail[i - self._count]
 
 
 @dataclass(slots=True)
@@ -247,6 +278,12 @@ def _content_blocks(message: Mapping[str, Any]) -> list[Any]:
     if isinstance(content, list) and content:
         return content
     return [_as_text(content if isinstance(content, str) else "")]
+
+
+def _holds_image_in(message: Any) -> bool:
+    """Whether a message's content holds an image (`_first_image` asks this of each)."""
+    content = message.get("content") if is_object(message) else None
+    return isinstance(content, list) and _holds_image(content)
 
 
 def _holds_image(content: list[Any]) -> bool:
@@ -462,11 +499,12 @@ class Flattener:
         The same positions as `flatten`, computed once per message for all the bodies that
         share the list: each message is appended to one store the first time a body reaches
         it, and a body is a view of the store's first positions, with its own layer names
-        after its last assistant turn and its own automatic breakpoint.
+        after its last assistant turn and its own automatic breakpoint. A body's ``tail`` (the
+        messages the list no longer holds for it) gets positions of its own after those.
         """
-        base, count = body.base, body.count
+        base, count, own = body.base, body.count, body.tail
         front = body.front
-        has_image = self._first_image(base, count) < count
+        has_image = self._first_image(base, count) < count or any(map(_holds_image_in, own))
         known = self._fronts.get((id(front), body.key, has_image))
         if known is not None and known[0] is front:
             _, settings, dialect, parts, front_key = known
@@ -492,51 +530,100 @@ class Flattener:
             self._append_message(store, base[i], i, parts.per_message)
         store.count = max(store.count, count)
         n = store.ends[count - 1] if count else store.front
-        last = -1
-        for i in range(count - 1, -1, -1):
-            if dialect.speaker(base[i]) == "assistant":
-                last = i
-                break
-        tail = store.front if last <= 0 else store.ends[last - 1]
-        input_from = store.front if last < 0 else store.ends[last]
         marks = store.marks[: bisect.bisect_right(store.marks, n - 1)]
+        last = -1
+        tail = _NO_TAIL
+        end: Callable[[int], int] = store.ends.__getitem__  # the position after message i's
+        if own:
+            tail = self._tail(store, n, own, count, parts.per_message)
+            marks.extend(tail.marks)
+            end = _Ends(store.ends, count, tail.ends).__getitem__
+            for k in range(len(own) - 1, -1, -1):
+                if dialect.speaker(own[k]) == "assistant":
+                    last = count + k
+                    break
+        if last < 0:
+            for i in range(count - 1, -1, -1):
+                if dialect.speaker(base[i]) == "assistant":
+                    last = i
+                    break
+        total = n + len(tail.hashes)
+        first_turn = store.front if last <= 0 else end(last - 1)
+        input_from = store.front if last < 0 else end(last)
         overlay: dict[int, str] = {}
         for i, j, ttl in body.overlay:  # the request's own breakpoints on shared blocks
-            overlay[(store.ends[i - 1] if i else store.front) + j] = ttl
+            overlay[(end(i - 1) if i else store.front) + j] = ttl
         if overlay:
             marks = sorted({*marks, *overlay})
         breakpoints = len(marks)
         auto = front.get("cache_control")
-        if self._anthropic and auto is not None and n:
-            at = n - 1
-            while at > 0 and build.where[at][0] == "settings":
+        if self._anthropic and auto is not None and total:
+            at = total - 1
+            while at > 0 and at < n and build.where[at][0] == "settings":
                 at -= 1
-            if overlay.get(at, build.ttls[at]) is None:
+            ttl_at = build.ttls[at] if at < n else tail.ttls[at - n]
+            if overlay.get(at, ttl_at) is None:
                 overlay[at] = (
                     "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
                 )
                 marks = sorted([*marks, at])
             breakpoints += 1
         ttls: Sequence[str | None] = (
-            OverlayTtls(build.ttls, n, overlay) if overlay else Column(build.ttls, n)
+            OverlayTtls(build.ttls, n, overlay, tail.ttls)
+            if overlay
+            else Column(build.ttls, n, tail.ttls)
         )
         model = front.get("model")
+        first_message = build.hashes[store.front] if n > store.front else None
+        if first_message is None and tail.hashes:
+            first_message = tail.hashes[0]
         return Flat(
             model=model if isinstance(model, str) else None,
-            hashes=Column(build.hashes, n),
-            chain=Column(build.chain, n),
-            cum=Column(build.cum, n),
+            hashes=Column(build.hashes, n, tail.hashes),
+            chain=Column(build.chain, n, tail.chain),
+            cum=Column(build.cum, n, tail.cum),
             ttls=ttls,
-            where=InputWhere(build.where, n, input_from),
-            groups=Column(build.groups, n),
+            where=InputWhere(build.where, n, input_from, tail.where),
+            groups=Column(build.groups, n, tail.groups),
             settings=build.settings,
             setting_names=build.setting_names,
-            tail=tail,
-            messages=count,
+            tail=first_turn,
+            messages=count + len(own),
             breakpoints=breakpoints,
             marks=marks,
             store=store,
-            first_message=build.hashes[store.front] if n > store.front else None,
+            stored=n,
+            first_message=first_message,
+        )
+
+    def _tail(
+        self, store: _Store, n: int, messages: Sequence[Any], first: int, per_message: bool
+    ) -> _Tail:
+        """The positions of a body's own messages (numbered from ``first``) after the store's
+        first ``n``: appended as `_append_message` appends to the store, to a build that
+        starts where those ``n`` end."""
+        shared = store.build
+        seed = _Build()
+        if n:
+            seed.hashes.append(shared.hashes[n - 1])
+            seed.chain.append(shared.chain[n - 1])
+            seed.cum.append(shared.cum[n - 1])
+            seed.ttls.append(None)
+            seed.where.append(shared.where[n - 1])
+            seed.groups.append(shared.groups[n - 1])
+        skip = len(seed.hashes)
+        scratch = _Store(seed, [], store.keep, 0, [])
+        for k, message in enumerate(messages):
+            self._append_message(scratch, message, first + k, per_message)
+        return _Tail(
+            hashes=seed.hashes[skip:],
+            chain=seed.chain[skip:],
+            cum=seed.cum[skip:],
+            ttls=seed.ttls[skip:],
+            where=seed.where[skip:],
+            groups=seed.groups[skip:],
+            marks=[n + m - skip for m in scratch.marks],
+            ends=[n + e - skip for e in scratch.ends],
         )
 
     def _append_message(self, store: _Store, message: Any, i: int, per_message: bool) -> None:
@@ -582,7 +669,7 @@ class Flattener:
         seen = self._images.get(id(base))
         scanned, first = (seen[1], seen[2]) if seen is not None and seen[0] is base else (0, -1)
         if first < 0 and scanned < count:
-            for i in range(scanned, count):
+            for i in range(scanned, count):  # (`_holds_image_in`, inline: every message)
                 message = base[i]
                 content = message.get("content") if is_object(message) else None
                 if isinstance(content, list) and _holds_image(content):

@@ -346,6 +346,16 @@ def _analyze(
             cell = cells[-1]
             cell[0] = slot_now
             start = len(seen[-1][1].chain)
+        elif seen and (start := divergence(flat, seen[-1][1])):
+            # the prefix shared with the request before now names this one, as if indexed
+            # anew: that one's positions past it keep naming it, in a cell of their own, and
+            # its cell (which names the rest of its positions) is this one's
+            previous = cells[-1]
+            kept = [previous[0]]
+            for h in seen[-1][1].chain[start:]:
+                index[h] = kept
+            cell = previous
+            cell[0] = slot_now
         else:
             cell = [slot_now]
         cells.append(cell)

@@ -17,7 +17,9 @@ response began, and the usage the provider reported, when the log has them. Sour
   system prompt, tools and settings are the ones sent, and so are the messages and their
   breakpoints when the journal resolves them
   (`ipse.transcript.formats.claude_code_journal`). Journaled requests that extend each other
-  share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay.
+  share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay;
+  where a later request sent a message of that list again, changed, the list goes on with
+  the later one and the earlier request keeps its messages past that point as its own tail.
 * Codex rollouts: one Responses request per model call, every call a view of one shared list
   of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent.
 * A single request body (for ``lint``), or the one request a harness file that ipse writes
@@ -26,6 +28,7 @@ response began, and the usage the provider reported, when the log has them. Sour
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -175,13 +178,19 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     body = request.body
     first = 0
     messages: Any = body.get("messages") or () if not isinstance(body, SharedHistory) else ()
+    tail: Any = ()
+    tail_from = 0
     if isinstance(body, SharedHistory):
         if body.key != "messages":  # Responses input items: not checked (as when copied)
             return
         first = checked.get(id(body.base), 0)
         checked[id(body.base)] = max(first, body.count)
         messages = body.base[first : body.count]
-    for number, message in enumerate(messages, start=first):
+        tail, tail_from = body.tail, body.count
+    numbered: Iterator[tuple[int, Any]] = enumerate(messages, start=first)
+    if tail:  # (its own messages: few)
+        numbered = itertools.chain(numbered, enumerate(tail, start=tail_from))
+    for number, message in numbered:
         if not jsonio.is_object(message):
             where = f"request {request.index} message {number}"
             raise InputError("a message must be a JSON object", path=p, position=where)
@@ -223,7 +232,7 @@ def _sniff(p: Path) -> str:
 
 
 def _has_messages(request: Request, warnings: list[str]) -> bool:
-    if isinstance(request.body, SharedHistory) and request.body.count:
+    if isinstance(request.body, SharedHistory) and (request.body.count or request.body.tail):
         return True
     if body_codec(request.body, request.provider).positions(request.body).messages:
         return True
@@ -380,6 +389,7 @@ def _journaled_body(
             body,
             journaled.history,
             journaled.count,
+            tail=journaled.tail,
             overlay=overlay,
             materialize=(
                 (lambda: journaled.messages or []) if journaled.marks or journaled.changed else None

@@ -199,6 +199,8 @@ class _Composition:
         body = request.body
         if not isinstance(body, SharedHistory) or id(body.base) not in self._longest:
             return None
+        if body.tail:
+            return None  # (messages of its own after the list's: read whole)
         key = id(body.base)
         if key not in self._histories:
             self._histories[key] = _History.read(request, self._longest[key], self._tally)
@@ -246,7 +248,9 @@ class _Composition:
                     found = state[2] = i
                     break
             state[1] = max(searched, body.count)
-        return found is not None and found < body.count
+        if found is not None and found < body.count:
+            return True
+        return any(needle in jsonio.dumps(message) for message in body.tail)
 
     def _front(self, request: Request, conversation: Conversation) -> dict[str, int]:
         key = _digest({k: request.body.get(k) for k in ("system", "tools", "instructions")})
@@ -499,11 +503,7 @@ def _marker(request: Request, previous: int, context: int, tally: _Composition) 
     if tally.mentions_checkpoint(request):
         return "handoff"
     body = request.body
-    first = (
-        body.base[: min(2, body.count)]
-        if isinstance(body, SharedHistory)
-        else _raw_messages(request)[:2]
-    )
+    first = body.head(2) if isinstance(body, SharedHistory) else _raw_messages(request)[:2]
     if _COMPACTED.encode() in jsonio.dumps(first):
         return "compaction"
     return "reset"

@@ -26,9 +26,10 @@ is left out rather than guessed: the caller keeps the messages it rebuilt from t
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
@@ -44,7 +45,8 @@ class JournaledRequest:
     """One journaled request: its front as sent, and its messages when they resolve.
 
     The messages are ``history[:count]`` (``cache_control`` removed; one list shared by the
-    requests that extend each other) with ``marks`` (the request's ``cacheControl`` entries on
+    requests that extend each other), then ``tail`` (the messages a later request cut from the
+    shared list, `_history`), with ``marks`` (the request's ``cacheControl`` entries on
     messages) placed on them; ``breakpoints`` says the same as (message, block, value) when
     every mark is a plain one on a content block, else None. `messages` builds the list as
     sent."""
@@ -58,28 +60,43 @@ class JournaledRequest:
     count: int = 0
     marks: tuple[Any, ...] = ()
     breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
-    # messages an earlier request's marks changed (a string content made a list) and kept so:
-    # index -> [(journal position of the change, the message without cache_control)]
-    changed: Mapping[int, list[tuple[int, Any]]] = field(default_factory=dict)
+    # messages an earlier request's marks changed (a string content made a list) and kept so,
+    # in one log for the whole journal (`_Changes`), read at this request's place in it
+    changes: _Changes | None = None
     ordinal: int = 0
+    tail: tuple[Any, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether some message this request sent is one an earlier request's mark changed."""
+        return self.changes is not None and self.changes.any_at(self.ordinal)
+
+    @property
+    def size(self) -> int:
+        """How many messages the request sent."""
+        return self.count + len(self.tail)
 
     def sent(self, i: int) -> Any:
         """Message ``i`` as this request sent it, before its own marks."""
-        for ordinal, message in reversed(self.changed.get(i, ())):
-            if ordinal < self.ordinal:
-                return message
-        return self.history[i] if self.history is not None else None
+        if self.changes is not None and i in self.changes.events:
+            changed = self.changes.at(i, self.ordinal)
+            if changed is not None:
+                return changed
+        if self.history is None:
+            return None
+        return self.history[i] if i < self.count else self.tail[i - self.count]
 
     @property
     def messages(self) -> list[Any] | None:
         """The messages as sent, breakpoints placed (a new list each call)."""
         if self.history is None:
             return None
-        out = list(self.history[: self.count])
-        for i in self.changed:
-            if i < self.count:
+        out = self.history[: self.count]
+        out.extend(self.tail)
+        if self.changes is not None:
+            for i in self.changes.indices(len(out)):
                 out[i] = self.sent(i)
-        for i, message in _placed(out, self.count, self.marks).items():
+        for i, message in _placed(out, len(out), self.marks).items():
             out[i] = message
         return out
 
@@ -160,10 +177,8 @@ def read_journal(
     stripped: dict[str, Any] = {}  # key -> the message without cache_control (one object)
     out: dict[str, JournaledRequest] = {}
     previous: tuple[list[Any], int] | None = ([], 0)
-    changed: dict[int, list[tuple[int, Any]]] = {}  # shared by requests that keep messages
-    top = -1  # the highest message index in `changed` (-1: none), so that a request that
-    # keeps them all is known to without a pass over them (that pass made long journals
-    # quadratic)
+    views = _Views()  # the requests whose messages the previous request's list holds
+    changes = _Changes()
     ordinal = 0
     for record in records:
         data = record.data
@@ -190,15 +205,10 @@ def read_journal(
                     fronts[shape_key] = front
                 system, tools = front[1], front[2]
             ordinal += 1
-            history = _history(data, previous, blobs, stripped)
-            keep = data.get("keep", 0)
-            if history is None or not changed:
-                pass
-            elif not keep:
-                changed, top = {}, -1
-            elif top >= keep:  # only the kept messages stay changed
-                changed = {i: v for i, v in changed.items() if i < keep}
-                top = max(changed, default=-1)
+            history = _history(data, previous, blobs, stripped, views)
+            if history is not None:  # only the kept messages stay changed
+                keep = data.get("keep", 0)
+                changes.drop_from(keep if isinstance(keep, int) else 0, ordinal)
             marks = data.get("cacheControl")
             if system is not None and isinstance(marks, list) and _marks(marks, "system"):
                 system = _marked_system(system, marks, placed, systems)  # (where, alone)
@@ -223,7 +233,7 @@ def read_journal(
                 history[1] if history is not None else 0,
                 message_marks,
                 breakpoints,
-                changed,
+                changes,
                 ordinal,
             )
             if message_marks:
@@ -237,8 +247,11 @@ def read_journal(
                 for i, message in _placed(sent, history[1], message_marks).items():
                     plain = _without_cache_control(message)
                     if plain != sent[i]:
-                        changed.setdefault(i, []).append((ordinal, plain))
-                        top = max(top, i)
+                        changes.add(i, ordinal, plain)
+            if history is not None:
+                if previous is None or history[0] is not previous[0]:
+                    views = _Views()  # a list of its own: no earlier request holds it
+                views.add(request)
             previous = history
     return out
 
@@ -273,12 +286,17 @@ def _history(
     previous: tuple[list[Any], int] | None,
     blobs: Mapping[str, Any],
     stripped: dict[str, Any],
+    views: _Views,
 ) -> tuple[list[Any], int] | None:
     """The request's messages without ``cache_control`` as ``(list, count)``: the previous
     request's list when they extend it (appended to), else a new list; None: unresolved.
 
     The cost is the record's own length: kept messages are the previous list's, and each tail
-    message is compared by identity with the one at its place (each blob is stripped once)."""
+    message is compared by identity with the one at its place (each blob is stripped once).
+    Where the request sends a message of that list again, changed, the list is cut there and
+    goes on with the request's messages, and the earlier requests (``views``) that sent the
+    messages past the cut keep those as their tail (`_Views.cut`); a new list is made instead
+    when that would copy more than the new list does (a cut far back)."""
     keep, tail = data.get("keep", 0), data.get("tail")
     if isinstance(keep, bool) or not isinstance(keep, int) or not isinstance(tail, list):
         return None
@@ -304,10 +322,90 @@ def _history(
         n += 1
     if n == len(messages):
         return base, at
+    if at < len(base) and views.cost(at) <= at:
+        views.cut(base, at)
+        del base[at:]
     if at == len(base):
         base.extend(messages[n:])
         return base, len(base)
     return [*base[:at], *messages[n:]], at + len(messages) - n
+
+
+_DROPPED = object()
+
+
+class _Changes:
+    """The messages that requests' marks changed (placing a mark on a string content makes it
+    a list, and a later request that keeps the message keeps it as that one sent it), for the
+    whole journal: per message index, its changes and the requests that stopped keeping it, in
+    journal order, so that each request reads them at its own place (`at`) and no request
+    copies them. Request ``o`` drops (``2o``) before it changes (``2o + 1``)."""
+
+    def __init__(self) -> None:
+        self.events: dict[int, list[tuple[int, Any]]] = {}  # index -> (when, message)
+        self._live: list[int] = []  # the indices whose last event is a change, in order
+        self._since: dict[int, int] = {}  # ordinal -> how many indices were live for it
+
+    def add(self, i: int, ordinal: int, message: Any) -> None:
+        events = self.events.setdefault(i, [])
+        if not events or events[-1][1] is _DROPPED:
+            bisect.insort(self._live, i)
+        events.append((2 * ordinal + 1, message))
+
+    def drop_from(self, keep: int, ordinal: int) -> None:
+        """Request ``ordinal`` keeps messages ``0 .. keep-1`` only."""
+        while self._live and self._live[-1] >= keep:
+            self.events[self._live.pop()].append((2 * ordinal, _DROPPED))
+        self._since[ordinal] = len(self._live)
+
+    def any_at(self, ordinal: int) -> bool:
+        return self._since.get(ordinal, 0) > 0
+
+    def at(self, i: int, ordinal: int) -> Any:
+        """Message ``i`` as request ``ordinal`` sent it when a change holds it, else None."""
+        for key, message in reversed(self.events.get(i, ())):
+            if key <= 2 * ordinal:
+                return None if message is _DROPPED else message
+        return None
+
+    def indices(self, size: int) -> list[int]:
+        """The indices below ``size`` that some request changed."""
+        return [i for i in self.events if i < size]
+
+
+class _Views:
+    """The journaled requests whose messages are the first ones of one shared list, by how
+    many they take (ascending)."""
+
+    def __init__(self) -> None:
+        self._views: list[JournaledRequest] = []
+
+    def add(self, request: JournaledRequest) -> None:
+        at = len(self._views)
+        while at and self._views[at - 1].count > request.count:
+            at -= 1  # (a request that sent fewer messages than the one before: rare)
+        self._views.insert(at, request)
+
+    def cost(self, at: int) -> int:
+        """How many messages cutting the list at ``at`` moves into the requests' tails."""
+        total = 0
+        for view in reversed(self._views):
+            if view.count <= at:
+                break
+            total += view.count - at
+            if total > at:
+                break  # (more than a new list: the caller makes one)
+        return total
+
+    def cut(self, base: list[Any], at: int) -> None:
+        """Move ``base[at:]`` out of the requests that hold it, into their tails."""
+        cut: list[JournaledRequest] = []
+        while self._views and self._views[-1].count > at:
+            view = self._views.pop()
+            object.__setattr__(view, "tail", (*base[at : view.count], *view.tail))
+            object.__setattr__(view, "count", at)
+            cut.append(view)
+        self._views.extend(reversed(cut))
 
 
 class _Sent(Sequence[Any]):
@@ -315,16 +413,17 @@ class _Sent(Sequence[Any]):
 
     def __init__(self, request: JournaledRequest) -> None:
         self._request = request
+        self._size = request.size
 
     def __len__(self) -> int:
-        return self._request.count
+        return self._size
 
     def __getitem__(self, i: Any) -> Any:
         if not isinstance(i, int) or isinstance(i, bool):
             raise TypeError("an index")
         if i < 0:
-            i += self._request.count
-        if not 0 <= i < self._request.count:
+            i += self._size
+        if not 0 <= i < self._size:
             raise IndexError(i)
         return self._request.sent(i)
 
