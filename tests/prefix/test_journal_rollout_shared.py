@@ -105,7 +105,16 @@ def test_journaled_session_gives_the_same_analysis(tmp_path: Path, turns: list[T
     read = journal.read_journal(list(read_jsonl(path)))
     assert {k: v.messages for k, v in read.items()} == reference
     fast = read_requests(path).requests
+    _same_messages_one_by_one(fast)
     _same_analysis(fast, "anthropic")
+
+
+def _same_messages_one_by_one(requests: list[Request]) -> None:
+    """What a shared history gives message by message (the causes ask so) is its list."""
+    for request in requests:
+        body = request.body
+        if isinstance(body, SharedHistory):
+            assert [body.message(i) for i in range(body.size)] == body["messages"]
 
 
 def test_a_long_journaled_session_shares_one_history(tmp_path: Path) -> None:
@@ -139,6 +148,7 @@ def test_requests_that_resend_a_message_changed_keep_the_history_shared(
     # at 0 would move more than it keeps; every later one cuts the list and goes on)
     assert len({id(r.body.base) for r in requests if isinstance(r.body, SharedHistory)}) == 2
     assert sum(1 for r in requests if isinstance(r.body, SharedHistory) and r.body.tail) == 38
+    _same_messages_one_by_one(requests)
     _same_analysis(requests, "anthropic")
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
+from ipse.prefix._growing import SharedHistory
 from ipse.prefix._hashing import Flat, Locator, block_text
 from ipse.prefix._simulate import Miss
 from ipse.prefix._volatile import changed_span, hint
@@ -83,8 +84,10 @@ def locate(where: Locator, body: Mapping[str, Any], provider: str) -> str:
         return "settings"
     if provider != "anthropic":
         return f"messages[{i}]"
-    messages = body.get("messages") or []
-    message = messages[i] if i < len(messages) else {}
+    try:
+        message = _message(body, i)
+    except (KeyError, IndexError, TypeError):
+        message = {}
     if isinstance(message, Mapping) and isinstance(message.get("content"), str):
         return f"messages[{i}]"
     return f"messages[{i}].content[{j}]"
@@ -100,9 +103,9 @@ def raw_at(where: Locator, body: Mapping[str, Any], provider: str) -> Any:
             if provider == "anthropic":
                 system = body["system"]
                 return system if isinstance(system, str) else system[i]
-            return body["messages"][i]
+            return _message(body, i)
         if layer in ("history", "input"):
-            message = body["messages"][i]
+            message = _message(body, i)
             if provider != "anthropic":
                 return message
             content = message.get("content")
@@ -110,6 +113,13 @@ def raw_at(where: Locator, body: Mapping[str, Any], provider: str) -> Any:
     except (KeyError, IndexError, TypeError):
         return None
     return None
+
+
+def _message(body: Mapping[str, Any], i: int) -> Any:
+    """``body["messages"][i]``; a shared history answers without building its list."""
+    if isinstance(body, SharedHistory) and body.key == "messages":
+        return body.message(i)
+    return body["messages"][i]
 
 
 def _tool_name(tool: Any) -> str:

@@ -9,7 +9,7 @@ Two kinds of body share a history besides plain sessions: Codex rollouts (the li
 Responses ``input``: ``key="input"``) and journaled Claude Code requests, whose breakpoints
 move every request. Those carry ``overlay``: the breakpoints as (message, block, TTL), laid
 over the shared positions, and ``materialize``, which builds the message list exactly as sent
-(breakpoints placed) when a caller asks for it.
+(breakpoints placed) when a caller asks for it (``sent``: one of its messages).
 
 A journaled request whose messages the list no longer holds past some point (a later request
 sent the message there again, changed, and the list was cut there for it) keeps them as its
@@ -27,7 +27,7 @@ class SharedHistory(Mapping[str, Any]):
     ``tail`` under ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list
     does not hold."""
 
-    __slots__ = ("base", "count", "front", "key", "materialize", "overlay", "tail")
+    __slots__ = ("_sent", "base", "count", "front", "key", "materialize", "overlay", "tail")
 
     def __init__(
         self,
@@ -38,6 +38,7 @@ class SharedHistory(Mapping[str, Any]):
         key: str = "messages",
         overlay: Sequence[tuple[int, int, str]] = (),
         materialize: Callable[[], list[Any]] | None = None,
+        sent: Callable[[int], Any] | None = None,
         tail: Sequence[Any] = (),
     ) -> None:
         self.front = front
@@ -46,12 +47,24 @@ class SharedHistory(Mapping[str, Any]):
         self.key = key
         self.overlay = overlay
         self.materialize = materialize
+        self._sent = sent
         self.tail = tail
 
     @property
     def size(self) -> int:
         """How many messages (or input items) the body holds."""
         return self.count + len(self.tail)
+
+    def message(self, i: int) -> Any:
+        """Message ``i`` as sent (``IndexError`` past the end), without building the list:
+        ``sent`` answers for a body built by ``materialize``."""
+        if i < 0:
+            i += self.size
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        if self._sent is not None:
+            return self._sent(i)
+        return self.base[i] if i < self.count else self.tail[i - self.count]
 
     def head(self, n: int) -> list[Any]:
         """The first ``n`` messages (as the shared list and the tail hold them)."""

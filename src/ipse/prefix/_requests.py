@@ -385,15 +385,15 @@ def _journaled_body(
             body["messages"] = journaled.messages
             return body
         overlay = tuple((i, j, _ttl(value)) for i, j, value in journaled.breakpoints)
+        as_sent = bool(journaled.marks) or journaled.changed  # (the list differs from it)
         return SharedHistory(
             body,
             journaled.history,
             journaled.count,
             tail=journaled.tail,
             overlay=overlay,
-            materialize=(
-                (lambda: journaled.messages or []) if journaled.marks or journaled.changed else None
-            ),
+            materialize=(lambda: journaled.messages or []) if as_sent else None,
+            sent=journaled.message if as_sent else None,
         )
     body["cache_control"] = {"type": "ephemeral"}
     return SharedHistory(body, rebuilt, count)

@@ -86,6 +86,10 @@ class JournaledRequest:
             return None
         return self.history[i] if i < self.count else self.tail[i - self.count]
 
+    def message(self, i: int) -> Any:
+        """Message ``i`` as sent, its breakpoints placed (the others not built)."""
+        return _placed(_Sent(self), self.size, self.marks).get(i, self.sent(i))
+
     @property
     def messages(self) -> list[Any] | None:
         """The messages as sent, breakpoints placed (a new list each call)."""
