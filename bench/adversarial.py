@@ -10,10 +10,11 @@ scale but any file may have:
   compact ``keep: N`` form) where every request sends the last message of the one before it
   again, edited, so that no request extends the one before it.
 
-For each file and command (``prefix`` and ``inspect``), in one run: the baseline (``orjson.loads``
-of every line, best of ``--repeat``), then the command in a child process with its CPU time
-and peak memory (`bench/bigsession.py`'s measure). A command whose cost follows the file shows
-about the same ratio at every size; one that is quadratic shows it doubling with the size.
+For each file and command (``prefix``, ``inspect`` and ``handoff``), in one run: the baseline
+(``orjson.loads`` of every line, best of ``--repeat``), then the command in a child process
+with its CPU time and peak memory (`bench/bigsession.py`'s measure). A command whose cost
+follows the file shows about the same ratio at every size; one that is quadratic shows it
+doubling with the size.
 
     python bench/adversarial.py --kinds one-response replace-last --sizes 1 2 4
 """
@@ -107,7 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=list(KINDS))
     parser.add_argument("--sizes", type=float, nargs="*", default=[1, 2, 4])
-    parser.add_argument("--commands", nargs="*", default=["prefix", "inspect"])
+    parser.add_argument("--commands", nargs="*", default=["prefix", "inspect", "handoff"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
