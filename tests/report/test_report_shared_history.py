@@ -129,3 +129,34 @@ def test_a_shrinking_view_is_marked_from_its_own_items(at: int) -> None:
     whole = list(_points(plain_log, report, _Composition(plain_log.requests)))
     assert fast == whole
     assert [p.marker for p in fast] == [None, "handoff", None, "handoff" if at < 2 else "reset"]
+
+
+def test_requests_with_a_tail_of_their_own_are_summed_along_the_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Journaled requests each sending the last message of the one before again, changed:
+    every one but the last keeps that message as a tail, and is still summed along the shared
+    list (no request read whole) to the numbers of reading it whole."""
+    import ipse.report._data as data
+
+    path = tmp_path / "session.jsonl"
+    marks = [["messages", -2, "content", 0]]
+    write_jsonl(
+        path, journaled_records([Turn(f"t{i}", mode="edit", marks=marks) for i in range(30)])
+    )
+    log = read_requests(path)
+    assert sum(1 for r in log.requests if isinstance(r.body, SharedHistory) and r.body.tail) == 28
+    report = analyze(log.requests, warnings=log.warnings)
+    plain_log = _plain(log)
+    whole = list(_points(plain_log, report, _Composition(plain_log.requests)))
+    read_whole: list[Request] = []
+    reader = data._conversation
+
+    def counted(request: Request) -> Any:
+        read_whole.append(request)
+        return reader(request)
+
+    monkeypatch.setattr(data, "_conversation", counted)
+    fast = list(_points(log, report, _Composition(log.requests)))
+    assert fast == whole
+    assert read_whole == []

@@ -199,8 +199,6 @@ class _Composition:
         body = request.body
         if not isinstance(body, SharedHistory) or id(body.base) not in self._longest:
             return None
-        if body.tail:
-            return None  # (messages of its own after the list's: read whole)
         key = id(body.base)
         if key not in self._histories:
             self._histories[key] = _History.read(request, self._longest[key], self._tally)
@@ -209,11 +207,12 @@ class _Composition:
 
     def of(self, request: Request) -> tuple[dict[str, int], dict[str, int]]:
         history = self.history(request)
-        if history is not None:
+        summed = self._summed(request, history) if history is not None else None
+        if history is not None and summed is not None:
             kinds = dict.fromkeys(KINDS, 0)
             for name, count in self._front(request, history.front).items():
                 kinds[name] += count
-            by_kind, shared_tools = history.sums(request.body.count)  # type: ignore[attr-defined]
+            by_kind, shared_tools = summed
             for name, count in by_kind.items():
                 kinds[name] += count
             return kinds, shared_tools
@@ -230,6 +229,48 @@ class _Composition:
                 if tool is not None:
                     tools[tool] = tools.get(tool, 0) + count
         return kinds, tools
+
+    def _summed(
+        self, request: Request, history: _History
+    ) -> tuple[dict[str, int], dict[str, int]] | None:
+        """Tokens by kind and by tool of a view's items, its tail's added (None: a tail that
+        calls tools, which would name the list's results anew: the request is read whole)."""
+        body = request.body
+        assert isinstance(body, SharedHistory)
+        kinds, tools = history.sums(body.count)
+        if not body.tail:
+            return kinds, tools
+        groups = _tail_groups(request)
+        if groups is None:
+            return None
+        for _, _, blocks in groups:
+            for block in blocks:
+                count = self._tally.count(block_text(block))
+                kind = block_kind(block)
+                kinds[kind] = kinds.get(kind, 0) + count
+                answered = _call_and_result(block)[1]
+                tool = history.call_name(answered, body.count) if answered else None
+                if tool is not None:
+                    tools[tool] = tools.get(tool, 0) + count
+        return kinds, tools
+
+    def human_turn(self, request: Request) -> bool:
+        """Whether the request's last message holds the human's words."""
+        history = self.history(request)
+        body = request.body
+        if history is None or not isinstance(body, SharedHistory):
+            return _human_turn(request)
+        if not body.tail:
+            return history.human_turn(body.count)
+        groups = _tail_groups(request)
+        if groups is None:
+            return _human_turn(request)
+        start, role, _ = groups[-1]
+        return role == "user" and any(
+            isinstance(b, Text) and b.origin.value == "human"
+            for _, _, blocks in groups[start:]
+            for b in blocks
+        )
 
     def mentions_checkpoint(self, request: Request) -> bool:
         """Whether the request's history names the checkpoint tool anywhere (the name cannot
@@ -294,12 +335,14 @@ class _History:
         items: list[list[tuple[str, int, str | None, bool]]],
         roles: list[str],
         starts: list[int],
+        calls: dict[str, tuple[list[int], list[str]]],
     ) -> None:
         self.base = base
         self.front = front
         self._items = items  # per item: (kind, tokens, tool, human text) per block
         self._roles = roles  # per item: the role of the message holding it
         self._starts = starts  # per item: where its message's items begin
+        self._calls = calls  # per call id: the items calling it, and the name each gives
         self._done = 0
         self._kinds: dict[str, int] = {}
         self._tools: dict[str, int] = {}
@@ -322,6 +365,13 @@ class _History:
         tools = _result_tools(groups)
         if tools is None:
             return None
+        calls: dict[str, tuple[list[int], list[str]]] = {}  # call id -> its items, its names
+        for i, (_, _, blocks) in enumerate(groups):
+            for block in blocks:
+                if isinstance(block, ToolCall):
+                    places, names = calls.setdefault(block.id, ([], []))
+                    places.append(i)
+                    names.append(block.name)
         items: list[list[tuple[str, int, str | None, bool]]] = []
         roles: list[str] = []
         starts: list[int] = []
@@ -340,7 +390,7 @@ class _History:
             items.append(entries)
             roles.append(role)
             starts.append(start)
-        return cls(body.base, front_conversation, items, roles, starts)
+        return cls(body.base, front_conversation, items, roles, starts, calls)
 
     def sums(self, count: int) -> tuple[dict[str, int], dict[str, int]]:
         """Tokens by kind and by tool of the first ``count`` items."""
@@ -354,6 +404,13 @@ class _History:
                     tools[tool] = tools.get(tool, 0) + tokens
         self._done = max(self._done, count)
         return dict(kinds), dict(tools)
+
+    def call_name(self, call_id: str, count: int) -> str:
+        """The tool a result of ``call_id`` after the first ``count`` items answers: the last
+        call with that id among them (as reading them whole names it)."""
+        places, names = self._calls.get(call_id, ((), ()))
+        k = bisect.bisect_left(places, count)
+        return names[k - 1] if k else _UNKNOWN_TOOL
 
     def human_turn(self, count: int) -> bool:
         """Whether the last message of the first ``count`` items holds the human's words."""
@@ -429,6 +486,24 @@ def _result_tools(
     return tools
 
 
+def _tail_groups(request: Request) -> list[tuple[int, str, tuple[Any, ...]]] | None:
+    """The blocks of a view's tail, item by item (`_item_blocks`), read with the view's front;
+    None where that reading does not give one item per tail item, or the tail calls tools."""
+    body = request.body
+    assert isinstance(body, SharedHistory)
+    codec = body_codec(body, request.provider)
+    try:
+        read = codec.read_body({**body.front, body.key: list(body.tail)})
+    except IpseError:
+        return None
+    groups = _item_blocks(read.messages, body.key)
+    if groups is None or len(groups) != len(body.tail):
+        return None
+    if any(isinstance(b, ToolCall) for _, _, blocks in groups for b in blocks):
+        return None
+    return groups
+
+
 def _conversation(request: Request) -> Conversation:
     return body_codec(request.body, request.provider).read_body(request.body)
 
@@ -471,7 +546,6 @@ def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Itera
         context = cache.total or sum(composition.values())
         marker = _marker(request, previous, context, tally)
         previous = context
-        history = tally.history(request)
         yield Point(
             index=row.index,
             time=row.time,
@@ -488,11 +562,7 @@ def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Itera
             lost_tokens=row.lost_tokens,
             cost_lost_usd=row.cost_lost_usd,
             marker=marker,
-            human_turn=(
-                history.human_turn(request.body.count)  # type: ignore[attr-defined]
-                if history is not None
-                else _human_turn(request)
-            ),
+            human_turn=tally.human_turn(request),
         )
 
 
