@@ -1,6 +1,7 @@
-"""Package names imported on first use (PEP 562): a package lists where each name lives, and
-`exports` gives it the module-level ``__getattr__`` and ``__dir__`` that import the name's
-module when the name is first asked for, so a command pays only for the modules it uses."""
+"""Package names imported on first use (PEP 562): a package lists its modules and the names
+each holds, and `exports` gives it the module-level ``__getattr__`` and ``__dir__`` that import
+a name's module when the name is first asked for, so a command pays only for the modules it
+uses."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import Any
 
 
 def exports(
-    package: str, home: Mapping[str, str], namespace: MutableMapping[str, Any]
+    package: str, modules: Mapping[str, tuple[str, ...]], namespace: MutableMapping[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``, whose globals are ``namespace`` and
-    whose lazy names live in the modules ``home`` maps them to."""
+    whose lazy names live in its ``modules`` (a module's name within the package -> the
+    names it holds)."""
+    home = {name: f"{package}.{module}" for module, names in modules.items() for name in names}
 
     def getattr_(name: str) -> Any:
         module = home.get(name)

@@ -28,38 +28,20 @@ if _typing.TYPE_CHECKING:
 
 # The names below are imported on first use: ``ipse prefix`` replays a log without the
 # assembler's or the linter's modules.
-_HOME = {
-    "Agreement": "ipse.prefix._actual",
-    "actual_tokens": "ipse.prefix._actual",
-    "agreement": "ipse.prefix._actual",
-    "Assembler": "ipse.prefix._assemble",
-    "CacheCost": "ipse.prefix._assemble",
-    "CAUSES": "ipse.prefix._causes",
-    "Cause": "ipse.prefix._causes",
-    "BlockHash": "ipse.prefix._layers",
-    "Layer": "ipse.prefix._layers",
-    "layers": "ipse.prefix._layers",
-    "Finding": "ipse.prefix._lint",
-    "lint": "ipse.prefix._lint",
-    "PrefixReport": "ipse.prefix._report",
-    "Row": "ipse.prefix._report",
-    "analyze": "ipse.prefix._report",
-    "Request": "ipse.prefix._requests",
-    "RequestLog": "ipse.prefix._requests",
-    "read_requests": "ipse.prefix._requests",
-    "PROVIDERS": "ipse.prefix._rules",
-    "Rules": "ipse.prefix._rules",
-    "prices": "ipse.prefix._rules",
-    "rules": "ipse.prefix._rules",
-    "Prediction": "ipse.prefix._simulate",
-    "Simulator": "ipse.prefix._simulate",
-    "Step": "ipse.prefix._simulate",
-    "Tokens": "ipse.prefix._simulate",
-    "simulator": "ipse.prefix._simulate",
+_MODULES = {
+    "_actual": ("Agreement", "actual_tokens", "agreement"),
+    "_assemble": ("Assembler", "CacheCost"),
+    "_causes": ("CAUSES", "Cause"),
+    "_layers": ("BlockHash", "Layer", "layers"),
+    "_lint": ("Finding", "lint"),
+    "_report": ("PrefixReport", "Row", "analyze"),
+    "_requests": ("Request", "RequestLog", "read_requests"),
+    "_rules": ("PROVIDERS", "Rules", "prices", "rules"),
+    "_simulate": ("Prediction", "Simulator", "Step", "Tokens", "simulator"),
 }
 
 
-__getattr__, __dir__ = _lazy.exports("ipse.prefix", _HOME, globals())
+__getattr__, __dir__ = _lazy.exports("ipse.prefix", _MODULES, globals())
 
 
 __all__ = [

@@ -30,40 +30,21 @@ if _typing.TYPE_CHECKING:
     from ipse.statedir._verify import StateReport, verify_state
     from ipse.statedir._wal import Record
 
-_HOME = {
-    "CanaryResult": "ipse.statedir._canary",
-    "Change": "ipse.statedir._install",
-    "DEFAULT_DIR": "ipse.statedir._files",
-    "GOAL": "ipse.statedir._files",
-    "INVARIANTS": "ipse.statedir._files",
-    "NEXT": "ipse.statedir._files",
-    "NextStep": "ipse.statedir._resume",
-    "RECEIPTS": "ipse.statedir._files",
-    "Record": "ipse.statedir._wal",
-    "ResumeView": "ipse.statedir._resume",
-    "Section": "ipse.statedir._budget",
-    "StateReport": "ipse.statedir._verify",
-    "WAL": "ipse.statedir._files",
-    "add_invariant": "ipse.statedir._ops",
-    "canary": "ipse.statedir._canary",
-    "check_receipts": "ipse.statedir._receipts",
-    "checkpoint": "ipse.statedir._ops",
-    "explain": "ipse.statedir._ops",
-    "fit": "ipse.statedir._budget",
-    "hook_json": "ipse.statedir._resume",
-    "init": "ipse.statedir._ops",
-    "install": "ipse.statedir._install",
-    "resume": "ipse.statedir._resume",
-    "rotate": "ipse.statedir._rotate",
-    "set_next": "ipse.statedir._ops",
-    "stamp": "ipse.statedir._receipts",
-    "state_files": "ipse.statedir._files",
-    "uninstall": "ipse.statedir._install",
-    "verify_state": "ipse.statedir._verify",
+_MODULES = {
+    "_canary": ("CanaryResult", "canary"),
+    "_install": ("Change", "install", "uninstall"),
+    "_files": ("DEFAULT_DIR", "GOAL", "INVARIANTS", "NEXT", "RECEIPTS", "WAL", "state_files"),
+    "_resume": ("NextStep", "ResumeView", "hook_json", "resume"),
+    "_wal": ("Record",),
+    "_budget": ("Section", "fit"),
+    "_verify": ("StateReport", "verify_state"),
+    "_ops": ("add_invariant", "checkpoint", "explain", "init", "set_next"),
+    "_receipts": ("check_receipts", "stamp"),
+    "_rotate": ("rotate",),
 }
 
 
-__getattr__, __dir__ = _lazy.exports("ipse.statedir", _HOME, globals())
+__getattr__, __dir__ = _lazy.exports("ipse.statedir", _MODULES, globals())
 
 
 __all__ = [
