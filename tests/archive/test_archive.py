@@ -6,7 +6,6 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -20,6 +19,7 @@ from ipse.handoff import Removed, strip
 from ipse.store import open_backend
 from ipse.transcript import load
 from tests.conftest import BIG_SESSION, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared
+from tests.support.sql import raw_exec
 
 
 def _removed(path: Path = EXAMPLE_SESSION) -> tuple[Removed, ...]:
@@ -122,34 +122,20 @@ def test_blobs_are_content_addressed_compressed_and_checked(tmp_path: Path) -> N
     store.close()
 
 
-def _execute(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
-    """SQL run on the database itself, not through ipse."""
-    if url.startswith("sqlite:"):
-        conn = sqlite3.connect(url[len("sqlite:///") :])
-        with conn:
-            conn.execute(sql, params)
-        conn.close()
-    else:
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute(sql.replace("?", "%s"), params)
-
-
 def test_keys_written_by_the_first_schema_are_found_after_the_second(url: str) -> None:
     """Step 2 doubles the backslashes of the stored keys, and so keys that differ only in
     them (a copy in place would make one the other halfway) stay two items."""
     ensure_registered()
     open_backend(url, upto={"archive": 1}).close()
     blob = orjson.dumps({"name": "bash"})
-    _execute(
+    raw_exec(
         url,
         "INSERT INTO archive_blobs (sha256, codec, size, data) VALUES (?, ?, ?, ?)",
         (address(blob), CODEC, len(blob), compress(blob)),
     )
     keys = [("C:\\work\\s", "a\\b"), ("C:\\work\\s", "a\\\\b"), ("plain", "c1")]
     for position, (session, item_id) in enumerate(keys):
-        _execute(
+        raw_exec(
             url,
             "INSERT INTO archive_items (session, item_id, kind, tool, preview, size,"
             " call_sha256, position, source) VALUES (?, ?, 'tool', 'bash', '', 1, ?, ?, 'x')",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.sql import raw_exec
 
 from ipse.errors import StoreError
 from ipse.store import MigrationStep, open_backend, register
@@ -27,19 +28,6 @@ def twin_steps(backend: Any) -> list[tuple[str, int, str]]:
 def url(request: pytest.FixtureRequest) -> str:
     name = "sqlite_url" if request.param == "sqlite" else "pg_url"
     return str(request.getfixturevalue(name))
-
-
-def raw_exec(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
-    if url.startswith("sqlite:"):
-        conn = sqlite3.connect(url[len("sqlite://") :])
-        with conn:
-            conn.execute(sql, params)
-        conn.close()
-    else:
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute(sql.replace("?", "%s"), params)
 
 
 def test_from_empty_applies_every_step_once(url: str) -> None:
