@@ -9,7 +9,9 @@ Nesting is bounded the same way on both paths: orjson refuses documents deeper t
 levels, and the standard-library fallback's `RecursionError` on a deep document becomes the
 same `JSONDecodeError` (``depth limit exceeded``), never a traceback. orjson writes only 254
 levels, so `dumps` hands a deeper document (valid, and read without complaint) to the standard
-library: whatever ipse reads, it can write back.
+library; so it does a document holding an integer beyond 64 bits (which orjson does not write,
+and which readers that keep such integers exact give it): whatever ipse reads, it can write
+back.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeGuard
 
+import msgspec
 import orjson
 
 from ipse.errors import InputError
@@ -55,17 +58,27 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             raise JSONDecodeError("depth limit exceeded", text, 0) from None
 
 
+def loads_exact(data: bytes) -> Any:
+    """`loads`, keeping integers beyond 64 bits exact where orjson reads them as floats (a
+    copy of a value through `dumps` and back is then the value itself)."""
+    try:
+        return msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return loads(data)  # (a lone surrogate: the standard library keeps integers too)
+
+
 def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:
     """Serialize compactly (orjson's bytes); strings with lone surrogates become escapes, and
-    a document nested deeper than orjson writes (254 levels, where it reads 1024) is written
-    by the standard library. Deeper than even that can: `InputError`."""
+    a document nested deeper than orjson writes (254 levels, where it reads 1024) or holding
+    an integer beyond 64 bits is written by the standard library. Deeper than even that can:
+    `InputError`."""
     try:
         return orjson.dumps(value, default=default, option=option)
     except TypeError as exc:
         reason = str(exc)
         if "surrogates" in reason:
             return _std_dumps(value, option, default, ascii_only=True)
-        if "Recursion limit" in reason:
+        if "Recursion limit" in reason or "64-bit" in reason:
             return _std_dumps(value, option, default, ascii_only=False)
         raise
 

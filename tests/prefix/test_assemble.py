@@ -99,7 +99,13 @@ def test_serialization_is_deterministic_whatever_the_key_order(value: dict[str, 
 
 def test_values_json_cannot_carry_are_refused() -> None:
     with pytest.raises(UsageError):
-        _assembler().append("user", [{"type": "text", "text": "x", "n": 2**70}])
+        _assembler().append("user", [{"type": "text", "text": "x", "n": {1, 2}}])
+
+
+def test_integers_beyond_64_bits_are_carried_exact() -> None:
+    assembler = _assembler()
+    assembler.append("user", [{"type": "text", "text": "x\ud800", "n": 2**70 + 1}])
+    assert assembler.messages[0]["content"][0]["n"] == 2**70 + 1
 
 
 def test_editing_history_raises_unless_forced() -> None:

@@ -46,7 +46,7 @@ class CacheCost:
 def canonical(value: Any) -> Any:
     """A deep copy with every object's keys sorted: one content, one byte sequence."""
     try:
-        return jsonio.loads(jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS))
+        return jsonio.loads_exact(jsonio.dumps(value, option=jsonio.OPT_SORT_KEYS))
     except TypeError as exc:
         raise UsageError(f"not JSON that a request can carry: {exc}") from exc
 
