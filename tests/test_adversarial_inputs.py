@@ -289,3 +289,26 @@ def test_a_tool_call_whose_function_is_not_an_object_is_counted(tmp_path: Path) 
     path.write_text(json.dumps(body))
     done = _ipse("prefix", str(path), "--tokenizer", "o200k", home=tmp_path / "home")
     assert done.returncode == 0, done.stderr
+
+
+def test_integers_beyond_64_bits_are_read_and_written_exact(tmp_path: Path) -> None:
+    """A Claude Code session keeps such integers exact (orjson would make them floats), and
+    every command writes them back."""
+    path = tmp_path / "big.jsonl"
+    numbers = {"n": 2**70, "m": -(2**63) - 1, "k": 123456789012345680000}
+    call = {"type": "tool_use", "id": "t1", "name": "Calc", "input": numbers}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
+    lines = [
+        _record("user", "u1", None, {"role": "user", "content": "count"}),
+        _record("assistant", "a1", "u1", {"id": "m1", "role": "assistant", "content": [call]}),
+        _record("user", "r1", "a1", {"role": "user", "content": [result]}),
+        _record("assistant", "a2", "r1", {"id": "m2", "role": "assistant", "content": "done"}),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    calls = [b for m in load(path).current().messages for b in m.blocks if b.kind == "tool_call"]
+    assert [c.raw["input"] for c in calls if c.raw is not None] == [numbers]
+    assert json.loads(jsonio.dumps(numbers)) == numbers
+    home = tmp_path / "home"
+    for args in (["inspect"], ["prefix"], ["handoff", "--at", "end", "-o", str(tmp_path / "o")]):
+        result_ = _ipse(*args, str(path), "--json", home=home)
+        assert result_.returncode == 0, (args, result_.stderr)

@@ -3,15 +3,21 @@
 Binary files, empty files, truncated JSON and bad JSONL lines all become `InputError` with the
 file and the line (or character) where reading stopped. ``skip_bad_lines`` lets a JSONL reader
 continue past lines that fail to parse, recording a warning for each.
+
+`read_jsonl_fields` reads only the named fields of each line (msgspec decodes them into a
+struct and skips the rest without building it), for readers of files whose lines carry large
+payloads no reader uses.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
 import orjson
 
 from ipse import jsonio
@@ -80,25 +86,87 @@ def iter_jsonl(
     """JSON objects of JSONL bytes (or of its lines, with or without their newlines), one per
     non-blank line."""
     lines = data.split(b"\n") if isinstance(data, bytes) else data
-    loads = orjson.loads  # (jsonio's fallbacks only for a line orjson refuses)
     for number, line in enumerate(lines, start=1):
         if not line or line.isspace():  # (not strip: that copies every line)
             continue
+        value = _line_value(line, path, number, skip_bad_lines, warnings)
+        if value is not _SKIPPED:
+            yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
+
+
+def _line_value(
+    line: bytes, path: str | Path, number: int, skip_bad_lines: bool, warnings: list[str] | None
+) -> Any:
+    """One line's whole object, or `_SKIPPED` (with its warning): orjson, and jsonio's
+    fallbacks only for a line orjson refuses."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        value = _reread(line, exc, path, number, skip_bad_lines, warnings)
+        if value is _SKIPPED:
+            return _SKIPPED
+    if type(value) is not dict and not isinstance(value, Mapping):
+        if skip_bad_lines:
+            if warnings is not None:
+                warnings.append(f"{path}:line {number}: skipped a line that is not an object")
+            return _SKIPPED
+        raise InputError(
+            "a JSONL line that is not a JSON object", path=path, position=f"line {number}"
+        )
+    return value
+
+
+@functools.cache
+def _fields_decoder(fields: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of JSON objects into a struct of ``fields`` (each any JSON value, None when
+    absent); the other members of an object are checked as JSON and skipped, never built."""
+    struct = msgspec.defstruct("Fields", [(f, Any, None) for f in fields], gc=False)
+    return msgspec.json.Decoder(struct)
+
+
+def read_jsonl_fields(
+    path: str | Path,
+    fields: tuple[str, ...],
+    kinds: Collection[str],
+    *,
+    key: str = "type",
+    skip_bad_lines: bool = False,
+    warnings: list[str] | None = None,
+) -> Iterator[JsonlRecord]:
+    """The JSON objects of a JSONL file (as `read_jsonl`); those whose ``key`` (one of
+    ``fields``) is one of ``kinds`` hold only ``fields`` (an absent one as None), the others
+    are read whole.
+
+    Decoding only the fields costs a fraction of parsing a line whose payloads no reader uses.
+    A line the fields' decoder refuses (a lone surrogate, a number out of range, deep
+    nesting, not JSON) is read as `read_jsonl` reads it, with the same errors and warnings,
+    and then cut to its fields. Two things differ from a whole parse: integers beyond 64 bits
+    are kept exact (orjson makes them floats), and the members outside ``fields`` are checked
+    as JSON syntax only (invalid UTF-8 or a number too large for a float there is no error).
+    """
+    check_text_head(path)
+    decode = _fields_decoder(fields).decode
+    to_dict = msgspec.structs.asdict
+    errors = (msgspec.DecodeError, RecursionError)  # (ValidationError is a DecodeError)
+    for number, line in enumerate(read_lines(path, newlines=True), start=1):
+        if not line or line.isspace():
+            continue
         try:
-            value = loads(line)
-        except orjson.JSONDecodeError as exc:
-            value = _reread(line, exc, path, number, skip_bad_lines, warnings)
-            if value is _SKIPPED:
+            value: Any = to_dict(decode(line))
+        except errors:
+            value = None
+        else:
+            kind = value[key]
+            if type(kind) is str and kind in kinds:
+                yield _make(JsonlRecord, (number, value))
                 continue
-        if type(value) is not dict and not isinstance(value, Mapping):
-            if skip_bad_lines:
-                if warnings is not None:
-                    warnings.append(f"{path}:line {number}: skipped a line that is not an object")
-                continue
-            raise InputError(
-                "a JSONL line that is not a JSON object", path=path, position=f"line {number}"
-            )
-        yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
+        full = _line_value(line, path, number, skip_bad_lines, warnings)
+        if full is _SKIPPED:
+            continue
+        kind = full.get(key)
+        if value is None and type(kind) is str and kind in kinds:
+            full = {f: full.get(f) for f in fields}  # (as the decoder gives it)
+        yield _make(JsonlRecord, (number, full))
 
 
 _SKIPPED = object()

@@ -11,8 +11,9 @@ versions write subagents inline with ``isSidechain: true``; named ``sidechain-1`
 order of appearance), and one per file in the ``subagents/`` folder beside the session (named by
 the file's stem, e.g. ``agent-a2898e3``).
 
-Records keep what the threads are built from; the structured copies of tool results and the
-payloads of progress records are dropped as they are read (see `_slim`).
+Message and progress records are read as the fields the threads are built from
+(`RECORD_FIELDS`): the structured copies of tool results and the payloads of progress records,
+a third to a half of a session's bytes, are never built. Records of other kinds are read whole.
 
 Records become messages like this: records that are not messages (progress, snapshots, queue
 operations, system records) are skipped; the ``assistant`` records that share ``message.id`` (one
@@ -41,7 +42,7 @@ from typing import Any, NamedTuple
 from ipse import progress
 from ipse.errors import InputError, UsageError
 from ipse.jsonio import is_object
-from ipse.transcript._jsonl import JsonlRecord, read_jsonl
+from ipse.transcript._jsonl import JsonlRecord, read_jsonl_fields
 from ipse.transcript._links import meta_position, orphan_results
 from ipse.transcript._model import (
     Block,
@@ -138,9 +139,7 @@ class ClaudeCodeSession:
         for candidate in candidates:
             if candidate in self.subagent_files:
                 sub = self.subagent_files[candidate]
-                records = _slim(
-                    read_jsonl(sub, skip_bad_lines=self.skip_bad_lines, warnings=self.warnings)
-                )
+                records = _read_records(sub, self.skip_bad_lines, self.warnings)
                 return candidate, records, sub
         raise self._unknown_thread(name)
 
@@ -173,7 +172,7 @@ def read_session(
     """Parse a Claude Code session file (and find its ``subagents/`` folder, if any)."""
     p = Path(path)
     sink = warnings if warnings is not None else []
-    records = _slim(read_jsonl(p, skip_bad_lines=skip_bad_lines, warnings=sink))
+    records = _read_records(p, skip_bad_lines, sink)
     if not records:
         raise InputError("no records in the session file", path=p)
     folder = p.with_suffix("") / "subagents"
@@ -183,9 +182,12 @@ def read_session(
     return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
 
 
-# What a progress record keeps (its place in the tree, and what the session says of itself): no
-# reader uses the rest, and a long session holds tens of thousands of progress records.
-_PROGRESS_KEPT = (
+# What a reader uses of a message or progress record: its place in the tree, what the session
+# says of itself, the message and what its meta keeps (`record_meta`). Such records are read
+# as these fields alone (an absent one as None): the rest (``toolUseResult``, a structured copy
+# of a tool result the message already holds; a progress record's payload, hook and tool
+# progress, often with whole messages) is never built.
+RECORD_FIELDS = (
     "type",
     "subtype",
     "uuid",
@@ -193,25 +195,39 @@ _PROGRESS_KEPT = (
     "isSidechain",
     "sessionId",
     "version",
+    "timestamp",
+    "message",
+    "isMeta",
+    "isCompactSummary",
+    "requestId",
+    "requestRef",
 )
+_FIELD_KINDS = frozenset({"user", "assistant", "progress"})
 
 
-def _slim(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
-    """The records without the copies no reader uses: ``toolUseResult`` (a structured copy of
-    a tool result the message already holds), and of a progress record (hook and tool
-    progress, often with whole messages) all but `_PROGRESS_KEPT`. They are a third to a half
-    of a session's bytes. Each record comes back as a `SessionRecord`."""
+def _read_records(
+    path: Path, skip_bad_lines: bool, warnings: list[str] | None
+) -> list[SessionRecord]:
+    """A session file's records: message and progress records as their `RECORD_FIELDS`,
+    the others whole."""
+    return _as_records(
+        read_jsonl_fields(
+            path,
+            RECORD_FIELDS,
+            _FIELD_KINDS,
+            skip_bad_lines=skip_bad_lines,
+            warnings=warnings,
+        )
+    )
+
+
+def _as_records(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
+    """Each record as a `SessionRecord`."""
     out: list[SessionRecord] = []
     append = out.append
     make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
     for line, data in records:
-        kind = data.get("type")
-        if type(data) is dict:
-            if kind == "progress":  # (a new dict: popping frees the values, not the table)
-                data = {k: data[k] for k in _PROGRESS_KEPT if k in data}
-            else:
-                data.pop("toolUseResult", None)
-        uuid, parent = data.get("uuid"), data.get("parentUuid")
+        kind, uuid, parent = data.get("type"), data.get("uuid"), data.get("parentUuid")
         append(make(SessionRecord, (line, data, kind, uuid, parent, bool(data.get("isSidechain")))))
     return out
 

@@ -1,0 +1,151 @@
+"""`read_jsonl_fields` against a whole parse: the same objects cut to their fields, the same
+errors and warnings, for any line (generated objects written every way JSON allows, and lines
+that are not JSON)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipse.errors import InputError
+from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
+
+FIELDS = ("type", "uuid", "message")
+KINDS = frozenset({"user", "progress"})
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)  # (beyond: kept exact, where orjson makes floats)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_keys = st.sampled_from(["type", "uuid", "message", "data", "toolUseResult", "typ\u00e9"])
+_objects = st.dictionaries(
+    _keys | st.text(max_size=5),
+    st.sampled_from(["user", "progress", "system", "other"]) | _values,
+    max_size=6,
+)
+
+
+@st.composite
+def _line(draw: st.DrawFn) -> bytes:
+    """One line: an object written compactly or spaced, ASCII-escaped or not, with members
+    repeated; or bytes that are not a JSON object."""
+    how = draw(st.integers(0, 5))
+    if how == 5:
+        return draw(
+            st.sampled_from(
+                [
+                    b"[1, 2]",
+                    b'"text"',
+                    b"{",
+                    b'{"type": "user"} trailing',
+                    b'{"type": "user", "x": NaN}',
+                    b'{"type": "user", "message": 1e400}',
+                    b'{"type": "user", "message": "\\ud800"}',
+                    b'{"type": "progress", "data": "\\udc00 lone"}',
+                    b'{"type": "user", "message": "\x01"}',
+                    b'{"type": "user", "data": [' + b"[" * 3000 + b"]" * 3000 + b"]}",
+                    b'{"type": "user", "message": ' + b"[" * 1020 + b"]" * 1020 + b"}",
+                    b'{"type": "user", "message": "\xff"}',
+                    b"\xef\xbb\xbf{}",
+                ]
+            )
+        )
+    value = draw(_objects)
+    text = json.dumps(
+        value,
+        ensure_ascii=how in (1, 3),
+        separators=(",", ":") if how < 2 else (", ", ": "),
+    )
+    if how == 4 and value:  # a member written twice: the last one counts
+        key = next(iter(value))
+        text = "{" + json.dumps(key) + ": " + json.dumps(draw(_values)) + ", " + text[1:]
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _read(reader: Any, path: Path, skip: bool) -> tuple[Any, list[str]]:
+    warnings: list[str] = []
+    try:
+        records = list(reader(path, skip_bad_lines=skip, warnings=warnings))
+    except InputError as exc:
+        return f"InputError: {exc}", warnings
+    return records, warnings
+
+
+def _cut(records: Any) -> Any:
+    """A whole parse's records as the field reader gives them."""
+    if isinstance(records, str):
+        return records
+    out = []
+    for line, data in records:
+        kind = data.get("type")
+        if isinstance(kind, str) and kind in KINDS:
+            data = {f: data.get(f) for f in FIELDS}
+        out.append((line, data))
+    return out
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(_line(), min_size=1, max_size=5), skip=st.booleans())
+def test_fields_are_what_a_whole_parse_holds(
+    tmp_path: Path, lines: list[bytes], skip: bool
+) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    def fields(p: Path, **kwargs: Any) -> Any:
+        return read_jsonl_fields(p, FIELDS, KINDS, **kwargs)
+
+    whole, whole_warnings = _read(read_jsonl, path, skip)
+    cut, cut_warnings = _read(fields, path, skip)
+    assert cut == _cut(whole)
+    assert cut_warnings == whole_warnings
+
+
+def test_payloads_outside_the_fields_are_never_built(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(
+        b'{"type": "user", "message": {"role": "user"}, "toolUseResult": {"big": "x"}}\n'
+        b'{"type": "system", "subtype": "s", "detail": [1]}\n'
+    )
+    records = list(read_jsonl_fields(path, FIELDS, KINDS))
+    assert records[0].data == {"type": "user", "uuid": None, "message": {"role": "user"}}
+    assert records[1].data == {"type": "system", "subtype": "s", "detail": [1]}  # whole
+
+
+def test_integers_beyond_64_bits_are_kept_exact(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(
+        b'{"type": "user", "message": {"n": 1180591620717411303424, "m": -9223372036854775809}}\n'
+    )
+    (record,) = read_jsonl_fields(path, FIELDS, KINDS)
+    assert record.data["message"] == {"n": 2**70, "m": -(2**63) - 1}
+
+
+def test_members_outside_the_fields_are_checked_as_json_syntax_only(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    for member in (b'"\xff\xfe"', b"1e400", b'{"\xff": -1e999}'):
+        path.write_bytes(b'{"type": "user", "toolUseResult": ' + member + b', "uuid": "u"}\n')
+        (record,) = read_jsonl_fields(path, FIELDS, KINDS)
+        assert record.data["uuid"] == "u"
+        with pytest.raises(InputError, match="line 1"):  # (a whole parse refuses it)
+            list(read_jsonl(path))
+    path.write_bytes(b'{"type": "user", "toolUseResult": "\x01", "uuid": "u"}\n')
+    with pytest.raises(InputError, match="line 1"):
+        list(read_jsonl_fields(path, FIELDS, KINDS))
