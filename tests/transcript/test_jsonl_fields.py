@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from ipse.errors import InputError
 from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
 
-FIELDS = ("type", "uuid", "message")
-KINDS = frozenset({"user", "progress"})
+KINDS = {"user": ("uuid", "message"), "progress": ("uuid",)}
 
 _scalars = (
     st.none()
@@ -94,7 +93,7 @@ def _cut(records: Any) -> Any:
     for line, data in records:
         kind = data.get("type")
         if isinstance(kind, str) and kind in KINDS:
-            data = {f: data.get(f) for f in FIELDS}
+            data = {"type": kind, **{f: data.get(f) for f in KINDS[kind]}}
         out.append((line, data))
     return out
 
@@ -110,7 +109,7 @@ def test_fields_are_what_a_whole_parse_holds(
     path.write_bytes(b"\n".join(lines) + b"\n")
 
     def fields(p: Path, **kwargs: Any) -> Any:
-        return read_jsonl_fields(p, FIELDS, KINDS, **kwargs)
+        return read_jsonl_fields(p, KINDS, **kwargs)
 
     whole, whole_warnings = _read(read_jsonl, path, skip)
     cut, cut_warnings = _read(fields, path, skip)
@@ -123,10 +122,12 @@ def test_payloads_outside_the_fields_are_never_built(tmp_path: Path) -> None:
     path.write_bytes(
         b'{"type": "user", "message": {"role": "user"}, "toolUseResult": {"big": "x"}}\n'
         b'{"type": "system", "subtype": "s", "detail": [1]}\n'
+        b'{"uuid": "p", "data": {"type": "user"}, "type": "progress", "message": "m"}\n'
     )
-    records = list(read_jsonl_fields(path, FIELDS, KINDS))
+    records = list(read_jsonl_fields(path, KINDS))
     assert records[0].data == {"type": "user", "uuid": None, "message": {"role": "user"}}
     assert records[1].data == {"type": "system", "subtype": "s", "detail": [1]}  # whole
+    assert records[2].data == {"type": "progress", "uuid": "p"}  # its kind's fields
 
 
 def test_integers_beyond_64_bits_are_kept_exact(tmp_path: Path) -> None:
@@ -134,7 +135,7 @@ def test_integers_beyond_64_bits_are_kept_exact(tmp_path: Path) -> None:
     path.write_bytes(
         b'{"type": "user", "message": {"n": 1180591620717411303424, "m": -9223372036854775809}}\n'
     )
-    (record,) = read_jsonl_fields(path, FIELDS, KINDS)
+    (record,) = read_jsonl_fields(path, KINDS)
     assert record.data["message"] == {"n": 2**70, "m": -(2**63) - 1}
 
 
@@ -142,10 +143,10 @@ def test_members_outside_the_fields_are_checked_as_json_syntax_only(tmp_path: Pa
     path = tmp_path / "f.jsonl"
     for member in (b'"\xff\xfe"', b"1e400", b'{"\xff": -1e999}'):
         path.write_bytes(b'{"type": "user", "toolUseResult": ' + member + b', "uuid": "u"}\n')
-        (record,) = read_jsonl_fields(path, FIELDS, KINDS)
+        (record,) = read_jsonl_fields(path, KINDS)
         assert record.data["uuid"] == "u"
         with pytest.raises(InputError, match="line 1"):  # (a whole parse refuses it)
             list(read_jsonl(path))
     path.write_bytes(b'{"type": "user", "toolUseResult": "\x01", "uuid": "u"}\n')
     with pytest.raises(InputError, match="line 1"):
-        list(read_jsonl_fields(path, FIELDS, KINDS))
+        list(read_jsonl_fields(path, KINDS))

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 import msgspec
 import orjson
@@ -117,55 +117,66 @@ def _line_value(
 
 
 @functools.cache
-def _fields_decoder(fields: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
-    """A decoder of JSON objects into a struct of ``fields`` (each any JSON value, None when
-    absent); the other members of an object are checked as JSON and skipped, never built."""
-    struct = msgspec.defstruct("Fields", [(f, Any, None) for f in fields], gc=False)
-    return msgspec.json.Decoder(struct)
+def _fields_decoder(
+    kinds: tuple[tuple[str, tuple[str, ...]], ...], key: str
+) -> tuple[msgspec.json.Decoder[Any], dict[type, str]]:
+    """A decoder of JSON objects whose ``key`` names one of ``kinds`` into a struct of that
+    kind's fields (each any JSON value, None when absent), and each struct's kind. The other
+    members of an object are checked as JSON and skipped, never built; an object of another
+    kind, or without the key, is refused."""
+    kind_of: dict[type, str] = {}
+    for kind, fields in kinds:
+        struct = msgspec.defstruct(
+            "Fields", [(f, Any, None) for f in fields], tag_field=key, tag=kind, gc=False
+        )
+        kind_of[struct] = kind
+    union: Any = Union[tuple(kind_of)]  # noqa: UP007 (a union of types made at run time)
+    return msgspec.json.Decoder(union), kind_of
 
 
 def read_jsonl_fields(
     path: str | Path,
-    fields: tuple[str, ...],
-    kinds: Collection[str],
+    kinds: Mapping[str, tuple[str, ...]],
     *,
     key: str = "type",
     skip_bad_lines: bool = False,
     warnings: list[str] | None = None,
 ) -> Iterator[JsonlRecord]:
-    """The JSON objects of a JSONL file (as `read_jsonl`); those whose ``key`` (one of
-    ``fields``) is one of ``kinds`` hold only ``fields`` (an absent one as None), the others
-    are read whole.
+    """The JSON objects of a JSONL file (as `read_jsonl`); those whose ``key`` is one of
+    ``kinds`` hold only ``key`` and that kind's fields (an absent one as None), the others are
+    read whole.
 
     Decoding only the fields costs a fraction of parsing a line whose payloads no reader uses.
     A line the fields' decoder refuses (a lone surrogate, a number out of range, deep
-    nesting, not JSON) is read as `read_jsonl` reads it, with the same errors and warnings,
-    and then cut to its fields. Two things differ from a whole parse: integers beyond 64 bits
-    are kept exact (orjson makes them floats), and the members outside ``fields`` are checked
-    as JSON syntax only (invalid UTF-8 or a number too large for a float there is no error).
+    nesting, ``key`` written twice, not JSON) is read as `read_jsonl` reads it, with the same
+    errors and warnings, and then cut to its fields. Two things differ from a whole parse:
+    integers beyond 64 bits are kept exact (orjson makes them floats), and the members outside
+    the fields are checked as JSON syntax only (invalid UTF-8 or a number too large for a
+    float there is no error).
     """
     check_text_head(path)
-    decode = _fields_decoder(fields).decode
+    decoder, kind_of = _fields_decoder(tuple(kinds.items()), key)
+    decode = decoder.decode
     to_dict = msgspec.structs.asdict
     errors = (msgspec.DecodeError, RecursionError)  # (ValidationError is a DecodeError)
     for number, line in enumerate(read_lines(path, newlines=True), start=1):
         if not line or line.isspace():
             continue
         try:
-            value: Any = to_dict(decode(line))
+            struct = decode(line)
         except errors:
-            value = None
+            pass
         else:
-            kind = value[key]
-            if type(kind) is str and kind in kinds:
-                yield _make(JsonlRecord, (number, value))
-                continue
+            value = to_dict(struct)
+            value[key] = kind_of[type(struct)]
+            yield _make(JsonlRecord, (number, value))
+            continue
         full = _line_value(line, path, number, skip_bad_lines, warnings)
         if full is _SKIPPED:
             continue
         kind = full.get(key)
-        if value is None and type(kind) is str and kind in kinds:
-            full = {f: full.get(f) for f in fields}  # (as the decoder gives it)
+        if type(kind) is str and kind in kinds:  # (cut as the decoder cuts it)
+            full = {f: full.get(f) for f in kinds[kind]} | {key: kind}
         yield _make(JsonlRecord, (number, full))
 
 

@@ -182,19 +182,15 @@ def read_session(
     return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
 
 
-# What a reader uses of a message or progress record: its place in the tree, what the session
-# says of itself, the message and what its meta keeps (`record_meta`). Such records are read
-# as these fields alone (an absent one as None): the rest (``toolUseResult``, a structured copy
-# of a tool result the message already holds; a progress record's payload, hook and tool
-# progress, often with whole messages) is never built.
-RECORD_FIELDS = (
-    "type",
-    "subtype",
-    "uuid",
-    "parentUuid",
-    "isSidechain",
-    "sessionId",
-    "version",
+# What a reader uses of a message record (its place in the tree, what the session says of
+# itself, the message and what its meta keeps: `record_meta`) and of a progress record (its
+# place in the tree, what the session says of itself). Such records are read as these fields
+# alone (an absent one as None): the rest (``toolUseResult``, a structured copy of a tool result
+# the message already holds; a progress record's payload, hook and tool progress, often with
+# whole messages) is never built.
+_TREE_FIELDS = ("uuid", "parentUuid", "isSidechain", "subtype", "sessionId", "version")
+_MESSAGE_FIELDS = (
+    *_TREE_FIELDS,
     "timestamp",
     "message",
     "isMeta",
@@ -202,7 +198,7 @@ RECORD_FIELDS = (
     "requestId",
     "requestRef",
 )
-_FIELD_KINDS = frozenset({"user", "assistant", "progress"})
+RECORD_FIELDS = {"user": _MESSAGE_FIELDS, "assistant": _MESSAGE_FIELDS, "progress": _TREE_FIELDS}
 
 
 def _read_records(
@@ -211,13 +207,7 @@ def _read_records(
     """A session file's records: message and progress records as their `RECORD_FIELDS`,
     the others whole."""
     return _as_records(
-        read_jsonl_fields(
-            path,
-            RECORD_FIELDS,
-            _FIELD_KINDS,
-            skip_bad_lines=skip_bad_lines,
-            warnings=warnings,
-        )
+        read_jsonl_fields(path, RECORD_FIELDS, skip_bad_lines=skip_bad_lines, warnings=warnings)
     )
 
 
