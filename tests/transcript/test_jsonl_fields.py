@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
+from ipse.transcript.formats.claude_code import RECORD_FIELDS, _as_records, _read_records
 
 KINDS = {"user": ("uuid", "message"), "progress": ("uuid",)}
 
@@ -31,10 +32,12 @@ _values = st.recursive(
     ),
     max_leaves=12,
 )
-_keys = st.sampled_from(["type", "uuid", "message", "data", "toolUseResult", "typ\u00e9"])
+_keys = st.sampled_from(
+    ["type", "uuid", "parentUuid", "isSidechain", "message", "data", "toolUseResult", "typ\u00e9"]
+)
 _objects = st.dictionaries(
     _keys | st.text(max_size=5),
-    st.sampled_from(["user", "progress", "system", "other"]) | _values,
+    st.sampled_from(["user", "assistant", "progress", "system", "other"]) | _values,
     max_size=6,
 )
 
@@ -115,6 +118,27 @@ def test_fields_are_what_a_whole_parse_holds(
     cut, cut_warnings = _read(fields, path, skip)
     assert cut == _cut(whole)
     assert cut_warnings == whole_warnings
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(_line(), min_size=1, max_size=5), skip=st.booleans())
+def test_session_records_are_the_field_reader_s(
+    tmp_path: Path, lines: list[bytes], skip: bool
+) -> None:
+    """The Claude Code reader makes its records as it decodes: the same as making them from
+    `read_jsonl_fields`."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    def fields(p: Path, **kwargs: Any) -> Any:
+        return _as_records(read_jsonl_fields(p, RECORD_FIELDS, **kwargs))
+
+    def records(p: Path, skip_bad_lines: bool, warnings: list[str]) -> Any:
+        return _read_records(p, skip_bad_lines, warnings)
+
+    assert _read(records, path, skip) == _read(fields, path, skip)
 
 
 def test_payloads_outside_the_fields_are_never_built(tmp_path: Path) -> None:

@@ -120,10 +120,6 @@ def _line_value(
 def _fields_decoder(
     kinds: tuple[tuple[str, tuple[str, ...]], ...], key: str
 ) -> tuple[msgspec.json.Decoder[Any], dict[type, str]]:
-    """A decoder of JSON objects whose ``key`` names one of ``kinds`` into a struct of that
-    kind's fields (each any JSON value, None when absent), and each struct's kind. The other
-    members of an object are checked as JSON and skipped, never built; an object of another
-    kind, or without the key, is refused."""
     kind_of: dict[type, str] = {}
     for kind, fields in kinds:
         struct = msgspec.defstruct(
@@ -132,6 +128,46 @@ def _fields_decoder(
         kind_of[struct] = kind
     union: Any = Union[tuple(kind_of)]  # noqa: UP007 (a union of types made at run time)
     return msgspec.json.Decoder(union), kind_of
+
+
+class FieldsDecoder:
+    """Decodes a JSON object whose ``key`` names one of ``kinds`` into a struct of that kind's
+    fields (each any JSON value, None when absent), one attribute per field; the object's
+    other members are checked as JSON and skipped, never built. `decode` refuses an object of
+    another kind, one without the key or with the key twice, and what msgspec does not read
+    as orjson does (a lone surrogate, a number out of range, deep nesting): `whole` reads
+    such a line as `read_jsonl` reads it. See `read_jsonl_fields`."""
+
+    errors = (msgspec.DecodeError, RecursionError)  # (ValidationError is a DecodeError)
+
+    def __init__(self, kinds: Mapping[str, tuple[str, ...]], key: str = "type") -> None:
+        self.kinds, self.key = kinds, key
+        decoder, self.kind_of = _fields_decoder(tuple(kinds.items()), key)
+        self.decode = decoder.decode
+
+    def data(self, struct: Any) -> dict[str, Any]:
+        """A decoded struct as the object it stands for: ``key`` and the kind's fields."""
+        value = msgspec.structs.asdict(struct)
+        value[self.key] = self.kind_of[type(struct)]
+        return value
+
+    def whole(
+        self,
+        line: bytes,
+        path: str | Path,
+        number: int,
+        skip_bad_lines: bool,
+        warnings: list[str] | None,
+    ) -> Mapping[str, Any] | None:
+        """A line `decode` refused, read whole (cut to its kind's fields where its kind is
+        one of ``kinds``); None when it is skipped (with its warning)."""
+        full = _line_value(line, path, number, skip_bad_lines, warnings)
+        if full is _SKIPPED:
+            return None
+        kind = full.get(self.key)
+        if type(kind) is str and kind in self.kinds:  # (cut as the decoder cuts it)
+            return {f: full.get(f) for f in self.kinds[kind]} | {self.key: kind}
+        return full  # type: ignore[no-any-return]
 
 
 def read_jsonl_fields(
@@ -155,29 +191,20 @@ def read_jsonl_fields(
     float there is no error).
     """
     check_text_head(path)
-    decoder, kind_of = _fields_decoder(tuple(kinds.items()), key)
-    decode = decoder.decode
-    to_dict = msgspec.structs.asdict
-    errors = (msgspec.DecodeError, RecursionError)  # (ValidationError is a DecodeError)
+    fields = FieldsDecoder(kinds, key)
     for number, line in enumerate(read_lines(path, newlines=True), start=1):
         if not line or line.isspace():
             continue
+        value: Mapping[str, Any] | None
         try:
-            struct = decode(line)
-        except errors:
-            pass
+            struct = fields.decode(line)
+        except fields.errors:
+            value = fields.whole(line, path, number, skip_bad_lines, warnings)
+            if value is None:
+                continue
         else:
-            value = to_dict(struct)
-            value[key] = kind_of[type(struct)]
-            yield _make(JsonlRecord, (number, value))
-            continue
-        full = _line_value(line, path, number, skip_bad_lines, warnings)
-        if full is _SKIPPED:
-            continue
-        kind = full.get(key)
-        if type(kind) is str and kind in kinds:  # (cut as the decoder cuts it)
-            full = {f: full.get(f) for f in kinds[kind]} | {key: kind}
-        yield _make(JsonlRecord, (number, full))
+            value = fields.data(struct)
+        yield _make(JsonlRecord, (number, value))
 
 
 _SKIPPED = object()

@@ -33,16 +33,20 @@ is a copy, not a sibling.
 from __future__ import annotations
 
 import bisect
+import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
 from ipse import progress
 from ipse.errors import InputError, UsageError
+from ipse.fileio import read_lines
 from ipse.jsonio import is_object
-from ipse.transcript._jsonl import JsonlRecord, read_jsonl_fields
+from ipse.transcript._jsonl import FieldsDecoder, JsonlRecord, check_text_head
 from ipse.transcript._links import meta_position, orphan_results
 from ipse.transcript._model import (
     Block,
@@ -205,21 +209,39 @@ def _read_records(
     path: Path, skip_bad_lines: bool, warnings: list[str] | None
 ) -> list[SessionRecord]:
     """A session file's records: message and progress records as their `RECORD_FIELDS`,
-    the others whole."""
-    return _as_records(
-        read_jsonl_fields(path, RECORD_FIELDS, skip_bad_lines=skip_bad_lines, warnings=warnings)
-    )
+    the others whole (`read_jsonl_fields`, each record made as it is decoded)."""
+    check_text_head(path)
+    fields = FieldsDecoder(RECORD_FIELDS)
+    decode, errors, kind_of = fields.decode, fields.errors, fields.kind_of
+    to_dict = msgspec.structs.asdict
+    out: list[SessionRecord] = []
+    append = out.append
+    make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
+    for number, line in enumerate(read_lines(path, newlines=True), start=1):
+        if not line or line.isspace():
+            continue
+        try:
+            struct = decode(line)
+        except errors:
+            whole = fields.whole(line, path, number, skip_bad_lines, warnings)
+            if whole is not None:
+                append(_session_record(number, whole))
+            continue
+        data = to_dict(struct)
+        kind = data["type"] = kind_of[type(struct)]
+        sidechain = bool(struct.isSidechain)
+        append(make(SessionRecord, (number, data, kind, struct.uuid, struct.parentUuid, sidechain)))
+    return out
 
 
 def _as_records(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
     """Each record as a `SessionRecord`."""
-    out: list[SessionRecord] = []
-    append = out.append
-    make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
-    for line, data in records:
-        kind, uuid, parent = data.get("type"), data.get("uuid"), data.get("parentUuid")
-        append(make(SessionRecord, (line, data, kind, uuid, parent, bool(data.get("isSidechain")))))
-    return out
+    return [_session_record(line, data) for line, data in records]
+
+
+def _session_record(line: int, data: Mapping[str, Any]) -> SessionRecord:
+    uuid, parent, sidechain = data.get("uuid"), data.get("parentUuid"), data.get("isSidechain")
+    return SessionRecord(line, data, data.get("type"), uuid, parent, bool(sidechain))
 
 
 def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
@@ -266,16 +288,15 @@ def _id(value: Any) -> str | None:
 
 def _live_path(records: list[SessionRecord]) -> list[SessionRecord]:
     """From the last record with a uuid back to the root, across compaction boundaries."""
-    with_uuid = [r for r in records if type(r.uuid) is str]
-    # uuid -> its (last) record's place in ``with_uuid``
-    place = {r.uuid: i for i, r in enumerate(with_uuid)}
-    if not with_uuid:
+    # uuid -> the place in ``records`` of its (last) record
+    place = {r.uuid: i for i, r in enumerate(records) if type(r.uuid) is str}
+    if not place:
         return []
     path: list[SessionRecord] = []
     seen: set[str] = set()
-    at: int | None = len(with_uuid) - 1
+    at: int | None = _uuid_before(records, len(records))
     while at is not None:
-        current = with_uuid[at]
+        current = records[at]
         uuid = current.uuid
         if uuid in seen:  # a cycle: stop rather than loop forever
             break
@@ -286,13 +307,22 @@ def _live_path(records: list[SessionRecord]) -> list[SessionRecord]:
             logical = current.data.get("logicalParentUuid")
             if isinstance(logical, str) and logical in place:
                 parent = logical
-            elif place[uuid] > 0:
+            else:
                 # The logical parent is not in the file: the part before the boundary ends
                 # with the last record written before it.
-                parent = with_uuid[place[uuid] - 1].uuid
+                before = _uuid_before(records, place[uuid])
+                parent = records[before].uuid if before is not None else None
         at = place.get(parent) if isinstance(parent, str) else None
     path.reverse()
     return path
+
+
+def _uuid_before(records: list[SessionRecord], end: int) -> int | None:
+    """The place of the last record before ``end`` that has a uuid."""
+    for i in range(end - 1, -1, -1):
+        if type(records[i].uuid) is str:
+            return i
+    return None
 
 
 def _is_boundary(record: SessionRecord) -> bool:
@@ -333,8 +363,7 @@ def _with_parallel_siblings(
         if id(record) in on_path or not isinstance(parent, str) or parent not in attached:
             continue
         if calls is None:
-            calls = {i for r in assistants for i in _record_calls(r)}
-            answered = {i for r in live if r.kind == "user" for i in _result_ids(r)}
+            calls, answered = _calls_and_results(live)
         payload = record.data.get("message")
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
@@ -354,12 +383,30 @@ def _with_parallel_siblings(
             attached.add(record.uuid)
     if not extra:
         return live
-    return sorted([*live, *extra], key=lambda r: r.line)
+    return sorted([*live, *extra], key=_LINE)
 
 
-def _record_calls(record: SessionRecord) -> set[str]:
-    payload = record.data.get("message")
-    return _call_ids(payload) if is_object(payload) else set()
+_LINE = operator.itemgetter(0)  # a record's line (`SessionRecord.line`)
+
+
+def _calls_and_results(live: list[SessionRecord]) -> tuple[set[str], set[str]]:
+    """The ids of the tool calls on the path and of the calls its tool results answer, in
+    one pass (`_call_ids` of each assistant record, `_result_ids` of each user record)."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for record in live:
+        kind = record.kind
+        if kind == "assistant":
+            payload = record.data.get("message")
+            if is_object(payload):
+                content = payload.get("content")
+                if isinstance(content, list):
+                    for block in content:
+                        if is_object(block) and block.get("type") == "tool_use":
+                            calls.add(str(block.get("id")))
+        elif kind == "user":
+            answered.update(_result_ids(record))
+    return calls, answered
 
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
