@@ -23,7 +23,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeGuard
 
-import msgspec
 import orjson
 
 from ipse.errors import InputError
@@ -61,6 +60,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 def loads_exact(data: bytes) -> Any:
     """`loads`, keeping integers beyond 64 bits exact where orjson reads them as floats (a
     copy of a value through `dumps` and back is then the value itself)."""
+    import msgspec  # (here: most commands never need it, and it costs a few ms to import)
+
     try:
         return msgspec.json.decode(data)
     except (msgspec.DecodeError, RecursionError):

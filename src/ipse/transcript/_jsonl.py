@@ -15,14 +15,16 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
-import msgspec
 import orjson
 
 from ipse import jsonio
 from ipse.errors import InputError
 from ipse.fileio import open_regular, read_bytes, read_lines
+
+if TYPE_CHECKING:
+    import msgspec
 
 _make = tuple.__new__
 
@@ -120,6 +122,8 @@ def _line_value(
 def _fields_decoder(
     kinds: tuple[tuple[str, tuple[str, ...]], ...], key: str
 ) -> tuple[msgspec.json.Decoder[Any], dict[type, str]]:
+    import msgspec  # (here: only readers of such files need it, and it costs ms to import)
+
     kind_of: dict[type, str] = {}
     for kind, fields in kinds:
         struct = msgspec.defstruct(
@@ -138,16 +142,19 @@ class FieldsDecoder:
     as orjson does (a lone surrogate, a number out of range, deep nesting): `whole` reads
     such a line as `read_jsonl` reads it. See `read_jsonl_fields`."""
 
-    errors = (msgspec.DecodeError, RecursionError)  # (ValidationError is a DecodeError)
-
     def __init__(self, kinds: Mapping[str, tuple[str, ...]], key: str = "type") -> None:
+        import msgspec
+
         self.kinds, self.key = kinds, key
         decoder, self.kind_of = _fields_decoder(tuple(kinds.items()), key)
         self.decode = decoder.decode
+        self.asdict = msgspec.structs.asdict
+        # (ValidationError is a DecodeError)
+        self.errors: tuple[type[Exception], ...] = (msgspec.DecodeError, RecursionError)
 
     def data(self, struct: Any) -> dict[str, Any]:
         """A decoded struct as the object it stands for: ``key`` and the kind's fields."""
-        value = msgspec.structs.asdict(struct)
+        value: dict[str, Any] = self.asdict(struct)
         value[self.key] = self.kind_of[type(struct)]
         return value
 

@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import msgspec
-
 from ipse import progress
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
@@ -213,7 +211,7 @@ def _read_records(
     check_text_head(path)
     fields = FieldsDecoder(RECORD_FIELDS)
     decode, errors, kind_of = fields.decode, fields.errors, fields.kind_of
-    to_dict = msgspec.structs.asdict
+    to_dict = fields.asdict
     out: list[SessionRecord] = []
     append = out.append
     make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
