@@ -12,14 +12,11 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.harness import jsonedit, tomledit
+from tests.support.strategies import json_values
 
 KEYS = st.text(st.characters(codec="utf-8"), max_size=8)
 SCALARS = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=12)
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
-    max_leaves=8,
-)
+VALUES = json_values(SCALARS, KEYS, size=3, leaves=8)
 STYLES = st.sampled_from(
     [
         {"indent": 2},

@@ -26,6 +26,7 @@ from ipse.statedir._install import (
 )
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json, wal_records
+from tests.support.strategies import json_values
 
 RULE = "read 00 through 99 in order before doing anything else"
 texts = st.text(alphabet=st.sampled_from("ab \n#-<>!"), max_size=80)
@@ -45,13 +46,7 @@ def test_remove_undoes_add_for_a_created_file() -> None:
 
 
 json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
-json_values = st.recursive(
-    json_leaf,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+json_value = json_values(json_leaf, st.text(max_size=5), size=3, leaves=8)
 groups = st.lists(
     st.fixed_dictionaries(
         {
@@ -67,10 +62,10 @@ groups = st.lists(
     min_size=1,
     max_size=3,
 )
-settings_dicts = st.dictionaries(st.sampled_from(["model", "env", "permissions"]), json_values) | (
+settings_dicts = st.dictionaries(st.sampled_from(["model", "env", "permissions"]), json_value) | (
     st.builds(
         lambda extra, hooks: {**extra, "hooks": hooks},
-        st.dictionaries(st.sampled_from(["model", "env"]), json_values),
+        st.dictionaries(st.sampled_from(["model", "env"]), json_value),
         st.dictionaries(
             st.sampled_from(["SessionStart", "PreCompact", "Stop"]), groups, min_size=1
         ),

@@ -9,11 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.statedir import _wal as wal
+from tests.support.strategies import json_values
 
-values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=10,
+values = json_values(
+    st.none() | st.booleans() | st.integers() | st.text(), st.text(), size=4, leaves=10
 )
 bodies = st.fixed_dictionaries(
     {"kind": st.sampled_from(["next", "checkpoint", "invariant"]), "seq": st.integers(1, 10**9)},

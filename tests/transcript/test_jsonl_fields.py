@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ipse.errors import InputError
 from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
 from ipse.transcript.formats.claude_code import RECORD_FIELDS, _as_records, _read_records
+from tests.support.strategies import json_values
 
 KINDS = {"user": ("uuid", "message"), "progress": ("uuid",)}
 
@@ -25,13 +26,7 @@ _scalars = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text()
 )
-_values = st.recursive(
-    _scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
+_values = json_values(_scalars, st.text(max_size=6), size=4, leaves=12)
 _keys = st.sampled_from(
     ["type", "uuid", "parentUuid", "isSidechain", "message", "data", "toolUseResult", "typ\u00e9"]
 )

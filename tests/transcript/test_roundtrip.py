@@ -26,6 +26,7 @@ from ipse.transcript import (
 )
 from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.conftest import HTTP_LOG, OPENAI_TRAJ, SHARED
+from tests.support.strategies import json_values
 from tests.transcript.responses import (
     assistant_message,
     extra_keys,
@@ -61,11 +62,7 @@ def test_openai_trajectory_round_trips() -> None:
 _text = st.text(max_size=40)
 _key = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
 _json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), _text)
-_json_value = st.recursive(
-    _json_leaf,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_key, inner, max_size=3)),
-    max_leaves=6,
-)
+_json_value = json_values(_json_leaf, _key, size=3, leaves=6)
 _cache = st.sampled_from(
     [
         {},
