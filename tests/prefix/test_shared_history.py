@@ -16,7 +16,7 @@ from ipse.prefix._growing import SharedHistory
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
 from ipse.prefix._rules import rules
-from tests.conftest import CLAUDE_CODE, SHARED
+from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, SHARED
 from tests.support.plain import plain_requests
 
 _TEXT = st.text(alphabet="abc xyz\n{}", min_size=0, max_size=30)
@@ -136,3 +136,24 @@ def test_shared_sessions_analyse_as_plain_bodies(name: str) -> None:
     assert all(isinstance(r.body, SharedHistory) for r in log.requests)
     plain = plain_requests(log.requests)
     assert analyze(log.requests).to_json() == analyze(plain).to_json()
+
+
+def test_a_history_ipse_built_is_not_checked_again(tmp_path: Any) -> None:
+    """Messages read as sent are checked (a message that is not an object is refused); those
+    of a history ipse built from checked records (`SharedHistory.checked`) are not, and a
+    session's rebuilt requests say so."""
+    from ipse.errors import InputError
+    from ipse.prefix._requests import _check_messages
+
+    front = {"model": "claude-sonnet-4-5", "system": UNRECORDED_FRONT}
+    odd: list[Any] = [{"role": "user", "content": "hi"}, 7]
+    with pytest.raises(InputError, match="a message must be a JSON object"):
+        _check_messages(Request(0, SharedHistory(front, odd, 2), "anthropic"), tmp_path, {})
+    _check_messages(
+        Request(0, SharedHistory(front, odd, 2, checked=True), "anthropic"), tmp_path, {}
+    )
+    tail = SharedHistory(front, odd, 1, tail=(7,), checked=True)  # (a tail is its own)
+    with pytest.raises(InputError, match="a message must be a JSON object"):
+        _check_messages(Request(0, tail, "anthropic"), tmp_path, {})
+    requests = read_requests(EXAMPLE_SESSION).requests
+    assert requests and all(isinstance(r.body, SharedHistory) and r.body.checked for r in requests)

@@ -168,6 +168,14 @@ def _records(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_generated_trees_give_what_the_neutral_model_writes(records: list[dict[str, Any]]) -> None:
     neutral, fast = _both(records)
     assert fast == neutral
+    thread, _ = fast
+    if isinstance(thread, RequestThread):  # well formed, as `SharedHistory.checked` trusts
+        for message in (m.body for segment in thread.segments for m in segment):
+            content = message["content"]
+            assert isinstance(message["role"], str)
+            assert isinstance(content, str) or (
+                isinstance(content, list) and all(isinstance(b, dict) for b in content)
+            ), message
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,10 @@ over the shared positions, and ``materialize``, which builds the message list ex
 A journaled request whose messages the list no longer holds past some point (a later request
 sent the message there again, changed, and the list was cut there for it) keeps them as its
 ``tail``: its messages are ``base[:count]`` and then the tail, which is short.
+
+``checked`` says that the list's messages are known well formed (objects whose content is
+text, null or a list of objects): ipse built them from records it checked as it read them, so
+the checks a request read as sent needs are not made again for each of them.
 """
 
 from __future__ import annotations
@@ -27,7 +31,17 @@ class SharedHistory(Mapping[str, Any]):
     ``tail`` under ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list
     does not hold."""
 
-    __slots__ = ("_sent", "base", "count", "front", "key", "materialize", "overlay", "tail")
+    __slots__ = (
+        "_sent",
+        "base",
+        "checked",
+        "count",
+        "front",
+        "key",
+        "materialize",
+        "overlay",
+        "tail",
+    )
 
     def __init__(
         self,
@@ -40,6 +54,7 @@ class SharedHistory(Mapping[str, Any]):
         materialize: Callable[[], list[Any]] | None = None,
         sent: Callable[[int], Any] | None = None,
         tail: Sequence[Any] = (),
+        checked: bool = False,
     ) -> None:
         self.front = front
         self.base = base
@@ -49,6 +64,7 @@ class SharedHistory(Mapping[str, Any]):
         self.materialize = materialize
         self._sent = sent
         self.tail = tail
+        self.checked = checked
 
     @property
     def size(self) -> int:

@@ -174,7 +174,8 @@ def _check_front(request: Request, p: Path, checked: dict[int, Any]) -> None:
 def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     """Refuse messages that are not objects, and content that is neither text, a list of
     block objects, nor null: a replay of such a request would measure nothing real. Messages
-    of a shared history are checked once (``checked``: per list, how many were)."""
+    of a shared history are checked once (``checked``: per list, how many were), and not at
+    all when the history says they are well formed (`SharedHistory.checked`)."""
     body = request.body
     first = 0
     messages: Any = body.get("messages") or () if not isinstance(body, SharedHistory) else ()
@@ -183,7 +184,7 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     if isinstance(body, SharedHistory):
         if body.key != "messages":  # Responses input items: not checked (as when copied)
             return
-        first = checked.get(id(body.base), 0)
+        first = body.count if body.checked else checked.get(id(body.base), 0)
         checked[id(body.base)] = max(first, body.count)
         messages = body.base[first : body.count]
         tail, tail_from = body.tail, body.count
@@ -351,7 +352,7 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                     }
                     if isinstance(model, str | None):
                         fronts[model] = front
-                request_body = SharedHistory(front, dicts, k)
+                request_body = SharedHistory(front, dicts, k, checked=True)
             previous = messages[k - 1].meta.get("timestamp")
             usage = meta.get("usage")
             yield Request(
@@ -396,7 +397,7 @@ def _journaled_body(
             sent=journaled.message if as_sent else None,
         )
     body["cache_control"] = {"type": "ephemeral"}
-    return SharedHistory(body, rebuilt, count)
+    return SharedHistory(body, rebuilt, count, checked=True)
 
 
 def _ttl(marker: Mapping[str, Any]) -> str:

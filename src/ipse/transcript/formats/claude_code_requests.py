@@ -53,8 +53,9 @@ class RequestThread(NamedTuple):
 
 
 def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThread:
-    """The thread ``name`` of ``session`` as request messages (see the module's docstring);
-    warnings go to the session's, as `ClaudeCodeSession.thread` gives them."""
+    """The thread ``name`` of ``session`` as request messages (see the module's docstring):
+    each ``{"role": text, "content": text or a list of objects}``; warnings go to the
+    session's, as `ClaudeCodeSession.thread` gives them."""
     label = f"building the {name} thread"
     progress.update(label, 0, 1)
     found, records, path = session.thread_records(name)
