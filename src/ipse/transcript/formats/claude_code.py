@@ -338,19 +338,12 @@ def _with_parallel_siblings(
     other calls' records (same ``message.id``) and their results are siblings, not abandoned
     work. They join the path in file order; a call answered twice keeps one result.
     """
-    assistants = [r for r in live if r.kind == "assistant"]
-    response_ids = {
-        r.data["message"].get("id")
-        for r in assistants
-        if is_object(r.data.get("message")) and isinstance(r.data["message"].get("id"), str)
-    }
-    if not response_ids:
-        return live
-    on_path = {id(r) for r in live}
+    on_path = set(map(id, live))
     attached = {r.uuid for r in live if isinstance(r.uuid, str)}
-    # the calls and results on the path, gathered when the first candidate turns up (most
-    # sessions have none: no record beside the path hangs off it)
+    # the responses, calls and results on the path, gathered when the first candidate turns
+    # up (a session with no record beside the path that hangs off it never reads them)
     calls: set[str] | None = None
+    response_ids: set[str] = set()
     answered: set[str] = set()
     extra: list[SessionRecord] = []
     for record in records:  # file order: a parent comes before its children
@@ -361,7 +354,9 @@ def _with_parallel_siblings(
         if id(record) in on_path or not isinstance(parent, str) or parent not in attached:
             continue
         if calls is None:
-            calls, answered = _calls_and_results(live)
+            response_ids, calls, answered = _path_ids(live)
+            if not response_ids:  # no response on the path says its id: nothing joins it
+                return live
         payload = record.data.get("message")
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
@@ -387,9 +382,10 @@ def _with_parallel_siblings(
 _LINE = operator.itemgetter(0)  # a record's line (`SessionRecord.line`)
 
 
-def _calls_and_results(live: list[SessionRecord]) -> tuple[set[str], set[str]]:
-    """The ids of the tool calls on the path and of the calls its tool results answer, in
-    one pass (`_call_ids` of each assistant record, `_result_ids` of each user record)."""
+def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
+    """The ids of the responses and tool calls on the path (its assistant records' message
+    ids, `_call_ids`) and of the calls its tool results answer (`_result_ids`), in one pass."""
+    responses: set[str] = set()
     calls: set[str] = set()
     answered: set[str] = set()
     for record in live:
@@ -397,6 +393,9 @@ def _calls_and_results(live: list[SessionRecord]) -> tuple[set[str], set[str]]:
         if kind == "assistant":
             payload = record.data.get("message")
             if is_object(payload):
+                response_id = payload.get("id")
+                if isinstance(response_id, str):
+                    responses.add(response_id)
                 content = payload.get("content")
                 if isinstance(content, list):
                     for block in content:
@@ -404,7 +403,7 @@ def _calls_and_results(live: list[SessionRecord]) -> tuple[set[str], set[str]]:
                             calls.add(str(block.get("id")))
         elif kind == "user":
             answered.update(_result_ids(record))
-    return calls, answered
+    return responses, calls, answered
 
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
