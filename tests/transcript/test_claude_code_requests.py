@@ -16,7 +16,7 @@ from ipse.errors import InputError
 from ipse.transcript._jsonl import JsonlRecord
 from ipse.transcript.formats import claude_code_requests
 from ipse.transcript.formats.anthropic import write_message
-from ipse.transcript.formats.claude_code import ClaudeCodeSession, _as_records, read_session
+from ipse.transcript.formats.claude_code import ClaudeCodeSession, read_session, session_record
 from ipse.transcript.formats.claude_code_requests import RequestThread, request_thread
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
@@ -37,7 +37,7 @@ def _through_neutral(session: ClaudeCodeSession, name: str) -> RequestThread:
 
 def _session(records: list[dict[str, Any]], path: Path = Path("s.jsonl")) -> ClaudeCodeSession:
     lines = [JsonlRecord(n, copy.deepcopy(r)) for n, r in enumerate(records, start=1)]
-    return ClaudeCodeSession(path, _as_records(lines))
+    return ClaudeCodeSession(path, [session_record(*r) for r in lines])
 
 
 def _both(records: list[dict[str, Any]], name: str = "main") -> tuple[Any, Any]:

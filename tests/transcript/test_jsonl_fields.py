@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
-from ipse.transcript.formats.claude_code import RECORD_FIELDS, _as_records, _read_records
+from ipse.transcript.formats.claude_code import RECORD_FIELDS, _read_records, session_record
 from tests.support.strategies import json_values
 
 KINDS = {"user": ("uuid", "message"), "progress": ("uuid",)}
@@ -128,7 +128,7 @@ def test_session_records_are_the_field_reader_s(
     path.write_bytes(b"\n".join(lines) + b"\n")
 
     def fields(p: Path, **kwargs: Any) -> Any:
-        return _as_records(read_jsonl_fields(p, RECORD_FIELDS, **kwargs))
+        return [session_record(*r) for r in read_jsonl_fields(p, RECORD_FIELDS, **kwargs)]
 
     def records(p: Path, skip_bad_lines: bool, warnings: list[str]) -> Any:
         return _read_records(p, skip_bad_lines, warnings)

@@ -44,7 +44,7 @@ from ipse import progress
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
 from ipse.jsonio import is_object
-from ipse.transcript._jsonl import FieldsDecoder, JsonlRecord, check_text_head
+from ipse.transcript._jsonl import FieldsDecoder, check_text_head
 from ipse.transcript._links import meta_position, orphan_results
 from ipse.transcript._model import (
     Block,
@@ -223,7 +223,7 @@ def _read_records(
         except errors:
             whole = fields.whole(line, path, number, skip_bad_lines, warnings)
             if whole is not None:
-                append(_session_record(number, whole))
+                append(session_record(number, whole))
             continue
         data = to_dict(struct)
         kind = data["type"] = kind_of[type(struct)]
@@ -232,12 +232,8 @@ def _read_records(
     return out
 
 
-def _as_records(records: Iterable[JsonlRecord]) -> list[SessionRecord]:
-    """Each record as a `SessionRecord`."""
-    return [_session_record(line, data) for line, data in records]
-
-
-def _session_record(line: int, data: Mapping[str, Any]) -> SessionRecord:
+def session_record(line: int, data: Mapping[str, Any]) -> SessionRecord:
+    """A record read whole (or cut to its fields) as a `SessionRecord`."""
     uuid, parent, sidechain = data.get("uuid"), data.get("parentUuid"), data.get("isSidechain")
     return SessionRecord(line, data, data.get("type"), uuid, parent, bool(sidechain))
 
@@ -396,11 +392,7 @@ def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
                 response_id = payload.get("id")
                 if isinstance(response_id, str):
                     responses.add(response_id)
-                content = payload.get("content")
-                if isinstance(content, list):
-                    for block in content:
-                        if is_object(block) and block.get("type") == "tool_use":
-                            calls.add(str(block.get("id")))
+                calls |= _call_ids(payload)
         elif kind == "user":
             answered.update(_result_ids(record))
     return responses, calls, answered
