@@ -5,11 +5,12 @@ one text block between turns."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ipse.prefix import lint
 from ipse.prefix._report import analyze
@@ -27,7 +28,9 @@ def _usage(read: int, write: int, uncached: int = 3) -> dict[str, int]:
 
 
 def _recorded(bodies: list[dict[str, Any]], usages: list[dict[str, int]]) -> list[Request]:
-    return [dataclasses.replace(r, usage=u) for r, u in zip(requests(bodies), usages, strict=True)]
+    return [
+        msgspec.structs.replace(r, usage=u) for r, u in zip(requests(bodies), usages, strict=True)
+    ]
 
 
 def test_a_predicted_loss_the_record_does_not_show_costs_nothing() -> None:

@@ -11,8 +11,9 @@ request's input tokens, and at least 128 tokens (OpenAI's step; block estimates 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ipse.prefix._simulate import Tokens
 
@@ -64,8 +65,7 @@ def agrees(predicted: Tokens, actual: Tokens) -> bool:
     return abs(predicted.cache_read - actual.cache_read) <= tolerance(actual)
 
 
-@dataclass(frozen=True, slots=True)
-class Agreement:
+class Agreement(msgspec.Struct, frozen=True):
     """Prediction against recorded usage over the requests that have both."""
 
     compared: int

@@ -13,8 +13,9 @@ next request's lookback) and the newest block; ``cache_control`` never enters th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from ipse import jsonio
 from ipse.errors import PrefixEdit, UsageError
@@ -25,8 +26,7 @@ from ipse.tokens import TokenCounter
 Dialect = Literal["anthropic", "openai"]
 
 
-@dataclass(frozen=True, slots=True)
-class CacheCost:
+class CacheCost(msgspec.Struct, frozen=True):
     """What a change to a fixed part costs: the tokens it invalidates, once, at write price."""
 
     change: str
@@ -282,8 +282,7 @@ class Assembler:
         return CacheCost(change, invalidates, tokens, usd)
 
 
-@dataclass(frozen=True, slots=True)
-class _Shape:
+class _Shape(msgspec.Struct, frozen=True):
     """How one dialect lays out an assembled request."""
 
     provider: str

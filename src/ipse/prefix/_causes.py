@@ -14,8 +14,9 @@ one diverging block is looked at closely, so the cost stays independent of histo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ipse import jsonio
 from ipse.prefix._growing import SharedHistory
@@ -40,8 +41,7 @@ CAUSES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Cause:
+class Cause(msgspec.Struct, frozen=True):
     """A named reason, where it happened, and a one-line explanation."""
 
     kind: str
@@ -59,8 +59,7 @@ class Cause:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Side:
+class Side(msgspec.Struct, frozen=True):
     """One request as `classify` needs it."""
 
     index: int

@@ -18,8 +18,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeAlias
+
+import msgspec
 
 from ipse import jsonio
 from ipse._names import Names
@@ -41,8 +42,7 @@ _RUN_KINDS = frozenset({"tool_use", "tool_result"})  # (asked of kinds, always s
 _MESSAGES = ("history", "input")  # the layers of message positions
 
 
-@dataclass(slots=True)
-class _Seg:
+class _Seg(msgspec.Struct):
     """The positions one memoised part (tool list, system prompt, message) contributes."""
 
     hashes: list[int]
@@ -53,8 +53,7 @@ class _Seg:
     has_image: bool = False
 
 
-@dataclass(slots=True)
-class _Chunk:
+class _Chunk(msgspec.Struct):
     """A segment's positions after a given prefix: chained hashes, and relative counts."""
 
     seg: _Seg
@@ -65,25 +64,23 @@ class _Chunk:
     breakpoints: int
 
 
-@dataclass(slots=True)
-class _Build:
+class _Build(msgspec.Struct):
     """A request's positions while they are appended (and a session's shared store)."""
 
-    hashes: list[int] = field(default_factory=list)
-    chain: list[int] = field(default_factory=list)
-    cum: list[int] = field(default_factory=list)
-    ttls: list[str | None] = field(default_factory=list)
-    where: list[Locator] = field(default_factory=list)
-    groups: list[int] = field(default_factory=list)
-    settings: dict[str, bytes] = field(default_factory=dict)
-    setting_names: list[str] = field(default_factory=list)
+    hashes: list[int] = msgspec.field(default_factory=list)
+    chain: list[int] = msgspec.field(default_factory=list)
+    cum: list[int] = msgspec.field(default_factory=list)
+    ttls: list[str | None] = msgspec.field(default_factory=list)
+    where: list[Locator] = msgspec.field(default_factory=list)
+    groups: list[int] = msgspec.field(default_factory=list)
+    settings: dict[str, bytes] = msgspec.field(default_factory=dict)
+    setting_names: list[str] = msgspec.field(default_factory=list)
     tail: int = 0
     breakpoints: int = 0
-    texts: list[bytes] = field(default_factory=list)
+    texts: list[bytes] = msgspec.field(default_factory=list)
 
 
-@dataclass(slots=True)
-class Flat:
+class Flat(msgspec.Struct):
     """One request as a sequence of cache positions."""
 
     model: str | None
@@ -93,8 +90,10 @@ class Flat:
     ttls: Sequence[str | None] = ()  # breakpoint at the position
     where: Sequence[Locator] = ()
     groups: Sequence[int] = ()  # lookback position number
-    settings: dict[str, bytes] = field(default_factory=dict)  # cache-relevant, canonical JSON
-    setting_names: list[str] = field(default_factory=list)  # settings positions, in order
+    settings: dict[str, bytes] = msgspec.field(
+        default_factory=dict
+    )  # cache-relevant, canonical JSON
+    setting_names: list[str] = msgspec.field(default_factory=list)  # settings positions, in order
     tail: int = 0  # first position of the new tail (the last assistant turn onward)
     messages: int = 0
     breakpoints: int = 0  # cache_control markers found, automatic caching included
@@ -127,8 +126,7 @@ class Flat:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Tail:
+class _Tail(msgspec.Struct, frozen=True):
     """A body's own positions after the store's (`Flattener._tail`), in the body's numbers."""
 
     hashes: list[int]
@@ -156,8 +154,7 @@ class _Ends:
         return self._shared[i] if i < self._count else self._tail[i - self._count]
 
 
-@dataclass(slots=True)
-class _Store:
+class _Store(msgspec.Struct):
     """The positions of the requests that share one list of messages: the front (tools,
     system, settings), then each message's positions, appended the first time one is reached."""
 
@@ -166,7 +163,7 @@ class _Store:
     keep: tuple[Any, Any]  # the tools and system the key names by identity, kept alive
     front: int  # positions before the first message
     marks: list[int]  # positions with a breakpoint
-    ends: list[int] = field(default_factory=list)  # positions through message i
+    ends: list[int] = msgspec.field(default_factory=list)  # positions through message i
     count: int = 0  # messages appended
 
 

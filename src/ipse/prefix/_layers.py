@@ -10,8 +10,9 @@ block (its own bytes, ``cache_control`` excluded). Hashes are BLAKE2b, stable ac
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ipse.prefix._causes import locate
 from ipse.prefix._hashing import Flattener
@@ -21,8 +22,7 @@ from ipse.tokens import TokenCounter
 from ipse.transcript import Conversation, write
 
 
-@dataclass(frozen=True, slots=True)
-class BlockHash:
+class BlockHash(msgspec.Struct, frozen=True):
     """One block of a layer."""
 
     path: str  # e.g. ``tools[3] (Bash)``, ``system[1]``, ``settings.thinking``, ``messages[4]...``
@@ -31,8 +31,7 @@ class BlockHash:
     breakpoint: str | None  # ``5m`` / ``1h`` when the block carries ``cache_control``
 
 
-@dataclass(frozen=True, slots=True)
-class Layer:
+class Layer(msgspec.Struct, frozen=True):
     """One layer: its name, its chained hash (prefix through this layer), its blocks."""
 
     name: str

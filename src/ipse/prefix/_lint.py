@@ -20,8 +20,9 @@ that provider's shape first, so its top-level ``system`` is linted, not silently
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ipse.prefix._actual import actual_tokens
 from ipse.prefix._causes import locate, raw_at
@@ -37,8 +38,7 @@ from ipse.transcript import Conversation, body_dialect
 _TOOL_KINDS = frozenset({"timestamp", "epoch"})
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     """One problem found in a request."""
 
     code: str

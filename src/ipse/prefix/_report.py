@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from ipse import progress as ipse_progress
 from ipse.jsonio import no_gc
@@ -40,8 +41,7 @@ from ipse.tokens import TokenCounter, default_counter
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     """One request's result."""
 
     index: int
@@ -87,8 +87,7 @@ class Row:
         }
 
 
-@dataclass
-class PrefixReport:
+class PrefixReport(msgspec.Struct):
     """Rows in log order, and what holds for the whole log."""
 
     provider: str
@@ -96,7 +95,7 @@ class PrefixReport:
     agreement: Agreement | None
     ttl_modelled: bool
     tokens_by: str
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     cost_ideal_usd: float = 0.0
 
     def summary(self) -> dict[str, Any]:

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ipse import jsonio, lifetime
 from ipse.errors import InputError, os_error
@@ -69,8 +70,7 @@ UNRECORDED_FRONT: list[dict[str, Any]] = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True):
     """One request body with what the log knows about it."""
 
     index: int  # 0-based position in the log
@@ -88,14 +88,13 @@ class Request:
         return value if isinstance(value, str) else None
 
 
-@dataclass
-class RequestLog:
+class RequestLog(msgspec.Struct):
     """The requests of one input, in log order, and what was noticed reading them."""
 
     path: Path
     format: str
     requests: list[Request]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def _provider_of(dialect: str) -> str:

@@ -19,17 +19,16 @@ estimated total, when usage was recorded), so predictions speak the provider's t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
+
+import msgspec
 
 from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat
 from ipse.prefix._rules import Rules, rules
 
 
-@dataclass(frozen=True, slots=True)
-class Tokens:
+class Tokens(msgspec.Struct, frozen=True):
     """Input tokens of one request, split by what the cache did with them."""
 
     cache_read: int
@@ -48,8 +47,7 @@ class Tokens:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     """One request as a simulator sees it."""
 
     index: int
@@ -59,29 +57,24 @@ class Step:
     scale: float = 1.0
     shared: int = 0  # positions shared with the best earlier request
     front: int = 0  # tokens of an unrecorded first position (added to its estimate)
-    # the request's positions and their cumulative estimates (read below ``_positions``
-    # only: a shared store's list goes on past this request), and its total tokens
-    _positions: int = field(init=False, repr=False, compare=False)
-    _cum: Sequence[int] = field(init=False, repr=False, compare=False)
-    total: int = field(init=False, compare=False)
 
-    def __post_init__(self) -> None:
-        # (asked for a handful of times per request: read once)
-        object.__setattr__(self, "_positions", len(self.flat.cum))
-        object.__setattr__(self, "_cum", backing(self.flat.cum))
-        object.__setattr__(self, "total", self.tokens(len(self.flat.chain)))
+    @property
+    def total(self) -> int:
+        """The request's tokens."""
+        return self.tokens(len(self.flat.chain))
 
     def tokens(self, positions: int) -> int:
-        """Tokens of the first ``positions`` positions."""
+        """Tokens of the first ``positions`` positions (read below the request's own count
+        only: a shared store's list goes on past this request)."""
         if positions <= 0:
             return 0
-        if positions > self._positions:
+        cum = self.flat.cum
+        if positions > len(cum):
             raise IndexError("position out of range")
-        return round(self._cum[positions - 1] * self.scale) + self.front
+        return round(backing(cum)[positions - 1] * self.scale) + self.front
 
 
-@dataclass(frozen=True, slots=True)
-class Miss:
+class Miss(msgspec.Struct, frozen=True):
     """Why the cache served less than the prefix shared with an earlier request."""
 
     kind: str  # ttl_expired | concurrent | below_minimum | no_breakpoint
@@ -90,16 +83,14 @@ class Miss:
     gap_s: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Prediction:
+class Prediction(msgspec.Struct, frozen=True):
     tokens: Tokens
     read_positions: int
     write_ttl: str | None = None
     miss: Miss | None = None
 
 
-@dataclass(slots=True)
-class _Entry:
+class _Entry(msgspec.Struct):
     available: float | None
     expires: float | None
     last_used: float | None
