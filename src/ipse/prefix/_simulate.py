@@ -47,31 +47,56 @@ class Tokens(msgspec.Struct, frozen=True):
         }
 
 
-class Step(msgspec.Struct, frozen=True):
+class Step:
     """One request as a simulator sees it."""
 
-    index: int
-    flat: Flat
-    time: float | None  # request start, seconds since the epoch; None: TTLs not modelled
-    response_start: float | None  # when its response began (entries usable from then)
-    scale: float = 1.0
-    shared: int = 0  # positions shared with the best earlier request
-    front: int = 0  # tokens of an unrecorded first position (added to its estimate)
+    __slots__ = (
+        "_cum",
+        "_positions",
+        "flat",
+        "front",
+        "index",
+        "response_start",
+        "scale",
+        "shared",
+        "time",
+        "total",
+    )
 
-    @property
-    def total(self) -> int:
-        """The request's tokens."""
-        return self.tokens(len(self.flat.chain))
+    def __init__(
+        self,
+        index: int,
+        flat: Flat,
+        time: float | None,  # request start, seconds since the epoch; None: TTLs not modelled
+        response_start: float | None,  # when its response began (entries usable from then)
+        scale: float = 1.0,
+        shared: int = 0,  # positions shared with the best earlier request
+        front: int = 0,  # tokens of an unrecorded first position (added to its estimate)
+    ) -> None:
+        self.index = index
+        self.flat = flat
+        self.time = time
+        self.response_start = response_start
+        self.scale = scale
+        self.shared = shared
+        self.front = front
+        # the request's positions and their cumulative estimates (read below ``_positions``
+        # only: a shared store's list goes on past this request), and its total tokens; asked
+        # for a handful of times per request, so read once
+        self._positions = len(flat.cum)
+        self._cum = backing(flat.cum)
+        self.total = self.tokens(len(flat.chain))
+
+    def __repr__(self) -> str:
+        return f"Step(index={self.index}, positions={self._positions}, total={self.total})"
 
     def tokens(self, positions: int) -> int:
-        """Tokens of the first ``positions`` positions (read below the request's own count
-        only: a shared store's list goes on past this request)."""
+        """Tokens of the first ``positions`` positions."""
         if positions <= 0:
             return 0
-        cum = self.flat.cum
-        if positions > len(cum):
+        if positions > self._positions:
             raise IndexError("position out of range")
-        return round(backing(cum)[positions - 1] * self.scale) + self.front
+        return round(self._cum[positions - 1] * self.scale) + self.front
 
 
 class Miss(msgspec.Struct, frozen=True):
