@@ -40,17 +40,11 @@ from ipse import jsonio, lifetime
 from ipse.errors import InputError, os_error
 from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
-from ipse.transcript import (
-    DIALECTS,
-    WRITABLE_FORMATS,
-    body_codec,
-    codec,
-    load,
-    write,
-)
+from ipse.transcript._codec import DIALECTS, body_codec, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
-from ipse.transcript.formats import codex, http_log
+from ipse.transcript._time import parse_time
+from ipse.transcript._write import WRITABLE_FORMATS, write
 from ipse.transcript.formats.claude_code import looks_like_claude_code, read_session
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
@@ -134,6 +128,8 @@ def _requests(p: Path, name: str, warnings: list[str]) -> list[Request]:
             raise InputError("a request body must be a JSON object", path=p)
         requests = [Request(0, body, _provider_of(name), source=str(p))]
     elif name in WRITABLE_FORMATS:  # a harness file holding one conversation: its request
+        from ipse.transcript._load import load  # (the loader knows every reader: on use)
+
         conversation = load(p, name).current()
         body = write(conversation)
         requests = [Request(0, body, _provider_of(conversation.dialect), source=str(p))]
@@ -277,6 +273,8 @@ class Interner:
 
 
 def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+    from ipse.transcript.formats import http_log  # (each format's reader imported on use)
+
     interner = Interner()
     for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
         fields = http_log.exchange_fields(entry, where)
@@ -300,14 +298,16 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     """One Responses request per model call of a Codex rollout, with the recorded usage
     (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
+    from ipse.transcript.formats import codex
+
     for index, call in enumerate(codex.rollout_requests(p, warnings=warnings, shared=True)):
         assert call.history is not None
         yield Request(
             index,
             SharedHistory(call.body, call.history, call.count, key="input"),
             "openai",
-            http_log.parse_time(call.time),
-            http_log.parse_time(call.response_time),
+            parse_time(call.time),
+            parse_time(call.response_time),
             call.usage,
             f"{p}:line {call.line}",
             "main",
@@ -358,8 +358,8 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
                 index,
                 request_body,
                 "anthropic",
-                http_log.parse_time(previous),
-                http_log.parse_time(meta.get("timestamp")),
+                parse_time(previous),
+                parse_time(meta.get("timestamp")),
                 usage if isinstance(usage, Mapping) else None,
                 f"{p}:message {k}",
                 thread.name,

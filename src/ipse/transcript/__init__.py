@@ -2,26 +2,61 @@
 
 from __future__ import annotations
 
-from ipse.transcript._codec import DIALECTS, Codec, Positions, body_codec, codec
-from ipse.transcript._load import Source, load, read_conversation
-from ipse.transcript._model import (
-    Block,
-    Conversation,
-    Dialect,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-)
-from ipse.transcript._sniff import FORMATS, body_dialect, detect
-from ipse.transcript._thread import Segment, Thread
-from ipse.transcript._write import WRITABLE_FORMATS, ensure_writable, write
-from ipse.transcript.formats.claude_code import ClaudeCodeSession
-from ipse.transcript.formats.http_log import Exchange
+import typing as _typing
+
+from ipse import _lazy
+
+if _typing.TYPE_CHECKING:
+    from ipse.transcript._codec import DIALECTS, Codec, Positions, body_codec, codec
+    from ipse.transcript._load import Source, load, read_conversation
+    from ipse.transcript._model import (
+        Block,
+        Conversation,
+        Dialect,
+        Message,
+        Origin,
+        Other,
+        Text,
+        Thinking,
+        ToolCall,
+        ToolDef,
+        ToolResult,
+    )
+    from ipse.transcript._sniff import FORMATS, body_dialect, detect
+    from ipse.transcript._thread import Segment, Thread
+    from ipse.transcript._write import WRITABLE_FORMATS, ensure_writable, write
+    from ipse.transcript.formats.claude_code import ClaudeCodeSession
+    from ipse.transcript.formats.http_log import Exchange
+
+# The names below are imported on first use: reading one format does not import the others'
+# readers (``ipse prefix`` on a Claude Code session needs neither the HTTP-log nor the Codex
+# reader, nor the loader that knows them all).
+_MODULES = {
+    "_codec": ("DIALECTS", "Codec", "Positions", "body_codec", "codec"),
+    "_load": ("Source", "load", "read_conversation"),
+    "_model": (
+        "Block",
+        "Conversation",
+        "Dialect",
+        "Message",
+        "Origin",
+        "Other",
+        "Text",
+        "Thinking",
+        "ToolCall",
+        "ToolDef",
+        "ToolResult",
+    ),
+    "_sniff": ("FORMATS", "body_dialect", "detect"),
+    "_thread": ("Segment", "Thread"),
+    "_write": ("WRITABLE_FORMATS", "ensure_writable", "write"),
+    "formats.claude_code": ("ClaudeCodeSession",),
+    "formats.http_log": ("Exchange",),
+}
+
+
+__getattr__, __dir__ = _lazy.exports("ipse.transcript", _MODULES, globals())
+
 
 __all__ = [
     "DIALECTS",

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ipse import progress
 from ipse.errors import InputError, UsageError
@@ -55,8 +55,10 @@ from ipse.transcript._model import (
     ToolCall,
     ToolResult,
 )
-from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.anthropic import read_message
+
+if TYPE_CHECKING:
+    from ipse.transcript._thread import Thread
 
 MAIN = "main"
 _MESSAGE_TYPES = ("user", "assistant")
@@ -460,6 +462,8 @@ def note_orphans(
 def _build_thread(
     name: str, records: list[SessionRecord], path: Path, warnings: list[str] | None = None
 ) -> Thread:
+    from ipse.transcript._thread import Segment, Thread  # (the prefix analysis needs neither)
+
     live, segments = live_segments(records)
     known_calls: set[str] = set()
     built = []

@@ -31,6 +31,7 @@ from ipse.transcript._codec import codec
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Conversation, Dialect
 from ipse.transcript._sniff import body_dialect
+from ipse.transcript._time import parse_time
 
 _TIME_KEYS = ("ts", "time", "timestamp", "startedDateTime", "started_at", "request_time")
 
@@ -424,25 +425,6 @@ def time_of(part: Mapping[str, Any]) -> datetime | None:
             parsed = parse_time(part[key])
             if parsed is not None:
                 return parsed
-    return None
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An ISO-8601 string or a Unix time (seconds or milliseconds) as an aware datetime."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = value / 1000 if value > 1e11 else value
-        try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
-        except (OverflowError, OSError, ValueError):  # beyond what a datetime can hold
-            return None
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return None
 
 
