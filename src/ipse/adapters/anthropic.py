@@ -20,10 +20,10 @@ handed-off form.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ipse import _notes
 from ipse.errors import MissingExtra
 
 try:
@@ -45,7 +45,7 @@ from ipse.handoff import (
     rewrite_request,
 )
 
-log = logging.getLogger(__name__)
+log = _notes.logger(__name__)
 
 _PATHS = ("/v1/messages", "/v1/messages/count_tokens")
 

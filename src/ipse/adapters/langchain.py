@@ -22,12 +22,11 @@ lease, which writes a snapshot when the identity changed.
 from __future__ import annotations
 
 import copy
-import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
-from ipse import jsonio
+from ipse import _notes, jsonio
 from ipse._names import Names
 from ipse.errors import InputError, IpseError, MissingExtra
 
@@ -78,7 +77,7 @@ from ipse.transcript import (
 )
 from ipse.twin import TwinConfig, TwinStore, anthropic_tools, apply_turn, open_store, rehydrate
 
-log = logging.getLogger(__name__)
+log = _notes.logger(__name__)
 
 SEPARATOR = "\n\n"
 _THINKING = Names({"thinking", "reasoning", "redacted_thinking"})

@@ -22,10 +22,10 @@ trust, or keep ``archive`` on. A history the handoff cannot make valid is left a
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ipse import _notes
 from ipse.errors import CutError, InputError, IpseError, MissingExtra
 
 try:
@@ -51,7 +51,7 @@ from ipse.handoff import (
 )
 from ipse.transcript import codec
 
-log = logging.getLogger(__name__)
+log = _notes.logger(__name__)
 
 _DIALECT = "openai-responses"
 _NOT_RECORDED = "error: the checkpoint was not recorded: "

@@ -17,17 +17,15 @@ import contextlib
 import gc
 import importlib
 import io
-import logging
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from ipse import __version__, lifetime
+from ipse import __version__, _notes, lifetime
 from ipse.errors import IpseError
 
 # command name -> "module:attribute"; each module owns one command or command group.
@@ -110,6 +108,8 @@ def _report(exc: BaseException) -> int:
     if not isinstance(exc, Exception):
         raise exc
     if os.environ.get("IPSE_DEBUG") == "1":
+        import traceback  # (only here: a command that does not fail does not pay its import)
+
         traceback.print_exception(exc, file=sys.stderr)
     what = _one_line(str(exc))
     detail = f"{type(exc).__name__}: {what}" if what else type(exc).__name__
@@ -154,18 +154,13 @@ def cli() -> None:
     _notes_to_stderr()
 
 
-class _StderrNotes(logging.Handler):
-    """The library's notes (``ipse`` loggers) as lines on the command's stderr."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        click.echo(self.format(record), err=True)
-
-
 def _notes_to_stderr() -> None:
-    logger = logging.getLogger("ipse")
-    if not any(isinstance(h, _StderrNotes) for h in logger.handlers):
-        logger.addHandler(_StderrNotes(logging.WARNING))
-        logger.propagate = False
+    """The library's notes (``ipse`` loggers) as lines on the command's stderr."""
+    _notes.to_stderr(_note_line)
+
+
+def _note_line(line: str) -> None:
+    click.echo(line, err=True)
 
 
 # Commands that keep running (servers): everything else runs once and exits.

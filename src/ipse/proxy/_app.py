@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import os
 import socket
 import sys
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TextIO
 
-from ipse import __version__, jsonio
+from ipse import __version__, _notes, jsonio
 from ipse.errors import MissingExtra
 from ipse.handoff import Rewrite, conversation_key, rewrite_request
 from ipse.proxy._config import ProxyConfig
@@ -64,7 +63,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingExtra("proxy", exc.name or "starlette") from exc
 
-_log = logging.getLogger("ipse.proxy")
+_log = _notes.logger("ipse.proxy")
 HEALTH_PATH = "/ipse/health"
 SERVICE = "ipse-proxy"
 _USAGE_CAP = 8 * 1024 * 1024  # bytes of a response kept to read usage (all when recording)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ipse import _notes
 from ipse.errors import InputError, UsageError
 from ipse.fileio import StrPath, fsync_dir
 from ipse.statedir import _files as files
@@ -86,7 +86,7 @@ def invariant_entry(text: str, reason: str) -> str:
     return f"- {body}\n  Reason: {why}\n"
 
 
-LOG = logging.getLogger("ipse.statedir")
+LOG = _notes.logger("ipse.statedir")
 
 
 def _say(note: str) -> None:
