@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from ipse import lifetime
 from ipse import progress as ipse_progress
 from ipse.jsonio import no_gc
 from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
@@ -369,6 +370,8 @@ def _analyze(
     ordered = [rows[r.index] for r in requests]
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
+    # (the positions and the index of every request: a one-shot command need not free them)
+    lifetime.keep(flattener, index, seen, cells, rows)
     return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
 
 
