@@ -16,7 +16,6 @@ from tool output, so it is private to the user: `private_dir` makes folders 0700
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -107,6 +106,8 @@ def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
 def sha256_of(path: str | Path, *, limit: int | None = None) -> tuple[str, int]:
     """The sha256 (hex) and size of a regular file, read in chunks (never held whole), under
     the same refusals and size limit as `read_bytes`."""
+    import hashlib  # (here: only receipts hash files)
+
     digest = hashlib.sha256()
     read = 0
     for chunk in read_chunks(path, limit=limit):

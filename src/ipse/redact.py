@@ -15,7 +15,6 @@ see that two values differ or match, never what they are.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 MASK = "***"
@@ -72,6 +71,8 @@ def _secrets(url: str) -> list[str]:
 
 def fingerprint(value: str | bytes) -> str:
     """A short stand-in for a value that must not be shown: its length and SHA-256 prefix."""
+    import hashlib  # (here: most commands never show a fingerprint)
+
     data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
     unit = "chars" if isinstance(value, str) else "bytes"
     return f"<{len(value)} {unit}, sha256:{hashlib.sha256(data).hexdigest()[:12]}>"

@@ -16,7 +16,6 @@ which is all a replay needs); ``stable=True`` uses BLAKE2b for hashes shown to p
 from __future__ import annotations
 
 import bisect
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -172,6 +171,8 @@ def _fast_hash(data: bytes) -> int:
 
 
 def _stable_hash(data: bytes) -> int:
+    import hashlib  # (stable hashes are for the few requests shown to people: on use)
+
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 

@@ -27,7 +27,6 @@ is left out rather than guessed: the caller keeps the messages it rebuilt from t
 from __future__ import annotations
 
 import bisect
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +129,8 @@ def message_hash(message: Mapping[str, Any]) -> str:
     if isinstance(canonical.get("content"), str):
         canonical["content"] = [{"type": "text", "text": canonical["content"]}]
     data = jsonio.dumps(canonical, option=jsonio.OPT_SORT_KEYS)
+    import hashlib  # (here: a session without a journal never hashes a message)
+
     return hashlib.sha256(data).hexdigest()
 
 
