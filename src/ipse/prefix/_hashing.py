@@ -89,9 +89,8 @@ class Flat(msgspec.Struct):
     ttls: Sequence[str | None] = ()  # breakpoint at the position
     where: Sequence[Locator] = ()
     groups: Sequence[int] = ()  # lookback position number
-    settings: dict[str, bytes] = msgspec.field(
-        default_factory=dict
-    )  # cache-relevant, canonical JSON
+    # cache-relevant settings, as canonical JSON
+    settings: dict[str, bytes] = msgspec.field(default_factory=dict)
     setting_names: list[str] = msgspec.field(default_factory=list)  # settings positions, in order
     tail: int = 0  # first position of the new tail (the last assistant turn onward)
     messages: int = 0

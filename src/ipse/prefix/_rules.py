@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
-
-import msgspec
 
 from ipse.errors import UsageError
 
@@ -47,13 +46,16 @@ def match_model(model: str | None, table: Mapping[str, Any]) -> str | None:
     return best
 
 
-class Rules(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class Rules:
     """One provider's table of caching rules."""
 
     provider: Provider
     table: Mapping[str, Mapping[str, Any]]
     # (rule, model) -> the answer: a replay asks the same few questions for every request
-    _answers: dict[tuple[str, str | None], tuple[Any, bool]] = msgspec.field(default_factory=dict)
+    _answers: dict[tuple[str, str | None], tuple[Any, bool]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def value(self, name: str) -> Any:
         return self.table[name]["value"]
@@ -125,13 +127,16 @@ def rules(provider: str) -> Rules:
     return Rules(provider, data["rules"])
 
 
-class Prices(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class Prices:
     """Base input prices per model, USD per million tokens."""
 
     table: Mapping[str, float]
     defaults: Mapping[str, float]
     source: str
-    _answers: dict[tuple[str | None, str], tuple[float, bool]] = msgspec.field(default_factory=dict)
+    _answers: dict[tuple[str | None, str], tuple[float, bool]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def price(self, model: str | None, provider: str) -> tuple[float, bool]:
         """The model's base input price, and whether the model is in the table."""

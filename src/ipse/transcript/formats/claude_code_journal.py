@@ -125,12 +125,12 @@ def _placed(history: Sequence[Any], count: int, marks: Sequence[Any]) -> dict[in
 def message_hash(message: Mapping[str, Any]) -> str:
     """The journal's key of a message: SHA-256 of its canonical JSON without cache_control,
     string content as one text block."""
+    import hashlib  # (here: a session without a journal never hashes a message)
+
     canonical = _without_cache_control(message)
     if isinstance(canonical.get("content"), str):
         canonical["content"] = [{"type": "text", "text": canonical["content"]}]
     data = jsonio.dumps(canonical, option=jsonio.OPT_SORT_KEYS)
-    import hashlib  # (here: a session without a journal never hashes a message)
-
     return hashlib.sha256(data).hexdigest()
 
 
