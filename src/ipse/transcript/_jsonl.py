@@ -124,20 +124,20 @@ def _fields_decoder(
 ) -> tuple[msgspec.json.Decoder[Any], dict[type, str]]:
     import msgspec  # (here: only readers of such files need it, and it costs ms to import)
 
+    from ipse.transcript._fields import fields_struct
+
     kind_of: dict[type, str] = {}
     for kind, fields in kinds:
-        struct = msgspec.defstruct(
-            "Fields", [(f, Any, None) for f in fields], tag_field=key, tag=kind, gc=False
-        )
-        kind_of[struct] = kind
+        kind_of[fields_struct(kind, fields, key)] = kind
     union: Any = Union[tuple(kind_of)]  # noqa: UP007 (a union of types made at run time)
     return msgspec.json.Decoder(union), kind_of
 
 
 class FieldsDecoder:
     """Decodes a JSON object whose ``key`` names one of ``kinds`` into a struct of that kind's
-    fields (each any JSON value, None when absent), one attribute per field; the object's
-    other members are checked as JSON and skipped, never built. `decode` refuses an object of
+    fields (each any JSON value, None when absent), one attribute per field, which also reads
+    as the cut object (`ipse.transcript._fields.FieldsView`); the object's other members are
+    checked as JSON and skipped, never built. `decode` refuses an object of
     another kind, one without the key or with the key twice, and what msgspec does not read
     as orjson does (a lone surrogate, a number out of range, deep nesting): `whole` reads
     such a line as `read_jsonl` reads it. See `read_jsonl_fields`."""

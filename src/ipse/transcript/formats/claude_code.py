@@ -209,11 +209,11 @@ def _read_records(
     path: Path, skip_bad_lines: bool, warnings: list[str] | None
 ) -> list[SessionRecord]:
     """A session file's records: message and progress records as their `RECORD_FIELDS`,
-    the others whole (`read_jsonl_fields`, each record made as it is decoded)."""
+    the others whole (`read_jsonl_fields`, each record made as it is decoded). A record cut
+    to its fields keeps the decoded struct as its data (a read-only mapping: `FieldsView`)."""
     check_text_head(path)
     fields = FieldsDecoder(RECORD_FIELDS)
     decode, errors, kind_of = fields.decode, fields.errors, fields.kind_of
-    to_dict = fields.asdict
     out: list[SessionRecord] = []
     append = out.append
     make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
@@ -227,10 +227,11 @@ def _read_records(
             if whole is not None:
                 append(session_record(number, whole))
             continue
-        data = to_dict(struct)
-        kind = data["type"] = kind_of[type(struct)]
+        kind = kind_of[type(struct)]
         sidechain = bool(struct.isSidechain)
-        append(make(SessionRecord, (number, data, kind, struct.uuid, struct.parentUuid, sidechain)))
+        append(
+            make(SessionRecord, (number, struct, kind, struct.uuid, struct.parentUuid, sidechain))
+        )
     return out
 
 
