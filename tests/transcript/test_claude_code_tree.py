@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ipse.errors import UsageError
 from ipse.transcript import Origin, Text, ToolCall, ToolResult, load
-from ipse.transcript.formats.claude_code import read_session
+from ipse.transcript.formats.claude_code import SessionRecord, _live_path, read_session
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
 
@@ -332,3 +334,38 @@ def test_what_reading_leaves_out_is_what_no_reader_asks_for(
     assert _answers(slimmed) == _answers(_unslimmed(path))
     progress = [r.data for r in slimmed.records if r.kind == "progress"]
     assert all("data" not in p and "cwd" not in p for p in progress)
+
+
+def _reference_live_path(records: list[SessionRecord]) -> list[SessionRecord]:
+    """The live path as its definition reads: from the last record with a string uuid, each
+    record's parent by the place of the last record with that uuid (no compaction here)."""
+    place = {r.uuid: i for i, r in enumerate(records) if isinstance(r.uuid, str)}
+    starts = [i for i, r in enumerate(records) if isinstance(r.uuid, str)]
+    path: list[SessionRecord] = []
+    at = starts[-1] if starts else None
+    while at is not None and records[at] not in path:
+        path.append(records[at])
+        parent = records[at].parent
+        at = place.get(parent) if isinstance(parent, str) else None
+    return path[::-1]
+
+
+_KINDS = ["user", "assistant", "progress"]
+_ids = st.sampled_from(["a", "b", "c", "d"]) | st.none() | st.integers(0, 2) | st.booleans()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_ids | st.just(["a"]), _ids | st.just({"a": 1}), st.sampled_from(_KINDS)),
+        max_size=10,
+    )
+)
+def test_the_live_path_follows_string_ids_only(links: list[tuple[Any, Any, str]]) -> None:
+    """Ids that are not strings (numbers, booleans, lists, objects) link to nothing, and a
+    record whose id repeats one before it stands for that id from then on."""
+    records = [
+        SessionRecord(n, {"type": kind}, kind, uuid, parent, False)
+        for n, (uuid, parent, kind) in enumerate(links, start=1)
+    ]
+    assert _live_path(records) == _reference_live_path(records)

@@ -285,10 +285,12 @@ def _id(value: Any) -> str | None:
 
 def _live_path(records: list[SessionRecord]) -> list[SessionRecord]:
     """From the last record with a uuid back to the root, across compaction boundaries."""
-    # uuid -> the place in ``records`` of its (last) record
-    place = {r.uuid: i for i, r in enumerate(records) if type(r.uuid) is str}
-    if not place:
-        return []
+    # uuid -> the place in ``records`` of its (last) record; a uuid that is not a string is
+    # never looked up (a walk asks only for strings), so it may stay in the map: built in C
+    try:
+        place = dict(zip(map(_UUID, records), range(len(records)), strict=True))
+    except TypeError:  # a list or an object as a uuid
+        place = {r.uuid: i for i, r in enumerate(records) if type(r.uuid) is str}
     path: list[SessionRecord] = []
     seen: set[str] = set()
     at: int | None = _uuid_before(records, len(records))
@@ -379,6 +381,7 @@ def _with_parallel_siblings(
 
 
 _LINE = operator.itemgetter(0)  # a record's line (`SessionRecord.line`)
+_UUID = operator.itemgetter(3)  # a record's uuid (`SessionRecord.uuid`)
 
 
 def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
@@ -387,17 +390,31 @@ def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
     responses: set[str] = set()
     calls: set[str] = set()
     answered: set[str] = set()
-    for record in live:
+    results: list[str] = []
+    for record in live:  # (`_call_ids` and `_result_ids` inline: every record of the path)
         kind = record.kind
+        if kind != "assistant" and kind != "user":
+            continue
+        payload = record.data.get("message")
+        if not is_object(payload):
+            continue
+        content = payload.get("content")
         if kind == "assistant":
-            payload = record.data.get("message")
-            if is_object(payload):
-                response_id = payload.get("id")
-                if isinstance(response_id, str):
-                    responses.add(response_id)
-                calls |= _call_ids(payload)
-        elif kind == "user":
-            answered.update(_result_ids(record))
+            response_id = payload.get("id")
+            if isinstance(response_id, str):
+                responses.add(response_id)
+            if isinstance(content, list):
+                for block in content:
+                    if is_object(block) and block.get("type") == "tool_use":
+                        calls.add(str(block.get("id")))
+        elif isinstance(content, list):
+            results.clear()
+            for block in content:
+                if not is_object(block) or block.get("type") != "tool_result":
+                    break  # only records that hold nothing but tool results
+                results.append(str(block.get("tool_use_id")))
+            else:
+                answered.update(results)
     return responses, calls, answered
 
 
