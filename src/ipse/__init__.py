@@ -8,9 +8,6 @@ subpackages (``ipse.transcript``, ``ipse.handoff``, ``ipse.prefix``, ``ipse.twin
 
 from __future__ import annotations
 
-import typing as _typing
-from typing import Any as _Any
-
 __version__ = "0.1.0"
 
 from ipse.errors import (
@@ -28,7 +25,10 @@ from ipse.errors import (
     WriterConflict,
 )
 
-if _typing.TYPE_CHECKING:
+_TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if _TYPE_CHECKING:
+    from typing import Any as _Any
+
     from ipse.transcript import (
         Conversation,
         Message,

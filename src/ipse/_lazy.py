@@ -6,8 +6,11 @@ uses."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, MutableMapping
+    from typing import Any
 
 
 def exports(

@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, TypeAlias
 
-from ipse import progress
 from ipse.errors import InputError, os_error
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import BinaryIO, TypeAlias
 
 StrPath: TypeAlias = str | os.PathLike[str]
 """What a public function takes where it means a path: a ``str`` or any path-like."""
@@ -145,6 +147,8 @@ def _open_within(p: Path, limit: int | None) -> tuple[int, int, int]:
 def read_chunks(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
     """A regular file in chunks of a few MB (never held whole), under the same refusals and
     size limit as `read_bytes`; progress is reported past the first MB."""
+    from ipse import progress  # (here: the hook reads small files whole)
+
     p = Path(path)
     fd, size, most = _open_within(p, limit)
     read = 0
@@ -174,6 +178,8 @@ def read_lines(
     The file is read through one reused buffer of ``_LINE_BUFFER`` bytes (a line longer than
     that comes back whole): fresh chunks split into lists would cost a page fault for every
     4 KB read, about a fifth more than the parse of a session."""
+    from ipse import progress  # (here: the hook reads small files whole)
+
     p = Path(path)
     fd, size, most = _open_within(p, limit)
     read = 0

@@ -11,7 +11,6 @@ fast answer and a slow one are the same answer.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -59,8 +58,7 @@ def _hook_resume(argv: list[str]) -> bool:
     folder = hook_folder(argv)
     if folder is None or (folder.exists() and not folder.is_dir()):
         return False  # the full command line reports a file given as --dir
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    _default_sigpipe()
     if not folder.is_dir():
         return True  # no state folder: a hook prints nothing
     from ipse.errors import IpseError
@@ -73,6 +71,16 @@ def _hook_resume(argv: list[str]) -> bool:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return True
+
+
+def _default_sigpipe() -> None:
+    """A closed pipe ends the hook quietly, as it ends any command line tool."""
+    try:  # (the C module: `signal` builds enums when imported, a millisecond of the start)
+        import _signal as signals  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover (every CPython has it)
+        import signal as signals
+    if hasattr(signals, "SIGPIPE"):
+        signals.signal(signals.SIGPIPE, signals.SIG_DFL)
 
 
 __all__ = ["entry", "hook_folder"]

@@ -14,11 +14,10 @@ installer's file edits.
 
 from __future__ import annotations
 
-import typing as _typing
-
 from ipse import _lazy
 
-if _typing.TYPE_CHECKING:
+_TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if _TYPE_CHECKING:
     from ipse.statedir._budget import Section, fit
     from ipse.statedir._canary import CanaryResult, canary
     from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files

@@ -12,24 +12,40 @@ across joins), and the result never exceeds the budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-
+from ipse._plain import Plain
 from ipse.errors import UsageError
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 TRIM_MARK = "[... trimmed by ipse to fit the token budget ...]"
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(Plain):
     """One titled block of output; lower ``priority`` is admitted first."""
 
-    title: str
-    body: str
-    priority: int
-    order: int
-    keep_tail: bool = False  # trim from the start (keep the newest lines) instead of the end
-    required: bool = False  # always kept whole; a budget without room for it is refused
+    __slots__ = ("body", "keep_tail", "order", "priority", "required", "title")
+
+    def __init__(
+        self,
+        title: str,
+        body: str,
+        priority: int,
+        order: int,
+        keep_tail: bool = False,
+        required: bool = False,
+    ) -> None:
+        self.title = title
+        self.body = body
+        self.priority = priority
+        self.order = order
+        self.keep_tail = keep_tail  # trim from the start (keep the newest lines), not the end
+        self.required = required  # always kept whole; a budget without room for it is refused
+
+    def with_body(self, body: str) -> Section:
+        """The same section holding ``body``."""
+        return Section(self.title, body, self.priority, self.order, self.keep_tail, self.required)
 
 
 def render(header: str, sections: list[Section], note: str = "") -> str:
@@ -55,8 +71,8 @@ def _head(section: Section, lines: int) -> Section:
     """The section cut to ``lines`` lines (its first, or its last with ``keep_tail``)."""
     all_lines = section.body.splitlines()
     if section.keep_tail:
-        return replace(section, body="\n".join([TRIM_MARK, *all_lines[len(all_lines) - lines :]]))
-    return replace(section, body="\n".join([*all_lines[:lines], TRIM_MARK]))
+        return section.with_body("\n".join([TRIM_MARK, *all_lines[len(all_lines) - lines :]]))
+    return section.with_body("\n".join([*all_lines[:lines], TRIM_MARK]))
 
 
 def fit(

@@ -21,12 +21,15 @@ import fcntl
 import os
 import re
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from ipse._plain import Plain
 from ipse.errors import InputError, os_error
 from ipse.fileio import StrPath, fsync_dir
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 DEFAULT_DIR = "state"
 GOAL = "00_goal.md"
@@ -158,12 +161,14 @@ def need_bytes(path: Path) -> bytes:
     return data
 
 
-@dataclass(frozen=True)
-class Unexpected:
+class Unexpected(Plain):
     """A file in the state folder that is neither state nor ipse's bookkeeping."""
 
-    name: str
-    why: str
+    __slots__ = ("name", "why")
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name = name
+        self.why = why
 
 
 def unexpected_files(folder: Path) -> list[Unexpected]:

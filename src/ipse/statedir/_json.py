@@ -7,7 +7,10 @@ repository someone else wrote)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def loads(raw: bytes | str) -> Any:

@@ -9,41 +9,57 @@ Corrupted WAL lines are skipped with a warning; nothing here is fatal once the f
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ipse.fileio import StrPath
+from ipse._plain import Plain
+from ipse._sha256 import sha256
 from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._budget import Section, fit, render
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ipse.fileio import StrPath
 
 PRIORITY = {files.GOAL: 0, files.INVARIANTS: 1, files.NEXT: 2}
 WAL_TITLE = "last WAL entry"
 
 
-@dataclass(frozen=True)
-class NextStep:
+class NextStep(Plain):
     """The next step resume reports, where it came from, and why when not from the file."""
 
-    text: str | None
-    source: str  # "file", "wal" or "none"
-    note: str | None = None
+    __slots__ = ("note", "source", "text")
+
+    def __init__(self, text: str | None, source: str, note: str | None = None) -> None:
+        self.text = text
+        self.source = source  # "file", "wal" or "none"
+        self.note = note
 
 
-@dataclass
-class ResumeView:
+class ResumeView(Plain):
     """Everything ``resume`` prints, before rendering."""
 
-    folder: Path
-    sections: list[Section]
-    next_step: NextStep
-    last_entry: str | None
-    warnings: list[str] = field(default_factory=list)
-    trimmed: list[str] = field(default_factory=list)
+    __slots__ = ("folder", "last_entry", "next_step", "sections", "trimmed", "warnings")
+
+    def __init__(
+        self,
+        folder: Path,
+        sections: list[Section],
+        next_step: NextStep,
+        last_entry: str | None,
+        warnings: list[str] | None = None,
+        trimmed: list[str] | None = None,
+    ) -> None:
+        self.folder = folder
+        self.sections = sections
+        self.next_step = next_step
+        self.last_entry = last_entry
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self.trimmed: list[str] = [] if trimmed is None else trimmed
 
     def header(self) -> str:
         return (
@@ -96,7 +112,7 @@ def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[Next
     text, digest = recorded
     if data is None:
         note = f"{files.NEXT} is missing; this is the next step recorded in the WAL"
-    elif hashlib.sha256(data).hexdigest() != digest:
+    elif sha256(data).hexdigest() != digest:
         note = (
             f"{files.NEXT} does not match its last WAL record (torn, edited, or an "
             "interrupted `next`); this is the next step recorded in the WAL"

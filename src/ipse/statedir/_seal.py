@@ -14,18 +14,19 @@ repository can edit the folder but not the seal.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
 import os
-import secrets
 from pathlib import Path
-from typing import Any
 
+from ipse._sha256 import sha256
 from ipse.errors import InputError
 from ipse.fileio import atomic_write
 from ipse.home import home_dir
 from ipse.statedir import _json as state_json
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 KEY_FILE = "statedir.key"
 ANCHORS = "statedir-anchors"
@@ -61,6 +62,8 @@ def key() -> bytes:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as handle:
+            import secrets  # (made once per home: not on the hook's path)
+
             handle.write(secrets.token_hex(32) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -79,21 +82,26 @@ def key() -> bytes:
 
 def key_id(secret: bytes) -> str:
     """A short public name for a key (messages only)."""
-    return hashlib.sha256(b"ipse key id\0" + secret).hexdigest()[:8]
+    return sha256(b"ipse key id\0" + secret).hexdigest()[:8]
 
 
 def mac(secret: bytes, canonical: bytes) -> str:
     """The HMAC of one record's canonical body."""
+    import hashlib  # (here: a record is signed or checked, which the hook never does)
+    import hmac
+
     return hmac.new(secret, canonical, hashlib.sha256).hexdigest()[:MAC_CHARS]
 
 
 def mac_ok(secret: bytes, canonical: bytes, claimed: str) -> bool:
+    import hmac
+
     return hmac.compare_digest(mac(secret, canonical), claimed)
 
 
 def _anchor_path(folder: Path, create: bool) -> Path:
     real = os.path.realpath(folder)
-    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    name = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return home_dir(create=create) / ANCHORS / f"{name}.json"
 
 

@@ -14,19 +14,21 @@ so their cost does not grow with the log's length; ``verify`` reads it forward, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from ipse._plain import Plain
+from ipse._sha256 import sha256
 from ipse.errors import InputError, os_error
 from ipse.statedir import _json as state_json
 from ipse.statedir import _seal as seal
 from ipse.statedir._files import open_regular
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
 KINDS_WITH_NEXT = ("init", "next", "rotate")
 LONG_WAL_LINES = 10_000
@@ -36,6 +38,8 @@ _BLOCK = 1024 * 1024
 
 def utc_now() -> str:
     """The current UTC time as ``2025-01-31T12:00:00.123Z``."""
+    from datetime import UTC, datetime  # (here: the hook writes no record)
+
     now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
@@ -47,12 +51,12 @@ def _canonical(body: dict[str, Any]) -> bytes:
 
 
 def _checksum(canonical: bytes) -> str:
-    return hashlib.sha256(canonical).hexdigest()[:16]
+    return sha256(canonical).hexdigest()[:16]
 
 
 def line_hash(raw: bytes) -> str:
     """The chain hash of one line (its bytes without the newline)."""
-    return hashlib.sha256(raw).hexdigest()[:16]
+    return sha256(raw).hexdigest()[:16]
 
 
 def encode(body: dict[str, Any], key: bytes | None = None) -> bytes:
@@ -91,13 +95,15 @@ def decode(raw: bytes) -> dict[str, Any] | None:
     return data
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(Plain):
     """One valid WAL line: its decoded fields and its raw bytes."""
 
-    data: dict[str, Any]
-    raw: bytes
-    line: int | None = None  # 1-based line number, known when the log was read forward
+    __slots__ = ("data", "line", "raw")
+
+    def __init__(self, data: dict[str, Any], raw: bytes, line: int | None = None) -> None:
+        self.data = data
+        self.raw = raw
+        self.line = line  # 1-based line number, known when the log was read forward
 
     @property
     def kind(self) -> str:
@@ -125,13 +131,15 @@ class Record:
         return f"{self.data.get('t', '?')} {self.data.get('rev', '?')} {self.kind}: {text}"
 
 
-@dataclass(frozen=True)
-class BadLine:
+class BadLine(Plain):
     """A line that is not a valid record; ``torn`` when it looks like an interrupted write."""
 
-    line: int | None
-    raw: bytes
-    torn: bool
+    __slots__ = ("line", "raw", "torn")
+
+    def __init__(self, line: int | None, raw: bytes, torn: bool) -> None:
+        self.line = line
+        self.raw = raw
+        self.torn = torn
 
 
 def _is_torn(raw: bytes) -> bool:
@@ -159,13 +167,15 @@ def iter_lines_reversed(path: Path) -> Iterator[bytes]:
             yield rest
 
 
-@dataclass
-class Tail:
+class Tail(Plain):
     """What a backward read found: the last record, the wanted one, and bad lines on the way."""
 
-    last: Record | None = None
-    match: Record | None = None
-    bad: list[BadLine] = field(default_factory=list)
+    __slots__ = ("bad", "last", "match")
+
+    def __init__(self) -> None:
+        self.last: Record | None = None
+        self.match: Record | None = None
+        self.bad: list[BadLine] = []
 
 
 def tail(path: Path, want: Callable[[Record], bool] | None = None) -> Tail:
@@ -195,12 +205,14 @@ def last_next(path: Path) -> Tail:
     return tail(path, lambda r: r.kind in KINDS_WITH_NEXT)
 
 
-@dataclass
-class Scan:
+class Scan(Plain):
     """A whole log read forward: its valid records and its bad lines, in order."""
 
-    records: list[Record] = field(default_factory=list)
-    bad: list[BadLine] = field(default_factory=list)
+    __slots__ = ("bad", "records")
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.bad: list[BadLine] = []
 
 
 def read_all(path: Path) -> Scan:
