@@ -390,31 +390,17 @@ def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
     responses: set[str] = set()
     calls: set[str] = set()
     answered: set[str] = set()
-    results: list[str] = []
-    for record in live:  # (`_call_ids` and `_result_ids` inline: every record of the path)
+    for record in live:
         kind = record.kind
-        if kind != "assistant" and kind != "user":
-            continue
-        payload = record.data.get("message")
-        if not is_object(payload):
-            continue
-        content = payload.get("content")
         if kind == "assistant":
-            response_id = payload.get("id")
-            if isinstance(response_id, str):
-                responses.add(response_id)
-            if isinstance(content, list):
-                for block in content:
-                    if is_object(block) and block.get("type") == "tool_use":
-                        calls.add(str(block.get("id")))
-        elif isinstance(content, list):
-            results.clear()
-            for block in content:
-                if not is_object(block) or block.get("type") != "tool_result":
-                    break  # only records that hold nothing but tool results
-                results.append(str(block.get("tool_use_id")))
-            else:
-                answered.update(results)
+            payload = record.data.get("message")
+            if is_object(payload):
+                response_id = payload.get("id")
+                if isinstance(response_id, str):
+                    responses.add(response_id)
+                calls |= _call_ids(payload)
+        elif kind == "user":
+            answered.update(_result_ids(record))
     return responses, calls, answered
 
 
