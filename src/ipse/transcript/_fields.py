@@ -4,8 +4,9 @@
 that kind's fields. A struct of a `FieldsView` subclass is also a read-only mapping: the
 object's key (``type``) with its kind, then each field, an absent one as None, the way a
 dict cut to those fields reads. A reader can keep the struct as the record's data instead of
-copying it into a dict: a session holds a hundred thousand records, and the copies cost a
-third of a large session's memory and a tenth of its reading.
+copying it into a dict: a long session holds a hundred thousand records, most of them progress
+records read only for their place in the tree, and their copies cost 28 MB of a 250 MB
+session's 376 MB peak (`ipse prefix`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class FieldsView(msgspec.Struct, gc=False, eq=False):
             return dict(self.items()) == dict(other.items())
         return NotImplemented
 
-    def __ne__(self, other: object) -> bool:
+    def __ne__(self, other: object) -> bool:  # (a struct's own would not ask `__eq__`)
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 

@@ -137,10 +137,10 @@ class FieldsDecoder:
     """Decodes a JSON object whose ``key`` names one of ``kinds`` into a struct of that kind's
     fields (each any JSON value, None when absent), one attribute per field, which also reads
     as the cut object (`ipse.transcript._fields.FieldsView`); the object's other members are
-    checked as JSON and skipped, never built. `decode` refuses an object of
-    another kind, one without the key or with the key twice, and what msgspec does not read
-    as orjson does (a lone surrogate, a number out of range, deep nesting): `whole` reads
-    such a line as `read_jsonl` reads it. See `read_jsonl_fields`."""
+    checked as JSON and skipped, never built. `decode` refuses an object of another kind, one
+    without the key or with the key twice, and what msgspec does not read as orjson does (a
+    lone surrogate, a number out of range, deep nesting): `whole` reads such a line as
+    `read_jsonl` reads it. See `read_jsonl_fields`."""
 
     def __init__(self, kinds: Mapping[str, tuple[str, ...]], key: str = "type") -> None:
         import msgspec
