@@ -58,7 +58,7 @@ def _hook_resume(argv: list[str]) -> bool:
     folder = hook_folder(argv)
     if folder is None or (folder.exists() and not folder.is_dir()):
         return False  # the full command line reports a file given as --dir
-    _default_sigpipe()
+    default_sigpipe()
     if not folder.is_dir():
         return True  # no state folder: a hook prints nothing
     from ipse.errors import IpseError
@@ -73,8 +73,9 @@ def _hook_resume(argv: list[str]) -> bool:
     return True
 
 
-def _default_sigpipe() -> None:
-    """A closed pipe ends the hook quietly, as it ends any command line tool."""
+def default_sigpipe() -> None:
+    """Output piped into `head` and cut short: stop quietly, as other command-line tools do
+    (click would report it as exit code 1, which here means "a check found a problem")."""
     try:  # (the C module: `signal` builds enums when imported, a millisecond of the start)
         import _signal as signals  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover (every CPython has it)
@@ -83,4 +84,4 @@ def _default_sigpipe() -> None:
         signals.signal(signals.SIGPIPE, signals.SIG_DFL)
 
 
-__all__ = ["entry", "hook_folder"]
+__all__ = ["default_sigpipe", "entry", "hook_folder"]

@@ -18,7 +18,6 @@ import gc
 import importlib
 import io
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import click
 
 from ipse import __version__, _notes, lifetime
+from ipse.cli._entry import default_sigpipe
 from ipse.errors import IpseError
 
 # command name -> "module:attribute"; each module owns one command or command group.
@@ -169,10 +169,7 @@ _SERVERS = frozenset({"proxy", "mcp"})
 
 def entry() -> None:
     """The ``ipse`` executable: `main`, ending quietly when its output pipe closes."""
-    if hasattr(signal, "SIGPIPE"):
-        # Output piped into `head` and cut short: stop quietly, as other command-line tools do
-        # (click would report it as exit code 1, which here means "a check found a problem").
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    default_sigpipe()
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     if command not in _SERVERS:
         # A command that runs once keeps what it read until it exits, and parsed JSON holds no
