@@ -286,6 +286,7 @@ def _unslimmed(path: Path) -> Any:
             data.get("uuid"),
             data.get("parentUuid"),
             bool(data.get("isSidechain")),
+            data.get("message"),
         )
         for line, data in read_jsonl(path)
     ]
@@ -365,7 +366,7 @@ def test_the_live_path_follows_string_ids_only(links: list[tuple[Any, Any, str]]
     """Ids that are not strings (numbers, booleans, lists, objects) link to nothing, and a
     record whose id repeats one before it stands for that id from then on."""
     records = [
-        SessionRecord(n, {"type": kind}, kind, uuid, parent, False)
+        SessionRecord(n, {"type": kind}, kind, uuid, parent, False, None)
         for n, (uuid, parent, kind) in enumerate(links, start=1)
     ]
     assert _live_path(records) == _reference_live_path(records)

@@ -76,6 +76,7 @@ class SessionRecord(NamedTuple):
     uuid: Any  # data["uuid"], as written (a record links only where it is a string)
     parent: Any  # data["parentUuid"], as written
     sidechain: bool  # data["isSidechain"] is truthy
+    message: Any  # data["message"], as written (None when absent)
 
 
 @dataclass
@@ -214,6 +215,7 @@ def _read_records(
     check_text_head(path)
     fields = FieldsDecoder(RECORD_FIELDS)
     decode, errors, kind_of = fields.decode, fields.errors, fields.kind_of
+    with_message = {t for t, kind in kind_of.items() if "message" in RECORD_FIELDS[kind]}
     out: list[SessionRecord] = []
     append = out.append
     make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
@@ -227,10 +229,14 @@ def _read_records(
             if whole is not None:
                 append(session_record(number, whole))
             continue
-        kind = kind_of[type(struct)]
+        cut = type(struct)
+        message = struct.message if cut in with_message else None
         sidechain = bool(struct.isSidechain)
         append(
-            make(SessionRecord, (number, struct, kind, struct.uuid, struct.parentUuid, sidechain))
+            make(
+                SessionRecord,
+                (number, struct, kind_of[cut], struct.uuid, struct.parentUuid, sidechain, message),
+            )
         )
     return out
 
@@ -238,7 +244,8 @@ def _read_records(
 def session_record(line: int, data: Mapping[str, Any]) -> SessionRecord:
     """A record read whole (or cut to its fields) as a `SessionRecord`."""
     uuid, parent, sidechain = data.get("uuid"), data.get("parentUuid"), data.get("isSidechain")
-    return SessionRecord(line, data, data.get("type"), uuid, parent, bool(sidechain))
+    kind, message = data.get("type"), data.get("message")
+    return SessionRecord(line, data, kind, uuid, parent, bool(sidechain), message)
 
 
 def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
@@ -292,14 +299,16 @@ def _live_path(records: list[SessionRecord]) -> list[SessionRecord]:
     except TypeError:  # a list or an object as a uuid
         place = {r.uuid: i for i, r in enumerate(records) if type(r.uuid) is str}
     path: list[SessionRecord] = []
-    seen: set[str] = set()
+    # the places walked: a walk reaches a uuid only at its place, so a place seen twice is a
+    # uuid seen twice (a byte per record: no set of a hundred thousand uuids to grow)
+    walked = bytearray(len(records))
     at: int | None = _uuid_before(records, len(records))
     while at is not None:
+        if walked[at]:  # a cycle: stop rather than loop forever
+            break
+        walked[at] = 1
         current = records[at]
         uuid = current.uuid
-        if uuid in seen:  # a cycle: stop rather than loop forever
-            break
-        seen.add(uuid)
         path.append(current)
         parent = current.parent
         if parent is None and _is_boundary(current):
@@ -358,7 +367,7 @@ def _with_parallel_siblings(
             response_ids, calls, answered = _path_ids(live)
             if not response_ids:  # no response on the path says its id: nothing joins it
                 return live
-        payload = record.data.get("message")
+        payload = record.message
         if kind == "assistant" and isinstance(payload, Mapping):
             ids = _call_ids(payload)
             response_id = payload.get("id")
@@ -393,7 +402,7 @@ def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
     for record in live:
         kind = record.kind
         if kind == "assistant":
-            payload = record.data.get("message")
+            payload = record.message
             if is_object(payload):
                 response_id = payload.get("id")
                 if isinstance(response_id, str):
@@ -412,7 +421,7 @@ def _call_ids(payload: Mapping[str, Any]) -> set[str]:
 
 
 def _result_ids(record: SessionRecord) -> set[str]:
-    payload = record.data.get("message")
+    payload = record.message
     if record.kind != "user" or not is_object(payload):
         return set()
     content = payload.get("content")
@@ -509,7 +518,7 @@ def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
     for record in records:
         data = record.data
         kind = record.kind
-        payload = data.get("message")
+        payload = record.message
         if kind not in _MESSAGE_TYPES or not isinstance(payload, Mapping):
             continue
         try:
@@ -598,13 +607,9 @@ class ResultsOnly:
 
 def record_meta(record: SessionRecord) -> dict[str, Any]:
     """What a message keeps of its record (``Message.meta``)."""
-    data = record.data
-    payload = data.get("message")
-    meta: dict[str, Any] = {
-        "uuids": [data.get("uuid")],
-        "lines": [record.line],
-        "timestamp": data.get("timestamp"),
-    }
+    payload = record.message
+    timestamp, is_meta, summary, request_id, sidechain, request_ref = _meta_fields(record.data)
+    meta: dict[str, Any] = {"uuids": [record.uuid], "lines": [record.line], "timestamp": timestamp}
     if is_object(payload):  # (spelled out: asked for every message record of a session)
         if (value := payload.get("model")) is not None:
             meta["model"] = value
@@ -612,17 +617,31 @@ def record_meta(record: SessionRecord) -> dict[str, Any]:
             meta["message_id"] = value
         if (value := payload.get("usage")) is not None:
             meta["usage"] = value
-    if value := data.get("isMeta"):
-        meta["is_meta"] = value
-    if value := data.get("isCompactSummary"):
-        meta["is_compact_summary"] = value
-    if value := data.get("requestId"):
-        meta["request_id"] = value
-    if value := data.get("isSidechain"):
-        meta["is_sidechain"] = value
-    if value := data.get("requestRef"):
-        meta["request_ref"] = value
+    if is_meta:
+        meta["is_meta"] = is_meta
+    if summary:
+        meta["is_compact_summary"] = summary
+    if request_id:
+        meta["request_id"] = request_id
+    if sidechain:
+        meta["is_sidechain"] = sidechain
+    if request_ref:
+        meta["request_ref"] = request_ref
     return meta
+
+
+# The fields of a message record its meta keeps, besides its message and uuid, in order.
+_META_FIELDS = ("timestamp", "isMeta", "isCompactSummary", "requestId", "isSidechain", "requestRef")
+_META_ATTRIBUTES = operator.attrgetter(*_META_FIELDS)
+
+
+def _meta_fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    """`_META_FIELDS` of a record's data (an absent one as None): read as attributes, in C,
+    from the struct a message record is decoded into; from a record read whole, by name."""
+    try:
+        return _META_ATTRIBUTES(data)  # type: ignore[no-any-return]
+    except AttributeError:  # a dict
+        return tuple(map(data.get, _META_FIELDS))
 
 
 def _with_meta(message: Message, meta: dict[str, Any]) -> Message:

@@ -97,7 +97,7 @@ def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
         kind = record.kind
         if kind not in _MESSAGE_TYPES:
             continue
-        payload = record.data.get("message")
+        payload = record.message
         if type(payload) is not dict:
             if isinstance(payload, Mapping):
                 return None
