@@ -639,7 +639,7 @@ def _meta_fields(data: Mapping[str, Any]) -> tuple[Any, ...]:
     """`_META_FIELDS` of a record's data (an absent one as None): read as attributes, in C,
     from the struct a message record is decoded into; from a record read whole, by name."""
     try:
-        return _META_ATTRIBUTES(data)  # type: ignore[no-any-return]
+        return _META_ATTRIBUTES(data)
     except AttributeError:  # a dict
         return tuple(map(data.get, _META_FIELDS))
 
