@@ -28,6 +28,10 @@ _MARK = st.sampled_from(
 def _block(kind: str, text: str, n: int, mark: Any) -> dict[str, Any]:
     if kind == "text":
         block: dict[str, Any] = {"type": "text", "text": text}
+    elif kind == "text-reversed":  # (the same block to the provider as "text")
+        block = {"text": text, "type": "text"}
+    elif kind == "odd":  # a type that is not a string, a string JSON cannot hold, no marker
+        block = {"type": [text], "text": text + "\ud800", "cache_control": None}
     elif kind == "tool_use":
         block = {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"c": text}}
     elif kind == "tool_result":
@@ -53,7 +57,9 @@ def _messages(draw: st.DrawFn) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": draw(_TEXT)})
             continue
         kinds = (
-            ["text", "tool_result", "image"] if role == "user" else ["text", "tool_use", "thinking"]
+            ["text", "tool_result", "image", "odd"]
+            if role == "user"
+            else ["text", "text-reversed", "tool_use", "thinking"]
         )
         blocks = [
             _block(draw(st.sampled_from(kinds)), draw(_TEXT), n, draw(_MARK))

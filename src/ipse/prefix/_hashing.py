@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import msgspec
+import orjson
 
 from ipse import jsonio
 from ipse._names import Names
@@ -322,6 +323,7 @@ class Flattener:
         self._by_bytes: dict[int, _Seg] = {}
         self._by_id: dict[int, tuple[Any, _Seg]] = {}
         self._tokens: dict[int, int] = {}
+        self._salts: dict[str, bytes] = {}  # role -> `_salt` (`_role_salt`)
         self._chunks: dict[tuple[int, int, str, int | None], _Chunk] = {}
         self._stores: dict[tuple[Any, ...], _Store] = {}
         # (front, key, has_image) -> what `_flatten_shared` derives from a front that many
@@ -626,7 +628,8 @@ class Flattener:
     def _append_message(self, store: _Store, message: Any, i: int, per_message: bool) -> None:
         """Message ``i``'s positions appended to a shared store: what `_emit` of `_message`
         appends, in one pass over its blocks (each block of a shared history is reached once,
-        so nothing is memoised on the way)."""
+        so nothing is memoised on the way). Shared stores are for the fast hashes only
+        (`flatten`), which this uses as `hash` itself."""
         build = store.build
         start = len(build.hashes)
         if per_message or not is_object(message):
@@ -635,15 +638,39 @@ class Flattener:
             store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
             store.ends.append(len(build.hashes))
             return
-        content, salt = _content_blocks(message), _salt(message)
-        block, chain_of = self._block, self._chain
+        content = message.get("content")
+        if not (isinstance(content, list) and content):
+            content = _content_blocks(message)
+        salt = self._role_salt(message)
+        counts = self._tokens
         chain = build.chain[-1] if build.chain else 0
         total = build.cum[-1] if build.cum else 0
         group = build.groups[-1] if build.groups else -1
         previous = ""
         for j, item in enumerate(content):  # (as `_blocks`, then `_chunk`)
-            h, tokens, ttl, kind, data = block(item, salt if j == 0 else b"")
-            chain = chain_of(chain, h)
+            # `_block` inline for a dict without a breakpoint (most blocks of a session), with
+            # the fast hashes: the six calls it makes per block cost more than their work
+            if type(item) is dict and item.get("cache_control") is None:
+                body: Mapping[str, Any] = item
+                if len(body) == 2 and body.get("type") == "text":  # (as `_rendered_text`)
+                    body = _rendered_text(body)
+                kind = body.get("type", "")
+                if type(kind) is not str:
+                    kind = str(kind)
+                try:
+                    data = orjson.dumps(body)
+                except TypeError:  # (what orjson does not write: `_dumps` knows)
+                    data = _dumps(body)
+                if not j:
+                    data = salt + data
+                h = hash(data)
+                tokens = counts.get(h)
+                if tokens is None:
+                    tokens = self._count(h, body, data)
+                ttl = None
+            else:
+                h, tokens, ttl, kind, data = self._block(item, b"" if j else salt)
+            chain = hash((chain, h))  # (`_fast_chain`)
             total += tokens
             if not (kind == previous and kind in _RUN_KINDS):
                 group += 1
@@ -657,9 +684,17 @@ class Flattener:
             if ttl is not None:
                 build.breakpoints += 1
                 store.marks.append(start + j)
-            if self.stable:
-                build.texts.append(data)
         store.ends.append(len(build.hashes))
+
+    def _role_salt(self, message: Mapping[str, Any]) -> bytes:
+        """`_salt`, kept per role: a session's messages have a few roles between them."""
+        role = message.get("role")
+        if type(role) is not str:
+            return _salt(message)
+        salt = self._salts.get(role)
+        if salt is None:
+            salt = self._salts[role] = _salt(message)
+        return salt
 
     def _first_image(self, base: list[Any], count: int) -> int:
         """The index of the first message of ``base[:count]`` holding an image (else count)."""
