@@ -69,19 +69,21 @@ class Row(msgspec.Struct, frozen=True):
         return self.actual if self.actual is not None else self.predicted
 
     def to_json(self) -> dict[str, Any]:
+        cause, actual, time = self.cause, self.actual, self.time
+        predicted_cause = self.predicted_cause
         return {
             "index": self.index,
-            "time": self.time.isoformat() if self.time else None,
+            "time": time.isoformat() if time else None,
             "model": self.model,
             "predicted": self.predicted.to_json(),
-            "actual": self.actual.to_json() if self.actual else None,
-            "basis": self.basis,
+            "actual": actual.to_json() if actual else None,
+            "basis": "recorded" if actual is not None else "modelled",  # (`basis`)
             "agrees": self.agrees,
-            "cause": self.cause.kind if self.cause else None,
-            "detail": self.cause.detail if self.cause else None,
-            "location": self.cause.location if self.cause else None,
-            "candidate": self.cause.candidate if self.cause else None,
-            "predicted_cause": self.predicted_cause.kind if self.predicted_cause else None,
+            "cause": cause.kind if cause else None,
+            "detail": cause.detail if cause else None,
+            "location": cause.location if cause else None,
+            "candidate": cause.candidate if cause else None,
+            "predicted_cause": predicted_cause.kind if predicted_cause else None,
             "lost_tokens": self.lost_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
@@ -101,12 +103,29 @@ class PrefixReport(msgspec.Struct):
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
-        total = sum(r.charged.total for r in rows)
-        read = sum(r.charged.cache_read for r in rows)
-        predicted_total = sum(r.predicted.total for r in rows)
-        predicted_read = sum(r.predicted.cache_read for r in rows)
+        # the totals in one pass over the rows (there is one per request); money is summed by
+        # `sum` over lists in row order, as the interpreter sums floats
+        total = read = write = uncached = lost = predicted_total = predicted_read = 0
+        recorded = actual_total = actual_read = 0
+        costs: list[float] = []
+        costs_lost: list[float] = []
         by_cause: dict[str, dict[str, Any]] = {}
         for row in rows:
+            predicted, actual = row.predicted, row.actual
+            charged = predicted if actual is None else actual  # (`charged`)
+            total += charged.cache_read + charged.cache_write + charged.uncached
+            read += charged.cache_read
+            write += charged.cache_write
+            uncached += charged.uncached
+            lost += row.lost_tokens
+            predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
+            predicted_read += predicted.cache_read
+            if actual is not None:
+                recorded += 1
+                actual_total += actual.cache_read + actual.cache_write + actual.uncached
+                actual_read += actual.cache_read
+            costs.append(row.cost_usd)
+            costs_lost.append(row.cost_lost_usd)
             if row.cause is None:
                 continue
             entry = by_cause.setdefault(
@@ -117,36 +136,30 @@ class PrefixReport(msgspec.Struct):
             entry["cost_lost_usd"] += row.cost_lost_usd
         for entry in by_cause.values():
             entry["cost_lost_usd"] = round(entry["cost_lost_usd"], 6)
-        cost = sum(r.cost_usd for r in rows)
-        with_actual = [r.actual for r in rows if r.actual is not None]
+        cost = sum(costs)
         summary: dict[str, Any] = {
             "requests": len(rows),
             "hit_rate": round(read / total, 4) if total else 0.0,
             "predicted_hit_rate": (
                 round(predicted_read / predicted_total, 4) if predicted_total else 0.0
             ),
-            "basis": {
-                "recorded": sum(1 for r in rows if r.actual is not None),
-                "modelled": sum(1 for r in rows if r.actual is None),
-            },
+            "basis": {"recorded": recorded, "modelled": len(rows) - recorded},
             "tokens": {
                 "cache_read": read,
-                "cache_write": sum(r.charged.cache_write for r in rows),
-                "uncached": sum(r.charged.uncached for r in rows),
-                "lost": sum(r.lost_tokens for r in rows),
+                "cache_write": write,
+                "uncached": uncached,
+                "lost": lost,
             },
             "cost_usd": round(cost, 6),
             "cost_ideal_usd": round(self.cost_ideal_usd, 6),
-            "cost_lost_usd": round(sum(r.cost_lost_usd for r in rows), 6),
+            "cost_lost_usd": round(sum(costs_lost), 6),
             "cost_vs_ideal": round(cost / self.cost_ideal_usd, 4) if self.cost_ideal_usd else None,
             "by_cause": {k: by_cause[k] for k in CAUSES if k in by_cause},
             "ttl_analysis": "modelled" if self.ttl_modelled else "skipped: times missing",
             "tokens_estimated_by": self.tokens_by,
             "warnings": list(self.warnings),
         }
-        if with_actual:
-            actual_total = sum(a.total for a in with_actual)
-            actual_read = sum(a.cache_read for a in with_actual)
+        if recorded:
             summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
         summary["agreement"] = self.agreement.to_json() if self.agreement else None
         return summary
