@@ -10,7 +10,7 @@ import pytest
 
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
-from ipse.prefix._actual import actual_tokens
+from ipse.prefix._actual import _int, actual_tokens
 from ipse.prefix._hashing import block_text
 from ipse.prefix._report import analyze
 from tests.conftest import run_cli
@@ -201,6 +201,27 @@ def test_usage_values_that_are_not_token_counts_are_ignored(usage: dict[str, obj
     tokens = actual_tokens(usage)
     assert tokens is None or (tokens.cache_read, tokens.cache_write) == (0, 0)
     assert tokens is None or 0 <= tokens.uncached < 2**53
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        (0, 0),
+        (7, 7),
+        (2**53 - 1, 2**53 - 1),
+        (2**53, None),
+        (-1, None),
+        (True, None),
+        (False, None),
+        (3.0, 3),
+        (-0.5, None),
+        (float(2**53), None),
+        ("7", None),
+        (None, None),
+    ],
+)
+def test_a_recorded_count_is_an_integer_or_float_in_range(value: object, count: object) -> None:
+    assert _int(value) == count and type(_int(value)) is type(count)
 
 
 def test_prefix_json_with_a_huge_recorded_usage(tmp_path: Path) -> None:

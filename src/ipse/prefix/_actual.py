@@ -27,6 +27,8 @@ _MAX_TOKENS = 2**53
 
 def _int(value: Any) -> int | None:
     """A recorded token count, or None when the value is not one (negative, huge, not a number)."""
+    if type(value) is int:  # (the usual answer first: a plain integer, no union to check)
+        return value if 0 <= value < _MAX_TOKENS else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return int(value) if 0 <= value < _MAX_TOKENS else None

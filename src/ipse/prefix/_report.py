@@ -21,6 +21,7 @@ change the model does not see).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,7 +31,7 @@ import msgspec
 from ipse import lifetime
 from ipse import progress as ipse_progress
 from ipse.jsonio import no_gc
-from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
+from ipse.prefix._actual import Agreement, actual_tokens, agreement, tolerance
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
@@ -172,15 +173,12 @@ class PrefixReport(msgspec.Struct):
         }
 
 
-def _epoch(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None
-
-
 def _provider(requests: Sequence[Request], provider: str | None) -> str:
     if provider is not None:
         rules(provider)  # validates the name
         return provider
-    counts = {p: sum(1 for r in requests if r.provider == p) for p in PROVIDERS}
+    seen = Counter(r.provider for r in requests)
+    counts = {p: seen[p] for p in PROVIDERS}
     return max(counts, key=lambda p: counts[p])
 
 
@@ -275,11 +273,12 @@ def _analyze(
         shared, slot = _best(flat, index, by_first, len(seen[-1][1].chain) if seen else 0)
         if slot is None and request.conversation is not None:
             slot = by_conversation.get(request.conversation)
+        sent = request.time if ttl else None  # (with ``ttl``, every request has a time)
         step = Step(
             request.index,
             flat,
-            _epoch(request.time) if ttl else None,
-            _epoch(request.response_start or request.time) if ttl else None,
+            sent.timestamp() if sent is not None else None,
+            (request.response_start or sent).timestamp() if sent is not None else None,
             scale,
             shared,
             front,
@@ -313,12 +312,14 @@ def _analyze(
         predicted_cause: Cause | None = None
         if actual is not None:  # the record is the truth: cost and loss from it
             charged = Prediction(actual, prediction.read_positions, prediction.write_ttl)
-            agreeing = agrees(prediction.tokens, actual)
+            within = tolerance(actual)
+            # (`agrees`, with the tolerance it computes kept for the loss below)
+            agreeing = abs(prediction.tokens.cache_read - actual.cache_read) <= within
             recorded_lost = _recorded_ideal(
                 ideal_read, recorded[seen[slot][0].index] if slot is not None else None
             )
             recorded_lost -= actual.cache_read
-            if recorded_lost <= tolerance(actual):
+            if recorded_lost <= within:
                 predicted_cause, cause, lost = cause, None, 0
             else:
                 lost = recorded_lost
@@ -428,12 +429,13 @@ def _fit_front(
     if len(points) < 2:
         return 1.0, 0
     n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    var = sum((x - mean_x) ** 2 for x, _ in points)
+    # (sums of lists, not of generators: one frame per point less; `sum` adds as before)
+    mean_x = sum([x for x, _ in points]) / n
+    mean_y = sum([y for _, y in points]) / n
+    var = sum([(x - mean_x) ** 2 for x, _ in points])
     if var == 0:
         return 1.0, 0
-    k = sum((x - mean_x) * (y - mean_y) for x, y in points) / var
+    k = sum([(x - mean_x) * (y - mean_y) for x, y in points]) / var
     front = mean_y - k * mean_x
     if k <= 0 or front < 0:
         return mean_y / mean_x if mean_x else 1.0, 0
