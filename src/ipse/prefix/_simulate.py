@@ -159,6 +159,16 @@ class AnthropicSimulator:
         self._store: dict[tuple[str | None, int], _Entry] = {}
         self._max = int(self.rules.value("max_breakpoints"))
         self._lookback = int(self.rules.value("lookback_positions"))
+        self._minimums: dict[str | None, int] = {}  # model -> its minimum (asked every step)
+        self._seconds: dict[str | None, float | None] = {}  # TTL -> `ttl_seconds` (likewise)
+
+    def _ttl_seconds(self, ttl: str | None) -> float | None:
+        """`Rules.ttl_seconds`, kept here: asked for each breakpoint of each request."""
+        try:
+            return self._seconds[ttl]
+        except KeyError:
+            seconds = self._seconds[ttl] = self.rules.ttl_seconds(ttl)
+            return seconds
 
     def ideal(self, tokens: int, total: int, model: str | None) -> int:
         return tokens  # a prefix below the minimum is reported as lost (cause below_minimum)
@@ -168,7 +178,9 @@ class AnthropicSimulator:
         model = flat.model
         store = self._store
         breakpoints = list(flat.marks[: self._max])
-        minimum = self.rules.min_tokens(model)[0]
+        minimum = self._minimums.get(model)
+        if minimum is None:
+            minimum = self._minimums[model] = self.rules.min_tokens(model)[0]
         hit = 0
         hit_entry: _Entry | None = None
         groups, chain = backing(flat.groups), backing(flat.chain)  # breakpoints are positions
@@ -196,7 +208,7 @@ class AnthropicSimulator:
                 if entry is not None and now is not None:
                     self._refresh(entry, now)
                 continue
-            seconds = self.rules.ttl_seconds(ttl)
+            seconds = self._ttl_seconds(ttl)
             start = step.response_start if step.response_start is not None else now
             store[key] = _Entry(
                 available=start,
@@ -212,7 +224,7 @@ class AnthropicSimulator:
         return Prediction(Tokens(read, write, step.total - read - write), hit, write_ttl, miss)
 
     def _refresh(self, entry: _Entry, now: float) -> None:
-        seconds = self.rules.ttl_seconds(entry.ttl)
+        seconds = self._ttl_seconds(entry.ttl)
         if seconds is not None:
             entry.expires = max(entry.expires or now, now + seconds)
         entry.last_used = now
