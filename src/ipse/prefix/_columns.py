@@ -25,10 +25,7 @@ class Column(Sequence[T]):
     __slots__ = ("_data", "_len", "_n", "_tail")
 
     def __init__(self, data: list[T], n: int, tail: Sequence[T] = ()) -> None:
-        self._data = data
-        self._n = n
-        self._tail = tail
-        self._len = n + len(tail)
+        self._data, self._n, self._tail, self._len = data, n, tail, n + len(tail)
 
     def __len__(self) -> int:
         return self._len
@@ -90,7 +87,8 @@ class InputWhere(Column[tuple[str, int, int]]):
         start: int,
         tail: Sequence[tuple[str, int, int]] = (),
     ) -> None:
-        super().__init__(data, n, tail)
+        # (`Column.__init__`, inline: one of these per request)
+        self._data, self._n, self._tail, self._len = data, n, tail, n + len(tail)
         self._start = start
 
     def _at(self, i: int) -> tuple[str, int, int]:
@@ -116,7 +114,8 @@ class OverlayTtls(Column[str | None]):
         overlay: dict[int, str],
         tail: Sequence[str | None] = (),
     ) -> None:
-        super().__init__(data, n, tail)
+        # (`Column.__init__`, inline: one of these per request)
+        self._data, self._n, self._tail, self._len = data, n, tail, n + len(tail)
         self._overlay = overlay
 
     def _at(self, i: int) -> str | None:

@@ -702,10 +702,18 @@ class Flattener:
         scanned, first = (seen[1], seen[2]) if seen is not None and seen[0] is base else (0, -1)
         if first < 0 and scanned < count:
             for i in range(scanned, count):  # (`_holds_image_in`, inline: every message)
-                message = base[i]
-                content = message.get("content") if is_object(message) else None
-                if isinstance(content, list) and _holds_image(content):
-                    first = i
+                message = base[i]  # (a dict is an object: `is_object` asked only of others)
+                is_dict = type(message) is dict
+                content = message.get("content") if is_dict or is_object(message) else None
+                if not isinstance(content, list):
+                    continue
+                for block in content:  # (`_holds_image`, inline likewise)
+                    if type(block) is dict or is_object(block):
+                        kind = block.get("type")
+                        if isinstance(kind, str) and kind in _IMAGE_KINDS:
+                            first = i
+                            break
+                if first >= 0:
                     break
             self._images[id(base)] = (base, count, first)
         return first if first >= 0 else count
