@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from ipse.jsonio import is_object
 from ipse.prefix._simulate import Tokens
 
 TOLERANCE_SHARE = 0.05
@@ -36,7 +37,7 @@ def _int(value: Any) -> int | None:
 
 def actual_tokens(usage: Mapping[str, Any] | None) -> Tokens | None:
     """The recorded split of input tokens, or None when the usage does not say."""
-    if not isinstance(usage, Mapping):
+    if not is_object(usage):  # (a dict without the abstract class's check: once a request)
         return None
     read = _int(usage.get("cache_read_input_tokens"))
     write = _int(usage.get("cache_creation_input_tokens"))

@@ -104,7 +104,9 @@ class Flat(msgspec.Struct):
 
     @property
     def total(self) -> int:
-        return self.cum[-1] if self.cum else 0
+        cum = self.cum
+        n = len(cum)
+        return backing(cum)[n - 1] if n else 0  # (a store's list: no view's checks)
 
     def tokens_before(self, position: int) -> int:
         """Estimated tokens of positions ``0 .. position-1``."""
@@ -562,9 +564,7 @@ class Flattener:
                 at -= 1
             ttl_at = build.ttls[at] if at < n else tail.ttls[at - n]
             if overlay.get(at, ttl_at) is None:
-                overlay[at] = (
-                    "1h" if isinstance(auto, Mapping) and auto.get("ttl") == "1h" else "5m"
-                )
+                overlay[at] = "1h" if is_object(auto) and auto.get("ttl") == "1h" else "5m"
                 marks = sorted([*marks, at])
             breakpoints += 1
         ttls: Sequence[str | None] = (
