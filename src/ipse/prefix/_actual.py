@@ -63,9 +63,12 @@ def tolerance(actual: Tokens) -> float:
     return max(TOLERANCE_MIN, TOLERANCE_SHARE * max(actual.total, 1))
 
 
-def agrees(predicted: Tokens, actual: Tokens) -> bool:
-    """Whether the predicted cache read is within tolerance of the recorded one."""
-    return abs(predicted.cache_read - actual.cache_read) <= tolerance(actual)
+def agrees(predicted: Tokens, actual: Tokens, within: float | None = None) -> bool:
+    """Whether the predicted cache read is within tolerance of the recorded one (``within``:
+    `tolerance` of ``actual``, when the caller has it already)."""
+    if within is None:
+        within = tolerance(actual)
+    return abs(predicted.cache_read - actual.cache_read) <= within
 
 
 class Agreement(msgspec.Struct, frozen=True):

@@ -31,7 +31,7 @@ import msgspec
 from ipse import lifetime
 from ipse import progress as ipse_progress
 from ipse.jsonio import no_gc
-from ipse.prefix._actual import Agreement, actual_tokens, agreement, tolerance
+from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
@@ -312,9 +312,8 @@ def _analyze(
         predicted_cause: Cause | None = None
         if actual is not None:  # the record is the truth: cost and loss from it
             charged = Prediction(actual, prediction.read_positions, prediction.write_ttl)
-            within = tolerance(actual)
-            # (`agrees`, with the tolerance it computes kept for the loss below)
-            agreeing = abs(prediction.tokens.cache_read - actual.cache_read) <= within
+            within = tolerance(actual)  # (once: the loss below is held to it too)
+            agreeing = agrees(prediction.tokens, actual, within)
             recorded_lost = _recorded_ideal(
                 ideal_read, recorded[seen[slot][0].index] if slot is not None else None
             )
