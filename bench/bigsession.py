@@ -283,9 +283,10 @@ def report(
             measured.append((seconds / base, seconds, base, wall, peak, code))
         measured.sort()
         ratio, seconds, base, wall, peak, code = measured[len(measured) // 2]
+        spread = f" [{measured[0][0]:.2f}-{measured[-1][0]:.2f}]" if runs > 1 else ""
         fixed = run(command(name, head, path.parent), timeout, path.parent)[2]
         print(
-            f"  {name:<16} {seconds:8.2f} s CPU {ratio:7.2f}x parse ({base:.3f} s)"
+            f"  {name:<16} {seconds:8.2f} s CPU {ratio:7.2f}x parse{spread} ({base:.3f} s)"
             f" ({wall:6.2f} s wall)   peak {peak:6.0f} MB {peak * 2**20 / size:5.2f}x file"
             f" ({(peak - fixed) * 2**20 / size:4.2f}x above {fixed:3.0f} MB)   exit {code}",
             flush=True,
@@ -319,7 +320,10 @@ def main() -> None:
     parser.add_argument("--keep-compactions", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the baseline (least CPU)")
     parser.add_argument(
-        "--runs", type=int, default=1, help="runs of each command (the median ratio is shown)"
+        "--runs",
+        type=int,
+        default=1,
+        help="runs of each command (the median ratio is shown, the least and most in brackets)",
     )
     parser.add_argument(
         "--baseline",
