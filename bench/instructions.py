@@ -13,7 +13,13 @@ included) and each of ``--commands`` (``prefix`` by default, also ``inspect`` an
 from this checkout and, with ``--source DIR``, from another checkout's ``src`` (the numbers
 before a change). Needs valgrind; a run of a few MB takes a few seconds per command.
 
+``--phases`` splits ``prefix`` into its steps as `prefix_phases` does (the interpreter's start
+and the imports; reading the records; building the thread; the rest of the requests; the
+replay; the JSON document): a child stops right after each step (``os._exit``, no teardown),
+and each step's count is the difference from the child that stopped before it.
+
     python bench/instructions.py --size 8 [--commands prefix inspect] [--source /tmp/old/src]
+    python bench/instructions.py --size 18 --phases [--source /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -56,11 +62,54 @@ def instructions(args: list[str], env: dict[str, str], cwd: Path) -> int:
     return int(found.group(1).replace(",", ""))
 
 
+# The steps of ``ipse prefix`` on a session, for ``--phases``: the child runs them in order and
+# ends the process, without freeing anything, right after the one named by its second argument.
+PHASES = ("start", "read", "thread", "requests", "replay", "json")
+_PHASES = """import os, sys
+path, stop = sys.argv[1], sys.argv[2]
+from ipse.jsonio import no_gc
+from ipse.prefix import _requests
+from ipse.prefix._report import analyze
+import orjson
+def done(step):
+    if step == stop:
+        os._exit(0)
+done("start")
+with no_gc():
+    session = _requests.read_session(path)
+    done("read")
+    thread = _requests.request_thread(session)
+    done("thread")
+    _requests.read_session = lambda *args, **kwargs: session
+    _requests.request_thread = lambda *args, **kwargs: thread
+    log = _requests.read_requests(path)
+    done("requests")
+    report = analyze(log.requests, warnings=log.warnings)
+    done("replay")
+    orjson.dumps(report.to_json())
+    done("json")
+"""
+
+
+def phases(path: Path, env: dict[str, str], folder: Path) -> dict[str, int]:
+    """Instructions of each of `PHASES` of ``prefix`` on ``path``."""
+    counts: dict[str, int] = {}
+    before = 0
+    for step in PHASES:
+        upto = instructions(["-c", _PHASES, str(path), step], env, folder)
+        counts[step] = upto - before
+        before = upto
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=float, default=8, help="session size in MB")
     parser.add_argument("--commands", nargs="+", default=["prefix"])
     parser.add_argument("--source", help="also count another checkout's src folder")
+    parser.add_argument(
+        "--phases", action="store_true", help="count prefix step by step (see above)"
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (apt-get install valgrind)")
@@ -73,6 +122,9 @@ def main() -> None:
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         parse = instructions(command("parse", path, folder), env, folder)
         print(f"session {args.size:g} MB: parse {parse / 1e6:,.0f}M instructions")
+        if args.phases:
+            _print_phases(path, env, folder, parse, args.source)
+            return
         for name in args.commands:
             # each run in an ipse home of its own: a handoff finds no archive written before,
             # and another checkout no database its own version did not make
@@ -89,6 +141,23 @@ def main() -> None:
                 line += f"   --source: {other / 1e6:,.0f}M  {other / parse:5.2f}x parse"
                 line += f"   this / source {here / other:.3f}"
             print(line)
+
+
+def _print_phases(
+    path: Path, env: dict[str, str], folder: Path, parse: int, source: str | None
+) -> None:
+    here = phases(path, env, folder)
+    other = (
+        phases(path, {**env, "PYTHONPATH": str(Path(source).resolve())}, folder) if source else None
+    )
+    for step in PHASES:
+        line = f"  {step:10s} {here[step] / 1e6:8,.0f}M  {here[step] / parse:5.2f}x parse"
+        if other is not None:
+            line += f"   --source: {other[step] / 1e6:,.0f}M   this / source"
+            line += f" {here[step] / other[step]:.3f}"
+        print(line)
+    total = sum(here.values())
+    print(f"  {'all':10s} {total / 1e6:8,.0f}M  {total / parse:5.2f}x parse")
 
 
 if __name__ == "__main__":
