@@ -25,7 +25,10 @@ class Column(Sequence[T]):
     __slots__ = ("_data", "_len", "_n", "_tail")
 
     def __init__(self, data: list[T], n: int, tail: Sequence[T] = ()) -> None:
-        self._data, self._n, self._tail, self._len = data, n, tail, n + len(tail)
+        self._data = data
+        self._n = n
+        self._tail = tail
+        self._len = n + len(tail)
 
     def __len__(self) -> int:
         return self._len
@@ -87,8 +90,7 @@ class InputWhere(Column[tuple[str, int, int]]):
         start: int,
         tail: Sequence[tuple[str, int, int]] = (),
     ) -> None:
-        # (`Column.__init__`, inline: one of these per request)
-        self._data, self._n, self._tail, self._len = data, n, tail, n + len(tail)
+        super().__init__(data, n, tail)
         self._start = start
 
     def _at(self, i: int) -> tuple[str, int, int]:
@@ -114,8 +116,7 @@ class OverlayTtls(Column[str | None]):
         overlay: dict[int, str],
         tail: Sequence[str | None] = (),
     ) -> None:
-        # (`Column.__init__`, inline: one of these per request)
-        self._data, self._n, self._tail, self._len = data, n, tail, n + len(tail)
+        super().__init__(data, n, tail)
         self._overlay = overlay
 
     def _at(self, i: int) -> str | None:
