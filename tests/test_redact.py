@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ipse.redact import fingerprint, redact
 
@@ -115,3 +119,92 @@ def test_an_unknown_scheme(command: list[str]) -> None:
     done = _ipse(*command, "--store", f"mysql://root:{SECRET}@db/x")
     _assert_clean(done, SECRET)
     assert "mysql://root:***@db/x" in done.stderr
+
+
+# ---------------------------------------------------------------------------- linear work
+
+_OLD_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^\s'\"<>]*)@")
+_OLD_PARAM = re.compile(
+    r"(?P<key>\b[A-Za-z_]*(?:password|passwd|pwd|secret|token|api_?key)[A-Za-z_]*\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'|[^&\s'\"#]+)",
+    re.IGNORECASE,
+)
+
+
+def _old_redact(text: str) -> str:
+    """The patterns redaction used to be (quadratic in a long run of letters), as the
+    reference of what is masked on short texts."""
+
+    def userinfo(match: re.Match[str]) -> str:
+        user, colon, _ = match.group("info").partition(":")
+        if "/" in user or "?" in user or "#" in user:
+            user, colon = "", ":"
+        return match.group("scheme") + user + (":***" if colon else "") + "@"
+
+    text = _OLD_USERINFO.sub(userinfo, text)
+    return _OLD_PARAM.sub(lambda m: m.group("key") + "***", text)
+
+
+# pieces that mean something to a pattern, and runs of every kind of character
+PIECES = st.sampled_from(
+    ["://", "@", ":", "/", "?", "#", "=", "&", "'", '"', "\\", " ", "\n", "<", ">",
+     "password", "Token", "api_key", "postgresql", "a", "Z", "9", "_", "-", "+", ".", "é", "\t"]
+)  # fmt: skip
+CLASSES = ["a", "Z", "9", "_", " ", "'", "\\", ":", "/", "@", "=", "é", "-", "\x00", "\ud800"]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(PIECES, st.integers(1, 4)), max_size=40))
+def test_redaction_masks_what_the_old_patterns_masked(parts: list[tuple[str, int]]) -> None:
+    text = "".join(piece * count for piece, count in parts)
+    assert redact(text) == _old_redact(text)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.sampled_from(CLASSES), st.integers(1, 60_000)), max_size=4))
+def test_long_runs_of_every_character_class(runs: list[tuple[str, int]]) -> None:
+    # the old patterns took seconds per 40,000 letters and minutes for a megabyte; these runs
+    # (up to 240,000 characters an example) pass through the same masking in one pass
+    text = "".join(char * count for char, count in runs)
+    assert redact(text) == text  # no URL with user info, no credential key: unchanged
+    with_secret = text + " postgresql://u:hunter2@db/x password=hunter2 " + text
+    assert "hunter2" not in redact(with_secret)
+
+
+def _repeats(pattern: re.Pattern[str]) -> list[tuple[str, int]]:
+    """Every repeat in a compiled pattern's parse tree, as (kind, upper bound)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    found: list[tuple[str, int]] = []
+
+    def walk(items: Any) -> None:
+        for op, arg in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                found.append((name, arg[1]))
+                walk(arg[2])
+            elif name == "BRANCH":
+                for branch in arg[1]:
+                    walk(branch)
+            elif name in ("SUBPATTERN",):
+                walk(arg[-1])
+            elif name in ("ATOMIC_GROUP", "ASSERT", "ASSERT_NOT"):
+                walk(arg if name == "ATOMIC_GROUP" else arg[1])
+
+    walk(_parser.parse(pattern.pattern, pattern.flags))
+    return found
+
+
+def test_no_pattern_can_backtrack_over_a_long_run() -> None:
+    # linear by construction: every unbounded repeat in redaction's patterns is possessive (it
+    # never gives back what it read), so a match attempt reads a run once, and the code that
+    # drives them looks at each run of URL characters and each key once
+    import ipse.redact as module
+
+    patterns = [v for v in vars(module).values() if isinstance(v, re.Pattern)]
+    assert len(patterns) >= 5
+    for pattern in patterns:
+        for kind, upper in _repeats(pattern):
+            assert kind == "POSSESSIVE_REPEAT" or upper <= 1, (pattern.pattern, kind)
+    for pattern in (_OLD_USERINFO, _OLD_PARAM):  # what the test would have caught
+        assert any(k == "MAX_REPEAT" and u > 1 for k, u in _repeats(pattern))

@@ -19,23 +19,78 @@ import re
 
 MASK = "***"
 
-# scheme://userinfo@ ; greedy to the last "@" of the URL (no whitespace or quotes inside).
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<info>[^\s'\"<>]*)@")
-# key=value where the key names a credential; the value runs to "&", whitespace or a quote.
-_PARAM = re.compile(
-    r"(?P<key>\b[A-Za-z_]*(?:password|passwd|pwd|secret|token|api_?key)[A-Za-z_]*\s*=\s*)"
-    r"(?P<value>'(?:[^'\\]|\\.)*'|[^&\s'\"#]+)",
-    re.IGNORECASE,
-)
+# A run of characters a URL may hold (no whitespace, quotes or angle brackets): a URL with its
+# user info lies inside one run, so each run is looked at once.
+_RUN = re.compile(r"[^\s'\"<>]++")
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*+")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+# key= where the key is a whole word of letters and underscores; possessive, so a long word
+# is read once (whether it names a credential is asked of the word afterwards).
+_KEY = re.compile(r"(?<!\w)[A-Za-z_]++\s*+=\s*+")
+_CREDENTIAL = re.compile(r"password|passwd|pwd|secret|token|api_?key", re.IGNORECASE)
+# the value: a quoted string (backslash escapes) or a run up to "&", whitespace, a quote or "#"
+_QUOTED = re.compile(r"'(?:[^'\\]++|\\.)*+'", re.DOTALL)
+_BARE = re.compile(r"[^&\s'\"#]++")
 
 
-def _userinfo(match: re.Match[str]) -> str:
-    info = match.group("info")
-    user, colon, _ = info.partition(":")
+def _scheme_at(run: str, colon: int) -> bool:
+    """Whether ``run[:colon]`` ends in a URL scheme (a letter, then letters, digits, ``+.-``)."""
+    start = colon
+    while start > 0 and run[start - 1] in _SCHEME_CHARS:
+        start -= 1
+    return any(c.isascii() and c.isalpha() for c in run[start:colon])
+
+
+def _mask_userinfo(run: str) -> str:
+    """``run`` with the password of its first ``scheme://user:pass@`` masked, up to its last
+    ``@`` (what the pattern ``scheme://[^\\s'"<>]*@`` matched, found in one pass)."""
+    at = run.rfind("@")
+    if at < 0:
+        return run
+    colon = run.find("://")
+    while 0 <= colon < at and not _scheme_at(run, colon):
+        colon = run.find("://", colon + 3)
+    if colon < 0 or colon >= at:
+        return run
+    info = run[colon + 3 : at]
+    user, sep, _ = info.partition(":")
     if "/" in user or "?" in user or "#" in user:
         # the "@" sits after the host (in a path or query): nothing before it is a user name
-        user, colon = "", ":"
-    return match.group("scheme") + user + (":" + MASK if colon else "") + "@"
+        user, sep = "", ":"
+    return run[: colon + 3] + user + (":" + MASK if sep else "") + run[at:]
+
+
+def _mask_userinfos(text: str) -> str:
+    if "://" not in text:
+        return text
+    return _RUN.sub(lambda m: _mask_userinfo(m.group()) if "://" in m.group() else m.group(), text)
+
+
+def _mask_params(text: str) -> str:
+    """Every ``credential-key=value`` with its value masked, in one pass over ``text``."""
+    if "=" not in text:
+        return text
+    out: list[str] = []
+    done = 0
+    unclosed = len(text)  # from here on no quote closes (learnt once, so never rescanned)
+    for key in _KEY.finditer(text):
+        start = key.end()
+        if start < done or not _CREDENTIAL.search(key.group()):
+            continue
+        value = None
+        if start < len(text) and text[start] == "'" and start < unclosed:
+            value = _QUOTED.match(text, start)
+            if value is None:
+                unclosed = start
+        if value is None:
+            value = _BARE.match(text, start)
+        if value is None:
+            continue
+        out.append(text[done:start])
+        out.append(MASK)
+        done = value.end()
+    out.append(text[done:])
+    return "".join(out)
 
 
 def redact(text: str, *, url: str | None = None) -> str:
@@ -44,11 +99,14 @@ def redact(text: str, *, url: str | None = None) -> str:
     With ``url`` (the connection string a driver was given), the pieces of its password are
     masked wherever they appear too: a driver that misreads an unescaped ``@`` in a password
     names the rest of it as a host (``failed to resolve host 'ssw0rd@db'``).
+
+    Linear in the length of ``text``: each run of URL characters and each key is read a
+    bounded number of times, and no pattern can backtrack over a long run (a message that
+    quotes an agent's 80,000-character argument costs what reading it costs).
     """
     for secret in _secrets(url) if url else ():
         text = text.replace(secret, MASK)
-    text = _USERINFO.sub(_userinfo, text)
-    return _PARAM.sub(lambda m: m.group("key") + MASK, text)
+    return _mask_params(_mask_userinfos(text))
 
 
 def _secrets(url: str) -> list[str]:
@@ -56,16 +114,22 @@ def _secrets(url: str) -> list[str]:
     three characters or more, plain and percent-decoded, longest first."""
     from urllib.parse import unquote
 
-    match = _USERINFO.match(url)
     found: set[str] = set()
-    if match is not None:
-        _, colon, password = match.group("info").partition(":")
+    run = _RUN.match(url)
+    scheme, sep, rest = (run.group() if run else "").partition("://")
+    at = rest.rfind("@")
+    if sep and at >= 0 and _URL_SCHEME.fullmatch(scheme):
+        _, colon, password = rest[:at].partition(":")
         if colon and password:
             pieces = [password, *password.split("@")]
             found.update(p for piece in pieces for p in (piece, unquote(piece)) if len(p) >= 3)
-    for param in _PARAM.finditer(url):
-        value = param.group("value").strip("'")
-        found.update(v for v in (value, unquote(value)) if len(v) >= 3)
+    for key in _KEY.finditer(url):
+        if _CREDENTIAL.search(key.group()):
+            value = _QUOTED.match(url, key.end()) or _BARE.match(url, key.end())
+            if value is not None:
+                text = value.group().strip("'")
+                found.update(v for v in (text, unquote(text)) if len(v) >= 3)
+
     return sorted(found, key=len, reverse=True)
 
 
