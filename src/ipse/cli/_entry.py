@@ -21,6 +21,11 @@ def entry() -> None:
     """The ``ipse`` executable: the hook's fast path, else `ipse.cli.main.entry`."""
     if _hook_resume(sys.argv[1:]):
         return
+    if sys.argv[1:2] == ["mcp"]:  # the stdio MCP server, answering before a harness talks
+        from ipse.mcp._stdio import fast_entry
+
+        if fast_entry(sys.argv[2:]):
+            return
     from ipse.cli.main import entry as full
 
     full()

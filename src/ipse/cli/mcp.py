@@ -44,7 +44,8 @@ def mcp_command(
     """Serve ipse's tools to an agent over MCP (stdio; streamable HTTP with --http PORT).
 
     Tools: micro_handoff, recall, state_resume, state_next, state_invariant,
-    state_checkpoint, twin_show, twin_<transition>, twin_rehydrate. Needs ipse[mcp].
+    state_checkpoint; with --twin also twin_show, twin_<transition>, twin_rehydrate.
+    Over stdio ipse answers by itself (8 MiB at most a message); --http needs ipse[mcp].
 
     \b
     Examples:
@@ -53,9 +54,11 @@ def mcp_command(
       ipse install --agent claude-code      (registers this server)
     """
     from ipse.mcp import Settings, default_session, serve_http, serve_stdio
-    from ipse.mcp._server import _sdk
 
-    _sdk()  # a missing extra is one line before anything starts
+    if port is not None:
+        from ipse.mcp._server import _sdk
+
+        _sdk()  # a missing extra is one line before anything starts
     settings = Settings(
         session=session or default_session(),
         state_dir=state_dir,

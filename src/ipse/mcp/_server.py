@@ -1,10 +1,13 @@
-"""The MCP server: the tools of `ipse.mcp._tools` on the official SDK's low-level ``Server``.
+"""The MCP server over HTTP: the tools of `ipse.mcp._tools` on the official SDK's low-level
+``Server``; and what both transports share (`call`, `tool_result`, `one_line`).
 
 The low-level server is used (not ``MCPServer``'s decorators) because the schemas already exist
 as JSON (the checkpoint's `SCHEMA`, the twin's `TOOL_SPECS`) and must reach the model unchanged.
-Every call is checked against its schema, run in a worker thread (the library is synchronous),
-and every failure becomes a tool error with one redacted line: the server itself never fails a
-call, so an agent's bad arguments never cost it the connection.
+Every call is checked against its schema and run in a worker thread, its failure turned into
+its one redacted line there too (the library is synchronous, and a message quoting a long
+argument must not hold the event loop): the server itself never fails a call, so an agent's
+bad arguments never cost it the connection, and no call waits for another. Over stdio the
+server is `ipse.mcp._stdio`, which answers the same without importing the SDK.
 """
 
 from __future__ import annotations
@@ -15,20 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.errors import IpseError, MissingExtra
-from ipse.mcp._tools import Settings, Tool, tools
+from ipse.mcp._stdio import instructions
+from ipse.mcp._tools import TWIN_PREFIX, Settings, Tool, offered
 from ipse.redact import redact
 
 if TYPE_CHECKING:
     from mcp.server import Server
 
-INSTRUCTIONS = (
-    "ipse keeps you yourself across context resets. Narrate: before a tool call say in a "
-    "sentence what you expect; after it, what it showed. When a unit of work is done, call "
-    "micro_handoff with facts-first notes: your tool calls and their results before it are "
-    "then removed from the conversation, your words and the notes stay. `recall` gives a "
-    "removed result back by the id its breadcrumb shows. The state_* tools keep the "
-    "project's goal, invariants and next step; the twin_* tools a twin's identity state."
-)
+INSTRUCTIONS = instructions(twin=True)
 
 log = logging.getLogger("ipse.mcp")
 
@@ -42,13 +39,21 @@ def _sdk() -> Any:
     return Server, mcp_types
 
 
+ERROR_CHARS = 2000  # the most a tool error echoes back (a message may quote an argument)
+
+
 def one_line(exc: BaseException) -> str:
-    """The message a tool error carries: one line, credentials masked."""
+    """The message a tool error carries: one line of at most `ERROR_CHARS` characters,
+    credentials masked (before it is cut, so no cut can split a password from its mask)."""
     if isinstance(exc, IpseError):
         text = str(exc)
     else:
         text = f"internal error ({type(exc).__name__}): {exc}"
-    return redact(" ".join(text.split()))
+    text = redact(" ".join(text.split()))
+    if len(text) > ERROR_CHARS:
+        cut = len(text) - ERROR_CHARS
+        text = f"{text[:ERROR_CHARS]}… [{cut} more characters]"
+    return text
 
 
 def call(table: dict[str, Tool], settings: Settings, name: str, arguments: Any) -> dict[str, Any]:
@@ -58,10 +63,43 @@ def call(table: dict[str, Tool], settings: Settings, name: str, arguments: Any) 
 
     tool = table.get(name)
     if tool is None:
-        raise UsageError(f"unknown tool {name!r} (this server has {', '.join(table)})")
+        shown = name if len(name) <= 100 else name[:100] + "…"
+        hint = (
+            "; the twin_* tools need a twin: start the server with `ipse mcp --twin ID`"
+            if name.startswith(TWIN_PREFIX)
+            else ""
+        )
+        raise UsageError(f"unknown tool {shown!r} (this server has {', '.join(table)}{hint})")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise UsageError(f"arguments: expected an object, got {type(arguments).__name__}")
     args = dict(arguments or {})
     check_arguments(args, tool.schema, "")
     return tool.run(settings, args)
+
+
+def tool_result(
+    table: dict[str, Tool], settings: Settings, name: str, arguments: Any
+) -> dict[str, Any]:
+    """One tool call as the ``result`` of its ``tools/call`` answer (wire names): the tool's
+    text and structured result, or a tool error with its one line. Never raises: call it in a
+    worker thread, where the message of a failure is built too."""
+    try:
+        result = call(table, settings, name, arguments)
+    except Exception as exc:  # every failure is the caller's tool error, never ours
+        if not isinstance(exc, IpseError):
+            log.exception("tool %s failed", name if len(name) <= 100 else name[:100])
+        return {"content": [{"type": "text", "text": one_line(exc)}], "isError": True}
+    text = str(result.get("text", "")) or jsonio.dumps(result).decode()
+    return {
+        "content": [{"type": "text", "text": text}],
+        "isError": False,
+        "structuredContent": jsonio.loads(jsonio.dumps(result)),
+    }
+
+
+def table_for(settings: Settings) -> dict[str, Tool]:
+    """The tools a server with ``settings`` offers, by name."""
+    return {tool.name: tool for tool in offered(settings)}
 
 
 def build_server(settings: Settings | None = None) -> Server[Any]:
@@ -70,7 +108,7 @@ def build_server(settings: Settings | None = None) -> Server[Any]:
 
     server_class, types = _sdk()
     chosen = settings or Settings()
-    table = {tool.name: tool for tool in tools()}
+    table = table_for(chosen)
     listing = [
         types.Tool(name=t.name, description=t.description, input_schema=dict(t.schema))
         for t in table.values()
@@ -83,26 +121,22 @@ def build_server(settings: Settings | None = None) -> Server[Any]:
         import anyio
 
         def work() -> dict[str, Any]:
-            return call(table, chosen, params.name, params.arguments)
+            return tool_result(table, chosen, params.name, params.arguments)
 
-        try:
-            result = await anyio.to_thread.run_sync(work)
-        except Exception as exc:  # every failure is the caller's tool error, never ours
-            if not isinstance(exc, IpseError):
-                log.exception("tool %s failed", params.name)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=one_line(exc))], is_error=True
-            )
-        text = str(result.get("text", "")) or jsonio.dumps(result).decode()
+        # the call and the message of its failure (redaction reads the whole message) both
+        # run in a worker thread: the event loop only hands over and answers
+        result = await anyio.to_thread.run_sync(work)
+        [content] = result["content"]
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            structured_content=jsonio.loads(jsonio.dumps(result)),
+            content=[types.TextContent(type="text", text=content["text"])],
+            structured_content=result.get("structuredContent"),
+            is_error=result["isError"],
         )
 
     server: Server[Any] = server_class(
         "ipse",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(bool(chosen.twin)),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -110,17 +144,10 @@ def build_server(settings: Settings | None = None) -> Server[Any]:
 
 
 def serve_stdio(settings: Settings) -> None:
-    """Serve over stdin/stdout until the client closes them."""
-    import anyio
-    from mcp.server.stdio import stdio_server
+    """Serve over stdin/stdout until the client closes them (`ipse.mcp._stdio`, no SDK)."""
+    from ipse.mcp._stdio import serve
 
-    server = build_server(settings)
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(main)
+    serve(settings)
 
 
 def serve_http(settings: Settings, host: str, port: int) -> None:
@@ -133,4 +160,14 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-__all__ = ["INSTRUCTIONS", "build_server", "call", "one_line", "serve_http", "serve_stdio"]
+__all__ = [
+    "ERROR_CHARS",
+    "INSTRUCTIONS",
+    "build_server",
+    "call",
+    "one_line",
+    "serve_http",
+    "serve_stdio",
+    "table_for",
+    "tool_result",
+]

@@ -9,6 +9,7 @@ tools are `ipse.statedir`, the twin tools `ipse.twin.apply_turn` and `ipse.twin.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import InputError, UsageError
+from ipse.mcp._listing import TWIN_PREFIX
 
 RECALL_CHARS = 8000  # the default size of one recall page
 RECALL_MAX_CHARS = 100_000
@@ -277,13 +279,29 @@ def _twin_show(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# One writer per twin in this server. The server holds the twin's lease under one name
+# (``host:pid``), and a store hands the lease again to the name that holds it, with a new
+# token: two parallel calls of one model turn would fence each other ("taken over") although
+# nobody else wrote. The calls of one server take their turn here instead, each under the
+# lease in its own turn; another process still meets the store's `WriterConflict`.
+_TWIN_LOCKS: dict[tuple[str | None, str], threading.Lock] = {}
+_TWIN_LOCKS_GUARD = threading.Lock()
+
+
+def twin_lock(settings: Settings, twin_id: str) -> threading.Lock:
+    """The lock the calls of this server take before they hold ``twin_id``'s lease."""
+    key = (settings.store_url, twin_id)
+    with _TWIN_LOCKS_GUARD:
+        return _TWIN_LOCKS.setdefault(key, threading.Lock())
+
+
 def _transition(op: str) -> Callable[[Settings, dict[str, Any]], dict[str, Any]]:
     def run(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
         from ipse.twin import apply_turn, load_config, open_store
 
         twin_id = _twin_id(settings)
         config = load_config(settings.twin_config) if settings.twin_config else None
-        with open_store(settings.store_url) as store:
+        with twin_lock(settings, twin_id), open_store(settings.store_url) as store:
             turn = apply_turn(store, twin_id, [{"op": op, **args}], config=config)
         result = turn.to_json()
         result["text"] = (
@@ -323,6 +341,13 @@ def _twin_rehydrate(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ table
+
+
+def offered(settings: Settings) -> list[Tool]:
+    """The tools a server started with ``settings`` offers: those that can work. Without a
+    twin (``--twin``) the twin_* tools could only fail, and each request would carry their
+    definitions for nothing."""
+    return [t for t in tools() if settings.twin or not t.name.startswith(TWIN_PREFIX)]
 
 
 def tools() -> list[Tool]:
@@ -414,4 +439,13 @@ def tools() -> list[Tool]:
     return table
 
 
-__all__ = ["RECALL_CHARS", "Settings", "Tool", "default_session", "tools"]
+__all__ = [
+    "RECALL_CHARS",
+    "TWIN_PREFIX",
+    "Settings",
+    "Tool",
+    "default_session",
+    "offered",
+    "tools",
+    "twin_lock",
+]
