@@ -276,3 +276,66 @@ def test_errors_never_show_a_password(tmp_path: Path) -> None:
     assert "hunter2secret" not in result.content[0].text
     after = call(settings, "recall", {"id": "x"})  # the server still answers
     assert after.is_error and "hunter2secret" not in after.content[0].text
+
+
+def test_parallel_twin_calls_all_apply_once(twin_store: str, tmp_path: Path) -> None:
+    # a model's parallel tool calls reach one server at once: each applies, once, in turn
+    from ipse.twin import open_store
+
+    settings = Settings(session="s", cwd=tmp_path, store_url=twin_store, twin="ada")
+    results: dict[int, Any] = {}
+
+    async def body(client: Any) -> None:
+        async def one(n: int) -> None:
+            results[n] = await client.call_tool("twin_make_commitment", {"text": f"promise {n}"})
+
+        async with anyio.create_task_group() as group:
+            for n in range(15):
+                group.start_soon(one, n)
+
+    with_client(settings, body)
+    errors = [r.content[0].text for r in results.values() if r.is_error]
+    assert errors == [] and len(results) == 15
+    with open_store(twin_store) as store:
+        latest = store.latest("ada")
+        assert latest is not None and latest.version == 15
+        assert sorted(latest.state.commitments) == sorted(f"promise {n}" for n in range(15))
+
+
+def test_a_slow_error_message_never_holds_a_cheap_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the message of a failed call is built (redacted) off the event loop: while one is still
+    # being built, another call is answered; the answers come in that order
+    import threading
+
+    import ipse.mcp._server as server_module
+
+    cheap_answered = threading.Event()
+    real = server_module.redact
+
+    def slow_redact(text: str, **kwargs: Any) -> str:
+        if "SLOW" in text:
+            cheap_answered.wait(timeout=20)  # (a guard: on the event loop it never comes)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(server_module, "redact", slow_redact)
+    order: list[str] = []
+
+    async def body(client: Any) -> None:
+        async def slow() -> None:
+            await client.call_tool("recall", {"id": "SLOW"})
+            order.append("slow")
+
+        async def cheap() -> None:
+            await anyio.sleep(0.05)  # (let the slow call start first)
+            await client.call_tool("recall", {"id": "cheap"})
+            order.append("cheap")
+            cheap_answered.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow)
+            group.start_soon(cheap)
+
+    with_client(Settings(session="s", cwd=tmp_path), body)
+    assert order == ["cheap", "slow"]

@@ -4,6 +4,7 @@ the one-line message when the ``mcp`` extra is missing."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -181,3 +182,63 @@ def test_without_the_extra_the_message_names_it(
     done = cli("mcp", "--http", "8799")  # (stdio needs no extra)
     assert done.returncode == 2
     assert "pip install 'ipse[mcp]'" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def _answer(response: Any) -> dict[str, Any]:
+    """The JSON-RPC message of an HTTP answer (JSON, or one server-sent event)."""
+    text = response.text
+    if text.startswith("event:"):
+        text = next(ln[5:] for ln in text.splitlines() if ln.startswith("data:"))
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+def test_over_http_every_request_gets_an_answer(tmp_path: Path, _isolated_home: Path) -> None:
+    import httpx
+
+    envelope = json.dumps(MODERN).encode()
+    with served("http", tmp_path, _isolated_home) as url:
+        modern = {
+            **HEADERS,
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "recall",
+        }
+        call = (
+            b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall",'
+            b'"arguments":{"id":"\\ud800"},"_meta":' + envelope + b"}}"
+        )
+        surrogate = _answer(httpx.post(url, content=call, headers=modern, timeout=30))
+        long_call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "recall", "arguments": {"id": "a" * 80_000}, "_meta": MODERN}}  # fmt: skip
+        long = _answer(httpx.post(url, json=long_call, headers=modern, timeout=30))
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        started = httpx.post(url, json=init, headers=HEADERS, timeout=30)
+        session = {
+            **HEADERS,
+            "mcp-session-id": started.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-06-18",
+        }
+        answers = [
+            _answer(httpx.post(url, content=body, headers=session, timeout=30))
+            for body in (
+                b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+                b'{"jsonrpc":"2.0","id":5,',
+                b'{"jsonrpc":"2.0","id":6,"method":"ping","x":"\xff"}',
+            )
+        ]
+    assert surrogate["id"] == 2 and surrogate["result"]["isError"]
+    text = long["result"]["content"][0]["text"]
+    assert long["result"]["isError"] and len(text) < 2100 and text.endswith("more characters]")
+    for answer in answers:  # the SDK refuses what it cannot parse, with an error
+        assert answer["error"]["code"] == -32700
