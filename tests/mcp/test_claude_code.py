@@ -115,3 +115,36 @@ def _tool_result(messages: list[dict[str, Any]]) -> str:
                     return "".join(str(b.get("text", "")) for b in inner)
                 return str(inner)
     raise AssertionError("no tool result in the request")
+
+
+def test_the_first_request_already_carries_the_tools(tmp_path: Path, _isolated_home: Path) -> None:
+    # Claude Code in -p mode talks to the model as soon as it can: a server that answers late
+    # leaves its tools out of the first request (and adds them mid-session, which breaks the
+    # prompt cache). Started as `ipse install` registers it, several times in a row.
+    claude = claude_binary()
+    env = _env(tmp_path, _isolated_home)
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"ipse": {"type": "stdio", "command": sys.executable,
+                                            "args": ["-m", "ipse", "mcp"], "env": {}}}})
+    )  # fmt: skip
+    call = {"id": "toolu_scripted_01", "name": "mcp__ipse__micro_handoff", "input": NOTES}
+    for run in range(3):
+        replies: list[Reply] = [{"text": "Checkpoint.", "tool_use": call}, "Noted."]
+        with anthropic_upstream(replies) as upstream:
+            done = subprocess.run(
+                [claude, "-p", "Record a checkpoint.", "--bare", "--mcp-config", str(config),
+                 "--strict-mcp-config", "--allowedTools", "mcp__ipse__micro_handoff"],
+                env={**env, "ANTHROPIC_BASE_URL": upstream.url, "ENABLE_TOOL_SEARCH": "false"},
+                cwd=tmp_path, capture_output=True, text=True, timeout=180,
+            )  # fmt: skip
+            requests = upstream.messages_requests()
+        assert done.returncode == 0, done.stderr
+        first = [t["name"] for t in requests[0].get("tools", [])]
+        ours = sorted(n for n in first if n.startswith("mcp__ipse__"))
+        assert ours == sorted([
+            "mcp__ipse__micro_handoff", "mcp__ipse__recall", "mcp__ipse__state_resume",
+            "mcp__ipse__state_next", "mcp__ipse__state_invariant", "mcp__ipse__state_checkpoint",
+        ]), (run, first)  # fmt: skip
+        arrays = {json.dumps(r.get("tools")) for r in requests}
+        assert len(requests) >= 2 and len(arrays) == 1, run  # the same tools in every request
