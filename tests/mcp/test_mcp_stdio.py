@@ -177,7 +177,12 @@ def test_a_cheap_call_answers_while_a_slow_one_runs(tmp_path: Path) -> None:
     out = _Lines()
     front = _stdio.Front(Settings(session="s", cwd=tmp_path), out)
     cheap_answered = threading.Event()
-    out.on_line = lambda line: b'"id":"cheap"' in line and cheap_answered.set()
+
+    def on_line(line: bytes) -> None:
+        if b'"id":"cheap"' in line:
+            cheap_answered.set()
+
+    out.on_line = on_line
 
     def slow(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
         cheap_answered.wait(timeout=30)

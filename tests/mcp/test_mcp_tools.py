@@ -309,17 +309,16 @@ def test_a_slow_error_message_never_holds_a_cheap_call(
     # being built, another call is answered; the answers come in that order
     import threading
 
-    import ipse.mcp._server as server_module
+    from ipse.redact import redact as real
 
     cheap_answered = threading.Event()
-    real = server_module.redact
 
     def slow_redact(text: str, **kwargs: Any) -> str:
         if "SLOW" in text:
             cheap_answered.wait(timeout=20)  # (a guard: on the event loop it never comes)
         return real(text, **kwargs)
 
-    monkeypatch.setattr(server_module, "redact", slow_redact)
+    monkeypatch.setattr("ipse.mcp._server.redact", slow_redact)
     order: list[str] = []
 
     async def body(client: Any) -> None:

@@ -29,8 +29,16 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+    from typing import Protocol
 
     from ipse.mcp._tools import Settings, Tool
+
+    class Output(Protocol):
+        """Where answers go (stdout's binary stream)."""
+
+        def write(self, data: bytes, /) -> int: ...
+        def flush(self) -> None: ...
+
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # the longest message (one line) the server reads
 WORKERS = 16  # tool calls that run at once; more wait their turn, reading goes on
@@ -89,7 +97,7 @@ def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any
 class Front:
     """One stdio connection: reads requests, answers them, runs tool calls in threads."""
 
-    def __init__(self, settings: Settings, out: BinaryIO) -> None:
+    def __init__(self, settings: Settings, out: Output) -> None:
         from ipse import __version__
 
         self.settings = settings
@@ -218,7 +226,7 @@ class Front:
     def request(self, rid: Any, method: str, params: dict[str, Any]) -> None:
         meta = params.get("_meta")
         modern = isinstance(meta, dict) and VERSION_KEY in meta
-        if modern:
+        if modern and isinstance(meta, dict):
             refused = self._modern_refusal(rid, method, meta)
             if refused is not None:
                 self.send(refused)
@@ -431,7 +439,7 @@ def fast_entry(argv: list[str]) -> bool:
     return True
 
 
-def serve(settings: Settings, source: BinaryIO | None = None, out: BinaryIO | None = None) -> None:
+def serve(settings: Settings, source: BinaryIO | None = None, out: Output | None = None) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin; the calls under way finish
     and answer first."""
     front = Front(settings, out or sys.stdout.buffer)
