@@ -252,3 +252,37 @@ def test_parallel_twin_calls_all_apply_once(tmp_path: Path) -> None:
     assert latest is not None and latest.version == 15 and len(history) == 15
     texts = sorted(latest.state.commitments)
     assert texts == sorted(f"promise {n}" for n in range(15))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--session", "s1", "--state-dir", "st"],
+        ["--session=s1", "--twin=ada", "--store", "sqlite:///t.db", "--twin-config", "t.toml"],
+        ["--archive", "sqlite:///a.db"],
+    ],
+)
+def test_the_quick_start_reads_options_as_the_command_line_does(
+    argv: list[str], cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IPSE_SESSION", "env-session")
+    seen: list[Settings] = []
+    monkeypatch.setattr("ipse.mcp._server.serve_stdio", seen.append)
+    monkeypatch.setattr("ipse.mcp.serve_stdio", seen.append, raising=False)
+    done = cli("mcp", *argv)
+    assert done.returncode == 0, done.stderr
+    quick = _stdio.settings_from_argv(argv)
+    assert quick is not None and len(seen) == 1
+    assert {**vars_of(quick), "cwd": None} == {**vars_of(seen[0]), "cwd": None}
+
+
+@pytest.mark.parametrize(
+    "argv", [["--http", "8000"], ["--help"], ["--twin"], ["--twin", "a", "--twin", "b"], ["-x"]]
+)
+def test_the_quick_start_leaves_the_rest_to_the_command_line(argv: list[str]) -> None:
+    assert _stdio.settings_from_argv(argv) is None
+
+
+def vars_of(settings: Settings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__slots__}

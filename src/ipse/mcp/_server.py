@@ -154,8 +154,11 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp``."""
     import uvicorn
 
+    from ipse.mcp._stdio import MAX_MESSAGE_BYTES
+
     server = build_server(settings)
-    app = server.streamable_http_app(host=host)
+    # one limit on both transports (the SDK's own default is 4 MiB); a longer body gets a 413
+    app = server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES)
     print(f"ipse mcp: serving http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
