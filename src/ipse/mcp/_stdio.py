@@ -25,11 +25,12 @@ import json
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO
 
-if TYPE_CHECKING:
+_TYPE_CHECKING = False  # (`typing` is not imported at run time: a start that comes first)
+if _TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import ThreadPoolExecutor
-    from typing import Protocol
+    from typing import Any, BinaryIO, Protocol
 
     from ipse.mcp._tools import Settings, Tool
 
@@ -97,12 +98,17 @@ def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any
 class Front:
     """One stdio connection: reads requests, answers them, runs tool calls in threads."""
 
-    def __init__(self, settings: Settings, out: Output) -> None:
+    def __init__(
+        self, settings: Settings | Callable[[], Settings], out: Output, *, twin: bool = False
+    ) -> None:
+        """``settings``, or what makes them when first needed (then ``twin`` says whether
+        they name a twin): the server answers before it has imported the tools' code."""
         from ipse import __version__
 
-        self.settings = settings
+        self._settings = settings
+        self._settings_lock = threading.Lock()
         self.out = out
-        self.twin = bool(settings.twin)
+        self.twin = twin if callable(settings) else bool(settings.twin)
         self.server_info = {"name": "ipse", "version": __version__}
         self.era: str | None = None  # "handshake" or "modern", fixed by the first of them
         self._write_lock = threading.Lock()
@@ -111,6 +117,13 @@ class Front:
         self._pool: ThreadPoolExecutor | None = None
         self._tools: bytes | None = None
         self.closed = False
+
+    @property
+    def settings(self) -> Settings:
+        with self._settings_lock:
+            if callable(self._settings):
+                self._settings = self._settings()
+            return self._settings
 
     # ------------------------------------------------------------------------------- output
 
@@ -151,7 +164,7 @@ class Front:
 
     def _warm(self) -> None:
         try:
-            self.table()
+            self.table()  # (makes the settings first)
             import ipse.handoff  # noqa: F401  (what micro_handoff needs first)
         except Exception:  # pragma: no cover (the call itself reports it)
             pass
@@ -386,13 +399,12 @@ _OPTIONS = {
 }
 
 
-def settings_from_argv(argv: list[str]) -> Settings | None:
-    """The settings of an ``ipse mcp [OPTIONS]`` command line that serves stdio, read without
+def options_from_argv(argv: list[str]) -> dict[str, str] | None:
+    """The options of an ``ipse mcp [OPTIONS]`` command line that serves stdio, read without
     the command-line framework; None for anything else (``--http``, ``--help``, an unknown or
     repeated option, a path of the wrong kind): the full command line then parses and reports
     it, so both read the same options the same way."""
     import os
-    from pathlib import Path
 
     values: dict[str, str] = {}
     rest = list(argv)
@@ -413,36 +425,58 @@ def settings_from_argv(argv: list[str]) -> Settings | None:
         if env == "":
             return None
         values["state_dir"] = env or "state"
-    state_dir = Path(values["state_dir"])
-    twin_config = Path(values["twin_config"]) if "twin_config" in values else None
-    if (state_dir.exists() and not state_dir.is_dir()) or (twin_config and twin_config.is_dir()):
+    state_dir, twin_config = values["state_dir"], values.get("twin_config")
+    if (os.path.exists(state_dir) and not os.path.isdir(state_dir)) or (
+        twin_config is not None and os.path.isdir(twin_config)
+    ):
         return None
+    return values
+
+
+def settings_of(values: dict[str, str]) -> Settings:
+    """The server's settings for options read by `options_from_argv`."""
+    from pathlib import Path
+
     from ipse.mcp._tools import Settings, default_session
 
+    twin_config = values.get("twin_config")
     return Settings(
         session=values.get("session") or default_session(),
-        state_dir=state_dir,
+        state_dir=Path(values["state_dir"]),
         archive_url=values.get("archive_url"),
         store_url=values.get("store_url"),
         twin=values.get("twin"),
-        twin_config=twin_config,
+        twin_config=Path(twin_config) if twin_config is not None else None,
     )
+
+
+def settings_from_argv(argv: list[str]) -> Settings | None:
+    """The settings `options_from_argv` reads, or None."""
+    values = options_from_argv(argv)
+    return None if values is None else settings_of(values)
 
 
 def fast_entry(argv: list[str]) -> bool:
     """Serve ``ipse mcp [OPTIONS]`` (stdio) when ``argv`` (after ``mcp``) is one this module
-    reads; False when the full command line must handle it."""
-    settings = settings_from_argv(argv)
-    if settings is None:
+    reads; False when the full command line must handle it. The settings (and the tools'
+    code they import) are made after ``initialize`` is answered."""
+    values = options_from_argv(argv)
+    if values is None:
         return False
-    serve(settings)
+    serve(lambda: settings_of(values), twin=bool(values.get("twin")))
     return True
 
 
-def serve(settings: Settings, source: BinaryIO | None = None, out: Output | None = None) -> None:
+def serve(
+    settings: Settings | Callable[[], Settings],
+    source: BinaryIO | None = None,
+    out: Output | None = None,
+    *,
+    twin: bool = False,
+) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin; the calls under way finish
-    and answer first."""
-    front = Front(settings, out or sys.stdout.buffer)
+    and answer first. (``twin``: as `Front` takes it.)"""
+    front = Front(settings, out or sys.stdout.buffer, twin=twin)
     try:
         read_lines(source or sys.stdin.buffer, front)
     except KeyboardInterrupt:  # pragma: no cover (a terminal's Ctrl-C)
@@ -456,7 +490,9 @@ __all__ = [
     "Front",
     "fast_entry",
     "instructions",
+    "options_from_argv",
     "read_lines",
     "serve",
     "settings_from_argv",
+    "settings_of",
 ]
