@@ -456,6 +456,10 @@ def settings_from_argv(argv: list[str]) -> Settings | None:
     return None if values is None else settings_of(values)
 
 
+def _note_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def fast_entry(argv: list[str]) -> bool:
     """Serve ``ipse mcp [OPTIONS]`` (stdio) when ``argv`` (after ``mcp``) is one this module
     reads; False when the full command line must handle it. The settings (and the tools'
@@ -463,6 +467,9 @@ def fast_entry(argv: list[str]) -> bool:
     values = options_from_argv(argv)
     if values is None:
         return False
+    from ipse import _notes
+
+    _notes.to_stderr(_note_line)  # the library's notes, as the full command line shows them
     serve(lambda: settings_of(values), twin=bool(values.get("twin")))
     return True
 
@@ -476,7 +483,10 @@ def serve(
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin; the calls under way finish
     and answer first. (``twin``: as `Front` takes it.)"""
-    front = Front(settings, out or sys.stdout.buffer, twin=twin)
+    if out is None:
+        out = sys.stdout.buffer
+        sys.stdout = sys.stderr  # stdout is the protocol's: a stray print goes to the log
+    front = Front(settings, out, twin=twin)
     try:
         read_lines(source or sys.stdin.buffer, front)
     except KeyboardInterrupt:  # pragma: no cover (a terminal's Ctrl-C)
