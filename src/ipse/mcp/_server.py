@@ -86,9 +86,10 @@ def tool_result(
     try:
         result = call(table, settings, name, arguments)
     except Exception as exc:  # every failure is the caller's tool error, never ours
-        if not isinstance(exc, IpseError):
-            log.exception("tool %s failed", name if len(name) <= 100 else name[:100])
-        return {"content": [{"type": "text", "text": one_line(exc)}], "isError": True}
+        line = one_line(exc)
+        if not isinstance(exc, IpseError):  # (the line, not the traceback: no credential)
+            log.error("tool %s failed: %s", name if len(name) <= 100 else name[:100], line)
+        return {"content": [{"type": "text", "text": line}], "isError": True}
     text = str(result.get("text", "")) or jsonio.dumps(result).decode()
     return {
         "content": [{"type": "text", "text": text}],
