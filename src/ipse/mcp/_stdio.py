@@ -244,7 +244,7 @@ class Front:
             if refused is not None:
                 self.send(refused)
                 return
-        elif self.era == "modern":
+        elif self.era == "modern" and method != "initialize":
             self.send(
                 _error(
                     rid,
