@@ -54,8 +54,17 @@ class Turn:
 
 
 def default_holder() -> str:
-    """A writer name that tells who holds the lease: ``host:pid``."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """A writer name that tells who holds the lease: ``host:pid``, with ``:thread`` in a
+    thread other than the main one. A store hands a lease again to the name that holds it,
+    with a new token, so two threads under one name would fence each other ("taken over")
+    although nobody else wrote; under their own names the second meets `WriterConflict`,
+    which says who is writing."""
+    import threading
+
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    if threading.current_thread() is not threading.main_thread():
+        name += f":{threading.get_ident()}"
+    return name
 
 
 def init_twin(
