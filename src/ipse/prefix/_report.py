@@ -31,12 +31,20 @@ import msgspec
 from ipse import lifetime
 from ipse import progress as ipse_progress
 from ipse.jsonio import no_gc
-from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
+from ipse.prefix._actual import (
+    Agreement,
+    actual_tokens,
+    agreement,
+    agrees,
+    tolerance,
+    write_split,
+    write_ttl,
+)
 from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
-from ipse.prefix._rules import PROVIDERS, prices, rules
+from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
 from ipse.prefix._simulate import Prediction, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter
 
@@ -258,6 +266,7 @@ def _analyze(
     flats: dict[int, Flat] = {}
     fit = _fit_front(order, flattener, flats, recorded)
     per_model: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
+    chain_ttl: dict[str | None, str] = {}  # thread -> the TTL its last recorded write carried
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
         flat = flats.pop(request.index, None) or flattener.flatten(request.body)
@@ -274,6 +283,14 @@ def _analyze(
         if slot is None and request.conversation is not None:
             slot = by_conversation.get(request.conversation)
         sent = request.time if ttl else None  # (with ``ttl``, every request has a time)
+        # the TTL this request wrote with, as recorded; a request whose record does not say
+        # (it wrote nothing) goes on with its thread's
+        usage = request.usage
+        recorded_ttl = write_ttl(usage)
+        if recorded_ttl is None:
+            recorded_ttl = chain_ttl.get(request.conversation)
+        else:
+            chain_ttl[request.conversation] = recorded_ttl
         step = Step(
             request.index,
             flat,
@@ -282,12 +299,16 @@ def _analyze(
             scale,
             shared,
             front,
+            recorded_ttl,
         )
         prediction = sim.step(step)
         model = flat.model
         ideal_read = 0
+        whole = False  # the candidate's whole prefix was there to reuse
         if slot is not None:  # what appending to the candidate would have kept
-            reusable = min(flat.tail, len(seen[slot][1].chain))
+            kept = len(seen[slot][1].chain)
+            reusable = min(flat.tail, kept)
+            whole = reusable == kept
             ideal_read = sim.ideal(step.tokens(reusable), step.total, model)
         lost = max(0, ideal_read - prediction.tokens.cache_read)
         cause = None
@@ -311,12 +332,15 @@ def _analyze(
         agreeing: bool | None = None
         predicted_cause: Cause | None = None
         if actual is not None:  # the record is the truth: cost and loss from it
-            charged = Prediction(actual, prediction.read_positions, prediction.write_ttl)
+            charged = Prediction(
+                actual, prediction.read_positions, recorded_ttl or prediction.write_ttl
+            )
             within = tolerance(actual)  # (once: the loss below is held to it too)
             agreeing = agrees(prediction.tokens, actual, within)
             recorded_lost = _recorded_ideal(
-                ideal_read, recorded[seen[slot][0].index] if slot is not None else None
+                ideal_read, recorded[seen[slot][0].index] if slot is not None else None, whole
             )
+            ideal_read = min(recorded_lost, actual.total)  # (the ideal in the record's terms)
             recorded_lost -= actual.cache_read
             if recorded_lost <= within:
                 predicted_cause, cause, lost = cause, None, 0
@@ -324,7 +348,13 @@ def _analyze(
                 lost = recorded_lost
                 if cause is None and slot is not None:
                     cause = _not_served(request.index, seen[slot][0].index, recorded_lost)
-        cost = _cost(charged, price, multiplier, sim)
+        rules_ = sim.rules
+        cost = _cost(
+            charged.tokens,
+            price,
+            multiplier,
+            _write_weight(charged, write_split(usage) if actual is not None else None, rules_),
+        )
         made = charged.tokens.cache_read + charged.tokens.cache_write
         ideal_tokens = Tokens(
             ideal_read,
@@ -332,10 +362,11 @@ def _analyze(
             max(0, step.total - max(made, ideal_read)),
         )
         ideal = _cost(
-            Prediction(ideal_tokens, 0, prediction.write_ttl),
+            ideal_tokens,
             price,
             multiplier,
-            sim,
+            ideal_tokens.cache_write
+            * rules_.write_multiplier(recorded_ttl or prediction.write_ttl),
         )
         # A recorded request with no loss beyond the tolerance is at its ideal.
         cost_ideal += cost if actual is not None and cause is None else min(ideal, cost)
@@ -388,12 +419,16 @@ def _analyze(
     return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
 
 
-def _recorded_ideal(ideal_read: int, recorded: Tokens | None) -> int:
+def _recorded_ideal(ideal_read: int, recorded: Tokens | None, whole: bool = False) -> int:
     """The read appending would have given, in recorded terms: no more than the candidate's
     record (``recorded``) says it left in the cache (its read plus its write), when it has a
-    record; the estimate alone overshoots where the front's size is fitted rather than known."""
+    record; the estimate alone overshoots where the front's size is fitted rather than known.
+    Where the request holds the candidate's ``whole`` prefix, exactly what the candidate's
+    record says it cached (the estimate would be a guess at a number the bill states)."""
     if recorded is None:
         return ideal_read
+    if whole:
+        return recorded.cache_read + recorded.cache_write
     return min(ideal_read, recorded.cache_read + recorded.cache_write)
 
 
@@ -481,8 +516,24 @@ def _best(
     return 0, by_first.get(first) if first is not None else None
 
 
-def _cost(prediction: Prediction, price: float, read_multiplier: float, sim: Any) -> float:
-    tokens = prediction.tokens
-    write = sim.rules.write_multiplier(prediction.write_ttl) if tokens.cache_write else 0.0
-    weighted = tokens.uncached + tokens.cache_read * read_multiplier + tokens.cache_write * write
+def _write_weight(charged: Prediction, split: tuple[int, int] | None, table: Rules) -> float:
+    """The cache writes of a request in base-input tokens: each at its TTL's multiplier, from
+    the record's split by TTL when it has one (5-minute writes at 1.25x, 1-hour at 2x),
+    else all at the TTL the request wrote with."""
+    written = charged.tokens.cache_write
+    if not written:
+        return 0.0
+    if split is None:
+        return written * table.write_multiplier(charged.write_ttl)
+    five, hour = split
+    rest = max(0, written - five - hour)  # (writes the split does not name)
+    return (
+        five * table.write_multiplier("5m")
+        + hour * table.write_multiplier("1h")
+        + rest * table.write_multiplier(charged.write_ttl)
+    )
+
+
+def _cost(tokens: Tokens, price: float, read_multiplier: float, write_weight: float) -> float:
+    weighted = tokens.uncached + tokens.cache_read * read_multiplier + write_weight
     return price * weighted / 1_000_000
