@@ -69,3 +69,197 @@ def test_a_five_minute_chain_still_expires(tmp_path: Path) -> None:
     last = report.rows[-1]
     assert last.cause is not None and last.cause.kind == "ttl_expired"
     assert last.cost_lost_usd == pytest.approx(PRICE * 30_000 * (1.25 - 0.1) / 1e6, rel=1e-2)
+
+
+def _interrupted(tmp_path: Path) -> Path:
+    """A request interrupted after its response began (billed: it rebuilt the cache after a
+    469 s gap), and the user's second try sent from the turn before it."""
+    s = Session()
+    s.user("start the work " * 40)
+    first = s.assistant(text("a"), usage(0, 30_000), message_id="m1")
+    s.user("next part " * 10, after=469)
+    s.assistant(text("partial answ"), usage(0, 30_200), message_id="m2")  # interrupted
+    s.user("next part, said better " * 10, after=10, parent=first)
+    s.assistant(text("b"), usage(30_000, 300), message_id="m3")
+    return s.write(tmp_path / "interrupted.jsonl")
+
+
+def test_a_billed_call_off_the_live_path_is_counted_in_time_order(tmp_path: Path) -> None:
+    report = _report(_interrupted(tmp_path))
+    assert len(report.rows) == 3
+    rebuilt = report.rows[1]
+    assert rebuilt.off_path and rebuilt.actual is not None
+    assert rebuilt.actual.cache_write == 30_200
+    assert rebuilt.cause is not None and rebuilt.cause.kind == "ttl_expired"
+    assert rebuilt.lost_tokens == 30_000
+    assert rebuilt.cost_lost_usd == pytest.approx(PRICE * 30_000 * (1.25 - 0.1) / 1e6, rel=1e-3)
+    summary = report.summary()
+    assert summary["off_path"] == 1
+    recorded = PRICE * ((30_000 + 30_200 + 300) * 1.25 + 30_000 * 0.1 + 3 * 9 - 9 * 2) / 1e6
+    assert summary["cost_usd"] == pytest.approx(recorded, rel=1e-3)
+    # the call after it read what the interrupted one wrote: no loss there
+    assert report.rows[2].cause is None and not report.rows[2].off_path
+
+
+def _split_records(tmp_path: Path, calls: int = 3) -> Path:
+    """A session written without response ids: each call's thinking, text and tool use as
+    three records with the call's usage repeated on each."""
+    s = Session()
+    s.user("fix the failing test " * 40)
+    cached = 0
+    for n in range(calls):
+        used = usage(cached, 20_000 if n == 0 else 900)
+        s.assistant({"type": "thinking", "thinking": f"plan {n}", "signature": "sig"}, used)
+        s.assistant(text(f"I will run step {n}"), used, after=1)
+        s.assistant(tool_use(f"t{n}", f"step {n}"), used, after=1)
+        s.result(f"t{n}", "passed " * 30)
+        cached += 20_000 if n == 0 else 900
+    return s.write(tmp_path / "split.jsonl")
+
+
+def test_records_of_one_call_without_ids_are_one_call(tmp_path: Path) -> None:
+    log = read_requests(_split_records(tmp_path))
+    assert len(log.requests) == 3
+    assert log.merged == 6
+    assert any("merged" in w for w in log.warnings)
+    report = analyze(log.requests, warnings=log.warnings, merged=log.merged)
+    assert [r.cause for r in report.rows] == [None, None, None]
+    assert report.summary()["merged_records"] == 6
+
+
+def _small_rebuild(tmp_path: Path) -> Path:
+    """A 1,497-token rebuild on a 60,000-token prompt (under 5% of the input)."""
+    s = Session()
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 60_000), message_id="m1")
+    s.user("more " * 10)
+    s.assistant(text("b"), usage(60_000 - 1_497, 1_497 + 200), message_id="m2")
+    return s.write(tmp_path / "small.jsonl")
+
+
+def test_a_loss_from_1000_tokens_is_reported(tmp_path: Path) -> None:
+    path = _small_rebuild(tmp_path)
+    row = _report(path).rows[1]
+    assert row.cause is not None and row.lost_tokens == 1_497
+    log = read_requests(path)
+    quiet = analyze(log.requests, min_tokens=2_000).rows[1]
+    assert quiet.cause is None and quiet.lost_tokens == 0
+
+
+def _compacted(tmp_path: Path) -> Path:
+    s = Session()
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 40_000), message_id="m1")
+    s.user("more " * 10)
+    s.assistant(text("b"), usage(40_000, 500), message_id="m2")
+    s.compact()
+    s.user("go on " * 10)
+    s.assistant(text("c"), usage(3_000, 12_000), message_id="m3")  # a front not served
+    s.user("and then " * 10)
+    s.assistant(text("d"), usage(15_000, 400), message_id="m4")  # (a front of 12,000)
+    return s.write(tmp_path / "compacted.jsonl")
+
+
+def test_the_call_after_a_compaction_is_reported_apart(tmp_path: Path) -> None:
+    report = _report(_compacted(tmp_path))
+    after = report.rows[2]
+    assert after.compaction
+    assert after.cause is not None and after.cause.kind == "compaction"
+    summary = report.summary()
+    assert summary["compaction"]["requests"] == 1
+    assert summary["compaction"]["tokens_lost"] == after.lost_tokens > 0
+    assert summary["cost_lost_usd"] == 0  # not in the headline loss
+    assert summary["by_cause"] == {}
+
+
+def test_sub_agents_are_analysed_with_the_main_thread(tmp_path: Path) -> None:
+    main = Session("s-main")
+    main.user("look into the failing build " * 30)
+    main.assistant(tool_use("task1"), usage(0, 25_000), message_id="m1")
+    agent = Session("s-main")
+    agent.time = main.time
+    agent.user("search the logs for the first error " * 20, parent=None)
+    agent.records[-1]["isSidechain"] = True
+    agent.assistant(tool_use("g1", "grep"), usage(0, 9_000), message_id="a1", model="sonnet-x")
+    agent.result("g1", "error: missing file " * 20)
+    agent.assistant(text("found it"), usage(0, 9_400), message_id="a2", model="sonnet-x")
+    for record in agent.records:
+        record["isSidechain"] = True
+        record["agentId"] = "a77"
+    main.time = agent.time
+    main.result("task1", "the first error is a missing file")
+    main.assistant(text("fixed"), usage(25_000, 300), message_id="m2")
+    path = main.write(tmp_path / "s-main.jsonl")
+    folder = tmp_path / "s-main" / "subagents"
+    folder.mkdir(parents=True)
+    agent.write(folder / "agent-a77.jsonl")
+    (folder / "agent-a77.meta.json").write_text('{"agentType": "Explore"}', encoding="utf-8")
+    report = _report(path)
+    assert [r.agent for r in report.rows] == [
+        None,
+        "agent-a77 (Explore)",
+        "agent-a77 (Explore)",
+        None,
+    ]
+    assert [r.index for r in report.rows] == [0, 1, 2, 3]  # numbered in time order
+    lost = report.rows[2]  # the agent's second call read nothing of its first
+    assert lost.cause is not None and lost.lost_tokens == 9_000
+    assert report.rows[1].cold_start and report.rows[1].cause is None
+    summary = report.summary()
+    agents = summary["by_agent"]
+    assert agents["main"]["requests"] == 2 and agents["main"]["tokens_lost"] == 0
+    assert agents["agent-a77 (Explore)"]["requests"] == 2
+    assert agents["agent-a77 (Explore)"]["tokens_lost"] == 9_000
+    assert summary["cold_starts"]["requests"] == 2
+
+
+def test_the_apis_own_diagnosis_is_the_cause(tmp_path: Path) -> None:
+    s = Session()
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 30_000), message_id="m1")
+    s.user("more " * 10)
+    reason = {"type": "tools_changed", "cache_missed_input_tokens": 26_000}
+    diagnosis = {"cache_miss_reason": reason}
+    s.assistant(text("b"), usage(4_000, 26_300), message_id="m2", diagnostics=diagnosis)
+    row = _report(s.write(tmp_path / "diagnosed.jsonl")).rows[1]
+    assert row.cause is not None and row.cause.kind == "tools_changed"
+    assert row.cause.location == "api" and "diagnosis" in row.cause.detail
+    assert row.lost_tokens == 26_000
+
+
+def test_a_harness_update_between_calls_is_named(tmp_path: Path) -> None:
+    s = Session(version="2.1.38")
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 30_000), message_id="m1")
+    s.user("more " * 10, after=60)
+    s.assistant(text("b"), usage(0, 30_300), message_id="m2", version="2.1.39")
+    report = _report(s.write(tmp_path / "updated.jsonl"))
+    row = report.rows[1]
+    assert row.cause is not None and row.cause.kind == "cli_version_changed"
+    assert "2.1.38" in row.cause.detail and "2.1.39" in row.cause.detail
+    assert report.summary()["cold_starts"] == {
+        "requests": 1,
+        "tokens_written": 30_000,
+        "cost_usd": pytest.approx(PRICE * (30_000 * 1.25 + 3) / 1e6),
+    }
+
+
+def test_advice_names_the_fix_and_the_keep_alive_break_even(tmp_path: Path) -> None:
+    s = Session()
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 30_000), message_id="m1")
+    s.user("more " * 10, after=20 * 60)
+    s.assistant(text("b"), usage(0, 30_300), message_id="m2")
+    advice = _report(s.write(tmp_path / "idle.jsonl")).summary()["advice"]
+    assert "ttl_expired" in advice["fixes"]
+    ttl = advice["ttl"]
+    assert ttl["idle_breaks"] == 1
+    keep = ttl["keep_alive"]
+    assert keep["pings"] == 4  # every 270 s across a 1,205 s gap
+    assert keep["cost_usd"] == pytest.approx(4 * 30_000 * 0.1 * PRICE / 1e6, rel=1e-2)
+    assert keep["pays"] is True
+    assert keep["break_even_gap_s"]["5m"] == round((1.25 - 0.1) / 0.1 * 300 * 0.9)
+    hour = ttl["one_hour_ttl"]
+    assert hour["extra_write_usd"] == pytest.approx((30_000 + 30_300) * 0.75 * PRICE / 1e6)
+    assert hour["saved_usd"] == pytest.approx(30_000 * 1.15 * PRICE / 1e6, rel=1e-2)
+    assert hour["pays"] is False

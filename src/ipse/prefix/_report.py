@@ -30,7 +30,7 @@ import msgspec
 
 from ipse import lifetime
 from ipse import progress as ipse_progress
-from ipse.jsonio import no_gc
+from ipse.jsonio import is_object, no_gc
 from ipse.prefix._actual import (
     Agreement,
     actual_tokens,
@@ -40,7 +40,7 @@ from ipse.prefix._actual import (
     write_split,
     write_ttl,
 )
-from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
+from ipse.prefix._causes import API_CAUSES, CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
@@ -49,6 +49,8 @@ from ipse.prefix._simulate import Prediction, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
+
+MIN_TOKENS = 1000  # the least recorded loss reported (``ipse prefix --min-tokens``)
 
 
 class Row(msgspec.Struct, frozen=True):
@@ -66,6 +68,12 @@ class Row(msgspec.Struct, frozen=True):
     cost_lost_usd: float
     agrees: bool | None = None  # prediction within tolerance of the record (None: no record)
     predicted_cause: Cause | None = None  # a modelled cause the record does not bear out
+    agent: str | None = None  # the sub-agent that sent it (None: the main thread)
+    compaction: bool = False  # a compaction call: reported apart, not in the headline loss
+    off_path: bool = False  # billed, but its response is not on the live path
+    cold_start: bool = False  # the first call of its chain: nothing was cached before it
+    gap_s: float | None = None  # seconds since its candidate was sent (None: not known)
+    ttl: str | None = None  # the TTL its writes carried (recorded, else its thread's, else None)
 
     @property
     def basis(self) -> str:
@@ -93,6 +101,10 @@ class Row(msgspec.Struct, frozen=True):
             "location": cause.location if cause else None,
             "candidate": cause.candidate if cause else None,
             "predicted_cause": predicted_cause.kind if predicted_cause else None,
+            "agent": self.agent,
+            "compaction": self.compaction,
+            "off_path": self.off_path,
+            "cold_start": self.cold_start,
             "lost_tokens": self.lost_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
@@ -109,6 +121,8 @@ class PrefixReport(msgspec.Struct):
     tokens_by: str
     warnings: list[str] = msgspec.field(default_factory=list)
     cost_ideal_usd: float = 0.0
+    min_tokens: int = 0  # the least recorded loss charged
+    merged: int = 0  # records of one call merged into it (no response id to tell them apart)
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
@@ -119,6 +133,17 @@ class PrefixReport(msgspec.Struct):
         costs: list[float] = []
         costs_lost: list[float] = []
         by_cause: dict[str, dict[str, Any]] = {}
+        agents: dict[str, dict[str, Any]] = {}
+        compaction: dict[str, Any] = {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+        cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
+        off_path = 0
+        if any(row.agent is not None for row in rows):
+            agents["main"] = {
+                "requests": 0,
+                "cost_usd": 0.0,
+                "tokens_lost": 0,
+                "cost_lost_usd": 0.0,
+            }
         for row in rows:
             predicted, actual = row.predicted, row.actual
             charged = predicted if actual is None else actual  # (`charged`)
@@ -126,7 +151,7 @@ class PrefixReport(msgspec.Struct):
             read += charged.cache_read
             write += charged.cache_write
             uncached += charged.uncached
-            lost += row.lost_tokens
+            lost += row.lost_tokens if not row.compaction else 0
             predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
             predicted_read += predicted.cache_read
             if actual is not None:
@@ -134,17 +159,40 @@ class PrefixReport(msgspec.Struct):
                 actual_total += actual.cache_read + actual.cache_write + actual.uncached
                 actual_read += actual.cache_read
             costs.append(row.cost_usd)
-            costs_lost.append(row.cost_lost_usd)
+            if row.agent is not None or agents:
+                slot = agents.setdefault(
+                    row.agent or "main",
+                    {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
+                )
+                slot["requests"] += 1
+                slot["cost_usd"] += row.cost_usd
+                if row.cause is not None and not row.compaction:
+                    slot["tokens_lost"] += row.lost_tokens
+                    slot["cost_lost_usd"] += row.cost_lost_usd
+            if row.cold_start:
+                cold["requests"] += 1
+                cold["tokens_written"] += charged.cache_write
+                cold["cost_usd"] += row.cost_usd
+            if row.off_path:
+                off_path += 1
             if row.cause is None:
                 continue
+            if row.compaction:  # apart: the front it is charged against is not in the file
+                compaction["requests"] += 1
+                compaction["tokens_lost"] += row.lost_tokens
+                compaction["cost_lost_usd"] += row.cost_lost_usd
+                continue
+            costs_lost.append(row.cost_lost_usd)
             entry = by_cause.setdefault(
                 row.cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
             )
             entry["requests"] += 1
             entry["tokens_lost"] += row.lost_tokens
             entry["cost_lost_usd"] += row.cost_lost_usd
-        for entry in by_cause.values():
-            entry["cost_lost_usd"] = round(entry["cost_lost_usd"], 6)
+        for entry in [*by_cause.values(), *agents.values(), compaction, cold]:
+            for key in ("cost_lost_usd", "cost_usd"):
+                if key in entry:
+                    entry[key] = round(entry[key], 6)
         cost = sum(costs)
         summary: dict[str, Any] = {
             "requests": len(rows),
@@ -164,6 +212,11 @@ class PrefixReport(msgspec.Struct):
             "cost_lost_usd": round(sum(costs_lost), 6),
             "cost_vs_ideal": round(cost / self.cost_ideal_usd, 4) if self.cost_ideal_usd else None,
             "by_cause": {k: by_cause[k] for k in CAUSES if k in by_cause},
+            "compaction": compaction,
+            "cold_starts": cold,
+            "off_path": off_path,
+            "merged_records": self.merged,
+            "min_tokens": self.min_tokens,
             "ttl_analysis": "modelled" if self.ttl_modelled else "skipped: times missing",
             "tokens_estimated_by": self.tokens_by,
             "warnings": list(self.warnings),
@@ -171,6 +224,11 @@ class PrefixReport(msgspec.Struct):
         if recorded:
             summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
         summary["agreement"] = self.agreement.to_json() if self.agreement else None
+        if agents:
+            summary["by_agent"] = agents
+        from ipse.prefix._advice import advice  # (the advice is read once, at the end)
+
+        summary["advice"] = advice(self)
         return summary
 
     def to_json(self) -> dict[str, Any]:
@@ -213,14 +271,20 @@ def analyze(
     counter: TokenCounter | None = None,
     progress: Progress | None = None,
     warnings: Sequence[str] = (),
+    min_tokens: int = MIN_TOKENS,
+    merged: int = 0,
 ) -> PrefixReport:
     """Replay ``requests`` through the provider's cache and explain every lost reuse.
 
     ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
-    usage, o200k counts otherwise), ``o200k`` or ``bytes``.
+    usage, o200k counts otherwise), ``o200k`` or ``bytes``. ``min_tokens``: the least loss
+    the record must show to be charged. ``merged``: records the reader merged into the call
+    before them (said in the report).
     """
     with no_gc():
-        return _analyze(requests, provider, tokenizer, counter, progress, warnings)
+        report = _analyze(requests, provider, tokenizer, counter, progress, warnings, min_tokens)
+    report.merged = merged
+    return report
 
 
 def _analyze(
@@ -230,6 +294,7 @@ def _analyze(
     counter: TokenCounter | None,
     progress: Progress | None,
     warnings: Sequence[str],
+    min_tokens: int = MIN_TOKENS,
 ) -> PrefixReport:
     name = _provider(requests, provider)
     sim = simulator(name)
@@ -273,13 +338,20 @@ def _analyze(
         actual = recorded[request.index]
         scale, front = 1.0, 0
         estimate = flat.total
-        if request.body.get("system") is UNRECORDED_FRONT:
+        unrecorded = request.body.get("system") is UNRECORDED_FRONT
+        if unrecorded:
             scale, front = fit
             if actual is not None and estimate:
                 scale = max(0.0, actual.total - front) / estimate
         elif actual is not None and estimate:
             scale = actual.total / estimate
         shared, slot = _best(flat, index, by_first, len(seen[-1][1].chain) if seen else 0)
+        if (
+            slot is not None
+            and unrecorded  # (a session's request: its system prompt and tools not recorded)
+            and seen[slot][0].conversation != request.conversation
+        ):
+            shared, slot = 0, None  # another agent's thread: the shared front is a placeholder
         if slot is None and request.conversation is not None:
             slot = by_conversation.get(request.conversation)
         sent = request.time if ttl else None  # (with ``ttl``, every request has a time)
@@ -306,9 +378,9 @@ def _analyze(
         ideal_read = 0
         whole = False  # the candidate's whole prefix was there to reuse
         if slot is not None:  # what appending to the candidate would have kept
-            kept = len(seen[slot][1].chain)
-            reusable = min(flat.tail, kept)
-            whole = reusable == kept
+            held = len(seen[slot][1].chain)
+            reusable = min(flat.tail, held)
+            whole = reusable == held
             ideal_read = sim.ideal(step.tokens(reusable), step.total, model)
         lost = max(0, ideal_read - prediction.tokens.cache_read)
         cause = None
@@ -342,12 +414,32 @@ def _analyze(
             )
             ideal_read = min(recorded_lost, actual.total)  # (the ideal in the record's terms)
             recorded_lost -= actual.cache_read
-            if recorded_lost <= within:
+            candidate = seen[slot][0] if slot is not None else None
+            diagnosis = _diagnosis(request, candidate)
+            if diagnosis is not None and diagnosis[1] is not None:  # the API counted it
+                recorded_lost = diagnosis[1]
+                ideal_read = min(actual.cache_read + recorded_lost, actual.total)
+            if recorded_lost < min_tokens:
                 predicted_cause, cause, lost = cause, None, 0
             else:
                 lost = recorded_lost
-                if cause is None and slot is not None:
-                    cause = _not_served(request.index, seen[slot][0].index, recorded_lost)
+                if diagnosis is not None:  # the API's own word beats the inference
+                    cause = diagnosis[0]
+                elif candidate is not None and (cause is None or cause.kind == "not_served"):
+                    changed = _version_changed(request, candidate, recorded_lost)
+                    cause = (
+                        changed
+                        or cause
+                        or _not_served(request.index, candidate.index, recorded_lost)
+                    )
+        if cause is not None and request.compaction:
+            cause = Cause(
+                "compaction",
+                cause.location,
+                "a compaction call: its prefix is the summary and a front the file does not "
+                f"show, not the history before it (as replayed: {cause.kind})",
+                cause.candidate,
+            )
         rules_ = sim.rules
         cost = _cost(
             charged.tokens,
@@ -383,6 +475,16 @@ def _analyze(
             max(0.0, cost - ideal) if cause is not None else 0.0,
             agreeing,
             predicted_cause,
+            request.agent,
+            request.compaction,
+            request.off_path,
+            slot is None and charged.tokens.cache_write > 0 and not request.compaction,
+            (
+                (request.time - seen[slot][0].time).total_seconds()
+                if slot is not None and request.time and seen[slot][0].time
+                else None
+            ),
+            recorded_ttl or prediction.write_ttl,
         )
         slot_now = len(seen)
         start = 0
@@ -416,7 +518,7 @@ def _analyze(
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
     # (the positions and the index of every request: a one-shot command need not free them)
     lifetime.keep(flattener, index, seen, cells, rows)
-    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
+    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal, min_tokens)
 
 
 def _recorded_ideal(ideal_read: int, recorded: Tokens | None, whole: bool = False) -> int:
@@ -430,6 +532,42 @@ def _recorded_ideal(ideal_read: int, recorded: Tokens | None, whole: bool = Fals
     if whole:
         return recorded.cache_read + recorded.cache_write
     return min(ideal_read, recorded.cache_read + recorded.cache_write)
+
+
+def _diagnosis(request: Request, candidate: Request | None) -> tuple[Cause, int | None] | None:
+    """The API's own diagnosis of a cache miss (``diagnostics.cache_miss_reason`` in the
+    response: its type and, when given, ``cache_missed_input_tokens``), as a cause and the
+    tokens it says were missed; None when the response carries none."""
+    diagnostics = request.diagnostics
+    if diagnostics is None:
+        return None
+    reason = diagnostics.get("cache_miss_reason")
+    if not is_object(reason):
+        return None
+    kind = reason.get("type")
+    if not isinstance(kind, str) or not kind:
+        return None
+    missed = reason.get("cache_missed_input_tokens")
+    tokens = missed if type(missed) is int and missed >= 0 else None
+    name = API_CAUSES.get(kind, "unavailable")
+    detail = f"the API's diagnosis: {kind}" + (f", {tokens:,} tokens missed" if tokens else "")
+    where = candidate.index if candidate is not None else None
+    return Cause(name, "api", detail, where), tokens
+
+
+def _version_changed(request: Request, candidate: Request, tokens: int) -> Cause | None:
+    """``cli_version_changed`` when the harness's version differs between the two calls (its
+    update changes the system prompt and tools a session file does not record)."""
+    new, old = request.version, candidate.version
+    if new is None or old is None or new == old:
+        return None
+    return Cause(
+        "cli_version_changed",
+        "front",
+        f"the harness went from {old} to {new} between request #{candidate.index} and this "
+        f"one: its system prompt and tools changed with it ({tokens:,} tokens rebuilt)",
+        candidate.index,
+    )
 
 
 def _not_served(index: int, candidate: int, tokens: int) -> Cause:

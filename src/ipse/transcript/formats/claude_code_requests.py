@@ -233,4 +233,69 @@ def _warn_orphans(
         note_orphans(path, orphans, messages[orphans[0][0]].meta, warnings)
 
 
-__all__ = ["RequestMessage", "RequestThread", "request_thread"]
+class OffPathCall(NamedTuple):
+    """A billed call whose response is not on the thread's live path (interrupted, retried,
+    or on a branch the conversation left): the messages its request sent (the records on its
+    parent chain, grouped as `request_thread` groups them) and its response's meta."""
+
+    messages: tuple[RequestMessage, ...]
+    meta: Mapping[str, Any]
+
+
+def off_path_calls(session: ClaudeCodeSession, name: str = MAIN) -> list[OffPathCall]:
+    """The billed calls of thread ``name`` that its live path leaves out, in file order: one
+    per response id (``message.id``, else ``requestId``) not on the path, with usage and a
+    real model. A response whose parent chain holds a record `request_thread` would send
+    through the neutral model is left out (its request cannot be rebuilt as sent)."""
+    _, records, _ = session.thread_records(name)
+    live, _ = live_segments(records)
+    on_path = set(map(id, live))
+    seen: set[str] = set()
+    for record in live:
+        key = _call_key(record)
+        if key is not None:
+            seen.add(key)
+    place: dict[str, SessionRecord] = {}
+    for record in records:
+        if type(record.uuid) is str:
+            place[record.uuid] = record
+    out: list[OffPathCall] = []
+    for record in records:
+        if record.kind != "assistant" or id(record) in on_path:
+            continue
+        key = _call_key(record)
+        payload = record.message
+        if key is None or key in seen or not isinstance(payload, Mapping):
+            continue
+        if payload.get("model") == "<synthetic>" or not isinstance(payload.get("usage"), Mapping):
+            continue
+        seen.add(key)
+        chain: list[SessionRecord] = []
+        at = record.parent
+        walked: set[str] = set()
+        while type(at) is str and at in place and at not in walked:
+            walked.add(at)
+            chain.append(place[at])
+            at = place[at].parent
+        chain.reverse()
+        messages = _messages(chain)
+        if messages is None:
+            continue
+        out.append(OffPathCall(tuple(messages), record_meta(record)))
+    return out
+
+
+def _call_key(record: SessionRecord) -> str | None:
+    """The id of the API call an assistant record belongs to (None when it says none)."""
+    if record.kind != "assistant":
+        return None
+    payload = record.message
+    if isinstance(payload, Mapping):
+        value = payload.get("id")
+        if isinstance(value, str):
+            return value
+    value = record.data.get("requestId")  # (a dict, or the struct a record is cut to)
+    return value if isinstance(value, str) else None
+
+
+__all__ = ["OffPathCall", "RequestMessage", "RequestThread", "off_path_calls", "request_thread"]
