@@ -410,7 +410,11 @@ def _analyze(
             within = tolerance(actual)  # (once: the loss below is held to it too)
             agreeing = agrees(prediction.tokens, actual, within)
             recorded_lost = _recorded_ideal(
-                ideal_read, recorded[seen[slot][0].index] if slot is not None else None, whole
+                ideal_read,
+                _left_cached(recorded[seen[slot][0].index], sim, seen[slot][1].model)
+                if slot is not None
+                else None,
+                whole,
             )
             ideal_read = min(recorded_lost, actual.total)  # (the ideal in the record's terms)
             recorded_lost -= actual.cache_read
@@ -521,17 +525,30 @@ def _analyze(
     return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal, min_tokens)
 
 
-def _recorded_ideal(ideal_read: int, recorded: Tokens | None, whole: bool = False) -> int:
-    """The read appending would have given, in recorded terms: no more than the candidate's
-    record (``recorded``) says it left in the cache (its read plus its write), when it has a
-    record; the estimate alone overshoots where the front's size is fitted rather than known.
-    Where the request holds the candidate's ``whole`` prefix, exactly what the candidate's
-    record says it cached (the estimate would be a guess at a number the bill states)."""
+def _left_cached(recorded: Tokens | None, sim: Any, model: str | None) -> int | None:
+    """What a request's record says it left in the cache: its read plus its write where the
+    provider writes at breakpoints and bills them (Anthropic); its whole prompt, in the
+    provider's steps, where every prefix is cached and no write is reported (OpenAI, vLLM:
+    counting only its read would hide a miss that follows a miss)."""
     if recorded is None:
+        return None
+    if sim.provider == "anthropic":
+        return recorded.cache_read + recorded.cache_write
+    total = recorded.total
+    return int(sim.ideal(total, total, model))
+
+
+def _recorded_ideal(ideal_read: int, cached: int | None, whole: bool = False) -> int:
+    """The read appending would have given, in recorded terms: no more than the candidate's
+    record says it left in the cache (``cached``, `_left_cached`), when it has a record; the
+    estimate alone overshoots where the front's size is fitted rather than known. Where the
+    request holds the candidate's ``whole`` prefix, exactly what the candidate's record says
+    it cached (the estimate would be a guess at a number the bill states)."""
+    if cached is None:
         return ideal_read
     if whole:
-        return recorded.cache_read + recorded.cache_write
-    return min(ideal_read, recorded.cache_read + recorded.cache_write)
+        return cached
+    return min(ideal_read, cached)
 
 
 def _diagnosis(request: Request, candidate: Request | None) -> tuple[Cause, int | None] | None:

@@ -1,0 +1,66 @@
+"""A Codex rollout's breaks against its ``token_count`` events: OpenAI caches every prompt
+whole and reports no writes, so what a call left in the cache is its whole input (in 128-token
+steps), not its read; a miss that follows a miss is a second loss, not none."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from ipse.prefix import analyze, read_requests
+
+from .util import T0
+
+
+def _rollout(path: Path, usages: list[tuple[int, int]], gap: float = 20) -> Path:
+    """One model call per (input, cached) pair, each a function call and its output, with a
+    token_count event written twice after each call (as Codex writes it)."""
+    lines: list[dict[str, Any]] = []
+    clock = [0.0]
+
+    def rec(kind: str, payload: dict[str, Any], after: float = 1) -> None:
+        clock[0] += after
+        stamp = (T0 + timedelta(seconds=clock[0])).isoformat().replace("+00:00", "Z")
+        lines.append({"timestamp": stamp, "type": kind, "payload": payload})
+
+    rec("session_meta", {"id": "r-1", "base_instructions": {"text": "Be a coder. " * 400}})
+    rec("turn_context", {"model": "gpt-5.3-codex"})
+    user = {"type": "input_text", "text": "port the parser " * 300}
+    rec("response_item", {"type": "message", "role": "user", "content": [user]})
+    total = 0
+    for n, (used, cached) in enumerate(usages):
+        call = {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": json.dumps({"cmd": f"step {n}"}),
+            "call_id": f"c{n}",
+        }
+        rec("response_item", call, after=gap)
+        total += used
+        info = {
+            "total_token_usage": {"input_tokens": total, "total_tokens": total},
+            "last_token_usage": {
+                "input_tokens": used,
+                "cached_input_tokens": cached,
+                "output_tokens": 30,
+            },
+        }
+        rec("event_msg", {"type": "token_count", "info": info})
+        rec("event_msg", {"type": "token_count", "info": info})
+        output = {"type": "function_call_output", "call_id": f"c{n}", "output": "ok " * 400}
+        rec("response_item", output)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_a_miss_after_a_miss_is_a_second_loss(tmp_path: Path) -> None:
+    usages = [(20_000, 3_456), (21_000, 19_968), (22_000, 3_456), (23_000, 2_560), (24_000, 22_912)]
+    log = read_requests(_rollout(tmp_path / "rollout.jsonl", usages))
+    assert len(log.requests) == 5  # one per model call, not per token_count event
+    report = analyze(log.requests)
+    lost = [row.lost_tokens for row in report.rows]
+    # what each call left cached: its whole input, in 128-token steps
+    assert lost == [0, 0, 20_992 - 3_456, 21_888 - 2_560, 0]
+    assert [row.cause is not None for row in report.rows] == [False, False, True, True, False]
