@@ -48,6 +48,8 @@ FIXES = {
     "and tools once.",
     "unavailable": "Nothing to do: the API could not say.",
     "compaction": "Compact less often; each compaction rebuilds the prefix once.",
+    "handoff": "Expected: a handoff pays one rebuild for smaller requests after it; hand off "
+    "at checkpoints, not every turn.",
 }
 
 KEEPALIVE_SHARE = 0.9  # a keep-alive is sent every 0.9 TTL across an idle gap

@@ -47,6 +47,7 @@ CAUSES = (
     "previous_message_not_found",
     "unavailable",
     "compaction",
+    "handoff",
 )
 
 # The API's cache-miss diagnosis (``diagnostics.cache_miss_reason.type``) -> the cause named.

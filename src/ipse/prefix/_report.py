@@ -436,6 +436,8 @@ def _analyze(
                         or cause
                         or _not_served(request.index, candidate.index, recorded_lost)
                     )
+        if cause is not None and request.handoff is not None and cause.kind in _CUT_CAUSES:
+            cause = _handoff_cause(request.handoff, cause)
         if cause is not None and request.compaction:
             cause = Cause(
                 "compaction",
@@ -549,6 +551,23 @@ def _recorded_ideal(ideal_read: int, cached: int | None, whole: bool = False) ->
     if whole:
         return cached
     return min(ideal_read, cached)
+
+
+# What a loss at ipse's own handoff looks like to the replay and the record: the cut itself.
+_CUT_CAUSES = ("history_truncated", "message_edited", "not_served", "messages_changed")
+
+
+def _handoff_cause(handoff: Mapping[str, Any], cause: Cause) -> Cause:
+    """The loss at a request ipse's handoff rewrote: the cut, by design (it pays one rebuild
+    to make the requests after it smaller)."""
+    anchor = handoff.get("anchor")
+    removed = handoff.get("removed_calls")
+    detail = (
+        f"ipse's handoff cut the history at {anchor or 'a checkpoint'}"
+        + (f", removing {removed} tool call(s)" if isinstance(removed, int) else "")
+        + f": the prefix after the cut is new by design (as replayed: {cause.kind})"
+    )
+    return Cause("handoff", cause.location, detail, cause.candidate)
 
 
 def _diagnosis(request: Request, candidate: Request | None) -> tuple[Cause, int | None] | None:

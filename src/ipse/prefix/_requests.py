@@ -85,6 +85,7 @@ class Request(msgspec.Struct, frozen=True):
     diagnostics: Mapping[str, Any] | None = None  # the API's cache diagnosis of its response
     compaction: bool = False  # the first call after a compaction, or the compacting call
     off_path: bool = False  # billed, but its response is not on the live path
+    handoff: Mapping[str, Any] | None = None  # ipse's own handoff, applied to this request
 
     @property
     def model(self) -> str | None:
@@ -301,7 +302,18 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.response_time or fields.time,
             fields.usage,
             where,
+            handoff=_handoff(entry),
         )
+
+
+def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What the proxy's record says ipse's handoff did to this request (``ipse.handoff`` with
+    ``applied``), or None when it did nothing."""
+    extra = entry.get("ipse")
+    handoff = extra.get("handoff") if jsonio.is_object(extra) else None
+    if jsonio.is_object(handoff) and handoff.get("applied") is True:
+        return handoff
+    return None
 
 
 # ------------------------------------------------------------------------------ codex rollouts
