@@ -263,3 +263,27 @@ def test_advice_names_the_fix_and_the_keep_alive_break_even(tmp_path: Path) -> N
     assert hour["extra_write_usd"] == pytest.approx((30_000 + 30_300) * 0.75 * PRICE / 1e6)
     assert hour["saved_usd"] == pytest.approx(30_000 * 1.15 * PRICE / 1e6, rel=1e-2)
     assert hour["pays"] is False
+
+
+def test_inline_sidechains_are_agents_of_their_own(tmp_path: Path) -> None:
+    """Older sessions write a sub-agent's records inline (``isSidechain``): its calls are its
+    own chain, not a break in the main thread's."""
+    s = Session(version="1.0.98")
+    s.user("review the change " * 40)
+    s.assistant(tool_use("task"), usage(0, 18_000), message_id="m1")
+    main_tip = s.records[-1]["uuid"]
+    s.user("read the diff and report " * 20, parent=None)
+    s.records[-1]["isSidechain"] = True
+    s.assistant(tool_use("r1", "git diff"), usage(0, 12_000), message_id="a1")
+    s.records[-1]["isSidechain"] = True
+    s.result("r1", "diff " * 50)
+    s.records[-1]["isSidechain"] = True
+    s.assistant(text("looks fine"), usage(12_000, 600), message_id="a2")
+    s.records[-1]["isSidechain"] = True
+    s.result("task", "the agent says it looks fine")
+    s.records[-1]["parentUuid"] = main_tip
+    s.assistant(text("merged"), usage(18_000, 300), message_id="m2")
+    report = _report(s.write(tmp_path / "inline.jsonl"))
+    assert [r.agent for r in report.rows] == [None, "sidechain-1", "sidechain-1", None]
+    assert all(r.cause is None for r in report.rows)  # reading 18,000 after 12,600 is no loss
+    assert report.summary()["cold_starts"]["requests"] == 2

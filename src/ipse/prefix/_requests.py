@@ -365,10 +365,11 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
 
 
 def _agents(session: ClaudeCodeSession) -> list[tuple[str, str]]:
-    """The sub-agent threads of a session (``<session>/subagents/*.jsonl``), each with the name
-    its calls are attributed to: its ``.meta.json``'s agent type and description when there is
-    one, else the file's stem."""
-    out = []
+    """The sub-agent threads of a session, each with the name its calls are attributed to:
+    those written inline (older sessions: ``isSidechain`` records beside the main thread's,
+    ``sidechain-N``), and those in ``<session>/subagents/*.jsonl``, by the file's stem and its
+    ``.meta.json``'s agent type when there is one."""
+    out = [(name, name) for name in session.thread_names() if name.startswith("sidechain-")]
     for name, path in sorted(session.subagent_files.items()):
         label = name
         meta_path = path.with_suffix(".meta.json")
