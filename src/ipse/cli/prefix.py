@@ -44,7 +44,7 @@ _SHOW_VALUES = click.option(
 
 
 @click.command("prefix")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=click.Path(path_type=Path), required=False)
 @_FORMAT
 @click.option(
     "--provider",
@@ -72,15 +72,38 @@ _SHOW_VALUES = click.option(
     help="Exit 1 when the loss exceeds this many dollars (0.50, $0.50) or this share of the "
     "cost (5%): a gate for CI.",
 )
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Follow the session files under LOG (default: ~/.claude/projects and "
+    "~/.codex/sessions) as they are written: one line per new break.",
+)
+@click.option("--once", is_flag=True, help="With --watch: report every break found, then exit.")
+@click.option(
+    "--max-time",
+    type=click.FloatRange(min=0),
+    help="With --watch: stop after this many seconds.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="With --watch: seconds between looks at the files.",
+)
 @_SHOW_VALUES
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def prefix_command(
-    log: Path,
+    log: Path | None,
     fmt: str | None,
     provider: str | None,
     tokenizer: str,
     min_tokens: int,
     fail_over: str | None,
+    watch: bool,
+    once: bool,
+    max_time: float | None,
+    interval: float,
     show_values: bool,
     as_json: bool,
 ) -> None:
@@ -96,7 +119,15 @@ def prefix_command(
       ipse prefix requests.jsonl --provider vllm --json
       ipse prefix ~/.claude/projects/p/4d5611e5.jsonl
       ipse prefix session.jsonl --fail-over 5%   # exit 1 when more than 5% is lost
+      ipse prefix --watch                       # follow Claude Code and Codex sessions
     """
+    if watch:
+        _watch(log, min_tokens, once, max_time, interval)
+        return
+    if once or max_time is not None:
+        raise UsageError("--once and --max-time go with --watch")
+    if log is None:
+        raise UsageError("give a LOG to analyse, or --watch")
     limit = _limit(fail_over) if fail_over is not None else None
     with terminal_progress(quiet=as_json):
         requests_log = read_requests(log, fmt)
@@ -123,6 +154,33 @@ def prefix_command(
         _render(report, show_values, summary)
     if limit is not None:
         _gate(summary, *limit)
+
+
+def _watch(
+    folder: Path | None, min_tokens: int, once: bool, max_time: float | None, interval: float
+) -> None:
+    """``--watch``: one line per new break in the session files under ``folder``."""
+    import time
+
+    from ipse.prefix._watch import Watcher, default_folders
+
+    folders = [folder] if folder is not None else default_folders()
+    if not folders or not all(f.exists() for f in folders):
+        raise InputError("nothing to watch: no such folder", path=folder or Path("~/.claude"))
+    root = folder if folder is not None and folder.is_dir() else None
+    watcher = Watcher(folders, min_tokens=min_tokens, from_start=once)
+    out = console()
+    deadline = None if max_time is None else time.monotonic() + max_time
+    try:
+        while True:
+            for found in watcher.poll():
+                out.print(found.line(root), highlight=False, soft_wrap=True)
+            if once or (deadline is not None and time.monotonic() >= deadline):
+                return
+            pause = interval if deadline is None else min(interval, deadline - time.monotonic())
+            time.sleep(max(0.0, pause))
+    except KeyboardInterrupt:
+        return
 
 
 def _limit(text: str) -> tuple[float, bool]:
