@@ -12,9 +12,9 @@ as a ratio (target: at most 1.0x on sessions up to 5 MB).
 
 ``--compare``: per file, each tool's break count and dollars lost, beside ipse's and beside what
 the recorded usage says (one row per billed call, by response id; a break is a call that read at
-least 1,000 tokens less than the previous call of its thread had cached: its read plus its write
-on Anthropic, its whole prompt in 128-token steps on OpenAI; dollars at the write price of the
-call's TTL less the read price).
+least 1,000 tokens less than the previous call of its thread had cached (its read plus its write
+on Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
+dollars at the write price of the call's TTL less the read price).
 
 Run: ``python bench/prefix_others.py --tools /tmp/cachetools/bin [--compare] [FILES...]``.
 """
@@ -178,7 +178,7 @@ def _recorded(session: Path) -> tuple[int, float, int]:
             read = usage.get("cache_read_input_tokens") or 0
             write = usage.get("cache_creation_input_tokens") or 0
             if previous is not None:
-                lost = previous - read
+                lost = min(previous, read + write + (usage.get("input_tokens") or 0)) - read
                 if lost >= MIN_TOKENS:
                     split = usage.get("cache_creation") or {}
                     ttl = "1h" if split.get("ephemeral_1h_input_tokens") else "5m"
@@ -197,7 +197,7 @@ def _is_codex(path: Path) -> bool:
 
 
 def _recorded_codex(session: Path) -> tuple[int, float, int]:
-    from ipse.prefix._rules import prices
+    from ipse.prefix._rules import prices, rules
 
     usages: list[dict[str, Any]] = []
     last = None
@@ -214,12 +214,14 @@ def _recorded_codex(session: Path) -> tuple[int, float, int]:
                 usages.append(info["last_token_usage"])
                 last = total
     price = prices().price(model, "openai")[0]
+    read = rules("openai").read_multiplier(model)
     breaks, usd = 0, 0.0
     for before, now in itertools.pairwise(usages):
-        lost = before["input_tokens"] // 128 * 128 - now.get("cached_input_tokens", 0)
+        cached = min(before["input_tokens"] // 128 * 128, now["input_tokens"])
+        lost = cached - now.get("cached_input_tokens", 0)
         if lost >= MIN_TOKENS:
             breaks += 1
-            usd += lost * price * (1 - 0.1) / 1e6
+            usd += lost * price * (1 - read) / 1e6
     return breaks, usd, len(usages)
 
 

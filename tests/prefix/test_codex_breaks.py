@@ -64,3 +64,11 @@ def test_a_miss_after_a_miss_is_a_second_loss(tmp_path: Path) -> None:
     # what each call left cached: its whole input, in 128-token steps
     assert lost == [0, 0, 20_992 - 3_456, 21_888 - 2_560, 0]
     assert [row.cause is not None for row in report.rows] == [False, False, True, True, False]
+
+
+def test_a_loss_is_no_larger_than_the_calls_own_prompt(tmp_path: Path) -> None:
+    usages = [(20_000, 3_456), (15_000, 3_456)]
+    log = read_requests(_rollout(tmp_path / "rollout.jsonl", usages))
+    row = analyze(log.requests).rows[1]
+    assert row.lost_tokens == 15_000 - 3_456  # not the 19,968 the call before it left
+    assert row.ideal_read == 15_000

@@ -416,8 +416,9 @@ def _analyze(
                 else None,
                 whole,
             )
-            ideal_read = min(recorded_lost, actual.total)  # (the ideal in the record's terms)
-            recorded_lost -= actual.cache_read
+            # the ideal in the record's terms: no more than this request sent
+            ideal_read = min(recorded_lost, actual.total)
+            recorded_lost = ideal_read - actual.cache_read
             candidate = seen[slot][0] if slot is not None else None
             diagnosis = _diagnosis(request, candidate)
             if diagnosis is not None and diagnosis[1] is not None:  # the API counted it
