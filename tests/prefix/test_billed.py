@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.prefix import analyze, read_requests
+from ipse.prefix import PrefixReport, analyze, read_requests
 from ipse.prefix._rules import prices
 
 from .sessions import Session, text, tool_use, usage
@@ -15,7 +15,7 @@ from .sessions import Session, text, tool_use, usage
 PRICE = prices().price("claude-opus-4-6", "anthropic")[0]  # base input, USD per million
 
 
-def _report(path: Path):  # type: ignore[no-untyped-def]
+def _report(path: Path) -> PrefixReport:
     log = read_requests(path)
     return analyze(log.requests, warnings=log.warnings)
 
