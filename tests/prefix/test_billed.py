@@ -287,3 +287,46 @@ def test_inline_sidechains_are_agents_of_their_own(tmp_path: Path) -> None:
     assert [r.agent for r in report.rows] == [None, "sidechain-1", "sidechain-1", None]
     assert all(r.cause is None for r in report.rows)  # reading 18,000 after 12,600 is no loss
     assert report.summary()["cold_starts"]["requests"] == 2
+
+
+def test_each_off_path_request_sends_its_whole_parent_chain(tmp_path: Path) -> None:
+    """Calls off the live path share the live history where they branch from the end of a
+    live message, and are rebuilt whole where they branch from inside one: either way each
+    sends exactly the messages of its parent chain."""
+    from ipse.transcript.formats.claude_code import read_session
+    from ipse.transcript.formats.claude_code_requests import (
+        _messages,
+        _whole_chain,
+        billed_thread,
+    )
+
+    s = Session()
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 20_000), message_id="m1")
+    tip = s.records[-1]["uuid"]
+    prompt = s.user("next " * 10)
+    s.assistant(text("retried"), usage(20_000, 90), message_id="x1")  # retried: same prompt
+    answer = s.assistant(text("b"), usage(20_000, 100), message_id="m2", parent=prompt)
+    s.user("an edit " * 10, parent=tip)  # an edited prompt, then its call, both left
+    s.assistant(text("edited"), usage(20_000, 80), message_id="x2")
+    s.user("go on " * 10, parent=answer)
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+    first = s.assistant(thinking, usage(20_100, 120), message_id="m3")
+    s.assistant(text("c"), usage(20_100, 120), message_id="x3", parent=first)  # inside m3
+    s.assistant(text("d"), usage(20_100, 120), message_id="m3", parent=first)
+    path = s.write(tmp_path / "branches.jsonl")
+
+    session = read_session(path)
+    _, off = billed_thread(session)
+    assert [c.meta["message_id"] for c in off] == ["x1", "x2", "x3"]
+    assert [c.segment is None for c in off] == [False, False, True]
+    place = {r.uuid: r for r in session.records}
+    report = _report(path)
+    for call in off:
+        record = place[call.meta["uuids"][0]]
+        expected = [m.body for m in _messages(_whole_chain(record, place)) or []]
+        row = next(
+            r for r in read_requests(path).requests if r.source.endswith(f"line {record.line}")
+        )
+        assert list(row.body["messages"]) == expected
+    assert sum(r.off_path for r in report.rows) == 3

@@ -56,7 +56,7 @@ from ipse.transcript.formats.claude_code_journal import (
     has_journal,
     read_journal,
 )
-from ipse.transcript.formats.claude_code_requests import off_path_calls, request_thread
+from ipse.transcript.formats.claude_code_requests import billed_thread
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
 # to the recorded usage (`ipse.prefix._report`).
@@ -391,7 +391,7 @@ def _thread_requests(
 ) -> Iterator[Request]:
     """One thread's billed calls (see `_session_requests`), their indexes to be numbered."""
     records = session.records
-    thread = request_thread(session, name)
+    thread, off_path = billed_thread(session, name)
     dicts_of = [[m.body for m in segment] for segment in thread.segments]
     journal = (
         read_journal(records, (m for dicts in dicts_of for m in dicts))
@@ -423,16 +423,24 @@ def _thread_requests(
                 agent, compaction=first or compacting
             )
             first = False
-    for call in off_path_calls(session, name):
-        if not call.messages:
-            continue
+    for call in off_path:
         model = call.meta.get("model")
-        dicts = [m.body for m in call.messages]
-        request_body = SharedHistory(_front(fronts, model), dicts, len(dicts), checked=True)
+        tail = [m.body for m in call.tail]
+        sent_before: Mapping[str, Any] | None
+        if call.segment is None:
+            base, count, tail = tail, len(tail), []
+            sent_before = call.tail[-1].meta if call.tail else None
+        else:
+            base, count = dicts_of[call.segment], call.upto
+            joined = thread.segments[call.segment][count - 1]
+            sent_before = call.tail[-1].meta if call.tail else joined.meta
+        if sent_before is None or not count + len(tail):
+            continue
+        request_body = SharedHistory(_front(fronts, model), base, count, tail=tail, checked=True)
         line = (call.meta.get("lines") or ["?"])[0]
-        yield _request(
-            request_body, call.meta, call.messages[-1].meta, f"{p}:line {line}", conversation
-        )._r(agent, compaction=compacting, off_path=True)
+        yield _request(request_body, call.meta, sent_before, f"{p}:line {line}", conversation)._r(
+            agent, compaction=compacting, off_path=True
+        )
 
 
 def _repeats(before: Any, message: Any) -> bool:

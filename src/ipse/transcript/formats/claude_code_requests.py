@@ -56,6 +56,21 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
     """The thread ``name`` of ``session`` as request messages (see the module's docstring):
     each ``{"role": text, "content": text or a list of objects}``; warnings go to the
     session's, as `ClaudeCodeSession.thread` gives them."""
+    return _request_thread(session, name)[0]
+
+
+def billed_thread(
+    session: ClaudeCodeSession, name: str = MAIN
+) -> tuple[RequestThread, list[OffPathCall]]:
+    """`request_thread`, and the billed calls its live path leaves out (`OffPathCall`), from
+    one reading of the thread's records."""
+    thread, records = _request_thread(session, name)
+    return thread, _off_path(thread, records)
+
+
+def _request_thread(
+    session: ClaudeCodeSession, name: str
+) -> tuple[RequestThread, list[SessionRecord]]:
     label = f"building the {name} thread"
     progress.update(label, 0, 1)
     found, records, path = session.thread_records(name)
@@ -66,7 +81,7 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
         if messages is None:  # something the neutral model writes differently: ask it
             thread = session.thread(name)
             progress.update(label, 1, 1)
-            return RequestThread(
+            built = RequestThread(
                 found,
                 tuple(
                     tuple(
@@ -76,12 +91,13 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
                     for segment in thread.segments
                 ),
             )
+            return built, records
         segments.append(messages)
     known: set[str] = set()
     for messages in segments:
         _warn_orphans(messages, known, path, session.warnings)
     progress.update(label, 1, 1)
-    return RequestThread(found, tuple(tuple(m) for m in segments))
+    return RequestThread(found, tuple(tuple(m) for m in segments)), records
 
 
 def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
@@ -235,33 +251,50 @@ def _warn_orphans(
 
 class OffPathCall(NamedTuple):
     """A billed call whose response is not on the thread's live path (interrupted, retried,
-    or on a branch the conversation left): the messages its request sent (the records on its
-    parent chain, grouped as `request_thread` groups them) and its response's meta."""
+    or on a branch the conversation left): the messages its request sent, as the first
+    ``upto`` messages of the live path's segment ``segment`` and then ``tail`` (the records on
+    its own branch, grouped as `request_thread` groups them); with ``segment`` None, ``tail``
+    holds them all. ``meta``: its response's."""
 
-    messages: tuple[RequestMessage, ...]
+    segment: int | None
+    upto: int
+    tail: tuple[RequestMessage, ...]
     meta: Mapping[str, Any]
 
 
 def off_path_calls(session: ClaudeCodeSession, name: str = MAIN) -> list[OffPathCall]:
-    """The billed calls of thread ``name`` that its live path leaves out, in file order: one
-    per response id (``message.id``, else ``requestId``) not on the path, with usage and a
-    real model. A response whose parent chain holds a record `request_thread` would send
-    through the neutral model is left out (its request cannot be rebuilt as sent)."""
-    _, records, _ = session.thread_records(name)
-    live, _ = live_segments(records)
-    on_path = set(map(id, live))
+    """The billed calls of thread ``name`` that its live path leaves out (`billed_thread`)."""
+    return billed_thread(session, name)[1]
+
+
+def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[OffPathCall]:
+    """One call per response id (``message.id``, else ``requestId``) with usage and a real
+    model that no message of the live path holds, in file order. Its request is found by
+    walking its parent chain back to the live path: a branch from the end of a live message
+    shares that message's history and adds its own few (so many retries cost what they add,
+    not the history each time); a branch from inside a message, or whose first message would
+    join the live one, is rebuilt from its whole parent chain. A response whose chain holds a
+    record `request_thread` would send through the neutral model is left out."""
+    at_end: dict[str, tuple[int, int]] = {}  # a live message's last record -> (segment, count)
+    inside: set[str] = set()  # the other records of live messages
     seen: set[str] = set()
-    for record in live:
-        key = _call_key(record)
-        if key is not None:
-            seen.add(key)
+    for number, messages in enumerate(thread.segments):
+        for k, message in enumerate(messages):
+            meta = message.meta
+            uuids = [u for u in meta.get("uuids") or () if type(u) is str]
+            if uuids:
+                inside.update(uuids[:-1])
+                at_end[uuids[-1]] = (number, k + 1)
+            for field in ("message_id", "request_id"):
+                value = meta.get(field)
+                if isinstance(value, str):
+                    seen.add(value)
     place: dict[str, SessionRecord] = {}
+    candidates: list[SessionRecord] = []
     for record in records:
         if type(record.uuid) is str:
             place[record.uuid] = record
-    out: list[OffPathCall] = []
-    for record in records:
-        if record.kind != "assistant" or id(record) in on_path:
+        if record.kind != "assistant" or record.uuid in at_end or record.uuid in inside:
             continue
         key = _call_key(record)
         payload = record.message
@@ -270,19 +303,49 @@ def off_path_calls(session: ClaudeCodeSession, name: str = MAIN) -> list[OffPath
         if payload.get("model") == "<synthetic>" or not isinstance(payload.get("usage"), Mapping):
             continue
         seen.add(key)
-        chain: list[SessionRecord] = []
-        at = record.parent
+        candidates.append(record)
+    out: list[OffPathCall] = []
+    for record in candidates:
+        branch: list[SessionRecord] = []
+        at: Any = record.parent
         walked: set[str] = set()
+        joins: tuple[int, int] | None = None
         while type(at) is str and at in place and at not in walked:
+            if at in at_end:
+                joins = at_end[at]
+                break
+            if at in inside:
+                break  # from inside a live message: rebuilt whole, below
             walked.add(at)
-            chain.append(place[at])
+            branch.append(place[at])
             at = place[at].parent
-        chain.reverse()
-        messages = _messages(chain)
-        if messages is None:
+        branch.reverse()
+        own = _messages(branch)
+        if own is None:
             continue
-        out.append(OffPathCall(tuple(messages), record_meta(record)))
+        if joins is not None:
+            segment, upto = joins
+            last = thread.segments[segment][upto - 1].body["role"]
+            if not own or own[0].body["role"] != last:  # (same role: they might merge)
+                out.append(OffPathCall(segment, upto, tuple(own), record_meta(record)))
+                continue
+        rebuilt = _messages(_whole_chain(record, place))
+        if rebuilt is not None:
+            out.append(OffPathCall(None, 0, tuple(rebuilt), record_meta(record)))
     return out
+
+
+def _whole_chain(record: SessionRecord, place: Mapping[str, SessionRecord]) -> list[SessionRecord]:
+    """The records on ``record``'s parent chain, root first."""
+    chain: list[SessionRecord] = []
+    at: Any = record.parent
+    walked: set[str] = set()
+    while type(at) is str and at in place and at not in walked:
+        walked.add(at)
+        chain.append(place[at])
+        at = place[at].parent
+    chain.reverse()
+    return chain
 
 
 def _call_key(record: SessionRecord) -> str | None:
@@ -298,4 +361,11 @@ def _call_key(record: SessionRecord) -> str | None:
     return value if isinstance(value, str) else None
 
 
-__all__ = ["OffPathCall", "RequestMessage", "RequestThread", "off_path_calls", "request_thread"]
+__all__ = [
+    "OffPathCall",
+    "RequestMessage",
+    "RequestThread",
+    "billed_thread",
+    "off_path_calls",
+    "request_thread",
+]
