@@ -202,21 +202,27 @@ def _recorded_codex(session: Path) -> tuple[int, float, int]:
     usages: list[dict[str, Any]] = []
     last = None
     model = None
+    compacted = False
     for line in session.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         payload = record.get("payload") or {}
+        if record.get("type") == "compacted":
+            compacted = True  # the next call is reported apart (its history is the summary)
         if record.get("type") == "turn_context":
             model = payload.get("model") or model
         info = payload.get("info") if payload.get("type") == "token_count" else None
         if info:
             total = info["total_token_usage"].get("total_tokens")
             if total != last:
-                usages.append(info["last_token_usage"])
+                usages.append({**info["last_token_usage"], "compacted": compacted})
+                compacted = False
                 last = total
     price = prices().price(model, "openai")[0]
     read = rules("openai").read_multiplier(model)
     breaks, usd = 0, 0.0
     for before, now in itertools.pairwise(usages):
+        if now["compacted"]:
+            continue
         cached = min(before["input_tokens"] // 128 * 128, now["input_tokens"])
         lost = cached - now.get("cached_input_tokens", 0)
         if lost >= MIN_TOKENS:

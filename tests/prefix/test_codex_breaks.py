@@ -14,7 +14,9 @@ from ipse.prefix import analyze, read_requests
 from .util import T0
 
 
-def _rollout(path: Path, usages: list[tuple[int, int]], gap: float = 20) -> Path:
+def _rollout(
+    path: Path, usages: list[tuple[int, int]], gap: float = 20, compact_at: int | None = None
+) -> Path:
     """One model call per (input, cached) pair, each a function call and its output, with a
     token_count event written twice after each call (as Codex writes it)."""
     lines: list[dict[str, Any]] = []
@@ -31,6 +33,9 @@ def _rollout(path: Path, usages: list[tuple[int, int]], gap: float = 20) -> Path
     rec("response_item", {"type": "message", "role": "user", "content": [user]})
     total = 0
     for n, (used, cached) in enumerate(usages):
+        if n == compact_at:
+            summary = {"type": "message", "role": "user", "content": [user]}
+            rec("compacted", {"message": "summary", "replacement_history": [summary]})
         call = {
             "type": "function_call",
             "name": "shell",
@@ -72,3 +77,15 @@ def test_a_loss_is_no_larger_than_the_calls_own_prompt(tmp_path: Path) -> None:
     row = analyze(log.requests).rows[1]
     assert row.lost_tokens == 15_000 - 3_456  # not the 19,968 the call before it left
     assert row.ideal_read == 15_000
+
+
+def test_the_first_call_after_a_compaction_is_reported_apart(tmp_path: Path) -> None:
+    usages = [(20_000, 3_456), (21_000, 19_968), (6_000, 0), (6_500, 5_888)]
+    log = read_requests(_rollout(tmp_path / "rollout.jsonl", usages, compact_at=2))
+    report = analyze(log.requests)
+    assert [row.compaction for row in report.rows] == [False, False, True, False]
+    after = report.rows[2]
+    assert after.cause is not None and after.cause.kind == "compaction"
+    summary = report.summary()
+    assert summary["compaction"]["requests"] == 1
+    assert summary["by_cause"] == {} and summary["cost_lost_usd"] == 0

@@ -324,8 +324,13 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
     from ipse.transcript.formats import codex
 
+    history: Any = None
     for index, call in enumerate(codex.rollout_requests(p, warnings=warnings, shared=True)):
         assert call.history is not None
+        # a ``compacted`` record starts a list of its own: the first call on it is a
+        # compaction call (its history is the summary, not what the calls before it sent)
+        compaction = history is not None and call.history is not history
+        history = call.history
         yield Request(
             index,
             SharedHistory(call.body, call.history, call.count, key="input"),
@@ -335,6 +340,7 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             call.usage,
             f"{p}:line {call.line}",
             "main",
+            compaction=compaction,
         )
 
 
