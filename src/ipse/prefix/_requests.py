@@ -302,8 +302,29 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.response_time or fields.time,
             fields.usage,
             where,
+            diagnostics=_diagnostics(entry),
             handoff=_handoff(entry),
         )
+
+
+def _diagnostics(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The API's cache diagnosis in a logged response (``diagnostics`` in the message: the
+    body, or the ``message_start`` event of a streamed one), or None."""
+    response = entry.get("response")
+    body = response.get("body") if jsonio.is_object(response) else None
+    if isinstance(body, str) and "cache_miss_reason" in body:  # streamed: find its event
+        for line in body.splitlines():
+            if line.startswith("data:") and "cache_miss_reason" in line:
+                try:
+                    event = jsonio.loads(line[5:])
+                except jsonio.JSONDecodeError:
+                    return None
+                body = event.get("message") if jsonio.is_object(event) else None
+                break
+    if not jsonio.is_object(body):
+        return None
+    found = body.get("diagnostics")
+    return found if jsonio.is_object(found) else None
 
 
 def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:

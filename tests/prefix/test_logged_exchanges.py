@@ -1,5 +1,6 @@
-"""A proxy record whose request carries ipse's own handoff: the loss at the cut is named
-``handoff``, not the truncation or edit the replay sees there."""
+"""Logged exchanges (the proxy's record): a request that carries ipse's own handoff has its
+loss at the cut named ``handoff``, not the truncation or edit the replay sees there; a response
+that carries the API's cache diagnosis, plain or streamed, has that diagnosis as its cause."""
 
 from __future__ import annotations
 
@@ -56,3 +57,25 @@ def test_the_loss_at_ipses_handoff_is_named_handoff(tmp_path: Path, handed_off: 
         assert "toolu_7" in row.cause.detail and "4 tool call" in row.cause.detail
     else:
         assert row.cause.kind in ("history_truncated", "message_edited")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_apis_diagnosis_in_a_logged_response_is_the_cause(
+    tmp_path: Path, streamed: bool
+) -> None:
+    first, second = body(6), body(7)
+    diagnosis = {
+        "cache_miss_reason": {"type": "system_changed", "cache_missed_input_tokens": 8_000}
+    }
+    lines = _exchange(0, first, _usage(0, 9_000))
+    entry = json.loads(_exchange(1, second, _usage(1_000, 8_500)))
+    message = entry["response"]["body"]
+    message["diagnostics"] = diagnosis
+    if streamed:
+        start = json.dumps({"type": "message_start", "message": message})
+        entry["response"]["body"] = f"event: message_start\ndata: {start}\n\n"
+    path = tmp_path / "record.jsonl"
+    path.write_text(lines + json.dumps(entry) + "\n", encoding="utf-8")
+    row = analyze(read_requests(path).requests).rows[1]
+    assert row.cause is not None and row.cause.kind == "system_changed"
+    assert row.cause.location == "api" and row.lost_tokens == 8_000
