@@ -105,6 +105,8 @@ class Row(msgspec.Struct, frozen=True):
             "compaction": self.compaction,
             "off_path": self.off_path,
             "cold_start": self.cold_start,
+            "ttl": self.ttl,
+            "gap_s": round(self.gap_s, 3) if self.gap_s is not None else None,
             "lost_tokens": self.lost_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
