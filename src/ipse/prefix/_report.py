@@ -16,6 +16,16 @@ the record shows a full read, the cause is kept as ``predicted_cause`` and costs
 the record shows a loss the model did not predict, the cause is ``not_served``: the content was
 there to reuse and the provider did not serve it (evicted early, routed to another cache, or a
 change the model does not see).
+
+The record also gives, per request: the TTL its writes carried and their price (1-hour writes
+at 2x base input, 5-minute ones at 1.25x: ``cache_creation``), the TTL the replay then models
+for its thread; what a whole earlier prefix left in the cache (its read plus its write on
+Anthropic; its whole prompt where every prefix is cached and no write is reported); and, when
+the response carries one, the API's own diagnosis of a miss, which names the cause outright. A
+loss is charged from ``min_tokens`` (1,000 by default). A harness update between two calls is
+``cli_version_changed`` where the replay sees nothing else; the loss at a request ipse's own
+handoff cut is ``handoff``. Compaction calls, cold starts (a chain's first call) and each
+agent's calls are totalled apart; compaction is not in the headline loss.
 """
 
 from __future__ import annotations
