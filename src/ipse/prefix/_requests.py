@@ -20,8 +20,13 @@ response began, and the usage the provider reported, when the log has them. Sour
   share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay;
   where a later request sent a message of that list again, changed, the list goes on with
   the later one and the earlier request keeps its messages past that point as its own tail.
+  Every billed call counts, in time order: those the live path leaves out (interrupted or
+  retried, on a branch the conversation left; marked ``off_path``), the sub-agents' (inline
+  sidechains, and ``<session>/subagents/*.jsonl``; each request names its ``agent``); records
+  of one call without a response id (consecutive, identical usage) are one call.
 * Codex rollouts: one Responses request per model call, every call a view of one shared list
-  of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent.
+  of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent;
+  the first call after a ``compacted`` record is a compaction call.
 * A single request body (for ``lint``), or the one request a harness file that ipse writes
   back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
