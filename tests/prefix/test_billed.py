@@ -330,3 +330,9 @@ def test_each_off_path_request_sends_its_whole_parent_chain(tmp_path: Path) -> N
         )
         assert list(row.body["messages"]) == expected
     assert sum(r.off_path for r in report.rows) == 3
+
+
+def test_the_ideal_cost_leaves_the_compaction_call_as_it_was(tmp_path: Path) -> None:
+    summary = _report(_compacted(tmp_path)).summary()
+    assert summary["compaction"]["cost_lost_usd"] > 0
+    assert summary["cost_ideal_usd"] == summary["cost_usd"]  # nothing lost in the headline
