@@ -111,7 +111,8 @@ def prefix_command(
     written and uncached, the cause of every lost reuse, and what it cost.
 
     LOG is an HTTP log (JSONL, a folder of exchanges, HAR), a JSONL of request bodies with
-    optional "ts" and "usage", or a Claude Code session (one request per assistant turn).
+    optional "ts" and "usage", a Claude Code session (one request per billed call, its
+    sub-agents' with it) or a Codex rollout. With --watch, LOG is a folder to follow.
 
     \b
     Examples:
