@@ -294,11 +294,7 @@ def test_each_off_path_request_sends_its_whole_parent_chain(tmp_path: Path) -> N
     live message, and are rebuilt whole where they branch from inside one: either way each
     sends exactly the messages of its parent chain."""
     from ipse.transcript.formats.claude_code import read_session
-    from ipse.transcript.formats.claude_code_requests import (
-        _messages,
-        _whole_chain,
-        billed_thread,
-    )
+    from ipse.transcript.formats.claude_code_requests import _messages, billed_thread
 
     s = Session()
     s.user("start the work " * 40)
@@ -324,7 +320,12 @@ def test_each_off_path_request_sends_its_whole_parent_chain(tmp_path: Path) -> N
     report = _report(path)
     for call in off:
         record = place[call.meta["uuids"][0]]
-        expected = [m.body for m in _messages(_whole_chain(record, place)) or []]
+        chain = []
+        at = record.parent
+        while at in place:
+            chain.append(place[at])
+            at = place[at].parent
+        expected = [m.body for m in _messages(chain[::-1]) or []]
         row = next(
             r for r in read_requests(path).requests if r.source.endswith(f"line {record.line}")
         )

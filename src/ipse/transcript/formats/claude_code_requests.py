@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ipse import progress
+from ipse.jsonio import is_object
 from ipse.transcript.formats.anthropic import write_message
 from ipse.transcript.formats.claude_code import (
     MAIN,
@@ -273,8 +274,9 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
     walking its parent chain back to the live path: a branch from the end of a live message
     shares that message's history and adds its own few (so many retries cost what they add,
     not the history each time); a branch from inside a message, or whose first message would
-    join the live one, is rebuilt from its whole parent chain. A response whose chain holds a
-    record `request_thread` would send through the neutral model is left out."""
+    join the live one, is read as the live path of the records up to it (`_as_if_last`). A
+    response whose request holds a record `request_thread` would send through the neutral
+    model is left out."""
     at_end: dict[str, tuple[int, int]] = {}  # a live message's last record -> (segment, count)
     inside: set[str] = set()  # the other records of live messages
     seen: set[str] = set()
@@ -290,10 +292,15 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
                 if isinstance(value, str):
                     seen.add(value)
     place: dict[str, SessionRecord] = {}
-    candidates: list[SessionRecord] = []
-    for record in records:
+    candidates: list[tuple[int, SessionRecord]] = []
+    parts: dict[str, int] = {}  # response id -> its records
+    for number, record in enumerate(records):
         if type(record.uuid) is str:
             place[record.uuid] = record
+        if record.kind == "assistant" and is_object(record.message):
+            response = record.message.get("id")
+            if isinstance(response, str):
+                parts[response] = parts.get(response, 0) + 1
         if record.kind != "assistant" or record.uuid in at_end or record.uuid in inside:
             continue
         key = _call_key(record)
@@ -303,9 +310,9 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
         if payload.get("model") == "<synthetic>" or not isinstance(payload.get("usage"), Mapping):
             continue
         seen.add(key)
-        candidates.append(record)
+        candidates.append((number, record))
     out: list[OffPathCall] = []
-    for record in candidates:
+    for number, record in candidates:
         branch: list[SessionRecord] = []
         at: Any = record.parent
         walked: set[str] = set()
@@ -323,29 +330,90 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
         own = _messages(branch)
         if own is None:
             continue
-        if joins is not None:
+        if joins is not None and _self_contained(branch, own, parts):
             segment, upto = joins
-            last = thread.segments[segment][upto - 1].body["role"]
-            if not own or own[0].body["role"] != last:  # (same role: they might merge)
+            live = thread.segments[segment]
+            if upto < len(live) and _answered_before(live[upto - 1], live[upto], record.line):
+                upto += 1  # the results of its calls, written before it: sent with it
+            if not own or not _would_merge(live[upto - 1], own[0]):
                 out.append(OffPathCall(segment, upto, tuple(own), record_meta(record)))
                 continue
-        rebuilt = _messages(_whole_chain(record, place))
+        rebuilt = _as_if_last(records, number)
         if rebuilt is not None:
             out.append(OffPathCall(None, 0, tuple(rebuilt), record_meta(record)))
     return out
 
 
-def _whole_chain(record: SessionRecord, place: Mapping[str, SessionRecord]) -> list[SessionRecord]:
-    """The records on ``record``'s parent chain, root first."""
-    chain: list[SessionRecord] = []
-    at: Any = record.parent
-    walked: set[str] = set()
-    while type(at) is str and at in place and at not in walked:
-        walked.add(at)
-        chain.append(place[at])
-        at = place[at].parent
-    chain.reverse()
-    return chain
+def _as_if_last(records: Sequence[SessionRecord], number: int) -> list[RequestMessage] | None:
+    """The messages the response at ``records[number]`` was sent after, read as the live
+    path of the records up to it (parallel calls' siblings included, cut at compactions);
+    None when they hold a record the neutral model would be asked for."""
+    record = records[number]
+    _, parts = live_segments(list(records[: number + 1]))
+    messages = _messages(parts[-1][1]) if parts else None
+    if messages is None:
+        return None
+    for k, message in enumerate(messages):
+        if record.uuid in (message.meta.get("uuids") or ()):
+            return messages[:k]
+    return None
+
+
+def _self_contained(
+    branch: Sequence[SessionRecord], own: Sequence[RequestMessage], parts: Mapping[str, int]
+) -> bool:
+    """Whether a branch's records make its messages alone: every tool call in them answered
+    in them, and every response in them whole (no record of it elsewhere, which the live
+    path's reading would add as a parallel call's sibling)."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for message in own:
+        content = message.body["content"]
+        if type(content) is not list:
+            continue
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use":
+                calls.add(block["id"])
+            elif kind == "tool_result":
+                answered.add(block["tool_use_id"])
+    if not calls <= answered:
+        return False
+    counted: dict[str, int] = {}
+    for record in branch:
+        if record.kind == "assistant" and is_object(record.message):
+            response = record.message.get("id")
+            if isinstance(response, str):
+                counted[response] = counted.get(response, 0) + 1
+    return all(parts.get(k) == n for k, n in counted.items())
+
+
+def _answered_before(calls: RequestMessage, results: RequestMessage, line: int) -> bool:
+    """Whether ``results`` holds nothing but results of tool calls in ``calls``, all written
+    before ``line`` (a request after those calls sends their results: the API requires it)."""
+    content = results.body["content"]
+    if results.body["role"] != "user" or not _only_results("user", content):
+        return False
+    lines = results.meta.get("lines") or ()
+    if not lines or max(lines) >= line:
+        return False
+    made = calls.body["content"]
+    ids = {b.get("id") for b in made if b.get("type") == "tool_use"} if type(made) is list else ()
+    return all(b.get("tool_use_id") in ids for b in content)
+
+
+def _would_merge(before: RequestMessage, after: RequestMessage) -> bool:
+    """Whether `_messages` would make one message of these two, were they read in a row: two
+    results-only user messages, or two parts of one response."""
+    role = before.body["role"]
+    if role != after.body["role"]:
+        return False
+    if role == "user":
+        return _only_results("user", before.body["content"]) and _only_results(
+            "user", after.body["content"]
+        )
+    first, second = before.meta.get("message_id"), after.meta.get("message_id")
+    return isinstance(first, str) and first == second
 
 
 def _call_key(record: SessionRecord) -> str | None:
