@@ -337,3 +337,16 @@ def test_the_ideal_cost_leaves_the_compaction_call_as_it_was(tmp_path: Path) -> 
     summary = _report(_compacted(tmp_path)).summary()
     assert summary["compaction"]["cost_lost_usd"] > 0
     assert summary["cost_ideal_usd"] == summary["cost_usd"]  # nothing lost in the headline
+
+
+def test_records_of_one_request_id_without_a_response_id_are_one_call(tmp_path: Path) -> None:
+    s = Session()
+    s.user("fix the failing test " * 40)
+    for n, used in enumerate([usage(0, 20_000), usage(20_000, 900)]):
+        for block in (text(f"step {n}"), tool_use(f"t{n}")):
+            s.assistant(block, used, after=1)
+            s.records[-1]["requestId"] = f"req_{n}"
+        s.result(f"t{n}", "passed " * 30)
+    log = read_requests(s.write(tmp_path / "request-ids.jsonl"))
+    assert len(log.requests) == 2 and log.merged == 2
+    assert [r.cause for r in analyze(log.requests).rows] == [None, None]

@@ -300,8 +300,8 @@ def _render(
         )
     if summary["merged_records"]:
         out.print(
-            f"{summary['merged_records']} record(s) without a response id repeated the usage of "
-            "the call before them and were merged into it (one call)"
+            f"{summary['merged_records']} record(s) without a response id belonged to the call "
+            "before them (its request id, or with no id its usage): merged into it"
         )
     if summary["off_path"]:
         out.print(f"{summary['off_path']} billed call(s) off the live path counted")

@@ -387,8 +387,8 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
         calls.extend(_thread_requests(session, name, agent, p, merged))
     if merged[0]:
         warnings.append(
-            f"{merged[0]} record(s) without a response id repeated the usage of the call "
-            "before them: merged into that call (one call's blocks written as several records)"
+            f"{merged[0]} record(s) without a response id belonged to the call before them "
+            "(its request id, or with no id its usage): merged into that call"
         )
     if all(r.response_start is not None for r in calls):
         calls.sort(key=lambda r: r.response_start or datetime.min)
@@ -476,13 +476,17 @@ def _thread_requests(
 
 
 def _repeats(before: Any, message: Any) -> bool:
-    """Whether ``message`` is another record of the call ``before`` answered: both assistant
-    messages with no response id, identical usage, and no user record between them."""
+    """Whether ``message`` is another record of the call ``before`` answered (no user record
+    between them): the same request id where there is no response id to merge them by, or,
+    with no id at all, identical usage."""
     if before.body["role"] != "assistant":
         return False
     a, b = before.meta, message.meta
-    if "message_id" in a or "message_id" in b or "request_id" in a or "request_id" in b:
-        return False
+    if "message_id" in a or "message_id" in b:
+        return False  # (records of one response are one message already)
+    first, second = a.get("request_id"), b.get("request_id")
+    if first is not None or second is not None:
+        return isinstance(first, str) and first == second
     usage = b.get("usage")
     return isinstance(usage, Mapping) and usage == a.get("usage")
 
