@@ -33,8 +33,8 @@ FIXES = {
     "history_truncated": "Drop history only at a deliberate checkpoint (one rebuild), not "
     "turn by turn.",
     "key_order_changed": "Serialize JSON with a fixed key order (tool inputs, tool schemas).",
-    "ttl_expired": "Keep gaps under the TTL, use the 1-hour TTL, or send a keep-alive "
-    "(see the break-even below).",
+    "ttl_expired": "Keep idle gaps under the cache's lifetime, or pay for a longer one "
+    "(Anthropic's 1-hour TTL, OpenAI's 24h retention) or a keep-alive: see the break-even.",
     "previous_message_not_found": "After a long gap this is an expired cache: see the TTL "
     "advice; otherwise the previous request was not cached.",
     "below_minimum": "Nothing to fix: a prefix below the model's minimum is never cached.",
