@@ -92,3 +92,47 @@ def test_lint_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_help_has_an_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run([command, "--help"], capsys)
     assert code == 0 and "Examples:" in out
+
+
+def _idle_session(tmp_path: Path) -> Path:
+    from .sessions import Session, text, usage
+
+    s = Session()
+    s.user("start the work " * 40)
+    s.assistant(text("a"), usage(0, 30_000), message_id="m1")
+    s.user("more " * 10, after=20 * 60)
+    s.assistant(text("b"), usage(0, 30_300), message_id="m2")
+    return s.write(tmp_path / "idle.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("limit", "code"),
+    [("0.01", 1), ("$0.50", 0), ("40%", 1), ("60%", 0), ("0", 1)],
+)
+def test_prefix_fail_over_is_a_ci_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: str, code: int
+) -> None:
+    # a $0.1725 loss on a $0.4157 bill (41.5%)
+    got, out, err = _run(["prefix", str(_idle_session(tmp_path)), "--fail-over", limit], capsys)
+    assert got == code
+    assert ("exceeds" in err) == (code == 1)
+    assert "ttl_expired" in out
+
+
+def test_prefix_fail_over_refuses_a_bad_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(["prefix", str(_idle_session(tmp_path)), "--fail-over", "lots"], capsys)
+    assert code == 2 and "--fail-over" in err and len(err.strip().splitlines()) == 1
+
+
+def test_prefix_min_tokens_and_the_advice_on_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _idle_session(tmp_path)
+    _, out, _ = _run(["prefix", str(path)], capsys)
+    assert "fix ttl_expired:" in out and "keep-alive: 4 ping(s)" in out
+    _, out, _ = _run(["prefix", str(path), "--min-tokens", "40000", "--json"], capsys)
+    document = orjson.loads(out)
+    assert document["summary"]["min_tokens"] == 40_000
+    assert document["summary"]["cost_lost_usd"] == 0

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import msgspec
+
 from ipse.prefix._requests import Request
 
 
 def plain_requests(requests: Iterable[Request]) -> list[Request]:
     """The same requests, each body a plain dict holding its own list of messages (built as
     sent: journaled breakpoints placed)."""
-    return [
-        Request(
-            r.index,
-            dict(r.body),
-            r.provider,
-            r.time,
-            r.response_start,
-            r.usage,
-            r.source,
-            r.conversation,
-        )
-        for r in requests
-    ]
+    return [msgspec.structs.replace(r, body=dict(r.body)) for r in requests]

@@ -58,6 +58,34 @@ def actual_tokens(usage: Mapping[str, Any] | None) -> Tokens | None:
     return None
 
 
+def write_split(usage: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """The recorded cache writes by TTL, (5-minute, 1-hour) tokens, when the usage says
+    (Anthropic ``cache_creation.ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``)."""
+    if not is_object(usage):
+        return None
+    split = usage.get("cache_creation")
+    if not is_object(split):
+        return None
+    five, hour = (
+        _int(split.get("ephemeral_5m_input_tokens")),
+        _int(split.get("ephemeral_1h_input_tokens")),
+    )
+    if five is None and hour is None:
+        return None
+    return five or 0, hour or 0
+
+
+def write_ttl(usage: Mapping[str, Any] | None) -> str | None:
+    """The TTL the record says this request wrote with: ``1h`` when any of its writes were
+    1-hour writes, ``5m`` when only 5-minute ones were, None when the record does not say."""
+    split = write_split(usage)
+    if split is None:
+        return None
+    if split[1] > 0:
+        return "1h"
+    return "5m" if split[0] > 0 else None
+
+
 def tolerance(actual: Tokens) -> float:
     """How far a cache read may be from the recorded one and still agree."""
     return max(TOLERANCE_MIN, TOLERANCE_SHARE * max(actual.total, 1))

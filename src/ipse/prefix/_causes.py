@@ -7,8 +7,12 @@ path), ``system_changed`` (with a hint when the change looks volatile), ``settin
 ``message_edited``, ``history_truncated``, ``key_order_changed``; or, when the content matched
 and the cache mechanics did not serve it, the simulator's reason (``ttl_expired``,
 ``below_minimum``, ``no_breakpoint``, ``concurrent``). ``not_served`` is the record's word: a
-loss the recorded usage shows and the model does not predict (`ipse.prefix._report`). Only the
-one diverging block is looked at closely, so the cost stays independent of history length.
+loss the recorded usage shows and the model does not predict (`ipse.prefix._report`);
+``cli_version_changed`` the record's too (the harness's version changed between two calls),
+and the API's own diagnosis, when a response carries one, names the cause outright
+(``messages_changed``, ``previous_message_not_found``, ``unavailable`` and the changes
+above). Only the one diverging block is looked at closely, so the cost stays independent of
+history length.
 """
 
 from __future__ import annotations
@@ -38,7 +42,23 @@ CAUSES = (
     "no_breakpoint",
     "concurrent",
     "not_served",
+    "cli_version_changed",
+    "messages_changed",
+    "previous_message_not_found",
+    "unavailable",
+    "compaction",
+    "handoff",
 )
+
+# The API's cache-miss diagnosis (``diagnostics.cache_miss_reason.type``) -> the cause named.
+API_CAUSES = {
+    "model_changed": "model_changed",
+    "system_changed": "system_changed",
+    "tools_changed": "tools_changed",
+    "messages_changed": "messages_changed",
+    "previous_message_not_found": "previous_message_not_found",
+    "unavailable": "unavailable",
+}
 
 
 class Cause(msgspec.Struct, frozen=True):

@@ -16,6 +16,16 @@ the record shows a full read, the cause is kept as ``predicted_cause`` and costs
 the record shows a loss the model did not predict, the cause is ``not_served``: the content was
 there to reuse and the provider did not serve it (evicted early, routed to another cache, or a
 change the model does not see).
+
+The record also gives, per request: the TTL its writes carried and their price (1-hour writes
+at 2x base input, 5-minute ones at 1.25x: ``cache_creation``), the TTL the replay then models
+for its thread; what a whole earlier prefix left in the cache (its read plus its write on
+Anthropic; its whole prompt where every prefix is cached and no write is reported); and, when
+the response carries one, the API's own diagnosis of a miss, which names the cause outright. A
+loss is charged from ``min_tokens`` (1,000 by default). A harness update between two calls is
+``cli_version_changed`` where the replay sees nothing else; the loss at a request ipse's own
+handoff cut is ``handoff``. Compaction calls, cold starts (a chain's first call) and each
+agent's calls are totalled apart; compaction is not in the headline loss.
 """
 
 from __future__ import annotations
@@ -30,17 +40,27 @@ import msgspec
 
 from ipse import lifetime
 from ipse import progress as ipse_progress
-from ipse.jsonio import no_gc
-from ipse.prefix._actual import Agreement, actual_tokens, agreement, agrees, tolerance
-from ipse.prefix._causes import CAUSES, Cause, Side, classify, divergence
+from ipse.jsonio import is_object, no_gc
+from ipse.prefix._actual import (
+    Agreement,
+    actual_tokens,
+    agreement,
+    agrees,
+    tolerance,
+    write_split,
+    write_ttl,
+)
+from ipse.prefix._causes import API_CAUSES, CAUSES, Cause, Side, classify, divergence
 from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
-from ipse.prefix._rules import PROVIDERS, prices, rules
+from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
 from ipse.prefix._simulate import Prediction, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
+
+MIN_TOKENS = 1000  # the least recorded loss reported (``ipse prefix --min-tokens``)
 
 
 class Row(msgspec.Struct, frozen=True):
@@ -58,6 +78,12 @@ class Row(msgspec.Struct, frozen=True):
     cost_lost_usd: float
     agrees: bool | None = None  # prediction within tolerance of the record (None: no record)
     predicted_cause: Cause | None = None  # a modelled cause the record does not bear out
+    agent: str | None = None  # the sub-agent that sent it (None: the main thread)
+    compaction: bool = False  # a compaction call: reported apart, not in the headline loss
+    off_path: bool = False  # billed, but its response is not on the live path
+    cold_start: bool = False  # the first call of its chain: nothing was cached before it
+    gap_s: float | None = None  # seconds since its candidate was sent (None: not known)
+    ttl: str | None = None  # the TTL its writes carried (recorded, else its thread's, else None)
 
     @property
     def basis(self) -> str:
@@ -85,6 +111,12 @@ class Row(msgspec.Struct, frozen=True):
             "location": cause.location if cause else None,
             "candidate": cause.candidate if cause else None,
             "predicted_cause": predicted_cause.kind if predicted_cause else None,
+            "agent": self.agent,
+            "compaction": self.compaction,
+            "off_path": self.off_path,
+            "cold_start": self.cold_start,
+            "ttl": self.ttl,
+            "gap_s": round(self.gap_s, 3) if self.gap_s is not None else None,
             "lost_tokens": self.lost_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
@@ -101,6 +133,8 @@ class PrefixReport(msgspec.Struct):
     tokens_by: str
     warnings: list[str] = msgspec.field(default_factory=list)
     cost_ideal_usd: float = 0.0
+    min_tokens: int = 0  # the least recorded loss charged
+    merged: int = 0  # records of one call merged into it (no response id to tell them apart)
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
@@ -111,6 +145,17 @@ class PrefixReport(msgspec.Struct):
         costs: list[float] = []
         costs_lost: list[float] = []
         by_cause: dict[str, dict[str, Any]] = {}
+        agents: dict[str, dict[str, Any]] = {}
+        compaction: dict[str, Any] = {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+        cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
+        off_path = 0
+        if any(row.agent is not None for row in rows):
+            agents["main"] = {
+                "requests": 0,
+                "cost_usd": 0.0,
+                "tokens_lost": 0,
+                "cost_lost_usd": 0.0,
+            }
         for row in rows:
             predicted, actual = row.predicted, row.actual
             charged = predicted if actual is None else actual  # (`charged`)
@@ -118,7 +163,7 @@ class PrefixReport(msgspec.Struct):
             read += charged.cache_read
             write += charged.cache_write
             uncached += charged.uncached
-            lost += row.lost_tokens
+            lost += row.lost_tokens if not row.compaction else 0
             predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
             predicted_read += predicted.cache_read
             if actual is not None:
@@ -126,17 +171,40 @@ class PrefixReport(msgspec.Struct):
                 actual_total += actual.cache_read + actual.cache_write + actual.uncached
                 actual_read += actual.cache_read
             costs.append(row.cost_usd)
-            costs_lost.append(row.cost_lost_usd)
+            if row.agent is not None or agents:
+                slot = agents.setdefault(
+                    row.agent or "main",
+                    {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
+                )
+                slot["requests"] += 1
+                slot["cost_usd"] += row.cost_usd
+                if row.cause is not None and not row.compaction:
+                    slot["tokens_lost"] += row.lost_tokens
+                    slot["cost_lost_usd"] += row.cost_lost_usd
+            if row.cold_start:
+                cold["requests"] += 1
+                cold["tokens_written"] += charged.cache_write
+                cold["cost_usd"] += row.cost_usd
+            if row.off_path:
+                off_path += 1
             if row.cause is None:
                 continue
+            if row.compaction:  # apart: the front it is charged against is not in the file
+                compaction["requests"] += 1
+                compaction["tokens_lost"] += row.lost_tokens
+                compaction["cost_lost_usd"] += row.cost_lost_usd
+                continue
+            costs_lost.append(row.cost_lost_usd)
             entry = by_cause.setdefault(
                 row.cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
             )
             entry["requests"] += 1
             entry["tokens_lost"] += row.lost_tokens
             entry["cost_lost_usd"] += row.cost_lost_usd
-        for entry in by_cause.values():
-            entry["cost_lost_usd"] = round(entry["cost_lost_usd"], 6)
+        for entry in [*by_cause.values(), *agents.values(), compaction, cold]:
+            for key in ("cost_lost_usd", "cost_usd"):
+                if key in entry:
+                    entry[key] = round(entry[key], 6)
         cost = sum(costs)
         summary: dict[str, Any] = {
             "requests": len(rows),
@@ -156,6 +224,11 @@ class PrefixReport(msgspec.Struct):
             "cost_lost_usd": round(sum(costs_lost), 6),
             "cost_vs_ideal": round(cost / self.cost_ideal_usd, 4) if self.cost_ideal_usd else None,
             "by_cause": {k: by_cause[k] for k in CAUSES if k in by_cause},
+            "compaction": compaction,
+            "cold_starts": cold,
+            "off_path": off_path,
+            "merged_records": self.merged,
+            "min_tokens": self.min_tokens,
             "ttl_analysis": "modelled" if self.ttl_modelled else "skipped: times missing",
             "tokens_estimated_by": self.tokens_by,
             "warnings": list(self.warnings),
@@ -163,6 +236,11 @@ class PrefixReport(msgspec.Struct):
         if recorded:
             summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
         summary["agreement"] = self.agreement.to_json() if self.agreement else None
+        if agents:
+            summary["by_agent"] = agents
+        from ipse.prefix._advice import advice  # (the advice is read once, at the end)
+
+        summary["advice"] = advice(self)
         return summary
 
     def to_json(self) -> dict[str, Any]:
@@ -205,14 +283,20 @@ def analyze(
     counter: TokenCounter | None = None,
     progress: Progress | None = None,
     warnings: Sequence[str] = (),
+    min_tokens: int = MIN_TOKENS,
+    merged: int = 0,
 ) -> PrefixReport:
     """Replay ``requests`` through the provider's cache and explain every lost reuse.
 
     ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
-    usage, o200k counts otherwise), ``o200k`` or ``bytes``.
+    usage, o200k counts otherwise), ``o200k`` or ``bytes``. ``min_tokens``: the least loss
+    the record must show to be charged. ``merged``: records the reader merged into the call
+    before them (said in the report).
     """
     with no_gc():
-        return _analyze(requests, provider, tokenizer, counter, progress, warnings)
+        report = _analyze(requests, provider, tokenizer, counter, progress, warnings, min_tokens)
+    report.merged = merged
+    return report
 
 
 def _analyze(
@@ -222,6 +306,7 @@ def _analyze(
     counter: TokenCounter | None,
     progress: Progress | None,
     warnings: Sequence[str],
+    min_tokens: int = MIN_TOKENS,
 ) -> PrefixReport:
     name = _provider(requests, provider)
     sim = simulator(name)
@@ -258,22 +343,38 @@ def _analyze(
     flats: dict[int, Flat] = {}
     fit = _fit_front(order, flattener, flats, recorded)
     per_model: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
+    chain_ttl: dict[str | None, str] = {}  # thread -> the TTL its last recorded write carried
     iterable: Iterable[Any] = progress(order) if progress is not None else order
     for request in iterable:
         flat = flats.pop(request.index, None) or flattener.flatten(request.body)
         actual = recorded[request.index]
         scale, front = 1.0, 0
         estimate = flat.total
-        if request.body.get("system") is UNRECORDED_FRONT:
+        unrecorded = request.body.get("system") is UNRECORDED_FRONT
+        if unrecorded:
             scale, front = fit
             if actual is not None and estimate:
                 scale = max(0.0, actual.total - front) / estimate
         elif actual is not None and estimate:
             scale = actual.total / estimate
         shared, slot = _best(flat, index, by_first, len(seen[-1][1].chain) if seen else 0)
+        if (
+            slot is not None
+            and unrecorded  # (a session's request: its system prompt and tools not recorded)
+            and seen[slot][0].conversation != request.conversation
+        ):
+            shared, slot = 0, None  # another agent's thread: the shared front is a placeholder
         if slot is None and request.conversation is not None:
             slot = by_conversation.get(request.conversation)
         sent = request.time if ttl else None  # (with ``ttl``, every request has a time)
+        # the TTL this request wrote with, as recorded; a request whose record does not say
+        # (it wrote nothing) goes on with its thread's
+        usage = request.usage
+        recorded_ttl = write_ttl(usage)
+        if recorded_ttl is None:
+            recorded_ttl = chain_ttl.get(request.conversation)
+        else:
+            chain_ttl[request.conversation] = recorded_ttl
         step = Step(
             request.index,
             flat,
@@ -282,12 +383,16 @@ def _analyze(
             scale,
             shared,
             front,
+            recorded_ttl,
         )
         prediction = sim.step(step)
         model = flat.model
         ideal_read = 0
+        whole = False  # the candidate's whole prefix was there to reuse
         if slot is not None:  # what appending to the candidate would have kept
-            reusable = min(flat.tail, len(seen[slot][1].chain))
+            held = len(seen[slot][1].chain)
+            reusable = min(flat.tail, held)
+            whole = reusable == held
             ideal_read = sim.ideal(step.tokens(reusable), step.total, model)
         lost = max(0, ideal_read - prediction.tokens.cache_read)
         cause = None
@@ -311,20 +416,56 @@ def _analyze(
         agreeing: bool | None = None
         predicted_cause: Cause | None = None
         if actual is not None:  # the record is the truth: cost and loss from it
-            charged = Prediction(actual, prediction.read_positions, prediction.write_ttl)
+            charged = Prediction(
+                actual, prediction.read_positions, recorded_ttl or prediction.write_ttl
+            )
             within = tolerance(actual)  # (once: the loss below is held to it too)
             agreeing = agrees(prediction.tokens, actual, within)
             recorded_lost = _recorded_ideal(
-                ideal_read, recorded[seen[slot][0].index] if slot is not None else None
+                ideal_read,
+                _left_cached(recorded[seen[slot][0].index], sim, seen[slot][1].model)
+                if slot is not None
+                else None,
+                whole,
             )
-            recorded_lost -= actual.cache_read
-            if recorded_lost <= within:
+            # the ideal in the record's terms: no more than this request sent
+            ideal_read = min(recorded_lost, actual.total)
+            recorded_lost = ideal_read - actual.cache_read
+            candidate = seen[slot][0] if slot is not None else None
+            diagnosis = _diagnosis(request, candidate)
+            if diagnosis is not None and diagnosis[1] is not None:  # the API counted it
+                recorded_lost = diagnosis[1]
+                ideal_read = min(actual.cache_read + recorded_lost, actual.total)
+            if recorded_lost < min_tokens:
                 predicted_cause, cause, lost = cause, None, 0
             else:
                 lost = recorded_lost
-                if cause is None and slot is not None:
-                    cause = _not_served(request.index, seen[slot][0].index, recorded_lost)
-        cost = _cost(charged, price, multiplier, sim)
+                if diagnosis is not None:  # the API's own word beats the inference
+                    cause = diagnosis[0]
+                elif candidate is not None and (cause is None or cause.kind == "not_served"):
+                    changed = _version_changed(request, candidate, recorded_lost)
+                    cause = (
+                        changed
+                        or cause
+                        or _not_served(request.index, candidate.index, recorded_lost)
+                    )
+        if cause is not None and request.handoff is not None and cause.kind in _CUT_CAUSES:
+            cause = _handoff_cause(request.handoff, cause)
+        if cause is not None and request.compaction:
+            cause = Cause(
+                "compaction",
+                cause.location,
+                "a compaction call: its prefix is the summary and a front the file does not "
+                f"show, not the history before it (as replayed: {cause.kind})",
+                cause.candidate,
+            )
+        rules_ = sim.rules
+        cost = _cost(
+            charged.tokens,
+            price,
+            multiplier,
+            _write_weight(charged, write_split(usage) if actual is not None else None, rules_),
+        )
         made = charged.tokens.cache_read + charged.tokens.cache_write
         ideal_tokens = Tokens(
             ideal_read,
@@ -332,13 +473,16 @@ def _analyze(
             max(0, step.total - max(made, ideal_read)),
         )
         ideal = _cost(
-            Prediction(ideal_tokens, 0, prediction.write_ttl),
+            ideal_tokens,
             price,
             multiplier,
-            sim,
+            ideal_tokens.cache_write
+            * rules_.write_multiplier(recorded_ttl or prediction.write_ttl),
         )
-        # A recorded request with no loss beyond the tolerance is at its ideal.
-        cost_ideal += cost if actual is not None and cause is None else min(ideal, cost)
+        # A recorded request with no loss beyond the tolerance is at its ideal; so is a
+        # compaction call, as far as the headline goes (its loss is totalled apart).
+        at_ideal = (actual is not None and cause is None) or request.compaction
+        cost_ideal += cost if at_ideal else min(ideal, cost)
         rows[request.index] = Row(
             request.index,
             request.time,
@@ -352,6 +496,16 @@ def _analyze(
             max(0.0, cost - ideal) if cause is not None else 0.0,
             agreeing,
             predicted_cause,
+            request.agent,
+            request.compaction,
+            request.off_path,
+            slot is None and charged.tokens.cache_write > 0 and not request.compaction,
+            (
+                (request.time - seen[slot][0].time).total_seconds()
+                if slot is not None and request.time and seen[slot][0].time
+                else None
+            ),
+            recorded_ttl or prediction.write_ttl,
         )
         slot_now = len(seen)
         start = 0
@@ -385,16 +539,86 @@ def _analyze(
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
     # (the positions and the index of every request: a one-shot command need not free them)
     lifetime.keep(flattener, index, seen, cells, rows)
-    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal)
+    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal, min_tokens)
 
 
-def _recorded_ideal(ideal_read: int, recorded: Tokens | None) -> int:
-    """The read appending would have given, in recorded terms: no more than the candidate's
-    record (``recorded``) says it left in the cache (its read plus its write), when it has a
-    record; the estimate alone overshoots where the front's size is fitted rather than known."""
+def _left_cached(recorded: Tokens | None, sim: Any, model: str | None) -> int | None:
+    """What a request's record says it left in the cache: its read plus its write where the
+    provider writes at breakpoints and bills them (Anthropic); its whole prompt, in the
+    provider's steps, where every prefix is cached and no write is reported (OpenAI, vLLM:
+    counting only its read would hide a miss that follows a miss)."""
     if recorded is None:
+        return None
+    if sim.provider == "anthropic":
+        return recorded.cache_read + recorded.cache_write
+    total = recorded.total
+    return int(sim.ideal(total, total, model))
+
+
+def _recorded_ideal(ideal_read: int, cached: int | None, whole: bool = False) -> int:
+    """The read appending would have given, in recorded terms: no more than the candidate's
+    record says it left in the cache (``cached``, `_left_cached`), when it has a record; the
+    estimate alone overshoots where the front's size is fitted rather than known. Where the
+    request holds the candidate's ``whole`` prefix, exactly what the candidate's record says
+    it cached (the estimate would be a guess at a number the bill states)."""
+    if cached is None:
         return ideal_read
-    return min(ideal_read, recorded.cache_read + recorded.cache_write)
+    if whole:
+        return cached
+    return min(ideal_read, cached)
+
+
+# What a loss at ipse's own handoff looks like to the replay and the record: the cut itself.
+_CUT_CAUSES = ("history_truncated", "message_edited", "not_served", "messages_changed")
+
+
+def _handoff_cause(handoff: Mapping[str, Any], cause: Cause) -> Cause:
+    """The loss at a request ipse's handoff rewrote: the cut, by design (it pays one rebuild
+    to make the requests after it smaller)."""
+    anchor = handoff.get("anchor")
+    removed = handoff.get("removed_calls")
+    detail = (
+        f"ipse's handoff cut the history at {anchor or 'a checkpoint'}"
+        + (f", removing {removed} tool call(s)" if isinstance(removed, int) else "")
+        + f": the prefix after the cut is new by design (as replayed: {cause.kind})"
+    )
+    return Cause("handoff", cause.location, detail, cause.candidate)
+
+
+def _diagnosis(request: Request, candidate: Request | None) -> tuple[Cause, int | None] | None:
+    """The API's own diagnosis of a cache miss (``diagnostics.cache_miss_reason`` in the
+    response: its type and, when given, ``cache_missed_input_tokens``), as a cause and the
+    tokens it says were missed; None when the response carries none."""
+    diagnostics = request.diagnostics
+    if diagnostics is None:
+        return None
+    reason = diagnostics.get("cache_miss_reason")
+    if not is_object(reason):
+        return None
+    kind = reason.get("type")
+    if not isinstance(kind, str) or not kind:
+        return None
+    missed = reason.get("cache_missed_input_tokens")
+    tokens = missed if type(missed) is int and missed >= 0 else None
+    name = API_CAUSES.get(kind, "unavailable")
+    detail = f"the API's diagnosis: {kind}" + (f", {tokens:,} tokens missed" if tokens else "")
+    where = candidate.index if candidate is not None else None
+    return Cause(name, "api", detail, where), tokens
+
+
+def _version_changed(request: Request, candidate: Request, tokens: int) -> Cause | None:
+    """``cli_version_changed`` when the harness's version differs between the two calls (its
+    update changes the system prompt and tools a session file does not record)."""
+    new, old = request.version, candidate.version
+    if new is None or old is None or new == old:
+        return None
+    return Cause(
+        "cli_version_changed",
+        "front",
+        f"the harness went from {old} to {new} between request #{candidate.index} and this "
+        f"one: its system prompt and tools changed with it ({tokens:,} tokens rebuilt)",
+        candidate.index,
+    )
 
 
 def _not_served(index: int, candidate: int, tokens: int) -> Cause:
@@ -481,8 +705,24 @@ def _best(
     return 0, by_first.get(first) if first is not None else None
 
 
-def _cost(prediction: Prediction, price: float, read_multiplier: float, sim: Any) -> float:
-    tokens = prediction.tokens
-    write = sim.rules.write_multiplier(prediction.write_ttl) if tokens.cache_write else 0.0
-    weighted = tokens.uncached + tokens.cache_read * read_multiplier + tokens.cache_write * write
+def _write_weight(charged: Prediction, split: tuple[int, int] | None, table: Rules) -> float:
+    """The cache writes of a request in base-input tokens: each at its TTL's multiplier, from
+    the record's split by TTL when it has one (5-minute writes at 1.25x, 1-hour at 2x),
+    else all at the TTL the request wrote with."""
+    written = charged.tokens.cache_write
+    if not written:
+        return 0.0
+    if split is None:
+        return written * table.write_multiplier(charged.write_ttl)
+    five, hour = split
+    rest = max(0, written - five - hour)  # (writes the split does not name)
+    return (
+        five * table.write_multiplier("5m")
+        + hour * table.write_multiplier("1h")
+        + rest * table.write_multiplier(charged.write_ttl)
+    )
+
+
+def _cost(tokens: Tokens, price: float, read_multiplier: float, write_weight: float) -> float:
+    weighted = tokens.uncached + tokens.cache_read * read_multiplier + write_weight
     return price * weighted / 1_000_000

@@ -20,8 +20,13 @@ response began, and the usage the provider reported, when the log has them. Sour
   share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay;
   where a later request sent a message of that list again, changed, the list goes on with
   the later one and the earlier request keeps its messages past that point as its own tail.
+  Every billed call counts, in time order: those the live path leaves out (interrupted or
+  retried, on a branch the conversation left; marked ``off_path``), the sub-agents' (inline
+  sidechains, and ``<session>/subagents/*.jsonl``; each request names its ``agent``); records
+  of one call without a response id (consecutive, identical usage) are one call.
 * Codex rollouts: one Responses request per model call, every call a view of one shared list
-  of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent.
+  of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent;
+  the first call after a ``compacted`` record is a compaction call.
 * A single request body (for ``lint``), or the one request a harness file that ipse writes
   back holds (a Cline history, a SWE-agent or mini-swe-agent trajectory).
 """
@@ -45,13 +50,18 @@ from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript._time import parse_time
 from ipse.transcript._write import WRITABLE_FORMATS, write
-from ipse.transcript.formats.claude_code import looks_like_claude_code, read_session
+from ipse.transcript.formats.claude_code import (
+    MAIN,
+    ClaudeCodeSession,
+    looks_like_claude_code,
+    read_session,
+)
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
     has_journal,
     read_journal,
 )
-from ipse.transcript.formats.claude_code_requests import request_thread
+from ipse.transcript.formats.claude_code_requests import billed_thread
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
 # to the recorded usage (`ipse.prefix._report`).
@@ -75,6 +85,12 @@ class Request(msgspec.Struct, frozen=True):
     usage: Mapping[str, Any] | None = None
     source: str = ""
     conversation: str | None = None  # known thread (Claude Code); None: matched by content
+    agent: str | None = None  # the sub-agent that sent it (None: the main thread)
+    version: str | None = None  # the harness's version, where the record says
+    diagnostics: Mapping[str, Any] | None = None  # the API's cache diagnosis of its response
+    compaction: bool = False  # the first call after a compaction, or the compacting call
+    off_path: bool = False  # billed, but its response is not on the live path
+    handoff: Mapping[str, Any] | None = None  # ipse's own handoff, applied to this request
 
     @property
     def model(self) -> str | None:
@@ -89,6 +105,7 @@ class RequestLog(msgspec.Struct):
     format: str
     requests: list[Request]
     warnings: list[str] = msgspec.field(default_factory=list)
+    merged: int = 0  # records merged into the call before them (one call, several records)
 
 
 def _provider_of(dialect: str) -> str:
@@ -102,8 +119,9 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
         raise InputError("no such file or folder", path=p)
     name = format or _sniff(p)
     warnings: list[str] = []
+    merged = [0]
     with no_gc():
-        requests = _requests(p, name, warnings)
+        requests = _requests(p, name, warnings, merged)
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
         raise InputError("no request with messages in this input", path=p)
@@ -112,12 +130,12 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     for request in kept:
         _check_front(request, p, fronts)
         _check_messages(request, p, checked)
-    return RequestLog(p, name, kept, warnings)
+    return RequestLog(p, name, kept, warnings, merged[0])
 
 
-def _requests(p: Path, name: str, warnings: list[str]) -> list[Request]:
+def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> list[Request]:
     if name == "claude-code":
-        requests = list(_session_requests(p, warnings))
+        requests = list(_session_requests(p, warnings, merged))
     elif name == "http-log":
         requests = list(_log_requests(p, warnings))
     elif name == "codex":
@@ -289,7 +307,39 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.response_time or fields.time,
             fields.usage,
             where,
+            diagnostics=_diagnostics(entry),
+            handoff=_handoff(entry),
         )
+
+
+def _diagnostics(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The API's cache diagnosis in a logged response (``diagnostics`` in the message: the
+    body, or the ``message_start`` event of a streamed one), or None."""
+    response = entry.get("response")
+    body = response.get("body") if jsonio.is_object(response) else None
+    if isinstance(body, str) and "cache_miss_reason" in body:  # streamed: find its event
+        for line in body.splitlines():
+            if line.startswith("data:") and "cache_miss_reason" in line:
+                try:
+                    event = jsonio.loads(line[5:])
+                except jsonio.JSONDecodeError:
+                    return None
+                body = event.get("message") if jsonio.is_object(event) else None
+                break
+    if not jsonio.is_object(body):
+        return None
+    found = body.get("diagnostics")
+    return found if jsonio.is_object(found) else None
+
+
+def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What the proxy's record says ipse's handoff did to this request (``ipse.handoff`` with
+    ``applied``), or None when it did nothing."""
+    extra = entry.get("ipse")
+    handoff = extra.get("handoff") if jsonio.is_object(extra) else None
+    if jsonio.is_object(handoff) and handoff.get("applied") is True:
+        return handoff
+    return None
 
 
 # ------------------------------------------------------------------------------ codex rollouts
@@ -300,8 +350,13 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
     from ipse.transcript.formats import codex
 
+    history: Any = None
     for index, call in enumerate(codex.rollout_requests(p, warnings=warnings, shared=True)):
         assert call.history is not None
+        # a ``compacted`` record starts a list of its own: the first call on it is a
+        # compaction call (its history is the summary, not what the calls before it sent)
+        compaction = history is not None and call.history is not history
+        history = call.history
         yield Request(
             index,
             SharedHistory(call.body, call.history, call.count, key="input"),
@@ -311,26 +366,75 @@ def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             call.usage,
             f"{p}:line {call.line}",
             "main",
+            compaction=compaction,
         )
 
 
 # ----------------------------------------------------------------------------- claude code
 
 
-def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
+def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterator[Request]:
+    """Every billed call of a session, in time order: the main thread's live path, the calls
+    its live path leaves out (interrupted or retried requests on abandoned branches: billed,
+    and they can rebuild the cache), and its sub-agents' files, each call attributed to its
+    agent. Records of one call that carry no response id (exported or extracted sessions:
+    the call's thinking, text and tool uses as consecutive records with identical usage) are
+    one call."""
     session = read_session(p, warnings=warnings)
     lifetime.keep(session)  # (a one-shot command need not free it record by record)
-    thread = request_thread(session)
-    dicts_of = [[m.body for m in segment] for segment in thread.segments]
+    calls = list(_thread_requests(session, MAIN, None, p, merged))
+    for name, agent in _agents(session):
+        calls.extend(_thread_requests(session, name, agent, p, merged))
+    if merged[0]:
+        warnings.append(
+            f"{merged[0]} record(s) without a response id belonged to the call before them "
+            "(its request id, or with no id its usage): merged into that call"
+        )
+    if all(r.response_start is not None for r in calls):
+        calls.sort(key=lambda r: r.response_start or datetime.min)
+    for index, request in enumerate(calls):
+        yield msgspec.structs.replace(request, index=index)
+
+
+def _agents(session: ClaudeCodeSession) -> list[tuple[str, str]]:
+    """The sub-agent threads of a session, each with the name its calls are attributed to:
+    those written inline (older sessions: ``isSidechain`` records beside the main thread's,
+    ``sidechain-N``), and those in ``<session>/subagents/*.jsonl``, by the file's stem and its
+    ``.meta.json``'s agent type when there is one."""
+    out = [(name, name) for name in session.thread_names() if name.startswith("sidechain-")]
+    for name, path in sorted(session.subagent_files.items()):
+        label = name
+        meta_path = path.with_suffix(".meta.json")
+        if meta_path.is_file():
+            try:
+                meta = jsonio.loads(meta_path.read_bytes())
+            except (OSError, jsonio.JSONDecodeError):
+                meta = None
+            if jsonio.is_object(meta):
+                kind = meta.get("agentType") or meta.get("subagent_type") or meta.get("type")
+                if isinstance(kind, str) and kind:
+                    label = f"{name} ({kind})"
+        out.append((name, label))
+    return out
+
+
+def _thread_requests(
+    session: ClaudeCodeSession, name: str, agent: str | None, p: Path, merged: list[int]
+) -> Iterator[Request]:
+    """One thread's billed calls (see `_session_requests`), their indexes to be numbered."""
     records = session.records
+    thread, off_path = billed_thread(session, name)
+    dicts_of = [[m.body for m in segment] for segment in thread.segments]
     journal = (
         read_journal(records, (m for dicts in dicts_of for m in dicts))
-        if has_journal(records)
+        if agent is None and has_journal(records)
         else {}
     )
-    index = 0
     fronts: dict[Any, dict[str, Any]] = {}  # one front per model, shared by its requests
-    for messages, dicts in zip(thread.segments, dicts_of, strict=True):
+    compacting = agent is not None and "compact" in name  # a sub-agent that compacts
+    conversation = thread.name if agent is None else f"agent:{name}"
+    for number, (messages, dicts) in enumerate(zip(thread.segments, dicts_of, strict=True)):
+        first = number > 0  # the first call after a compaction
         for k, message in enumerate(messages):
             if message.body["role"] != "assistant" or k == 0:
                 continue
@@ -338,33 +442,115 @@ def _session_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             model = meta.get("model")
             if model == "<synthetic>":
                 continue
+            before = messages[k - 1]
+            if _repeats(before, message):
+                merged[0] += 1
+                continue
             journaled = journal.get(str(meta.get("request_ref")))
             if journaled is not None:
                 request_body = _journaled_body(journaled, model, dicts, k)
             else:
-                front = fronts.get(model) if isinstance(model, str | None) else None
-                if front is None:
-                    front = {
-                        "model": model,
-                        "system": UNRECORDED_FRONT,
-                        "cache_control": {"type": "ephemeral"},
-                    }
-                    if isinstance(model, str | None):
-                        fronts[model] = front
-                request_body = SharedHistory(front, dicts, k, checked=True)
-            previous = messages[k - 1].meta.get("timestamp")
-            usage = meta.get("usage")
-            yield Request(
-                index,
-                request_body,
-                "anthropic",
-                parse_time(previous),
-                parse_time(meta.get("timestamp")),
-                usage if isinstance(usage, Mapping) else None,
-                f"{p}:message {k}",
-                thread.name,
+                request_body = SharedHistory(_front(fronts, model), dicts, k, checked=True)
+            yield _request(request_body, meta, before.meta, f"{p}:message {k}", conversation)._r(
+                agent, compaction=first or compacting
             )
-            index += 1
+            first = False
+    for call in off_path:
+        model = call.meta.get("model")
+        tail = [m.body for m in call.tail]
+        sent_before: Mapping[str, Any] | None
+        if call.segment is None:
+            base, count, tail = tail, len(tail), []
+            sent_before = call.tail[-1].meta if call.tail else None
+        else:
+            base, count = dicts_of[call.segment], call.upto
+            joined = thread.segments[call.segment][count - 1]
+            sent_before = call.tail[-1].meta if call.tail else joined.meta
+        if sent_before is None or not count + len(tail):
+            continue
+        request_body = SharedHistory(_front(fronts, model), base, count, tail=tail, checked=True)
+        line = (call.meta.get("lines") or ["?"])[0]
+        yield _request(request_body, call.meta, sent_before, f"{p}:line {line}", conversation)._r(
+            agent, compaction=compacting, off_path=True
+        )
+
+
+def _repeats(before: Any, message: Any) -> bool:
+    """Whether ``message`` is another record of the call ``before`` answered (no user record
+    between them): the same request id where there is no response id to merge them by, or,
+    with no id at all, identical usage."""
+    if before.body["role"] != "assistant":
+        return False
+    a, b = before.meta, message.meta
+    if "message_id" in a or "message_id" in b:
+        return False  # (records of one response are one message already)
+    first, second = a.get("request_id"), b.get("request_id")
+    if first is not None or second is not None:
+        return isinstance(first, str) and first == second
+    usage = b.get("usage")
+    return isinstance(usage, Mapping) and usage == a.get("usage")
+
+
+def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:
+    """The front standing for a session's unrecorded system prompt and tools, one per model."""
+    front = fronts.get(model) if isinstance(model, str | None) else None
+    if front is None:
+        front = {"model": model, "system": UNRECORDED_FRONT, "cache_control": {"type": "ephemeral"}}
+        if isinstance(model, str | None):
+            fronts[model] = front
+    return front
+
+
+class _Pending(msgspec.Struct, frozen=True):
+    """A request read from a session, its agent and kind still to be said."""
+
+    body: Mapping[str, Any]
+    time: datetime | None
+    response_start: datetime | None
+    usage: Mapping[str, Any] | None
+    source: str
+    conversation: str
+    version: str | None
+    diagnostics: Mapping[str, Any] | None
+
+    def _r(self, agent: str | None, *, compaction: bool, off_path: bool = False) -> Request:
+        return Request(
+            -1,
+            self.body,
+            "anthropic",
+            self.time,
+            self.response_start,
+            self.usage,
+            self.source,
+            self.conversation,
+            agent,
+            self.version,
+            self.diagnostics,
+            compaction,
+            off_path,
+        )
+
+
+def _request(
+    body: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    before: Mapping[str, Any],
+    source: str,
+    conversation: str,
+) -> _Pending:
+    usage = meta.get("usage")
+    version = meta.get("version")
+    diagnostics = meta.get("diagnostics")
+    return _Pending(
+        body,
+        parse_time(before.get("timestamp")),
+        parse_time(meta.get("timestamp")),
+        usage if isinstance(usage, Mapping) else None,
+        source,
+        conversation,
+        version if isinstance(version, str) else None,
+        diagnostics if isinstance(diagnostics, Mapping) else None,
+    )
 
 
 def _journaled_body(

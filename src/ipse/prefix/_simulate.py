@@ -8,7 +8,8 @@ expired, one still being written by a request in flight, a prefix below the mini
 breakpoint near enough. Content divergences are `ipse.prefix._causes`' concern.
 
 * Anthropic: entries only at ``cache_control`` breakpoints (at most 4), a read walks back at most
-  20 positions per breakpoint, TTL 5 min or 1 h from the request's start, refreshed by each hit,
+  20 positions per breakpoint, TTL 5 min or 1 h from the request's start (the breakpoint's, or
+  the one the record says the request wrote with: `Step.ttl`), refreshed by each hit,
   usable once the writer's response has begun, a minimum cacheable length per model.
 * OpenAI: every prefix from 1,024 tokens is cached; hits in steps of 128 tokens; idle TTL.
 * vLLM: 16-token blocks, full blocks only, the last token of a full hit recomputed.
@@ -61,6 +62,7 @@ class Step:
         "shared",
         "time",
         "total",
+        "ttl",
     )
 
     def __init__(
@@ -72,6 +74,7 @@ class Step:
         scale: float = 1.0,
         shared: int = 0,  # positions shared with the best earlier request
         front: int = 0,  # tokens of an unrecorded first position (added to its estimate)
+        ttl: str | None = None,  # the TTL its writes carry, as recorded (None: its breakpoints')
     ) -> None:
         self.index = index
         self.flat = flat
@@ -80,6 +83,7 @@ class Step:
         self.scale = scale
         self.shared = shared
         self.front = front
+        self.ttl = ttl
         # the request's positions and their cumulative estimates (read below ``_positions``
         # only: a shared store's list goes on past this request), and its total tokens; asked
         # for a handful of times per request, so read once
@@ -202,7 +206,7 @@ class AnthropicSimulator:
             if step.tokens(bp + 1) < minimum:
                 continue
             key = (model, chain[bp])
-            ttl = flat.ttls[bp]
+            ttl = step.ttl or flat.ttls[bp]
             entry = store.get(key)
             if bp + 1 <= hit:
                 if entry is not None and now is not None:

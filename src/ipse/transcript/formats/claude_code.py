@@ -617,6 +617,10 @@ def record_meta(record: SessionRecord) -> dict[str, Any]:
             meta["message_id"] = value
         if (value := payload.get("usage")) is not None:
             meta["usage"] = value
+        if (value := payload.get("diagnostics")) is not None:  # the API's own cache diagnosis
+            meta["diagnostics"] = value
+    if record.kind == "assistant" and (value := record.data.get("version")) is not None:
+        meta["version"] = value  # the harness's version that sent the request
     if is_meta:
         meta["is_meta"] = is_meta
     if summary:
@@ -676,6 +680,8 @@ def merge_meta(first: Mapping[str, Any], second: Mapping[str, Any]) -> None:
     first["lines"].extend(second["lines"])
     if "usage" in second:
         first["usage"] = second["usage"]
+    if "diagnostics" in second:
+        first["diagnostics"] = second["diagnostics"]
 
 
 def _only_results(role: str, blocks: Sequence[Block]) -> bool:

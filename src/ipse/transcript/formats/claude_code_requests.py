@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ipse import progress
+from ipse.jsonio import is_object
 from ipse.transcript.formats.anthropic import write_message
 from ipse.transcript.formats.claude_code import (
     MAIN,
@@ -56,6 +57,21 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
     """The thread ``name`` of ``session`` as request messages (see the module's docstring):
     each ``{"role": text, "content": text or a list of objects}``; warnings go to the
     session's, as `ClaudeCodeSession.thread` gives them."""
+    return _request_thread(session, name)[0]
+
+
+def billed_thread(
+    session: ClaudeCodeSession, name: str = MAIN
+) -> tuple[RequestThread, list[OffPathCall]]:
+    """`request_thread`, and the billed calls its live path leaves out (`OffPathCall`), from
+    one reading of the thread's records."""
+    thread, records = _request_thread(session, name)
+    return thread, _off_path(thread, records)
+
+
+def _request_thread(
+    session: ClaudeCodeSession, name: str
+) -> tuple[RequestThread, list[SessionRecord]]:
     label = f"building the {name} thread"
     progress.update(label, 0, 1)
     found, records, path = session.thread_records(name)
@@ -66,7 +82,7 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
         if messages is None:  # something the neutral model writes differently: ask it
             thread = session.thread(name)
             progress.update(label, 1, 1)
-            return RequestThread(
+            built = RequestThread(
                 found,
                 tuple(
                     tuple(
@@ -76,12 +92,13 @@ def request_thread(session: ClaudeCodeSession, name: str = MAIN) -> RequestThrea
                     for segment in thread.segments
                 ),
             )
+            return built, records
         segments.append(messages)
     known: set[str] = set()
     for messages in segments:
         _warn_orphans(messages, known, path, session.warnings)
     progress.update(label, 1, 1)
-    return RequestThread(found, tuple(tuple(m) for m in segments))
+    return RequestThread(found, tuple(tuple(m) for m in segments)), records
 
 
 def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
@@ -233,4 +250,190 @@ def _warn_orphans(
         note_orphans(path, orphans, messages[orphans[0][0]].meta, warnings)
 
 
-__all__ = ["RequestMessage", "RequestThread", "request_thread"]
+class OffPathCall(NamedTuple):
+    """A billed call whose response is not on the thread's live path (interrupted, retried,
+    or on a branch the conversation left): the messages its request sent, as the first
+    ``upto`` messages of the live path's segment ``segment`` and then ``tail`` (the records on
+    its own branch, grouped as `request_thread` groups them); with ``segment`` None, ``tail``
+    holds them all. ``meta``: its response's."""
+
+    segment: int | None
+    upto: int
+    tail: tuple[RequestMessage, ...]
+    meta: Mapping[str, Any]
+
+
+def off_path_calls(session: ClaudeCodeSession, name: str = MAIN) -> list[OffPathCall]:
+    """The billed calls of thread ``name`` that its live path leaves out (`billed_thread`)."""
+    return billed_thread(session, name)[1]
+
+
+def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[OffPathCall]:
+    """One call per response id (``message.id``, else ``requestId``) with usage and a real
+    model that no message of the live path holds, in file order. Its request is found by
+    walking its parent chain back to the live path: a branch from the end of a live message
+    shares that message's history and adds its own few (so many retries cost what they add,
+    not the history each time); a branch from inside a message, or whose first message would
+    join the live one, is read as the live path of the records up to it (`_as_if_last`). A
+    response whose request holds a record `request_thread` would send through the neutral
+    model is left out."""
+    at_end: dict[str, tuple[int, int]] = {}  # a live message's last record -> (segment, count)
+    inside: set[str] = set()  # the other records of live messages
+    seen: set[str] = set()
+    for number, messages in enumerate(thread.segments):
+        for k, message in enumerate(messages):
+            meta = message.meta
+            uuids = [u for u in meta.get("uuids") or () if type(u) is str]
+            if uuids:
+                inside.update(uuids[:-1])
+                at_end[uuids[-1]] = (number, k + 1)
+            for field in ("message_id", "request_id"):
+                value = meta.get(field)
+                if isinstance(value, str):
+                    seen.add(value)
+    place: dict[str, SessionRecord] = {}
+    candidates: list[tuple[int, SessionRecord]] = []
+    parts: dict[str, int] = {}  # response id -> its records
+    for number, record in enumerate(records):
+        if type(record.uuid) is str:
+            place[record.uuid] = record
+        if record.kind == "assistant" and is_object(record.message):
+            response = record.message.get("id")
+            if isinstance(response, str):
+                parts[response] = parts.get(response, 0) + 1
+        if record.kind != "assistant" or record.uuid in at_end or record.uuid in inside:
+            continue
+        key = _call_key(record)
+        payload = record.message
+        if key is None or key in seen or not isinstance(payload, Mapping):
+            continue
+        if payload.get("model") == "<synthetic>" or not isinstance(payload.get("usage"), Mapping):
+            continue
+        seen.add(key)
+        candidates.append((number, record))
+    out: list[OffPathCall] = []
+    for number, record in candidates:
+        branch: list[SessionRecord] = []
+        at: Any = record.parent
+        walked: set[str] = set()
+        joins: tuple[int, int] | None = None
+        while type(at) is str and at in place and at not in walked:
+            if at in at_end:
+                joins = at_end[at]
+                break
+            if at in inside:
+                break  # from inside a live message: rebuilt whole, below
+            walked.add(at)
+            branch.append(place[at])
+            at = place[at].parent
+        branch.reverse()
+        own = _messages(branch)
+        if own is None:
+            continue
+        if joins is not None and _self_contained(branch, own, parts):
+            segment, upto = joins
+            live = thread.segments[segment]
+            if upto < len(live) and _answered_before(live[upto - 1], live[upto], record.line):
+                upto += 1  # the results of its calls, written before it: sent with it
+            if not own or not _would_merge(live[upto - 1], own[0]):
+                out.append(OffPathCall(segment, upto, tuple(own), record_meta(record)))
+                continue
+        rebuilt = _as_if_last(records, number)
+        if rebuilt is not None:
+            out.append(OffPathCall(None, 0, tuple(rebuilt), record_meta(record)))
+    return out
+
+
+def _as_if_last(records: Sequence[SessionRecord], number: int) -> list[RequestMessage] | None:
+    """The messages the response at ``records[number]`` was sent after, read as the live
+    path of the records up to it (parallel calls' siblings included, cut at compactions);
+    None when they hold a record the neutral model would be asked for."""
+    record = records[number]
+    _, parts = live_segments(list(records[: number + 1]))
+    messages = _messages(parts[-1][1]) if parts else None
+    if messages is None:
+        return None
+    for k, message in enumerate(messages):
+        if record.uuid in (message.meta.get("uuids") or ()):
+            return messages[:k]
+    return None
+
+
+def _self_contained(
+    branch: Sequence[SessionRecord], own: Sequence[RequestMessage], parts: Mapping[str, int]
+) -> bool:
+    """Whether a branch's records make its messages alone: every tool call in them answered
+    in them, and every response in them whole (no record of it elsewhere, which the live
+    path's reading would add as a parallel call's sibling)."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for message in own:
+        content = message.body["content"]
+        if type(content) is not list:
+            continue
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_use":
+                calls.add(block["id"])
+            elif kind == "tool_result":
+                answered.add(block["tool_use_id"])
+    if not calls <= answered:
+        return False
+    counted: dict[str, int] = {}
+    for record in branch:
+        if record.kind == "assistant" and is_object(record.message):
+            response = record.message.get("id")
+            if isinstance(response, str):
+                counted[response] = counted.get(response, 0) + 1
+    return all(parts.get(k) == n for k, n in counted.items())
+
+
+def _answered_before(calls: RequestMessage, results: RequestMessage, line: int) -> bool:
+    """Whether ``results`` holds nothing but results of tool calls in ``calls``, all written
+    before ``line`` (a request after those calls sends their results: the API requires it)."""
+    content = results.body["content"]
+    if results.body["role"] != "user" or not _only_results("user", content):
+        return False
+    lines = results.meta.get("lines") or ()
+    if not lines or max(lines) >= line:
+        return False
+    made = calls.body["content"]
+    ids = {b.get("id") for b in made if b.get("type") == "tool_use"} if type(made) is list else ()
+    return all(b.get("tool_use_id") in ids for b in content)
+
+
+def _would_merge(before: RequestMessage, after: RequestMessage) -> bool:
+    """Whether `_messages` would make one message of these two, were they read in a row: two
+    results-only user messages, or two parts of one response."""
+    role = before.body["role"]
+    if role != after.body["role"]:
+        return False
+    if role == "user":
+        return _only_results("user", before.body["content"]) and _only_results(
+            "user", after.body["content"]
+        )
+    first, second = before.meta.get("message_id"), after.meta.get("message_id")
+    return isinstance(first, str) and first == second
+
+
+def _call_key(record: SessionRecord) -> str | None:
+    """The id of the API call an assistant record belongs to (None when it says none)."""
+    if record.kind != "assistant":
+        return None
+    payload = record.message
+    if isinstance(payload, Mapping):
+        value = payload.get("id")
+        if isinstance(value, str):
+            return value
+    value = record.data.get("requestId")  # (a dict, or the struct a record is cut to)
+    return value if isinstance(value, str) else None
+
+
+__all__ = [
+    "OffPathCall",
+    "RequestMessage",
+    "RequestThread",
+    "billed_thread",
+    "off_path_calls",
+    "request_thread",
+]

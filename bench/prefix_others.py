@@ -1,0 +1,308 @@
+"""Benchmark and cross-check: ``ipse prefix`` beside the other prompt-cache tools people install
+for the same question (cachemiss, claude-cache-audit, kvleak), on the same session files.
+
+Installs nothing. A tool is used when its executable is found: on ``PATH``, or in the folder
+named by ``--tools`` (e.g. a scratch venv's ``bin``). Tools not found are skipped with a message.
+Each tool is pointed at one file at a time (a temporary Claude config folder holding just that
+session and its ``subagents/``, as those tools read ``~/.claude/projects``), and run ``--runs``
+times; the least wall time counts.
+
+Speed (default): per file, ipse's wall time against the fastest other tool's on the same file,
+as a ratio (target: at most 1.0x on sessions up to 5 MB).
+
+``--compare``: per file, each tool's break count and dollars lost, beside ipse's and beside what
+the recorded usage says (one row per billed call, by response id; a break is a call that read at
+least 1,000 tokens less than the previous call of its thread had cached (its read plus its write
+on Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
+dollars at the write price of the call's TTL less the read price).
+
+Run: ``python bench/prefix_others.py --tools /tmp/cachetools/bin [--compare] [FILES...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+TOOLS = ("cachemiss", "claude-cache-audit", "kvleak")
+MIN_TOKENS = 1000
+
+
+def _find(name: str, folder: Path | None) -> str | None:
+    if folder is not None and (folder / name).is_file():
+        return str(folder / name)
+    return shutil.which(name)
+
+
+def _root(session: Path, into: Path) -> Path:
+    """A Claude config folder holding only ``session`` (and its sub-agents' folder)."""
+    project = into / "projects" / "bench"
+    project.mkdir(parents=True)
+    (project / session.name).symlink_to(session.resolve())
+    folder = session.with_suffix("")
+    if folder.is_dir():
+        (project / folder.name).symlink_to(folder.resolve())
+    return into
+
+
+def _commands(tool: str, exe: str, session: Path, root: Path, codex: bool) -> list[str] | None:
+    if tool == "cachemiss":
+        if codex:
+            return None
+        return [exe, "--root", str(root / "projects"), "ledger", "--since", "all", "--json"]
+    if tool == "claude-cache-audit":
+        if codex:
+            return None
+        return [exe, "--config-dir", str(root), "--all", "--json"]
+    if tool == "kvleak":
+        min_miss = str(MIN_TOKENS)
+        return [exe, "audit", "--path", str(session), "--json", "--min-miss", min_miss]
+    return [exe, "prefix", str(session), "--json"]
+
+
+def _timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, str, float]:
+    """(least wall time, output, least processor time of the child): on a loaded machine the
+    processor time says more than the wall time."""
+    best = cpu_best = float("inf")
+    out = ""
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        best = min(best, time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        cpu_best = min(cpu_best, cpu)
+        out = done.stdout
+    return best, out, cpu_best
+
+
+def _breaks(tool: str, out: str) -> tuple[int | None, float | None]:
+    """(break count, dollars lost) as the tool's JSON gives them."""
+    try:
+        document = json.loads(out)
+    except json.JSONDecodeError:
+        return None, None
+    if tool == "cachemiss":
+        rebuilds = document.get("rebuilds") or []
+        premium = sum(
+            r.get("premium", r.get("write_cost", 0) - r.get("read_cost", 0)) for r in rebuilds
+        )
+        return len(rebuilds), premium
+    if tool == "claude-cache-audit":
+        headline = document["rebuilds"]["headline"]
+        return int(headline["count"]), float(headline["premium"])
+    if tool == "kvleak":
+        buckets = document.get("buckets") or {}
+        skip = ("cold_start", "subagent_cold_start", "compaction")
+        count = sum(b["count"] for k, b in buckets.items() if k not in skip)
+        usd = sum(b["penalty_usd"] for k, b in buckets.items() if k not in skip)
+        return count, usd
+    summary = document["summary"]
+    return sum(e["requests"] for e in summary["by_cause"].values()), summary["cost_lost_usd"]
+
+
+def _recorded(session: Path) -> tuple[int, float, int]:
+    """(breaks, dollars, calls) by the recorded usage alone (see the module's docstring)."""
+    from ipse.prefix._rules import prices, rules
+
+    table, price_table = rules("anthropic"), prices()
+    if _is_codex(session):
+        return _recorded_codex(session)
+    files = [session, *sorted((session.with_suffix("") / "subagents").glob("*.jsonl"))]
+    breaks, usd, calls = 0, 0.0, 0
+    chains: dict[Any, list[tuple[str, dict[str, Any], str | None]]] = {}
+    for path in files:
+        seen: set[str] = set()
+        last_usage: Any = None
+        records = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        parent = {r.get("uuid"): r.get("parentUuid") for r in records if r.get("isSidechain")}
+        for record in records:
+            if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+                chains.setdefault(str(path), []).append(("", {}, None))  # (a compaction)
+                continue
+            if record.get("type") == "user":
+                last_usage = None
+            if record.get("type") != "assistant":
+                continue
+            chain: Any = str(path)
+            if record.get("isSidechain") and path == session:  # an inline sidechain: its root
+                at = record.get("uuid")
+                while parent.get(at) in parent:
+                    at = parent[at]
+                chain = (str(path), at)
+            message = record.get("message") or {}
+            usage = message.get("usage")
+            if not usage or message.get("model") == "<synthetic>":
+                continue
+            key = message.get("id") or record.get("requestId")
+            if key:
+                if key in seen:
+                    continue
+                seen.add(key)
+            elif usage == last_usage:
+                continue  # another record of the same call
+            last_usage = usage
+            item = (record.get("timestamp") or "", usage, message.get("model"))
+            chains.setdefault(chain, []).append(item)
+    compactions = 0
+    for rows in chains.values():
+        # (a compaction's marker sorts by the time of the record before it: kept in place)
+        for n, row in enumerate(rows):
+            if not row[0] and n:
+                rows[n] = (rows[n - 1][0], row[1], row[2])
+        rows.sort(key=lambda r: r[0])
+        previous = None
+        for _, usage, model in rows:
+            if not usage:  # the call after a compaction is reported apart (the front it
+                previous = None  # reads is not in the file)
+                compactions += 1
+                continue
+            calls += 1
+            read = usage.get("cache_read_input_tokens") or 0
+            write = usage.get("cache_creation_input_tokens") or 0
+            if previous is not None:
+                lost = min(previous, read + write + (usage.get("input_tokens") or 0)) - read
+                if lost >= MIN_TOKENS:
+                    split = usage.get("cache_creation") or {}
+                    ttl = "1h" if split.get("ephemeral_1h_input_tokens") else "5m"
+                    price = price_table.price(model, "anthropic")[0]
+                    extra = table.write_multiplier(ttl) - table.read_multiplier(model)
+                    breaks += 1
+                    usd += lost * price * extra / 1e6
+            previous = read + write
+    return breaks, usd, calls
+
+
+def _is_codex(path: Path) -> bool:
+    with path.open("rb") as handle:
+        first = json.loads(handle.readline() or b"{}")
+    return first.get("type") == "session_meta"
+
+
+def _recorded_codex(session: Path) -> tuple[int, float, int]:
+    from ipse.prefix._rules import prices, rules
+
+    usages: list[dict[str, Any]] = []
+    last = None
+    model = None
+    compacted = False
+    for line in session.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        payload = record.get("payload") or {}
+        if record.get("type") == "compacted":
+            compacted = True  # the next call is reported apart (its history is the summary)
+        if record.get("type") == "turn_context":
+            model = payload.get("model") or model
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if info:
+            total = info["total_token_usage"].get("total_tokens")
+            if total != last:
+                usages.append({**info["last_token_usage"], "compacted": compacted})
+                compacted = False
+                last = total
+    price = prices().price(model, "openai")[0]
+    read = rules("openai").read_multiplier(model)
+    breaks, usd = 0, 0.0
+    for before, now in itertools.pairwise(usages):
+        if now["compacted"]:
+            continue
+        cached = min(before["input_tokens"] // 128 * 128, now["input_tokens"])
+        lost = cached - now.get("cached_input_tokens", 0)
+        if lost >= MIN_TOKENS:
+            breaks += 1
+            usd += lost * price * (1 - read) / 1e6
+    return breaks, usd, len(usages)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--tools", type=Path, help="a folder holding the other tools")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare", action="store_true", help="break counts and dollars")
+    parser.add_argument("--max-mb", type=float, default=5.0, help="largest session timed")
+    args = parser.parse_args(argv)
+    files = args.files or [
+        *sorted((SHARED / "claude-code").glob("*.jsonl")),
+        *sorted((SHARED / "codex").glob("*.jsonl")),
+    ]
+    found = {t: _find(t, args.tools) for t in TOOLS}
+    for tool, exe in found.items():
+        if exe is None:
+            print(f"{tool}: not installed, skipped (pip install {tool} in a scratch venv)")
+    ipse = [sys.executable, "-m", "ipse"]
+    env = dict(os.environ)
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []
+    for session in files:
+        size = session.stat().st_size / 1e6
+        if size > args.max_mb and not args.compare:
+            continue
+        codex = _is_codex(session)
+        with tempfile.TemporaryDirectory() as scratch:
+            root = _root(session, Path(scratch))
+            env["HOME"] = scratch  # (no tool reads the real ~/.claude)
+            results: dict[str, tuple[float, str, float]] = {}
+            for tool, exe in [("ipse", "ipse"), *found.items()]:
+                if exe is None:
+                    continue
+                command = (
+                    [*ipse, *_commands("ipse", "", session, root, codex)[1:]]  # type: ignore[index]
+                    if tool == "ipse"
+                    else _commands(tool, exe, session, root, codex)
+                )
+                if command is None:
+                    continue
+                results[tool] = _timed(command, args.runs, env)
+        others = {t: r[0] for t, r in results.items() if t != "ipse"}
+        mine = results["ipse"]
+        line = f"{session.name[:40]:40} {size:5.2f} MB  ipse {mine[0]:.3f} s ({mine[2]:.3f} cpu)"
+        if others:
+            fastest = min(others, key=lambda t: others[t])
+            ratio = mine[0] / others[fastest]
+            cpu_ratio = mine[2] / max(results[fastest][2], 1e-3)
+            ratios.append(ratio)
+            cpu_ratios.append(cpu_ratio)
+            line += (
+                f"  fastest {fastest} {others[fastest]:.3f} s ({results[fastest][2]:.3f} cpu)"
+                f"  ratio {ratio:.2f}x (cpu {cpu_ratio:.2f}x)"
+            )
+        print(line)
+        if args.compare:
+            breaks, usd, calls = _recorded(session)
+            print(f"    recorded usage: {calls} calls, {breaks} breaks, ${usd:.4f}")
+            for tool, (_, out, _) in results.items():
+                count, lost = _breaks(tool, out)
+                shown = "?" if lost is None else f"${lost:.4f}"
+                print(f"    {tool:20} {count if count is not None else '?':>4} breaks, {shown}")
+    if ratios:
+        ratios.sort()
+        cpu_ratios.sort()
+        middle = len(ratios) // 2
+        print(
+            f"ratio ipse / fastest other: wall median {ratios[middle]:.2f}x, worst "
+            f"{ratios[-1]:.2f}x; processor median {cpu_ratios[middle]:.2f}x, worst "
+            f"{cpu_ratios[-1]:.2f}x (target: at most 1.0x)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
