@@ -179,8 +179,16 @@ def test_the_proxy_hook_is_shell_quoted(monkeypatch: pytest.MonkeyPatch, tmp_pat
     python.parent.mkdir(parents=True)
     python.write_text("")
     monkeypatch.setattr("sys.executable", str(python))
+    home = tmp_path / "home `id`"
+    monkeypatch.setenv("IPSE_HOME", str(home))
+    command = proxy_hook(9100)["hooks"][0]["command"]
+    assert shlex.split(command) == [
+        f"IPSE_HOME={home}", str(python), "-m", "ipse", "proxy", "start", "--port", "9100",
+        ">/dev/null",
+    ]  # fmt: skip
+    monkeypatch.delenv("IPSE_HOME")
     command = proxy_hook()["hooks"][0]["command"]
-    assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start"]
+    assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start", ">/dev/null"]
 
 
 def test_another_base_url_is_refused_and_nothing_is_written(
