@@ -342,3 +342,22 @@ def test_a_blank_config_comes_back_blank(
     assert "mcpServers" in config.read_text()
     assert cli("uninstall", "--agent", agent, cwd=project).returncode == 0
     assert snapshot(project, home) == before
+
+
+@pytest.mark.parametrize(
+    ("agent", "proxy"),
+    [("codex", False), ("codex", True), ("claude-code", False), ("claude-code", True),
+     ("gemini", False)],
+)  # fmt: skip
+def test_the_instructions_say_what_this_install_does(
+    cli: CliRun, homes: tuple[Path, Path], agent: str, proxy: bool
+) -> None:
+    """Only an agent behind the proxy loses its tool calls at a checkpoint: the others are told
+    that a checkpoint keeps notes and removes nothing."""
+    project, home = homes
+    _, instructions, _ = _files(agent, project, home, user=False)
+    flags = ["--proxy"] if proxy else []
+    assert cli("install", "--agent", agent, *flags, cwd=project).returncode == 0
+    text = instructions.read_text()
+    assert ("tool calls and their results will be removed" in text) == proxy, text
+    assert ("nothing is removed from this conversation" in text) == (not proxy), text

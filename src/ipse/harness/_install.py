@@ -417,7 +417,9 @@ def _strip_codex(text: str, path: Path) -> tuple[str, bool]:
     stripped = tomledit.remove_tables(base, names)
     if proxied and doc.get("model_provider") == SERVER:
         stripped = _remove_provider_key(stripped)
-    if stripped != base:
+    if stripped != base:  # found by content: no blank lines left where ipse's lines led
+        if not base.startswith(("\n", "\r\n")):
+            stripped = stripped.lstrip("\r\n")
         tomledit.parse_toml(stripped, path)
     return stripped, proxied
 
@@ -536,9 +538,14 @@ def install_notes(
             "no ipse proxy serves Gemini's API: a checkpoint keeps notes for recall, it does "
             "not shrink the conversation"
         )
-        if not user and not _gemini_trusts(root):
+        if user:
             notes.append(
-                f"Gemini CLI loads a project's MCP servers only in a trusted folder: trust "
+                "Gemini CLI runs MCP servers, user-level ones too, only in trusted folders: "
+                "trust each project folder when gemini asks (or with /permissions)"
+            )
+        elif not _gemini_trusts(root):
+            notes.append(
+                f"Gemini CLI runs MCP servers only in a trusted folder: trust "
                 f"{root.resolve()} when gemini asks (or with /permissions)"
             )
     else:

@@ -219,7 +219,12 @@ def _insert(text: str, node: Node, piece: Any, key: str | None) -> str:
     outer = _line_indent(text, node.start)
     bom = bom_length(text)
     multiline = node.start == bom or "\n" in text or not text[bom:].strip().startswith("{")
-    if multiline:
+    kept = text[node.start + 1 : node.end - 1]
+    if kept.strip():  # comments in the empty container: they stay, after the new member
+        indent = _line_indent(text, node.start) + unit
+        body = label + _render(piece, unit, indent, True)
+        inner = with_newline("\n" + indent + body, nl) + kept
+    elif multiline:
         indent = outer + unit
         body = label + _render(piece, unit, indent, True)
         inner = with_newline("\n" + indent + body + "\n" + outer, nl)
@@ -235,6 +240,8 @@ def _remove_at(text: str, node: Node, index: int) -> str:
         else [(v.start, v.end) for v in node.items]
     )
     if len(spans) == 1:
+        if text[spans[0][1] : node.end - 1].strip():  # comments after it: they stay
+            return text[: node.start + 1] + text[spans[0][1] :]
         return text[: node.start + 1] + text[node.end - 1 :]
     if index > 0:
         return text[: spans[index - 1][1]] + text[spans[index][1] :]
