@@ -267,3 +267,27 @@ def test_hooks_written_for_another_executable_are_replaced_and_removed(tmp_path:
     assert len(commands) == 3 and all(c.startswith(program() + " ") for c in commands)
     uninstall(tmp_path, tmp_path / ".agent" / "state")
     assert json.loads(settings.read_text()) == {}
+
+
+@given(
+    st.sampled_from(["# Notes\r\n\r\nBuild.\r\n", "# Notes\r\nmixed\nend", "\ufeff# N\r\n", ""]),
+    st.sampled_from(['{\r\n  "model": "opus"\r\n}\r\n', '\ufeff{\r\n  "env": {}\r\n}', None]),
+)
+def test_state_install_keeps_crlf_files_byte_for_byte(doc: str, settings: str | None) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        claude_md, settings_json = root / "CLAUDE.md", root / ".claude" / "settings.json"
+        claude_md.write_bytes(doc.encode())
+        if settings is not None:
+            settings_json.parent.mkdir()
+            settings_json.write_bytes(settings.encode())
+        before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        install(root, root / "state", "claude-code")
+        for path, data in before.items():
+            after = path.read_bytes()
+            if data.count(b"\n") == data.count(b"\r\n") and b"\r\n" in data:
+                assert after.count(b"\n") == after.count(b"\r\n"), after
+        uninstall(root, root / "state")
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before

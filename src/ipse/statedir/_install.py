@@ -7,7 +7,8 @@ marker records what install added around the block (``lead=N`` newlines before i
 ``.claude/settings.json`` and ``.claude/``), so ``uninstall`` removes exactly that.
 
 For Claude Code, hook groups are added to ``.claude/settings.json`` keeping everything there
-byte for byte (`ipse.harness.jsonedit`: formatting, key order and trailing newline stay):
+byte for byte (`ipse.harness.jsonedit`: formatting, key order, trailing newline and CRLF line
+endings stay):
 SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
 PreCompact logs a WAL checkpoint. The marker records which containers install created
 (``hooks=new``, ``session_start=new``, ``pre_compact=new``), so uninstall removes exactly the
@@ -144,8 +145,10 @@ def unmerge_hooks(
 
 
 def _read(path: Path) -> str | None:
+    """The file's text as stored: line endings untranslated, so a CRLF file stays CRLF."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -252,12 +255,8 @@ def install(root: StrPath, folder: StrPath, agent: str = "generic") -> list[Chan
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write atomically, keeping the file's permissions (0644 for a new file)."""
-    try:
-        mode = path.stat().st_mode & 0o777
-    except OSError:
-        mode = 0o644
-    atomic_write(path, text, mode=mode)
+    """Write atomically, keeping the file's permissions (a new file's: 0666 less the umask)."""
+    atomic_write(path, text)
 
 
 def _write(path: Path, old: str | None, new: str | None) -> str:
