@@ -127,3 +127,47 @@ def test_without_the_proxy_extra_claude_code_refuses_the_prompt_at_once(
     assert "uvicorn" in said and "[proxy]" in said, said
     result = next(e for e in events if e.get("type") == "result")
     assert result["num_turns"] == 0 and result["duration_api_ms"] == 0
+
+
+def test_with_the_proxy_running_the_hooks_pass_silently(
+    tmp_path: Path, _isolated_home: Path
+) -> None:
+    """The other side: the proxy answers (started here toward a scripted upstream, as it would
+    be after a user's first session), so both hooks exit 0, the prompt reaches the model through
+    the proxy, and nothing the hooks print becomes part of the conversation."""
+    pytest.importorskip("uvicorn")
+    from tests.support.anthropic_upstream import anthropic_upstream
+
+    claude = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    port = _free_port()
+    env = {**os.environ, "HOME": str(home), "IPSE_HOME": str(_isolated_home)}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+
+    def ipse(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ipse", *args], env=env, cwd=project, capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+
+    assert ipse("install", "--agent", "claude-code", "--proxy", "--port", str(port)).returncode == 0
+    with anthropic_upstream(["Hello from the model."]) as upstream:
+        started = ipse("proxy", "start", "--port", str(port), "--anthropic-upstream", upstream.url)
+        assert started.returncode == 0, started.stderr
+        try:
+            done = subprocess.run(
+                [claude, "-p", "Say hello.", "--strict-mcp-config"],
+                env={**env, "ANTHROPIC_API_KEY": "sk-ant-test", "DISABLE_AUTOUPDATER": "1",
+                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
+                cwd=project, capture_output=True, text=True, timeout=240,
+            )  # fmt: skip
+        finally:
+            ipse("proxy", "stop", "--port", str(port))
+        requests = upstream.messages_requests()
+    assert done.returncode == 0, done.stderr
+    assert "Hello from the model." in done.stdout
+    conversation = json.dumps([r["messages"] for r in requests])
+    assert "Say hello." in conversation
+    assert "ipse proxy" not in conversation  # the hooks' output stayed out of the context
