@@ -17,7 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
-from ipse.harness import PROXY_URL, install_agent, launcher, proxy_hook, uninstall_agent
+from ipse.harness import (
+    PROXY_URL,
+    install_agent,
+    launcher,
+    prompt_hook,
+    proxy_hook,
+    uninstall_agent,
+)
 from tests.conftest import CliRun
 
 SETTINGS_STYLES = {
@@ -189,6 +196,10 @@ def test_the_proxy_hook_is_shell_quoted(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.delenv("IPSE_HOME")
     command = proxy_hook()["hooks"][0]["command"]
     assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start", ">/dev/null"]
+    words = shlex.split(prompt_hook()["hooks"][0]["command"])
+    assert words[:3] == [str(python), "-S", "-c"] and '"127.0.0.1", 8765' in words[3]
+    assert words[4:] == ["2>/dev/null", "||", str(python), "-m", "ipse", "proxy", "start",
+                         ">/dev/null"]  # fmt: skip
 
 
 def test_another_base_url_is_refused_and_nothing_is_written(

@@ -229,11 +229,33 @@ def _start_command(port: int) -> str:
     return f"{env}{program()} proxy start{flag}"
 
 
-def proxy_hook(port: int = DEFAULT_PORT) -> dict[str, Any]:
-    """The hook group (SessionStart and UserPromptSubmit) that starts the proxy, or, when it
-    cannot, exits 2 with the reason on stderr."""
-    command = f"{_start_command(port)} >/dev/null"
+def _group(command: str) -> dict[str, Any]:
     return {"hooks": [{"type": "command", "command": command, "timeout": _HOOK_TIMEOUT}]}
+
+
+def proxy_hook(port: int = DEFAULT_PORT) -> dict[str, Any]:
+    """The SessionStart hook group: starts the proxy (or, when it cannot, exits 2 with the
+    reason on stderr)."""
+    return _group(f"{_start_command(port)} >/dev/null")
+
+
+def prompt_hook(port: int = DEFAULT_PORT) -> dict[str, Any]:
+    """The UserPromptSubmit hook group: a bare interpreter asks the proxy's health address
+    (paid on every prompt: a fraction of what starting ipse costs, see bench/prompt_hook.py)
+    and only when no ipse proxy answers runs the start, whose exit 2 and stderr make Claude
+    Code refuse the prompt."""
+    python = shlex.quote(os.path.abspath(sys.executable))
+    check = (  # a raw socket: no import heavier than socket, no HTTP_PROXY in the way
+        f'import socket; s = socket.create_connection(("127.0.0.1", {port}), 2); '
+        's.sendall(b"GET /ipse/health HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n"); '
+        'd = b"".join(iter(lambda: s.recv(65536), b"")); '
+        'assert b" 200 " in d[:16] and b"ipse-proxy" in d'
+    )
+    return _group(f"{python} -S -c '{check}' 2>/dev/null || {_start_command(port)} >/dev/null")
+
+
+def _hooks(port: int) -> dict[str, dict[str, Any]]:
+    return {"SessionStart": proxy_hook(port), "UserPromptSubmit": prompt_hook(port)}
 
 
 def _is_proxy_hook(group: Any) -> bool:
@@ -484,8 +506,8 @@ def _claude_proxy(path: Path, attrs: dict[str, str], port: int) -> tuple[Path, s
             attrs["base_url"] = "new"
         if "env" in created:
             attrs["env"] = "new"
-    hook = proxy_hook(port)
     for event, name in _HOOK_EVENTS.items():
+        hook = _hooks(port)[event]
         value, _ = jsonedit.parse(text, path)
         hooks = value.get("hooks")
         groups = hooks.get(event) if isinstance(hooks, dict) else None
@@ -675,6 +697,7 @@ __all__ = [
     "launcher",
     "paths",
     "program",
+    "prompt_hook",
     "proxy_hook",
     "proxy_url",
     "server_entry",
