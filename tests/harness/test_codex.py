@@ -114,3 +114,19 @@ def test_after_codex_rewrote_its_config_uninstall_removes_all_of_ipse(
     )  # fmt: skip
     output = checked.stdout + checked.stderr
     assert "provider: ipse" in output, output
+
+
+def test_ipse_entries_it_cannot_edit_are_reported_not_left_behind(
+    cli: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    command, args = launcher()
+    entry = f"command = {json.dumps(command)}, args = {json.dumps([*args, 'mcp'])}"
+    text = f"mcp_servers = {{ ipse = {{ {entry} }} }}\n"
+    (codex_home / "config.toml").write_text(text)
+    assert tomledit.parse_toml(text)["mcp_servers"]["ipse"]["args"][-1] == "mcp"
+    done = cli("uninstall", "--agent", "codex", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot edit" in done.stderr, done.stdout + done.stderr
+    assert (codex_home / "config.toml").read_text() == text

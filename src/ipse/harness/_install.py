@@ -439,10 +439,18 @@ def _strip_codex(text: str, path: Path) -> tuple[str, bool]:
     stripped = tomledit.remove_tables(base, names)
     if proxied and doc.get("model_provider") == SERVER:
         stripped = _remove_provider_key(stripped)
-    if stripped != base:  # found by content: no blank lines left where ipse's lines led
-        if not base.startswith(("\n", "\r\n")):
-            stripped = stripped.lstrip("\r\n")
-        tomledit.parse_toml(stripped, path)
+    if stripped != base and not base.startswith(("\n", "\r\n")):
+        stripped = stripped.lstrip("\r\n")  # found by content: no blank lines where ipse's led
+    left = tomledit.parse_toml(stripped, path)
+    servers, providers = left.get("mcp_servers"), left.get("model_providers")
+    if (isinstance(servers, dict) and _is_ipse_server(servers.get(SERVER))) or (
+        isinstance(providers, dict) and _is_ipse_provider(providers.get(SERVER))
+    ):  # written in a form no table header shows (inline, dotted keys): never claim success
+        raise InputError(
+            "holds ipse's entries in a form ipse cannot edit (an inline or dotted table); "
+            "remove [mcp_servers.ipse] and [model_providers.ipse] by hand",
+            path=path,
+        )
     return stripped, proxied
 
 
