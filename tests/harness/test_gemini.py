@@ -136,3 +136,36 @@ def test_gemini_is_told_what_checkpoints_do_and_the_user_about_trust(
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
     again = cli("install", "--agent", "gemini", "--json", cwd=project)
     assert not any("trusted folder" in n for n in json.loads(again.stdout)["notes"])
+
+
+@pytest.mark.parametrize(
+    ("rules", "trusted"),
+    [
+        ({}, False),
+        ({"{p}": "TRUST_FOLDER"}, True),
+        ({"{t}": "TRUST_FOLDER"}, True),  # a folder above
+        ({"{p}/sub": "TRUST_PARENT"}, True),  # the parent of the rule's folder
+        ({"{p}": "TRUST_PARENT"}, True),  # the folder above, which holds the project
+        ({"{t}/other": "TRUST_FOLDER"}, False),  # a sibling
+        ({"{t}": "TRUST_FOLDER", "{p}": "DO_NOT_TRUST"}, False),  # the longest rule decides
+        ({"{t}": "DO_NOT_TRUST", "{p}": "TRUST_FOLDER"}, True),
+    ],
+)
+def test_the_trust_note_follows_gemini_trust_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules: dict[str, str], trusted: bool
+) -> None:
+    from ipse.harness import install_notes
+
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    names = {"{p}": str(project.resolve()), "{t}": str(tmp_path.resolve())}
+    written = {}
+    for rule, level in rules.items():
+        for key, value in names.items():
+            rule = rule.replace(key, value)
+        written[rule] = level
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "trustedFolders.json").write_text(json.dumps(written))
+    notes = install_notes("gemini", project)
+    assert any("trusted folder" in n for n in notes) == (not trusted), (written, notes)

@@ -587,21 +587,22 @@ def install_notes(
 
 
 def _gemini_trusts(root: Path) -> bool:
-    """Whether Gemini CLI's trusted folders cover ``root`` (itself or a folder above)."""
+    """Whether Gemini CLI's trusted folders trust ``root``, by its rule: the longest rule whose
+    folder (a TRUST_PARENT rule's parent) holds ``root`` decides."""
     env = os.environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
     path = Path(env) if env else gemini_dir() / "trustedFolders.json"
     text = _read(path) if path.is_file() else None
-    value = _value(text, True) if text else None
-    if not isinstance(value, dict):
+    rules = _value(text, True) if text else None
+    if not isinstance(rules, dict):
         return False
     folder = root.resolve()
-    for name, level in value.items():
-        where = Path(name).expanduser()
-        if level == "TRUST_FOLDER" and (folder == where or where in folder.parents):
-            return True
-        if level == "TRUST_PARENT" and (folder.parent == where or where in folder.parents):
-            return True
-    return False
+    decided, length = None, -1
+    for name, level in rules.items():
+        where = Path(name).expanduser().resolve()
+        where = where.parent if level == "TRUST_PARENT" else where
+        if (folder == where or where in folder.parents) and len(name) > length:
+            decided, length = level, len(name)
+    return decided in ("TRUST_FOLDER", "TRUST_PARENT")
 
 
 # -------------------------------------------------------------------------------- uninstall
