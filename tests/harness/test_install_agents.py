@@ -372,3 +372,45 @@ def test_the_instructions_say_what_this_install_does(
     text = instructions.read_text()
     assert ("tool calls and their results will be removed" in text) == proxy, text
     assert ("nothing is removed from this conversation" in text) == (not proxy), text
+
+
+def test_upstreams_go_into_the_hooks_quoted_and_come_out_on_uninstall(
+    cli: CliRun, homes: tuple[Path, Path]
+) -> None:
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    _write(settings, SETTINGS_STYLES["pretty"])
+    before = snapshot(project, home)
+    gateway = "http://gw.local:8080/a b$(x)"
+    done = cli("install", "--agent", "claude-code", "--proxy", "--port", "9300",
+               "--anthropic-upstream", gateway, cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(settings.read_text())["hooks"]
+    words = shlex.split(hooks["SessionStart"][0]["hooks"][0]["command"])
+    assert words[-6:] == ["start", "--port", "9300", "--anthropic-upstream", gateway, ">/dev/null"]
+    assert hooks["UserPromptSubmit"] == [prompt_hook(9300, {"anthropic": gateway})]
+    # installed again on the default port: the old hooks are replaced, not added to
+    assert cli("install", "--agent", "claude-code", "--proxy", cwd=project).returncode == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks == {"SessionStart": [proxy_hook()], "UserPromptSubmit": [prompt_hook()]}
+    assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
+    assert snapshot(project, home) == before
+    refused = cli("install", "--agent", "codex", "--openai-upstream", gateway, cwd=project)
+    assert refused.returncode == 2 and "go with --proxy" in refused.stderr
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_installing_again_without_proxy_keeps_the_proxy_and_its_text(
+    cli: CliRun, homes: tuple[Path, Path], agent: str
+) -> None:
+    project, home = homes
+    config, instructions, _ = _files(agent, project, home, user=False)
+    assert (
+        cli("install", "--agent", agent, "--proxy", "--port", "9301", cwd=project).returncode == 0
+    )
+    installed = snapshot(project, home)
+    assert cli("install", "--agent", agent, cwd=project).returncode == 0
+    assert snapshot(project, home) == installed  # nothing changed: not the port, not the text
+    assert "tool calls and their results will be removed" in instructions.read_text()
+    assert cli("uninstall", "--agent", agent, cwd=project).returncode == 0
+    assert snapshot(project, home) == {} or not config.exists()

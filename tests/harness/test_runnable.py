@@ -129,12 +129,13 @@ def test_without_the_proxy_extra_claude_code_refuses_the_prompt_at_once(
     assert result["num_turns"] == 0 and result["duration_api_ms"] == 0
 
 
-def test_with_the_proxy_running_the_hooks_pass_silently(
+def test_the_hooks_start_the_proxy_and_stay_out_of_the_context(
     tmp_path: Path, _isolated_home: Path
 ) -> None:
-    """The other side: the proxy answers (started here toward a scripted upstream, as it would
-    be after a user's first session), so both hooks exit 0, the prompt reaches the model through
-    the proxy, and nothing the hooks print becomes part of the conversation."""
+    """The other side: with the extras, the SessionStart hook starts the proxy toward the
+    upstream install was given, the prompt hook finds it answering, the prompt reaches the model
+    through it, and nothing the hooks print becomes part of the conversation (before, the
+    SessionStart hook's "ipse proxy: started at ..." reached the model as session context)."""
     pytest.importorskip("uvicorn")
     from tests.support.anthropic_upstream import anthropic_upstream
 
@@ -152,10 +153,11 @@ def test_with_the_proxy_running_the_hooks_pass_silently(
             text=True, timeout=120,
         )  # fmt: skip
 
-    assert ipse("install", "--agent", "claude-code", "--proxy", "--port", str(port)).returncode == 0
     with anthropic_upstream(["Hello from the model."]) as upstream:
-        started = ipse("proxy", "start", "--port", str(port), "--anthropic-upstream", upstream.url)
-        assert started.returncode == 0, started.stderr
+        installed = ipse("install", "--agent", "claude-code", "--proxy", "--port", str(port),
+                         "--anthropic-upstream", upstream.url)  # fmt: skip
+        assert installed.returncode == 0, installed.stderr
+        assert ipse("proxy", "status", "--port", str(port)).returncode != 0  # not yet running
         try:
             done = subprocess.run(
                 [claude, "-p", "Say hello.", "--strict-mcp-config"],
@@ -163,11 +165,13 @@ def test_with_the_proxy_running_the_hooks_pass_silently(
                      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
                 cwd=project, capture_output=True, text=True, timeout=240,
             )  # fmt: skip
+            status = ipse("proxy", "status", "--port", str(port), "--json")
         finally:
             ipse("proxy", "stop", "--port", str(port))
         requests = upstream.messages_requests()
     assert done.returncode == 0, done.stderr
     assert "Hello from the model." in done.stdout
+    assert json.loads(status.stdout)["running"] is True  # the hook started it
     conversation = json.dumps([r["messages"] for r in requests])
     assert "Say hello." in conversation
     assert "ipse proxy" not in conversation  # the hooks' output stayed out of the context

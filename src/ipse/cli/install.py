@@ -59,10 +59,27 @@ def _report(changes: list[Any], as_json: bool, notes: list[str] | None = None) -
     type=click.IntRange(1, 65535),
     help="The proxy's port (with --proxy).",
 )
+@click.option(
+    "--anthropic-upstream",
+    metavar="URL",
+    help="With --proxy: where the proxy sends Anthropic requests (default: the public API).",
+)
+@click.option(
+    "--openai-upstream",
+    metavar="URL",
+    help="With --proxy: where the proxy sends OpenAI requests (default: the public API).",
+)
 @_ROOT
 @_JSON
 def install_command(
-    agent: str, user: bool, proxy: bool, port: int, root: Path, as_json: bool
+    agent: str,
+    user: bool,
+    proxy: bool,
+    port: int,
+    anthropic_upstream: str | None,
+    openai_upstream: str | None,
+    root: Path,
+    as_json: bool,
 ) -> None:
     """Register `ipse mcp` with an agent and say what checkpoints do in its instructions.
 
@@ -80,10 +97,15 @@ def install_command(
       ipse install --agent codex --proxy
       ipse install --agent gemini --user
     """
+    from ipse.errors import UsageError
     from ipse.harness import install_agent, install_notes
 
-    changes = install_agent(agent, root, user=user, proxy=proxy, port=port)
-    notes = install_notes(agent, root, user=user, proxy=proxy, port=port)
+    upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
+    given = {k: v for k, v in upstreams.items() if v}
+    if given and not proxy:
+        raise UsageError("--anthropic-upstream and --openai-upstream go with --proxy")
+    changes = install_agent(agent, root, user=user, proxy=proxy, port=port, upstreams=given)
+    notes = install_notes(agent, root, user=user, proxy=proxy, port=port, upstreams=given)
     _report(changes, as_json, notes)
 
 

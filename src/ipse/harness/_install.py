@@ -43,6 +43,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ _PROVIDER_LINE = 'model_provider = "ipse"'
 _PROVIDER_NAME = "ipse proxy"
 _HOOK_TIMEOUT = 30
 _HOOK_EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt_submit"}
-_START = re.compile(r"(?:^| )proxy start(?: --port [0-9]+)?(?: >/dev/null)?$")
+_START = re.compile(r"(?:^| )proxy start(?: --[a-z-]+ (?:'[^']*'|[^ ']+))*(?: >/dev/null)?$")
 _LOOPBACK = re.compile(r"http://127\.0\.0\.1:([0-9]+)")
 _PRIVATE = 0o600  # the mode Claude Code gives .claude.json and Codex its config.toml
 
@@ -221,25 +222,31 @@ def _server_of(text: str, comments: bool = False) -> Any:
     return servers.get(SERVER) if isinstance(servers, dict) else None
 
 
-def _start_command(port: int) -> str:
-    """The shell command that starts the proxy (idempotent: exits 0 when one answers); its
-    stdout goes nowhere, because a hook's stdout becomes context the model reads."""
+def _start_command(port: int, upstreams: Mapping[str, str] | None = None) -> str:
+    """The shell command that starts the proxy (idempotent: exits 0 when one answers), with
+    the upstreams install was given (``anthropic``, ``openai``: origins the proxy forwards to)."""
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in _home_env().items())
-    flag = "" if port == DEFAULT_PORT else f" --port {port}"
-    return f"{env}{program()} proxy start{flag}"
+    flags = "" if port == DEFAULT_PORT else f" --port {port}"
+    for name, url in sorted((upstreams or {}).items()):
+        flags += f" --{name}-upstream {shlex.quote(url)}"
+    return f"{env}{program()} proxy start{flags}"
 
 
 def _group(command: str) -> dict[str, Any]:
     return {"hooks": [{"type": "command", "command": command, "timeout": _HOOK_TIMEOUT}]}
 
 
-def proxy_hook(port: int = DEFAULT_PORT) -> dict[str, Any]:
+def proxy_hook(
+    port: int = DEFAULT_PORT, upstreams: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The SessionStart hook group: starts the proxy (or, when it cannot, exits 2 with the
-    reason on stderr)."""
-    return _group(f"{_start_command(port)} >/dev/null")
+    reason on stderr); its stdout goes nowhere, because a hook's stdout becomes context."""
+    return _group(f"{_start_command(port, upstreams)} >/dev/null")
 
 
-def prompt_hook(port: int = DEFAULT_PORT) -> dict[str, Any]:
+def prompt_hook(
+    port: int = DEFAULT_PORT, upstreams: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The UserPromptSubmit hook group: a bare interpreter asks the proxy's health address
     (paid on every prompt: a fraction of what starting ipse costs, see bench/prompt_hook.py)
     and only when no ipse proxy answers runs the start, whose exit 2 and stderr make Claude
@@ -251,11 +258,15 @@ def prompt_hook(port: int = DEFAULT_PORT) -> dict[str, Any]:
         'd = b"".join(iter(lambda: s.recv(65536), b"")); '
         'assert b" 200 " in d[:16] and b"ipse-proxy" in d'
     )
-    return _group(f"{python} -S -c '{check}' 2>/dev/null || {_start_command(port)} >/dev/null")
+    start = _start_command(port, upstreams)
+    return _group(f"{python} -S -c '{check}' 2>/dev/null || {start} >/dev/null")
 
 
-def _hooks(port: int) -> dict[str, dict[str, Any]]:
-    return {"SessionStart": proxy_hook(port), "UserPromptSubmit": prompt_hook(port)}
+def _hooks(port: int, upstreams: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
+    return {
+        "SessionStart": proxy_hook(port, upstreams),
+        "UserPromptSubmit": prompt_hook(port, upstreams),
+    }
 
 
 def _is_proxy_hook(group: Any) -> bool:
@@ -363,8 +374,10 @@ def install_agent(
     user: bool = False,
     proxy: bool = False,
     port: int = DEFAULT_PORT,
+    upstreams: Mapping[str, str] | None = None,
 ) -> list[Change]:
-    """Register ipse's MCP server with ``agent`` (and the proxy with ``proxy``); idempotent."""
+    """Register ipse's MCP server with ``agent`` (and the proxy with ``proxy``, on ``port``,
+    forwarding to ``upstreams`` when given); idempotent."""
     where = paths(agent, root, user)
     if proxy and agent == "gemini":
         raise UsageError("--proxy: Gemini CLI is not served by the ipse proxy")
@@ -385,7 +398,8 @@ def install_agent(
     if agent == "codex":
         config = _codex_config(where.config, old_config, proxy, port)
         writes.append((where.config, old_config, config))
-        proxy = proxy or tomledit.parse_toml(config).get("model_provider") == SERVER
+        kept = _proxy_port(tomledit.parse_toml(config))  # an earlier --proxy stays
+        proxy, port = (True, kept) if kept is not None else (proxy, port)
     else:
         text = _json_text(where.config, old_config, comments)
         theirs = _server_of(text, comments)
@@ -405,7 +419,9 @@ def install_agent(
         current["port"] = str(port)
         if agent == "claude-code":
             assert where.settings is not None
-            writes.append(_claude_proxy(where.settings, attrs, port))
+            writes.append(_claude_proxy(where.settings, attrs, port, upstreams))
+    elif agent == "claude-code" and where.settings is not None:  # an earlier --proxy stays
+        proxy = _routed(where.settings)
     from ipse.handoff import narration_prompt
 
     section = narration_prompt() if proxy else NOTES_ONLY
@@ -463,9 +479,21 @@ def _remove_provider_key(text: str) -> str:
     return text if found is None else text[: found.start()] + text[found.end() :]
 
 
+def _proxy_port(config: dict[str, Any]) -> int | None:
+    """The port of ipse's model provider in a parsed Codex config, None without one."""
+    providers = config.get("model_providers")
+    provider = providers.get(SERVER) if isinstance(providers, dict) else None
+    if not isinstance(provider, dict) or not _is_ipse_provider(provider):
+        return None
+    found = _LOOPBACK.match(str(provider["base_url"]))
+    return int(found.group(1)) if found else None
+
+
 def _codex_config(path: Path, old: str | None, proxy: bool, port: int) -> str:
     text = old or ""
     base, was_proxied = _strip_codex(text, path)
+    if not proxy and was_proxied:  # installed again without --proxy: the proxy stays as it was
+        port = _proxy_port(tomledit.parse_toml(text, path)) or port
     doc = tomledit.parse_toml(base, path)
     servers = doc.get("mcp_servers")
     if isinstance(servers, dict) and SERVER in servers:
@@ -488,7 +516,9 @@ def _codex_config(path: Path, old: str | None, proxy: bool, port: int) -> str:
     return new
 
 
-def _claude_proxy(path: Path, attrs: dict[str, str], port: int) -> tuple[Path, str | None, str]:
+def _claude_proxy(
+    path: Path, attrs: dict[str, str], port: int, upstreams: Mapping[str, str] | None
+) -> tuple[Path, str | None, str]:
     old = _read(path)
     if old is None:
         attrs["settings"] = "new"
@@ -515,7 +545,7 @@ def _claude_proxy(path: Path, attrs: dict[str, str], port: int) -> tuple[Path, s
         if "env" in created:
             attrs["env"] = "new"
     for event, name in _HOOK_EVENTS.items():
-        hook = _hooks(port)[event]
+        hook = _hooks(port, upstreams)[event]
         value, _ = jsonedit.parse(text, path)
         hooks = value.get("hooks")
         groups = hooks.get(event) if isinstance(hooks, dict) else None
@@ -531,6 +561,13 @@ def _claude_proxy(path: Path, attrs: dict[str, str], port: int) -> tuple[Path, s
     return path, old, text
 
 
+def _routed(path: Path) -> bool:
+    """Whether Claude Code's settings already route it through ipse's proxy (its hooks)."""
+    text = _read(path)
+    value = _value(text, False) if text else None
+    return isinstance(value, dict) and _has_hook(value)
+
+
 def _has_hook(settings: dict[str, Any]) -> bool:
     hooks = settings.get("hooks")
     return isinstance(hooks, dict) and any(
@@ -543,15 +580,21 @@ def _has_hook(settings: dict[str, Any]) -> bool:
 
 
 def install_notes(
-    agent: str, root: Path, *, user: bool = False, proxy: bool = False, port: int = DEFAULT_PORT
+    agent: str,
+    root: Path,
+    *,
+    user: bool = False,
+    proxy: bool = False,
+    port: int = DEFAULT_PORT,
+    upstreams: Mapping[str, str] | None = None,
 ) -> list[str]:
     """What the user must know or do after this install, one line each."""
     notes: list[str] = []
     if agent == "codex" and proxy:
         notes.append(
             f"Codex now reaches its model only through the ipse proxy at {proxy_url(port)}: "
-            f"start it with `{_start_command(port)}` before running codex (again after a "
-            'reboot); without it Codex waits "Reconnecting..." until stopped'
+            f"start it with `{_start_command(port, upstreams)}` before running codex (again "
+            'after a reboot); without it Codex waits "Reconnecting..." until stopped'
         )
         unset = "" if os.environ.get("OPENAI_API_KEY") else " (not set in this shell)"
         notes.append(
