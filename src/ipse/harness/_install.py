@@ -107,6 +107,13 @@ def program() -> str:
     return " ".join(shlex.quote(word) for word in (command, *args))
 
 
+def hook_program() -> str:
+    """`program` for a hook: after ``IPSE_HOME=...`` when it is set, so what the hook runs uses
+    the home the rest of this install does."""
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in _home_env().items())
+    return env + program()
+
+
 def proxy_url(port: int = DEFAULT_PORT) -> str:
     """The proxy's address on this machine."""
     return f"http://127.0.0.1:{port}"
@@ -225,11 +232,10 @@ def _server_of(text: str, comments: bool = False) -> Any:
 def _start_command(port: int, upstreams: Mapping[str, str] | None = None) -> str:
     """The shell command that starts the proxy (idempotent: exits 0 when one answers), with
     the upstreams install was given (``anthropic``, ``openai``: origins the proxy forwards to)."""
-    env = "".join(f"{k}={shlex.quote(v)} " for k, v in _home_env().items())
     flags = "" if port == DEFAULT_PORT else f" --port {port}"
     for name, url in sorted((upstreams or {}).items()):
         flags += f" --{name}-upstream {shlex.quote(url)}"
-    return f"{env}{program()} proxy start{flags}"
+    return f"{hook_program()} proxy start{flags}"
 
 
 def _group(command: str) -> dict[str, Any]:
@@ -744,6 +750,7 @@ __all__ = [
     "claude_user_config",
     "codex_home",
     "gemini_dir",
+    "hook_program",
     "install_agent",
     "install_notes",
     "launcher",
