@@ -64,7 +64,7 @@ _PROVIDER_LINE = 'model_provider = "ipse"'
 _PROVIDER_NAME = "ipse proxy"
 _HOOK_TIMEOUT = 30
 _HOOK_EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt_submit"}
-_START = re.compile(r"(?:^| )proxy start(?: --[a-z-]+ (?:'[^']*'|[^ ']+))*(?: >/dev/null)?$")
+_START = re.compile(r"(?:^| )proxy start(?: --[a-z-]+ .*)?(?: >/dev/null)?$")
 _LOOPBACK = re.compile(r"http://127\.0\.0\.1:([0-9]+)")
 _PRIVATE = 0o600  # the mode Claude Code gives .claude.json and Codex its config.toml
 
