@@ -17,7 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
-from ipse.harness import PROXY_URL, install_agent, launcher, proxy_hook, uninstall_agent
+from ipse.harness import (
+    PROXY_URL,
+    install_agent,
+    launcher,
+    prompt_hook,
+    proxy_hook,
+    uninstall_agent,
+)
 from tests.conftest import CliRun
 
 SETTINGS_STYLES = {
@@ -179,8 +186,20 @@ def test_the_proxy_hook_is_shell_quoted(monkeypatch: pytest.MonkeyPatch, tmp_pat
     python.parent.mkdir(parents=True)
     python.write_text("")
     monkeypatch.setattr("sys.executable", str(python))
+    home = tmp_path / "home `id`"
+    monkeypatch.setenv("IPSE_HOME", str(home))
+    command = proxy_hook(9100)["hooks"][0]["command"]
+    assert shlex.split(command) == [
+        f"IPSE_HOME={home}", str(python), "-m", "ipse", "proxy", "start", "--port", "9100",
+        ">/dev/null",
+    ]  # fmt: skip
+    monkeypatch.delenv("IPSE_HOME")
     command = proxy_hook()["hooks"][0]["command"]
-    assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start"]
+    assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start", ">/dev/null"]
+    words = shlex.split(prompt_hook()["hooks"][0]["command"])
+    assert words[:3] == [str(python), "-S", "-c"] and '"127.0.0.1", 8765' in words[3]
+    assert words[4:] == ["2>/dev/null", "||", str(python), "-m", "ipse", "proxy", "start",
+                         ">/dev/null"]  # fmt: skip
 
 
 def test_another_base_url_is_refused_and_nothing_is_written(
@@ -334,3 +353,64 @@ def test_a_blank_config_comes_back_blank(
     assert "mcpServers" in config.read_text()
     assert cli("uninstall", "--agent", agent, cwd=project).returncode == 0
     assert snapshot(project, home) == before
+
+
+@pytest.mark.parametrize(
+    ("agent", "proxy"),
+    [("codex", False), ("codex", True), ("claude-code", False), ("claude-code", True),
+     ("gemini", False)],
+)  # fmt: skip
+def test_the_instructions_say_what_this_install_does(
+    cli: CliRun, homes: tuple[Path, Path], agent: str, proxy: bool
+) -> None:
+    """Only an agent behind the proxy loses its tool calls at a checkpoint: the others are told
+    that a checkpoint keeps notes and removes nothing."""
+    project, home = homes
+    _, instructions, _ = _files(agent, project, home, user=False)
+    flags = ["--proxy"] if proxy else []
+    assert cli("install", "--agent", agent, *flags, cwd=project).returncode == 0
+    text = instructions.read_text()
+    assert ("tool calls and their results will be removed" in text) == proxy, text
+    assert ("nothing is removed from this conversation" in text) == (not proxy), text
+
+
+def test_upstreams_go_into_the_hooks_quoted_and_come_out_on_uninstall(
+    cli: CliRun, homes: tuple[Path, Path]
+) -> None:
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    _write(settings, SETTINGS_STYLES["pretty"])
+    before = snapshot(project, home)
+    gateway = "http://gw.local:8080/a b$(x)"
+    done = cli("install", "--agent", "claude-code", "--proxy", "--port", "9300",
+               "--anthropic-upstream", gateway, cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(settings.read_text())["hooks"]
+    words = shlex.split(hooks["SessionStart"][0]["hooks"][0]["command"])
+    assert words[-6:] == ["start", "--port", "9300", "--anthropic-upstream", gateway, ">/dev/null"]
+    assert hooks["UserPromptSubmit"] == [prompt_hook(9300, {"anthropic": gateway})]
+    # installed again on the default port: the old hooks are replaced, not added to
+    assert cli("install", "--agent", "claude-code", "--proxy", cwd=project).returncode == 0
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks == {"SessionStart": [proxy_hook()], "UserPromptSubmit": [prompt_hook()]}
+    assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
+    assert snapshot(project, home) == before
+    refused = cli("install", "--agent", "codex", "--openai-upstream", gateway, cwd=project)
+    assert refused.returncode == 2 and "go with --proxy" in refused.stderr
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_installing_again_without_proxy_keeps_the_proxy_and_its_text(
+    cli: CliRun, homes: tuple[Path, Path], agent: str
+) -> None:
+    project, home = homes
+    config, instructions, _ = _files(agent, project, home, user=False)
+    assert (
+        cli("install", "--agent", agent, "--proxy", "--port", "9301", cwd=project).returncode == 0
+    )
+    installed = snapshot(project, home)
+    assert cli("install", "--agent", agent, cwd=project).returncode == 0
+    assert snapshot(project, home) == installed  # nothing changed: not the port, not the text
+    assert "tool calls and their results will be removed" in instructions.read_text()
+    assert cli("uninstall", "--agent", agent, cwd=project).returncode == 0
+    assert snapshot(project, home) == {} or not config.exists()

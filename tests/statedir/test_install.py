@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ipse.harness import hook_program
 from ipse.statedir import init, install, uninstall
 from ipse.statedir._install import (
     add_block,
     hook_groups,
     merge_hooks,
-    program,
     remove_block,
     rule_block,
     unmerge_hooks,
@@ -151,9 +151,11 @@ def test_claude_code_hooks_are_merged_and_removed_exactly(
     assert starts[0] == EXISTING["hooks"]["SessionStart"][0]
     assert {g["matcher"] for g in starts[1:]} == {"startup", "resume", "compact"}
     assert all(
-        g["hooks"][0]["command"] == f"{program()} state resume --hook claude-code"
+        g["hooks"][0]["command"] == f"{hook_program()} state resume --hook claude-code"
         for g in starts[1:]
     )
+    # the hooks run with the home install ran with: one signing key and anchor
+    assert hook_program().startswith(f"IPSE_HOME={os.environ['IPSE_HOME']} ")
     assert " state checkpoint" in data["hooks"]["PreCompact"][0]["hooks"][0]["command"]
     installed = settings.read_bytes()
     run_ipse("state", "install", "--agent", "claude-code", cwd=tmp_path)
@@ -187,7 +189,7 @@ def test_a_custom_state_folder_is_named_in_the_rule_and_hooks(tmp_path: Path) ->
     assert "If .agent/state/ exists" in (tmp_path / "CLAUDE.md").read_text()
     data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert command == f"{program()} state resume --hook claude-code --dir .agent/state"
+    assert command == f"{hook_program()} state resume --hook claude-code --dir .agent/state"
 
 
 def _run_hook(command: str, cwd: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -226,7 +228,9 @@ def test_the_hooks_name_the_ipse_executable_by_absolute_path(tmp_path: Path) -> 
     install(tmp_path, tmp_path / "state", "claude-code")
     data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     command = data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    first = shlex.split(command)[0]
+    words = shlex.split(command)
+    assert words[0] == f"IPSE_HOME={os.environ['IPSE_HOME']}"  # the home install ran with
+    first = words[1]
     assert os.path.isabs(first) and os.access(first, os.X_OK)
     assert Path(first).parent == Path(sys.executable).parent or first == sys.executable
 
@@ -264,6 +268,30 @@ def test_hooks_written_for_another_executable_are_replaced_and_removed(tmp_path:
     install(tmp_path, tmp_path / ".agent" / "state", "claude-code")
     data = json.loads(settings.read_text())
     commands = [g["hooks"][0]["command"] for g in data["hooks"]["SessionStart"]]
-    assert len(commands) == 3 and all(c.startswith(program() + " ") for c in commands)
+    assert len(commands) == 3 and all(c.startswith(hook_program() + " ") for c in commands)
     uninstall(tmp_path, tmp_path / ".agent" / "state")
     assert json.loads(settings.read_text()) == {}
+
+
+@given(
+    st.sampled_from(["# Notes\r\n\r\nBuild.\r\n", "# Notes\r\nmixed\nend", "\ufeff# N\r\n", ""]),
+    st.sampled_from(['{\r\n  "model": "opus"\r\n}\r\n', '\ufeff{\r\n  "env": {}\r\n}', None]),
+)
+def test_state_install_keeps_crlf_files_byte_for_byte(doc: str, settings: str | None) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        claude_md, settings_json = root / "CLAUDE.md", root / ".claude" / "settings.json"
+        claude_md.write_bytes(doc.encode())
+        if settings is not None:
+            settings_json.parent.mkdir()
+            settings_json.write_bytes(settings.encode())
+        before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        install(root, root / "state", "claude-code")
+        for path, data in before.items():
+            after = path.read_bytes()
+            if data.count(b"\n") == data.count(b"\r\n") and b"\r\n" in data:
+                assert after.count(b"\n") == after.count(b"\r\n"), after
+        uninstall(root, root / "state")
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before

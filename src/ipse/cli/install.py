@@ -26,15 +26,22 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
 
-def _report(changes: list[Any], as_json: bool) -> None:
+def _report(changes: list[Any], as_json: bool, notes: list[str] | None = None) -> None:
     if as_json:
-        emit_json({"changes": [{"path": c.path, "action": c.action} for c in changes]})
+        document: dict[str, Any] = {
+            "changes": [{"path": c.path, "action": c.action} for c in changes]
+        }
+        if notes is not None:
+            document["notes"] = notes
+        emit_json(document)
         return
     out = console()
     if not changes:
         out.print("nothing to change", markup=False)
     for change in changes:
         out.print(f"{change.action}: {change.path}", markup=False, soft_wrap=True)
+    for note in notes or []:
+        out.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
 @click.command("install")
@@ -43,37 +50,78 @@ def _report(changes: list[Any], as_json: bool) -> None:
 @click.option(
     "--proxy",
     is_flag=True,
-    help="Also route the agent through the ipse proxy (http://127.0.0.1:8765).",
+    help="Also route the agent through the ipse proxy (http://127.0.0.1:PORT; not Gemini).",
+)
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="The proxy's port (with --proxy).",
+)
+@click.option(
+    "--anthropic-upstream",
+    metavar="URL",
+    help="With --proxy: where the proxy sends Anthropic requests (default: the public API).",
+)
+@click.option(
+    "--openai-upstream",
+    metavar="URL",
+    help="With --proxy: where the proxy sends OpenAI requests (default: the public API).",
 )
 @_ROOT
 @_JSON
-def install_command(agent: str, user: bool, proxy: bool, root: Path, as_json: bool) -> None:
-    """Register `ipse mcp` with an agent and add the narration section to its instructions.
+def install_command(
+    agent: str,
+    user: bool,
+    proxy: bool,
+    port: int,
+    anthropic_upstream: str | None,
+    openai_upstream: str | None,
+    root: Path,
+    as_json: bool,
+) -> None:
+    """Register `ipse mcp` with an agent and say what checkpoints do in its instructions.
 
-    claude-code: .mcp.json (--user: ~/.claude.json) and CLAUDE.md; codex: [mcp_servers.ipse]
-    in $CODEX_HOME/config.toml and AGENTS.md; gemini: .gemini/settings.json and GEMINI.md.
-    --proxy: Claude Code gets ANTHROPIC_BASE_URL and a SessionStart hook that starts the
-    proxy (.claude/settings.json); Codex a model provider at the proxy. Idempotent; `ipse
-    uninstall` removes exactly what was added.
+    claude-code: .mcp.json (--user: .claude.json in $CLAUDE_CONFIG_DIR or ~) and CLAUDE.md;
+    codex: [mcp_servers.ipse] in $CODEX_HOME/config.toml and AGENTS.md; gemini:
+    .gemini/settings.json ($GEMINI_CLI_HOME/.gemini with --user) and GEMINI.md. --proxy:
+    Claude Code gets ANTHROPIC_BASE_URL and hooks that start the proxy (and refuse a prompt,
+    saying why, when it cannot start); Codex a model provider at the proxy (start the proxy
+    yourself: install prints the command). Refused when the extras the registered commands
+    need are not installed. Idempotent; `ipse uninstall` removes exactly what was added.
 
     \b
     Examples:
-      ipse install --agent claude-code
+      ipse install --agent claude-code --proxy
       ipse install --agent codex --proxy
       ipse install --agent gemini --user
     """
-    from ipse.harness import install_agent
+    from ipse.errors import UsageError
+    from ipse.harness import install_agent, install_notes
 
-    _report(install_agent(agent, root, user=user, proxy=proxy), as_json)
+    upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
+    given = {k: v for k, v in upstreams.items() if v}
+    if given and not proxy:
+        raise UsageError("--anthropic-upstream and --openai-upstream go with --proxy")
+    changes = install_agent(agent, root, user=user, proxy=proxy, port=port, upstreams=given)
+    notes = install_notes(agent, root, user=user, proxy=proxy, port=port, upstreams=given)
+    _report(changes, as_json, notes)
 
 
 @click.command("uninstall")
 @_AGENT
 @_USER
+@click.option(
+    "--proxy",
+    is_flag=True,
+    help="Accepted for symmetry: uninstall always removes the proxy settings install wrote.",
+)
 @_ROOT
 @_JSON
-def uninstall_command(agent: str, user: bool, root: Path, as_json: bool) -> None:
-    """Remove exactly what `ipse install` added (every other byte of each file stays).
+def uninstall_command(agent: str, user: bool, proxy: bool, root: Path, as_json: bool) -> None:
+    """Remove what `ipse install` added, with or without --proxy (every other byte of each
+    file stays; entries a harness rewrote are found by their content).
 
     \b
     Example:
@@ -81,4 +129,5 @@ def uninstall_command(agent: str, user: bool, root: Path, as_json: bool) -> None
     """
     from ipse.harness import uninstall_agent
 
+    del proxy  # the proxy's settings go whenever install wrote them
     _report(uninstall_agent(agent, root, user=user), as_json)

@@ -14,7 +14,11 @@ drops the trailing newline) makes every install a diff. Here the text is parsed 
 
 Missing containers on the way (``hooks`` then ``SessionStart``) are created as part of the value
 added, and the caller learns which were created so an uninstall can remove exactly those.
-Input must be strict JSON (an object at the top); anything else is an `InputError`.
+What is added is written with the file's own newline (CRLF stays CRLF) after any byte order
+mark. Input must be JSON (an object at the top); anything else is an `InputError`. With
+``comments=True`` (Gemini CLI's settings, which it reads as JSON with comments) ``//`` and
+``/* */`` comments are allowed: they are blanked to spaces for the parse, so every span is the
+same in the file, and the edit leaves each comment where it was.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError
+from ipse.harness._text import bom_length, newline_of, with_newline
 
 _WS = " \t\n\r"
 
@@ -51,7 +56,7 @@ class Node:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.i = 0
+        self.i = bom_length(text)
 
     def ws(self) -> None:
         while self.i < len(self.text) and self.text[self.i] in _WS:
@@ -116,10 +121,47 @@ class _Parser:
         return key
 
 
-def parse(text: str, path: str | Path = "") -> tuple[Any, Node]:
-    """The value and its spans; `InputError` unless the text is one JSON object."""
+def blank_comments(text: str) -> str:
+    """``text`` with each ``//`` and ``/* */`` comment outside strings replaced by spaces (line
+    breaks kept): the same length, so positions in it are positions in ``text``."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(re.sub(r"[^\r\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\r\n]", " ", text[i:j]))
+            i = j
+        else:
+            j = i
+            while j < n and text[j] not in '"/':
+                j += 1
+            if j == i:  # a lone '/': not a comment, left for the parser to refuse
+                j += 1
+            out.append(text[i:j])
+            i = j
+    return "".join(out)
+
+
+def parse(text: str, path: str | Path = "", *, comments: bool = False) -> tuple[Any, Node]:
+    """The value and its spans; `InputError` unless the text is one JSON object (with
+    ``comments``: JSON with comments)."""
+    if comments:
+        text = blank_comments(text)
     try:
-        value = json.loads(text)
+        value = json.loads(text[bom_length(text) :])
         if not isinstance(value, dict):
             raise InputError("not a JSON object", path=path or None)
         return value, _Parser(text).value()
@@ -151,7 +193,8 @@ def _render(value: Any, unit: str, indent: str, multiline: bool) -> str:
 
 
 def _is_multiline(text: str, node: Node) -> bool:
-    return "\n" in text[node.start : node.end] or (node.start == 0 and "\n" in text)
+    top = node.start == bom_length(text)
+    return "\n" in text[node.start : node.end] or (top and "\n" in text)
 
 
 def _insert(text: str, node: Node, piece: Any, key: str | None) -> str:
@@ -163,20 +206,28 @@ def _insert(text: str, node: Node, piece: Any, key: str | None) -> str:
         else [(v.start, v) for v in node.items]
     )
     label = "" if key is None else json.dumps(key, ensure_ascii=False) + ": "
+    nl = newline_of(text)
     if children:
         first_start, last = children[0][0], children[-1][1]
         if "\n" in text[node.start : first_start]:
             indent = _line_indent(text, children[-1][0])
             body = label + _render(piece, unit, indent, True)
-            return text[: last.end] + ",\n" + indent + body + text[last.end :]
+            added = with_newline(",\n" + indent + body, nl)
+            return text[: last.end] + added + text[last.end :]
         body = label + _render(piece, unit, "", False)
         return text[: last.end] + ", " + body + text[last.end :]
     outer = _line_indent(text, node.start)
-    multiline = node.start == 0 or "\n" in text or not text.strip().startswith("{")
-    if multiline:
+    bom = bom_length(text)
+    multiline = node.start == bom or "\n" in text or not text[bom:].strip().startswith("{")
+    kept = text[node.start + 1 : node.end - 1]
+    if kept.strip():  # comments in the empty container: they stay, after the new member
+        indent = _line_indent(text, node.start) + unit
+        body = label + _render(piece, unit, indent, True)
+        inner = with_newline("\n" + indent + body, nl) + kept
+    elif multiline:
         indent = outer + unit
         body = label + _render(piece, unit, indent, True)
-        inner = "\n" + indent + body + "\n" + outer
+        inner = with_newline("\n" + indent + body + "\n" + outer, nl)
     else:
         inner = label + _render(piece, unit, "", False)
     return text[: node.start + 1] + inner + text[node.end - 1 :]
@@ -189,6 +240,8 @@ def _remove_at(text: str, node: Node, index: int) -> str:
         else [(v.start, v.end) for v in node.items]
     )
     if len(spans) == 1:
+        if text[spans[0][1] : node.end - 1].strip():  # comments after it: they stay
+            return text[: node.start + 1] + text[spans[0][1] :]
         return text[: node.start + 1] + text[node.end - 1 :]
     if index > 0:
         return text[: spans[index - 1][1]] + text[spans[index][1] :]
@@ -208,11 +261,13 @@ def _walk(root: Node, path: Sequence[str]) -> tuple[Node, list[str]]:
     return node, []
 
 
-def set_member(text: str, path: Sequence[str], key: str, value: Any) -> tuple[str, list[str]]:
+def set_member(
+    text: str, path: Sequence[str], key: str, value: Any, *, comments: bool = False
+) -> tuple[str, list[str]]:
     """``text`` with ``path.key`` set to ``value``; also the containers of ``path`` created.
 
     An existing member is replaced (its value span only)."""
-    _, root = parse(text)
+    _, root = parse(text, comments=comments)
     node, missing = _walk(root, path)
     if not missing:
         current = node.get(key)
@@ -220,9 +275,8 @@ def set_member(text: str, path: Sequence[str], key: str, value: Any) -> tuple[st
             unit = indent_unit(text)
             indent = _line_indent(text, current.start)
             multiline = _is_multiline(text, node)
-            return text[: current.start] + _render(value, unit, indent, multiline) + text[
-                current.end :
-            ], []
+            rendered = with_newline(_render(value, unit, indent, multiline), newline_of(text))
+            return text[: current.start] + rendered + text[current.end :], []
     if not missing:
         return _insert(text, node, value, key), []
     piece: Any = value
@@ -233,9 +287,16 @@ def set_member(text: str, path: Sequence[str], key: str, value: Any) -> tuple[st
     return new, created
 
 
-def remove_member(text: str, path: Sequence[str], key: str, created: Sequence[str] = ()) -> str:
+def remove_member(
+    text: str,
+    path: Sequence[str],
+    key: str,
+    created: Sequence[str] = (),
+    *,
+    comments: bool = False,
+) -> str:
     """``text`` without ``path.key``; then each container in ``created`` left empty goes too."""
-    _, root = parse(text)
+    _, root = parse(text, comments=comments)
     node, missing = _walk(root, path)
     if missing:
         return text
@@ -245,16 +306,16 @@ def remove_member(text: str, path: Sequence[str], key: str, created: Sequence[st
             break
     else:
         return text
-    return prune(text, path, created)
+    return prune(text, path, created, comments=comments)
 
 
-def prune(text: str, path: Sequence[str], created: Sequence[str]) -> str:
+def prune(text: str, path: Sequence[str], created: Sequence[str], *, comments: bool = False) -> str:
     """Remove the containers along ``path`` that are empty and listed in ``created``."""
     for depth in range(len(path), 0, -1):
         dotted = ".".join(path[:depth])
         if dotted not in created:
             continue
-        _, root = parse(text)
+        _, root = parse(text, comments=comments)
         parent, missing = _walk(root, path[: depth - 1])
         child = parent.get(path[depth - 1]) if not missing else None
         if child is None or child.members or child.items:
@@ -264,26 +325,28 @@ def prune(text: str, path: Sequence[str], created: Sequence[str]) -> str:
     return text
 
 
-def append_item(text: str, path: Sequence[str], item: Any) -> tuple[str, list[str]]:
+def append_item(
+    text: str, path: Sequence[str], item: Any, *, comments: bool = False
+) -> tuple[str, list[str]]:
     """``text`` with ``item`` appended to the array at ``path`` (created when missing)."""
-    _, root = parse(text)
+    _, root = parse(text, comments=comments)
     parent, missing = _walk(root, path[:-1])
     if missing:
-        new, created = set_member(text, path[:-1], path[-1], [item])
+        new, created = set_member(text, path[:-1], path[-1], [item], comments=comments)
         return new, [*created, ".".join(path)]
     array = parent.get(path[-1])
     if array is None:
-        new, _ = set_member(text, path[:-1], path[-1], [item])
+        new, _ = set_member(text, path[:-1], path[-1], [item], comments=comments)
         return new, [".".join(path)]
     if array.kind != "array":
         raise InputError(f"`{'.'.join(path)}` is not a list")
     return _insert(text, array, item, None), []
 
 
-def remove_items(text: str, path: Sequence[str], item: Any) -> str:
+def remove_items(text: str, path: Sequence[str], item: Any, *, comments: bool = False) -> str:
     """``text`` without every item of the array at ``path`` equal to ``item``."""
     while True:
-        value, root = parse(text)
+        value, root = parse(text, comments=comments)
         parent, missing = _walk(root, path[:-1])
         array = parent.get(path[-1]) if not missing else None
         if array is None or array.kind != "array":
@@ -299,6 +362,7 @@ def remove_items(text: str, path: Sequence[str], item: Any) -> str:
 __all__ = [
     "Node",
     "append_item",
+    "blank_comments",
     "indent_unit",
     "parse",
     "prune",

@@ -7,7 +7,8 @@ marker records what install added around the block (``lead=N`` newlines before i
 ``.claude/settings.json`` and ``.claude/``), so ``uninstall`` removes exactly that.
 
 For Claude Code, hook groups are added to ``.claude/settings.json`` keeping everything there
-byte for byte (`ipse.harness.jsonedit`: formatting, key order and trailing newline stay):
+byte for byte (`ipse.harness.jsonedit`: formatting, key order, trailing newline and CRLF line
+endings stay):
 SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
 PreCompact logs a WAL checkpoint. The marker records which containers install created
 (``hooks=new``, ``session_start=new``, ``pre_compact=new``), so uninstall removes exactly the
@@ -16,8 +17,10 @@ groups and those containers. The file edits are atomic.
 A hook command is run by a shell when the agent starts, often without ipse's virtual
 environment active: it names the ipse executable by absolute path (`program`), and every
 word in it is quoted for the POSIX shell (``shlex.quote``), so a state folder named
-``st$(sh<p)`` is a folder name, never a command. Uninstall and reinstall recognise hooks
-written for another executable path (a moved environment, or a bare ``ipse``).
+``st$(sh<p)`` is a folder name, never a command; ``IPSE_HOME``, when set at install, leads the
+command, so the hooks sign and verify with the same home as the commands run by hand.
+Uninstall and reinstall recognise hooks written for another executable path (a moved
+environment, a bare ``ipse``, another home).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from ipse.errors import InputError, UsageError
 from ipse.fileio import StrPath, atomic_write
-from ipse.harness import Change, jsonedit, program
+from ipse.harness import Change, hook_program, jsonedit, program
 from ipse.harness import add_block as _add_block
 from ipse.harness import find_block as _find_block
 from ipse.harness import remove_block as _remove_block
@@ -144,8 +147,10 @@ def unmerge_hooks(
 
 
 def _read(path: Path) -> str | None:
+    """The file's text as stored: line endings untranslated, so a CRLF file stays CRLF."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -215,7 +220,7 @@ def _install_settings(path: Path, state_arg: str, extra: dict[str, str]) -> tupl
         extra["claude_dir"] = "keep" if path.parent.exists() else "new"
     text = old if old is not None and old.strip() else "{}\n"
     _settings_value(path, text)
-    ours = program()
+    ours = hook_program()  # with IPSE_HOME: the key and anchor the hooks verify with
     cleaned = _remove_groups(text, path, state_arg, ours)
     if cleaned != text:  # an older install's groups: what they alone held goes with them
         text = _prune(cleaned, list(_CONTAINERS))
@@ -252,12 +257,8 @@ def install(root: StrPath, folder: StrPath, agent: str = "generic") -> list[Chan
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write atomically, keeping the file's permissions (0644 for a new file)."""
-    try:
-        mode = path.stat().st_mode & 0o777
-    except OSError:
-        mode = 0o644
-    atomic_write(path, text, mode=mode)
+    """Write atomically, keeping the file's permissions (a new file's: 0666 less the umask)."""
+    atomic_write(path, text)
 
 
 def _write(path: Path, old: str | None, new: str | None) -> str:
