@@ -24,9 +24,15 @@ from ipse.handoff._measure import handoff_document, measure
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
+from ipse.handoff._recognise import (
+    CHECKPOINT_TOOLS,
+    MARKER,
+    checkpoint_name,
+    checkpoint_tool_of,
+    is_checkpoint_call,
+)
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._rewrite import (
-    CHECKPOINT_TOOLS,
     SESSION_HEADER,
     Rewrite,
     binds_thinking,
@@ -46,6 +52,7 @@ __all__ = [
     "CHECKPOINT_TOOL",
     "CHECKPOINT_TOOLS",
     "DEFAULT_MAX_TOKENS",
+    "MARKER",
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
@@ -75,11 +82,14 @@ __all__ = [
     "checkpoint_calls",
     "checkpoint_id",
     "checkpoint_items",
+    "checkpoint_name",
+    "checkpoint_tool_of",
     "clear_cache",
     "conversation_key",
     "decide",
     "handoff_document",
     "is_checkpoint",
+    "is_checkpoint_call",
     "measure",
     "narration",
     "narration_prompt",

@@ -25,14 +25,24 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse._names import Names
 from ipse.errors import IpseError
-from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._cut import results_by_call
+from ipse.handoff._recognise import (
+    CHECKPOINT_TOOLS,
+    CODE_TOOLS,
+    checkpoint_base,
+    checkpoint_name,
+    is_checkpoint_call,
+    may_need_output,
+    raw_text,
+    source_of,
+)
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
 from ipse.transcript import Conversation, ToolCall, codec
@@ -40,7 +50,6 @@ from ipse.transcript import Conversation, ToolCall, codec
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
 
-CHECKPOINT_TOOLS: tuple[str, ...] = (CHECKPOINT_TOOL,)
 _CACHE_SIZE = 32
 
 # Models whose thinking blocks are bound to their prefix: Claude Fable and Mythos from 5.1, Opus,
@@ -71,14 +80,10 @@ def binds_thinking(model: object) -> bool:
 
 
 def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
-    """Whether a tool name is a checkpoint tool: one of ``tool_names``, or one of them served by
-    an MCP server (``mcp__<server>__<name>``)."""
-    if name in tool_names:
-        return True
-    if name.startswith("mcp__"):
-        server, sep, tool = name[5:].rpartition("__")
-        return bool(sep and server and tool in tool_names)
-    return False
+    """Whether a tool name calls a checkpoint tool: one of ``tool_names``, or one of them served
+    by an MCP server (``mcp__<server>__<name>``, Gemini's ``mcp_<server>_<name>``). A call
+    through a namespace or a code tool needs the call itself: `is_checkpoint_call`."""
+    return checkpoint_name(name, tool_names) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +229,7 @@ def rewrite_request(
     found = _newest_checkpoint(raw, dialect, tool_names)
     if found is None:
         return Rewrite(None, reason="no checkpoint call in the history")
-    call_id, tool, at_item = found
+    call_id, tool, base, at_item = found
     if use_cache:
         hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
         if hit is not None:
@@ -245,7 +250,7 @@ def rewrite_request(
             conversation,
             HandoffOptions(
                 at="checkpoint",
-                strip=_with_tool(opts, tool),
+                strip=_with_tool(opts, base),
                 max_tokens=max_tokens,
             ),
             session=session,
@@ -455,36 +460,31 @@ def _mark_last(kept: list[Any], out: list[Any], mark: Any) -> None:
 # ------------------------------------------------------------------------ finding the checkpoint
 
 
-def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[int, str, str]]:
-    """(item index, call id, tool name) of every tool call in raw history items, in order."""
-    for index, item in enumerate(raw):
-        if not isinstance(item, Mapping):
-            continue
-        if dialect == "anthropic":
-            content = item.get("content")
-            if isinstance(content, list) and item.get("role") == "assistant":
-                for block in content:
-                    if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                        yield index, str(block.get("id", "")), str(block.get("name", ""))
-        elif dialect == "openai-chat":
-            calls = item.get("tool_calls")
-            if isinstance(calls, list):
-                for call in calls:
-                    function = call.get("function") if isinstance(call, Mapping) else None
-                    if isinstance(function, Mapping):
-                        yield index, str(call.get("id", "")), str(function.get("name", ""))
-        elif item.get("type") in ("function_call", "custom_tool_call"):
-            yield index, str(item.get("call_id", "")), str(item.get("name", ""))
-
-
 def _newest_checkpoint(
     raw: Sequence[Any], dialect: str, tool_names: Sequence[str]
-) -> tuple[str, str, int] | None:
-    """(call id, tool name, index of the item holding the call) of the newest checkpoint call."""
-    newest: tuple[str, str, int] | None = None
-    for index, call_id, name in _calls(raw, dialect):
-        if is_checkpoint(name, tool_names):
-            newest = (call_id, name, index)
+) -> tuple[str, str, str, int] | None:
+    """(call id, tool name as called, checkpoint tool it calls, index of the item holding the
+    call) of the newest checkpoint call, in any shape `checkpoint_base` recognises; a call known
+    only by its answer (``tools[name](...)`` in a code tool) counts once it is answered."""
+    dialect_codec = codec(dialect)
+    newest: tuple[str, str, str, int] | None = None
+    pending: dict[str, tuple[str, int]] = {}
+    for call in dialect_codec.raw_calls(raw):
+        code = source_of(call.input) if call.name in CODE_TOOLS else None
+        base = checkpoint_base(call.name, tool_names, namespace=call.namespace, code=code)
+        if base is not None:
+            if newest is None or call.at >= newest[3]:
+                newest = (call.id, call.name, base, call.at)
+        elif may_need_output(call.name, call.namespace):
+            pending[call.id] = (call.name, call.at)
+    if pending:
+        for result in dialect_codec.raw_results(raw):
+            found = pending.get(result.call_id)
+            if found is None or (newest is not None and found[1] < newest[3]):
+                continue
+            base = checkpoint_base(found[0], tool_names, output=raw_text(result.output))
+            if base is not None:
+                newest = (result.call_id, found[0], base, found[1])
     return newest
 
 
@@ -528,12 +528,14 @@ def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialec
 def checkpoint_calls(
     conversation: Conversation, tool_names: Sequence[str] = CHECKPOINT_TOOLS
 ) -> list[ToolCall]:
-    """The checkpoint calls of a conversation, in order."""
+    """The checkpoint calls of a conversation, in order, in any shape a harness delivers them
+    (`ipse.handoff._recognise`)."""
+    results = results_by_call(conversation.messages)
     return [
         b
         for m in conversation.messages
         for b in m.blocks
-        if isinstance(b, ToolCall) and is_checkpoint(b.name, tool_names)
+        if isinstance(b, ToolCall) and is_checkpoint_call(b, tool_names, results.get(b.id))
     ]
 
 

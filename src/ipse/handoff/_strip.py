@@ -32,7 +32,8 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import InvalidConversation
 from ipse.handoff._breakpoints import marker, place
-from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
+from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, results_by_call, settle
+from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.transcript._codec import Codec, codec
@@ -201,11 +202,14 @@ def _answered_pairs(messages: Sequence[Message], dialect: Codec) -> dict[str, in
 
 def _checkpoint_calls(messages: Sequence[Message], tool: str, dialect: Codec) -> frozenset[str]:
     answered = _answered_pairs(messages, dialect)
+    results = results_by_call(messages)
     return frozenset(
         b.id
         for m in messages
         for b in m.blocks
-        if isinstance(b, ToolCall) and b.name == tool and b.id in answered
+        if isinstance(b, ToolCall)
+        and b.id in answered
+        and checkpoint_tool_of(b, (tool,), results.get(b.id))
     )
 
 

@@ -10,9 +10,9 @@ codec; mechanisms ask it and never branch on the name themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ipse.errors import UsageError
 from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
@@ -35,8 +35,34 @@ class Positions:
     system_source: Any = None  # the body's own system value (memoised by identity)
 
 
+class RawCall(NamedTuple):
+    """A tool call as it stands in a body's raw history: the index of the item (message) that
+    holds it (``at``), its id, name, namespace (Responses' deferred tool namespaces) and input
+    (a string for freeform tools and argument strings, an object for Anthropic)."""
+
+    at: int
+    id: str
+    name: str
+    namespace: str | None
+    input: Any
+
+
+class RawResult(NamedTuple):
+    """A tool result in a body's raw history: the index of its item, its call's id, and its
+    output as sent (a string, or a list of parts); ``at`` is its item's index."""
+
+    at: int
+    call_id: str
+    output: Any
+
+
 class Codec(Protocol):
     """What a mechanism may ask of a dialect."""
+
+    @property
+    def history_key(self) -> str:
+        """The body key that holds the conversation's items (``messages`` or ``input``)."""
+        ...
 
     @property
     def dialect(self) -> Dialect: ...
@@ -122,6 +148,14 @@ class Codec(Protocol):
         """The role a raw message (or item) of ``Positions.messages`` speaks in."""
         ...
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        """The tool calls of raw history items, in order (without reading the body)."""
+        ...
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        """The tool results of raw history items, in order."""
+        ...
+
 
 def _as_text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
@@ -133,6 +167,7 @@ def _list(value: Any) -> list[Any]:
 
 class _Anthropic:
     dialect: Dialect = "anthropic"
+    history_key = "messages"
     provider = "anthropic"
     result_role: str | None = None
     alternates = True
@@ -184,12 +219,34 @@ class _Anthropic:
     def speaker(self, raw: Any) -> str | None:
         return raw.get("role") if isinstance(raw, Mapping) else None
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        for index, block in _content_blocks(items, "assistant"):
+            if block.get("type") == "tool_use":
+                name = str(block.get("name", ""))
+                yield RawCall(index, str(block.get("id", "")), name, None, block.get("input"))
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        for index, block in _content_blocks(items, "user"):
+            if block.get("type") == "tool_result":
+                yield RawResult(index, str(block.get("tool_use_id", "")), block.get("content"))
+
+
+def _content_blocks(items: Sequence[Any], role: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    for index, item in enumerate(items):
+        if isinstance(item, Mapping) and item.get("role") == role:
+            content = item.get("content")
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, Mapping):
+                        yield index, block
+
 
 _CHAT_DROPPED_KEYS = ("tool_calls", "function_call", "reasoning_content", "reasoning")
 
 
 class _OpenAIChat:
     dialect: Dialect = "openai-chat"
+    history_key = "messages"
     provider = "openai"
     result_role: str | None = "tool"
     alternates = True
@@ -249,9 +306,27 @@ class _OpenAIChat:
     def speaker(self, raw: Any) -> str | None:
         return raw.get("role") if isinstance(raw, Mapping) else None
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        for index, item in enumerate(items):
+            calls = item.get("tool_calls") if isinstance(item, Mapping) else None
+            if not isinstance(calls, list):
+                continue
+            for call in calls:
+                function = call.get("function") if isinstance(call, Mapping) else None
+                if isinstance(function, Mapping):
+                    name = str(function.get("name", ""))
+                    arguments = function.get("arguments")
+                    yield RawCall(index, str(call.get("id", "")), name, None, arguments)
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("role") == "tool":
+                yield RawResult(index, str(item.get("tool_call_id", "")), item.get("content"))
+
 
 class _OpenAIResponses:
     dialect: Dialect = "openai-responses"
+    history_key = "input"
     provider = "openai"
     result_role: str | None = "tool"
     alternates = False
@@ -298,6 +373,23 @@ class _OpenAIResponses:
     def speaker(self, raw: Any) -> str | None:
         return openai_responses.side_of(raw) if isinstance(raw, Mapping) else None
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("type") in openai_responses.CALL_TYPES:
+                namespace = item.get("namespace")
+                yield RawCall(
+                    index,
+                    str(item.get("call_id", item.get("id", ""))),
+                    str(item.get("name", "")),
+                    namespace if isinstance(namespace, str) else None,
+                    item.get("arguments", item.get("input")),
+                )
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("type") in openai_responses.OUTPUT_TYPES:
+                yield RawResult(index, str(item.get("call_id", "")), item.get("output"))
+
 
 _CODECS: dict[str, Codec] = {
     "anthropic": _Anthropic(),
@@ -324,4 +416,4 @@ def body_codec(body: Mapping[str, Any], provider: str) -> Codec:
     return _CODECS["openai-chat"]
 
 
-__all__ = ["DIALECTS", "Codec", "Positions", "body_codec", "codec"]
+__all__ = ["DIALECTS", "Codec", "Positions", "RawCall", "RawResult", "body_codec", "codec"]
