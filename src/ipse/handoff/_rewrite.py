@@ -102,6 +102,7 @@ class Rewrite:
     removed_thinking: int = 0  # before the cut
     kept_thinking_removed: int = 0  # from the kept turns (models that bind thinking)
     removed_bytes: int = 0  # the removed items' JSON
+    merged: int = 0  # kept messages merged with a neighbour because the API wants alternation
     archived: int = 0
     cached: bool = False  # the rewritten prefix came from the cache
     settled: bool = False  # the checkpoint call is answered: later requests keep this prefix
@@ -121,6 +122,7 @@ class Rewrite:
             "removed_thinking": self.removed_thinking,
             "kept_thinking_removed": self.kept_thinking_removed,
             "removed_bytes": self.removed_bytes,
+            "merged": self.merged,
             "archived": self.archived,
             "cached": self.cached,
             "settled": self.settled,
@@ -140,6 +142,7 @@ class _Entry:
     removed_calls: int
     removed_thinking: int
     removed_bytes: int
+    merged: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +291,7 @@ def rewrite_request(
         removed_calls=report.removed_calls,
         removed_thinking=report.removed_thinking,
         removed_bytes=removed_bytes,
+        merged=report.merged_messages,
     )
     tail_is_raw = split >= 0 and all(
         a is b for a, b in zip(written[split:], raw[consumed:], strict=True)
@@ -311,6 +315,7 @@ def rewrite_request(
         removed_calls=entry.removed_calls,
         removed_thinking=entry.removed_thinking,
         removed_bytes=removed_bytes,
+        merged=entry.merged,
         archived=handoff.archived,
         settled=settled,
     )
@@ -385,6 +390,7 @@ def _spliced(
         removed_thinking=entry.removed_thinking,
         kept_thinking_removed=dropped,
         removed_bytes=entry.removed_bytes,
+        merged=entry.merged,
         cached=cached,
         settled=settled,
     )
