@@ -153,7 +153,6 @@ def test_what_is_not_a_checkpoint() -> None:
 
 
 def test_the_mcp_answer_carries_the_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("mcp")
     from ipse.mcp._tools import Settings, tools
 
     monkeypatch.setenv("IPSE_HOME", str(tmp_path))

@@ -3,7 +3,6 @@ the rest, and print the before/after measurement."""
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from ipse.handoff import (
     CHECKPOINT_TOOL,
     HandoffOptions,
     StripOptions,
+    handoff_session,
     narration_prompt,
     render_notes,
     run,
@@ -190,7 +190,7 @@ def handoff_command(
             result = run(
                 source.current(),
                 options,
-                session=session or _session_id(source),
+                session=session or handoff_session(source, (checkpoint_tool,)),
                 write=write,
                 archive=archive,
                 source=str(file),
@@ -278,19 +278,6 @@ def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool
         except InputError as exc:
             raise InputError(exc.detail, path=notes_file) from exc
     return prompt or tool is not None or notes_file is not None
-
-
-def _session_id(source: Source) -> str:
-    """The Claude Code sessionId, else a hash of the input's contents (or path for folders)."""
-    if source.session is not None and source.session.session_id:
-        return source.session.session_id
-    path = source.path
-    digest = hashlib.sha256()
-    if path.is_file():
-        digest.update(path.read_bytes())
-    else:
-        digest.update(str(path.resolve()).encode())
-    return "sha256-" + digest.hexdigest()[:16]
 
 
 _LABELS = {

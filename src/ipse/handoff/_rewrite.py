@@ -39,12 +39,14 @@ from ipse.handoff._recognise import (
     checkpoint_base,
     checkpoint_name,
     is_checkpoint_call,
+    marked,
     may_need_output,
     raw_text,
     source_of,
 )
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
+from ipse.sessions import CLAUDE_CODE_HEADER, request_session
 from ipse.transcript import Conversation, ToolCall, codec
 
 if TYPE_CHECKING:
@@ -104,6 +106,7 @@ class Rewrite:
     removed_bytes: int = 0  # the removed items' JSON
     merged: int = 0  # kept messages merged with a neighbour because the API wants alternation
     archived: int = 0
+    session: str | None = None  # the session what was removed was archived under
     cached: bool = False  # the rewritten prefix came from the cache
     settled: bool = False  # the checkpoint call is answered: later requests keep this prefix
     invalid: bool = False  # the body had a checkpoint but the handoff could not make it valid
@@ -124,6 +127,7 @@ class Rewrite:
             "removed_bytes": self.removed_bytes,
             "merged": self.merged,
             "archived": self.archived,
+            "session": self.session,
             "cached": self.cached,
             "settled": self.settled,
             "invalid": self.invalid,
@@ -215,10 +219,11 @@ def rewrite_request(
 
     ``anchor`` is the checkpoint call id a caller stored for this conversation (a hint that
     makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
-    ``archive`` gets what was removed, under ``session``, the first time a prefix is rewritten.
+    ``archive`` gets what was removed, the first time a prefix is rewritten: under the session
+    the checkpoint's answer names (`ipse.handoff._session`), else under ``session``.
     """
     dialect_codec = codec(dialect)
-    key_name = "input" if dialect == "openai-responses" else "messages"
+    key_name = dialect_codec.history_key
     raw = body.get(key_name)
     if not isinstance(raw, list) or not raw:
         return Rewrite(None, reason="the body has no message history")
@@ -247,6 +252,10 @@ def rewrite_request(
             return Rewrite(
                 None, anchor=call_id, checkpoint_tool=tool, reason=failed.reason, invalid=True
             )
+    if archive is not None:
+        # the checkpoint's answer names the session it was recorded under: what this handoff
+        # removes goes there too, so recalling the checkpoint finds it
+        session = _recorded(raw, dialect, call_id) or session
     try:
         conversation = dialect_codec.read_body(body)
         handoff = run(
@@ -305,7 +314,7 @@ def rewrite_request(
         spliced = _spliced(
             body, raw, key_name, dialect, entry, call_id, max_tokens, cached=False, settled=settled
         )
-        return replace(spliced, archived=handoff.archived)
+        return replace(spliced, archived=handoff.archived, session=handoff.session)
     # The tail was re-written (it should not be): give the pipeline's body as it is.
     out = dialect_codec.write_body(handoff.after)
     return Rewrite(
@@ -317,6 +326,7 @@ def rewrite_request(
         removed_bytes=removed_bytes,
         merged=entry.merged,
         archived=handoff.archived,
+        session=handoff.session,
         settled=settled,
     )
 
@@ -494,19 +504,18 @@ def _newest_checkpoint(
     return newest
 
 
-SESSION_HEADER = "x-claude-code-session-id"
+SESSION_HEADER = CLAUDE_CODE_HEADER
 
 
 def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialect: str) -> str:
-    """The key of the conversation a request belongs to: Claude Code's session id header when
-    present (Codex's ``session-id`` header, then a Responses body's ``prompt_cache_key``, after
-    it), else a hash of the system prompt and the first user message (stable across the
-    conversation's requests, different between conversations)."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    for name, prefix in ((SESSION_HEADER, "session"), ("session-id", "codex")):
-        value = lowered.get(name)
-        if value and value.isprintable() and len(value) <= 200:
-            return f"{prefix}:{value}"
+    """The key of the conversation a request belongs to: the harness's session (`request_session`:
+    Claude Code's ``x-claude-code-session-id``, Codex's ``session-id``, ...) as every part of ipse
+    keys it (``session:<id>``); else a Responses body's ``prompt_cache_key``; else a hash of the
+    system prompt and the first user message (stable across the conversation's requests,
+    different between conversations)."""
+    found = request_session(headers, body)
+    if found is not None:
+        return found
     cache_key = body.get("prompt_cache_key")
     if (
         isinstance(cache_key, str)
@@ -515,7 +524,7 @@ def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialec
         and len(cache_key) <= 200
     ):
         return f"cache-key:{cache_key}"
-    key_name = "input" if dialect == "openai-responses" else "messages"
+    key_name = codec(dialect).history_key
     history = body.get(key_name)
     items = history if isinstance(history, list) else [history]
     system = body.get("instructions") if dialect == "openai-responses" else body.get("system")
@@ -529,6 +538,15 @@ def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialec
     )
     digest = hashlib.sha256(jsonio.dumps([system, first])).hexdigest()[:32]
     return f"hash:{digest}"
+
+
+def _recorded(raw: Sequence[Any], dialect: str, call_id: str) -> str | None:
+    """The session the checkpoint call ``call_id`` was recorded under, as its answer says."""
+    for result in codec(dialect).raw_results(raw):
+        if result.call_id == call_id:
+            said = marked(raw_text(result.output))
+            return said[1] if said is not None else None
+    return None
 
 
 def checkpoint_calls(

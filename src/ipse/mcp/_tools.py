@@ -9,7 +9,6 @@ tools are `ipse.statedir`, the twin tools `ipse.twin.apply_turn` and `ipse.twin.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,18 +38,12 @@ CLAUDE_CODE_PREFIX = "session:"
 
 
 def default_session() -> str:
-    """The session the checkpoints are stored under: ``IPSE_SESSION``, else the Claude Code
-    session that started the server (``CLAUDE_CODE_SESSION_ID``, which Claude Code gives its
-    MCP servers) keyed as the proxy keys that session (``session:<id>``, from the request's
-    ``x-claude-code-session-id``) so a checkpoint and what its handoff removed share one key,
-    else a fresh ``mcp-`` id."""
-    value = os.environ.get("IPSE_SESSION", "").strip()
-    if value:
-        return value
-    value = os.environ.get("CLAUDE_CODE_SESSION_ID", "").strip()
-    if value:
-        return CLAUDE_CODE_PREFIX + value
-    return f"mcp-{uuid.uuid4()}"
+    """The session the checkpoints are stored under, keyed as the proxy and ``ipse handoff`` key
+    it (`ipse.sessions.mcp_session`): ``IPSE_SESSION``, else the harness's session id
+    (``CLAUDE_CODE_SESSION_ID``, Codex's thread id), else a fresh ``mcp-`` id."""
+    from ipse.sessions import mcp_session
+
+    return mcp_session(os.environ)
 
 
 @dataclass(frozen=True, slots=True)
