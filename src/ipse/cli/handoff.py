@@ -210,7 +210,7 @@ def handoff_command(
     if as_json:
         emit_json(document)
     else:
-        _render(document, to_stderr=to_stdout)
+        _render(document, archiving=archive is not None, to_stderr=to_stdout)
     if dry_run:
         warn("dry run: nothing written or archived (give -o FILE, or -o - for stdout)")
     if target == "body" and result.after.model is None:
@@ -292,7 +292,21 @@ _LABELS = {
 }
 
 
-def _render(document: dict[str, Any], *, to_stderr: bool = False) -> None:
+def _archived(document: dict[str, Any], archiving: bool) -> str:
+    """What the archive got: a rerun finds the removed items already there, and says so."""
+    session, archived = document["session"], document["archived"]
+    removed = document["removed"]["tool_calls"] + document["removed"]["thinking"]
+    if not archiving or archived >= removed:
+        return f"archived {archived} item(s) under session {session}"
+    if archived == 0:
+        return f"the {removed} removed item(s) were already archived under session {session}"
+    return (
+        f"archived {archived} item(s) under session {session} "
+        f"({removed - archived} were already there)"
+    )
+
+
+def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = False) -> None:
     from rich.table import Table
 
     out = console(stderr=to_stderr)
@@ -311,7 +325,7 @@ def _render(document: dict[str, Any], *, to_stderr: bool = False) -> None:
     narr = document["narration"]
     out.print(
         f"saved {document['saved_tokens_pct']}% of tokens; authored text preserved: {preserved}; "
-        f"archived {document['archived']} item(s) under session {document['session']}"
+        + _archived(document, archiving)
     )
     out.print(
         f"narration coverage {narr['coverage']:.0%} of {narr['removed_calls']} removed calls, "

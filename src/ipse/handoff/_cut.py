@@ -7,8 +7,9 @@ Everything before the cut is rewritten; everything from the cut on stays byte fo
   call is still unanswered, just before the message holding it.
 - an index ``N`` (0 to the number of messages): messages ``[0, N)`` are rewritten.
 - ``end``: every message (the same as the index of the last message plus one).
-- ``now``: everything except an unfinished tool exchange at the end (the last assistant message
-  with tool calls, and what follows it, when no assistant message follows).
+- ``now``: everything except an unfinished tool exchange at the end (the last assistant message,
+  and what follows it, when a call of it has no result yet); an answered exchange at the end is
+  finished and is handed off with the rest.
 
 A cut that would split a tool exchange (a call before it, its result after it) moves back to the
 message holding the call, so no result is ever left without its call.
@@ -76,12 +77,16 @@ def resolve_cut(conversation: Conversation, at: At = None, tool: str = CHECKPOIN
 
 
 def _now(messages: Sequence[Message]) -> int:
+    """Before the last assistant message when one of its calls has no result yet; else every
+    message (an answered exchange is finished, and goes like the rest)."""
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if message.role == "assistant":
-            if any(isinstance(b, ToolCall) for b in message.blocks):
-                return i
-            return len(messages)
+            calls = {b.id for b in message.blocks if isinstance(b, ToolCall)}
+            answered = {
+                b.call_id for m in messages[i + 1 :] for b in m.blocks if isinstance(b, ToolResult)
+            }
+            return i if calls - answered else len(messages)
     return len(messages)
 
 
