@@ -14,6 +14,7 @@ from typing import Any
 from ipse import jsonio
 
 PREFIX = "session:"
+FRESH = "mcp-"  # the MCP server's own key when no harness id is known
 CLAUDE_CODE_HEADER = "x-claude-code-session-id"
 # Codex CLI 0.169 sends ``session-id`` (and ``thread-id``, the same id); earlier versions
 # ``session_id`` and ``conversation_id``.
@@ -58,10 +59,21 @@ def request_session(
 
 
 def meta_session(meta: Any) -> str | None:
-    """The session key in an MCP request's ``_meta`` (Codex's ``x-codex-turn-metadata``)."""
+    """The session key in an MCP tool call's ``_meta``: Codex 0.169 sends its session id there
+    as ``sessionId`` and in ``x-codex-turn-metadata`` (an object, or its JSON)."""
     if not isinstance(meta, Mapping):
         return None
-    return _turn_metadata_session(meta.get(_TURN_METADATA)) or session_key(meta.get("session_id"))
+    return (
+        _turn_metadata_session(meta.get(_TURN_METADATA))
+        or session_key(meta.get("sessionId"))
+        or session_key(meta.get("session_id"))
+        or session_key(meta.get("threadId"))
+    )
+
+
+def is_fresh(session: str) -> bool:
+    """Whether a key is the MCP server's own fallback (no harness id was found at start)."""
+    return session.startswith(FRESH)
 
 
 def _turn_metadata_session(value: Any) -> str | None:
@@ -85,13 +97,15 @@ def mcp_session(environ: Mapping[str, str], meta: Any = None) -> str:
         key = session_key(environ.get(name))
         if key is not None:
             return key
-    return meta_session(meta) or f"mcp-{uuid.uuid4()}"
+    return meta_session(meta) or f"{FRESH}{uuid.uuid4()}"
 
 
 __all__ = [
     "CLAUDE_CODE_HEADER",
     "CODEX_HEADERS",
+    "FRESH",
     "PREFIX",
+    "is_fresh",
     "mcp_session",
     "meta_session",
     "request_session",

@@ -155,3 +155,21 @@ def test_keys() -> None:
     assert meta_session(meta) == "session:s1"
     assert mcp_session({}, meta) == "session:s1"
     assert mcp_session({"IPSE_SESSION": "mine"}, meta) == "mine"
+
+
+def test_the_mcp_server_takes_codex_session_from_the_call(home: Path) -> None:
+    """Codex gives its MCP servers no session in their environment; each tool call's ``_meta``
+    names it (the shape Codex CLI 0.169 sends)."""
+    from ipse.mcp._tools import for_call
+
+    meta = {
+        "callId": "call_ck1",
+        "x-codex-turn-metadata": {"session_id": CODEX_SESSION, "thread_id": CODEX_SESSION,
+                                  "turn_id": "t1", "codex_version": "0.169.0"},
+        "threadId": CODEX_SESSION, "sessionId": CODEX_SESSION, "progressToken": 1,
+    }  # fmt: skip
+    fresh = Settings(session=mcp_session({}), cwd=home)
+    assert for_call(fresh, meta).session == f"session:{CODEX_SESSION}"
+    given = Settings(session="mine", cwd=home)
+    assert for_call(given, meta) is given  # IPSE_SESSION, --session: as given
+    assert for_call(fresh, None) is fresh

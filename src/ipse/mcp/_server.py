@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.errors import IpseError, MissingExtra
-from ipse.mcp._tools import Settings, Tool, tools
+from ipse.mcp._tools import Settings, Tool, for_call, tools
 from ipse.redact import redact
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def build_server(settings: Settings | None = None) -> Server[Any]:
         import anyio
 
         def work() -> dict[str, Any]:
-            return call(table, chosen, params.name, params.arguments)
+            settings = for_call(chosen, getattr(params, "meta", None))
+            return call(table, settings, params.name, params.arguments)
 
         try:
             result = await anyio.to_thread.run_sync(work)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,15 @@ def default_session() -> str:
     from ipse.sessions import mcp_session
 
     return mcp_session(os.environ)
+
+
+def for_call(settings: Settings, meta: Any) -> Settings:
+    """The settings of one tool call: a server that knew no harness session at start takes the
+    one the call's ``_meta`` names (Codex sends its session id there)."""
+    from ipse.sessions import is_fresh, meta_session
+
+    found = meta_session(meta) if is_fresh(settings.session) else None
+    return settings if found is None else replace(settings, session=found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,4 +416,4 @@ def tools() -> list[Tool]:
     return table
 
 
-__all__ = ["RECALL_CHARS", "Settings", "Tool", "default_session", "tools"]
+__all__ = ["RECALL_CHARS", "Settings", "Tool", "default_session", "for_call", "tools"]
