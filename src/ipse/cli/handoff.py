@@ -80,7 +80,8 @@ if TYPE_CHECKING:
     "--checkpoint-tool",
     default=CHECKPOINT_TOOL,
     show_default=True,
-    help="The checkpoint tool's name.",
+    help="The checkpoint tool's name (also found as mcp__SERVER__NAME, in an MCP namespace, or "
+    "called through Codex's exec tool).",
 )
 @click.option("--keep-blocks", is_flag=True, help="Keep neighbouring text blocks separate.")
 @click.option(
