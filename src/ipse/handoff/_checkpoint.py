@@ -187,19 +187,12 @@ def _answered(conversation: Conversation, call_id: str) -> Conversation:
     calls = [b for b in last.blocks if isinstance(b, ToolCall) and b.id == call_id]
     if last.role != "assistant" or not calls:
         return conversation
-    text = "Checkpoint recorded."
-    if conversation.dialect == "anthropic":
-        result: dict[str, Any] = {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
-        }
-    elif conversation.dialect == "openai-chat":
-        result = {"role": "tool", "tool_call_id": call_id, "content": text}
-    else:
-        return conversation
+    dialect = codec(conversation.dialect)
     body = write(conversation)
-    body["messages"] = [*body.get("messages", []), result]
-    return codec(conversation.dialect).read_body(body)
+    history = body.get(dialect.history_key)
+    answer = dialect.raw_answer(calls[-1], "Checkpoint recorded.")
+    body[dialect.history_key] = [*(history if isinstance(history, list) else []), answer]
+    return dialect.read_body(body)
 
 
 def _block_tokens(tally: Any, block: Any) -> int:

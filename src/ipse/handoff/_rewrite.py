@@ -382,7 +382,7 @@ def _spliced(
     tail = raw[entry.consumed :]
     dropped = 0
     prefix: Sequence[Any] = entry.prefix
-    if dialect == "anthropic" and binds_thinking(body.get("model")):
+    if codec(dialect).thinking_binds and binds_thinking(body.get("model")):
         if prefix:
             [last, *tail], dropped = _without_thinking(tail, prefix[-1])
             prefix = (*prefix[:-1], last)
@@ -414,10 +414,9 @@ def _digest(raw: Sequence[Any], consumed: int) -> bytes:
 
 
 def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
-    tail = conversation.messages[cut:]
-    if dialect == "openai-responses":
-        return sum(len(m.meta.get("items") or ()) for m in tail)
-    return len(tail)
+    """The raw history items the messages from ``cut`` on were read from."""
+    items_of = codec(dialect).raw_items
+    return sum(items_of(m) for m in conversation.messages[cut:])
 
 
 _THINKING = Names({"thinking", "redacted_thinking"})
@@ -524,14 +523,10 @@ def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialec
         and len(cache_key) <= 200
     ):
         return f"cache-key:{cache_key}"
-    key_name = codec(dialect).history_key
-    history = body.get(key_name)
+    dialect_codec = codec(dialect)
+    history = body.get(dialect_codec.history_key)
     items = history if isinstance(history, list) else [history]
-    system = body.get("instructions") if dialect == "openai-responses" else body.get("system")
-    if dialect == "openai-chat":
-        system = [
-            m for m in items if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
-        ][:4]
+    system = dialect_codec.raw_front(body)
     first = next(
         (m for m in items if isinstance(m, Mapping) and m.get("role") == "user"),
         items[0] if items else None,

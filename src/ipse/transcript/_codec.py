@@ -156,6 +156,25 @@ class Codec(Protocol):
         """The tool results of raw history items, in order."""
         ...
 
+    @property
+    def thinking_binds(self) -> bool:
+        """Whether a thinking block can be bound to the prefix before it (on the models that
+        bind: `ipse.handoff.binds_thinking`), so a changed history must drop it."""
+        ...
+
+    def raw_items(self, message: Message) -> int:
+        """How many raw history items a message read from a body stands for."""
+        ...
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        """The raw instructions of a body (system prompt, instructions, leading system
+        messages), as sent: what identifies a conversation together with its first message."""
+        ...
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        """The raw history item that answers ``call`` with ``text``."""
+        ...
+
 
 def _as_text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
@@ -176,6 +195,7 @@ class _Anthropic:
     needs_max_tokens = True
     server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
     breakpoint_key: str | None = "cache_control"
+    thinking_binds = True
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return anthropic.read_body(body, source=source)
@@ -230,6 +250,20 @@ class _Anthropic:
             if block.get("type") == "tool_result":
                 yield RawResult(index, str(block.get("tool_use_id", "")), block.get("content"))
 
+    def raw_items(self, message: Message) -> int:
+        return 1
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        return body.get("system")
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        result = {"type": "tool_result", "tool_use_id": _call_id(call), "content": text}
+        return {"role": "user", "content": [result]}
+
+
+def _call_id(call: Block) -> str:
+    return str(getattr(call, "id", ""))
+
 
 def _content_blocks(items: Sequence[Any], role: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
     for index, item in enumerate(items):
@@ -255,6 +289,7 @@ class _OpenAIChat:
     needs_max_tokens = False
     server_tool_types: frozenset[str] = frozenset()
     breakpoint_key: str | None = None
+    thinking_binds = False
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_chat.read_body(body, source=source)
@@ -323,6 +358,20 @@ class _OpenAIChat:
             if isinstance(item, Mapping) and item.get("role") == "tool":
                 yield RawResult(index, str(item.get("tool_call_id", "")), item.get("content"))
 
+    def raw_items(self, message: Message) -> int:
+        return 1
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        messages = _list(body.get("messages"))
+        return [
+            m
+            for m in messages
+            if isinstance(m, Mapping) and m.get("role") in openai_chat.SYSTEM_ROLES
+        ][:4]
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        return {"role": "tool", "tool_call_id": _call_id(call), "content": text}
+
 
 class _OpenAIResponses:
     dialect: Dialect = "openai-responses"
@@ -335,6 +384,7 @@ class _OpenAIResponses:
     needs_max_tokens = False
     server_tool_types = openai_responses.HOSTED_TYPES
     breakpoint_key: str | None = None
+    thinking_binds = False
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_responses.read_body(body, source=source)
@@ -389,6 +439,20 @@ class _OpenAIResponses:
         for index, item in enumerate(items):
             if isinstance(item, Mapping) and item.get("type") in openai_responses.OUTPUT_TYPES:
                 yield RawResult(index, str(item.get("call_id", "")), item.get("output"))
+
+    def raw_items(self, message: Message) -> int:
+        return len(message.meta.get("items") or ())
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        return body.get("instructions")
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        raw = getattr(call, "raw", None)
+        kind = raw.get("type") if isinstance(raw, Mapping) else None
+        output = f"{kind}_output" if kind in openai_responses.CALL_TYPES else None
+        if output not in openai_responses.OUTPUT_TYPES:
+            output = "function_call_output"
+        return {"type": output, "call_id": _call_id(call), "output": text}
 
 
 _CODECS: dict[str, Codec] = {
