@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from ipse.transcript._model import ToolCall
 from tests.handoff.build import assistant, call, oa_assistant, oa_call, oa_tool, oa_user, text, user
 from tests.handoff.build import result as anthropic_result
 
-BODIES = {
+BODIES: dict[str, dict[str, Any]] = {
     "anthropic": {
         "system": "Be brief.",
         "messages": [user(text("hi")), assistant(call("t1", "Read")), user(anthropic_result("t1"))],
