@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from ipse.archive import open_archive
+from ipse.cli.main import cli
 from ipse.handoff import checkpoint_items, clear_cache, conversation_key, rewrite_request
 from tests.support.clients import codex_binary
 from tests.support.serving import serve
@@ -171,6 +173,17 @@ def test_the_checkpoint_through_exec_is_found_and_keyed_by_codex_session(tmp_pat
         assert "call_0" in [i.id for i in removed]
     finally:
         archive.close()
+
+    # ipse handoff on the rollout Codex wrote: the same cut, the same session key, and the
+    # removed items found already archived there
+    rollout = next((home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
+    args = ["handoff", str(rollout), "-o", str(tmp_path / "out.json"), "--json",
+            "--store", f"sqlite:///{ipse_home / 'ipse.db'}"]  # fmt: skip
+    ran = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
+    document = json.loads(ran.stdout)
+    assert document["cut"]["kind"] == "checkpoint" and document["session"] == key
+    assert document["removed"]["tool_calls"] == len(calls) - 1 and document["archived"] == 0
 
 
 @pytest.fixture(autouse=True)
