@@ -1,9 +1,11 @@
 """The handoff on the wire: rewrite one request body at its newest checkpoint call.
 
-`rewrite_request(body, dialect)` finds the newest call of the checkpoint tool (``micro_handoff``,
-or ``mcp__<server>__micro_handoff`` when it comes through an MCP server; names configurable) in
-the body's history and hands off everything before it with the library's pipeline (`run`: strip,
-verify, archive; there is no second copy of any of them here). The output is a pure function of
+`rewrite_request(body, dialect)` finds the newest call of the checkpoint tool (``micro_handoff``
+in any shape a harness delivers it: through an MCP server, a namespace, Codex's code-mode
+``exec``; `ipse.handoff._recognise`) in the body's history, walking the raw items through the
+codec, and hands off everything before it with the library's pipeline (`run`: strip, verify,
+archive under the conversation's session, `ipse.sessions`; there is no second copy of any of
+them here). Only what the handoff removes changes: every other item stays as the client sent it. The output is a pure function of
 the body: the same history gives the same rewritten prefix, byte for byte, on every later request
 of the conversation, so the provider's prompt cache keeps hitting.
 
