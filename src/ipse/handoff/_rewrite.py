@@ -5,9 +5,10 @@ in any shape a harness delivers it: through an MCP server, a namespace, Codex's 
 ``exec``; `ipse.handoff._recognise`) in the body's history, walking the raw items through the
 codec, and hands off everything before it with the library's pipeline (`run`: strip, verify,
 archive under the conversation's session, `ipse.sessions`; there is no second copy of any of
-them here). Only what the handoff removes changes: every other item stays as the client sent it. The output is a pure function of
-the body: the same history gives the same rewritten prefix, byte for byte, on every later request
-of the conversation, so the provider's prompt cache keeps hitting.
+them here). Only what the handoff removes changes: every other item stays as the client sent
+it. The output is a pure function of the body: the same history gives the same rewritten
+prefix, byte for byte, on every later request of the conversation, so the provider's prompt
+cache keeps hitting.
 
 On models that bind a thinking block to the exact prefix before it (`binds_thinking`), the
 thinking blocks of the kept turns are removed too: the prefix they were bound to no longer exists.
