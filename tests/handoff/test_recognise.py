@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ipse.cli.main import cli
 from ipse.handoff import (
@@ -231,3 +233,17 @@ def test_ipse_handoff_finds_a_codex_checkpoint(tmp_path: Path, shape: str) -> No
     items = orjson.loads(out.read_bytes())["input"]
     assert "exec_command" not in {i.get("name") for i in items}
     assert [i.get("call_id") for i in items if "call_id" in i] == ["call_9", "call_9"]
+
+
+SERVERS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,20}", fullmatch=True)
+
+
+@given(server=SERVERS)
+def test_any_server_name(server: str) -> None:
+    assert checkpoint_name(f"mcp__{server}__micro_handoff") == "micro_handoff"
+    assert checkpoint_name(f"mcp_{server}_micro_handoff") == "micro_handoff"
+    assert checkpoint_name("micro_handoff", namespace=f"mcp__{server}") == "micro_handoff"
+    source = f"await tools.mcp__{server.replace('-', '_')}__micro_handoff({JS_NOTES});"
+    call = ToolCall("c", "exec", source, raw={"type": "custom_tool_call", "name": "exec"})
+    assert is_checkpoint_call(call)
+    assert checkpoint_name(f"mcp__{server}__micro_handoff_v2") is None
