@@ -89,16 +89,18 @@ def test_the_session_stores_the_handed_off_history(tmp_path: Path) -> None:
     # the first run's calls saw everything (the runner keeps the run's items itself)
     assert "function_call:read_file" in _types(list(model.calls[2].input))
     # stored: the user's words, the agent's words, the checkpoint call and its notes
+    # (each message item stays as the model wrote it: neighbouring ones are not merged)
     assert _types(after_first) == [
         "message:user",
+        "message:assistant",
         "message:assistant",
         "function_call:micro_handoff",
         "function_call_output:",
         "message:assistant",
     ]
     texts = [c["text"] for i in after_first if i.get("role") == "assistant" for c in i["content"]]
-    assert texts == ["I will read the config.\n\nThe version is 1.0.", "Next I bump the version."]
-    assert after_first[3]["output"].startswith("Handoff notes")
+    assert texts == ["I will read the config.", "The version is 1.0.", "Next I bump the version."]
+    assert after_first[4]["output"].startswith("Handoff notes")
     # the second run's model call is sent the short history, then the new input
     sent = list(model.calls[3].input)
     assert sent[: len(after_first)] == after_first

@@ -14,6 +14,7 @@ from ipse.transcript._model import ToolCall, ToolResult
 from tests.conftest import BIG_SESSION, OPENAI_TRAJ, SHARED, CliResult, run_cli
 
 SESSION_ID = "4d5611e5-241a-462a-8d15-5122611a9569"
+KEY = f"session:{SESSION_ID}"  # the key every part of ipse files this session under
 
 
 def run(args: list[str]) -> CliResult:
@@ -63,17 +64,17 @@ def test_recall_gives_back_byte_equal_originals(tmp_path: Path) -> None:
             assert lines[1] == orjson.dumps(results[call.id])
             assert orjson.loads(lines[1]) == results[call.id]
     as_json = json.loads(run(["recall", calls[0].id, "--json"]).stdout)
-    assert as_json["call"] == calls[0].raw and as_json["session"] == SESSION_ID
+    assert as_json["call"] == calls[0].raw and as_json["session"] == KEY
 
 
 @SHARED
 def test_archive_list(tmp_path: Path) -> None:
     run(["handoff", str(BIG_SESSION), "--at", "now", "-o", str(tmp_path / "out.json"), "--json"])
-    listed = json.loads(run(["archive", "list", SESSION_ID, "--json"]).stdout)
+    listed = json.loads(run(["archive", "list", KEY, "--json"]).stdout)
     assert listed["items"] and {"id", "tool", "preview", "size"} <= set(listed["items"][0])
     sessions = json.loads(run(["archive", "list", "--json"]).stdout)
-    assert sessions["sessions"] == [{"session": SESSION_ID, "items": len(listed["items"])}]
-    assert "Bash" in run(["archive", "list", SESSION_ID]).stdout
+    assert sessions["sessions"] == [{"session": KEY, "items": len(listed["items"])}]
+    assert "Bash" in run(["archive", "list", KEY]).stdout
 
 
 @SHARED
@@ -93,7 +94,7 @@ def test_without_output_a_pipe_gets_the_body_and_json_is_a_dry_run(tmp_path: Pat
     assert set(body) == {"model", "max_tokens", "messages"}
     assert "tokens" in piped.stderr  # the measurement went to stderr
     listed = json.loads(run(["archive", "list", "--json"]).stdout)
-    assert listed["sessions"] == [{"session": SESSION_ID, "items": listed["sessions"][0]["items"]}]
+    assert listed["sessions"] == [{"session": KEY, "items": listed["sessions"][0]["items"]}]
     home = Path(__import__("os").environ["IPSE_HOME"])
     (home / "ipse.db").unlink()
     dry = run(["handoff", str(BIG_SESSION), "--at", "now", "--json"])

@@ -61,12 +61,9 @@ def test_handoff_writes_a_responses_body(tmp_path: Path) -> None:
     # the pending exchange at the end stays byte for byte; before it only words remain
     assert items[-2:] == BODY["input"][-2:]
     assert [i.get("type", "message") for i in items[:-2]] == ["message"] * (len(items) - 2)
-    texts = [p["text"] for i in items[:-2] for p in i["content"]]
-    assert texts == [
-        "Find the failing test.",
-        "Running the tests.\n\ntest_parse failed; I patched the parser.",
-        "Now run it again.",
-    ]
+    # every message item stays as written: neighbouring ones are not merged, parts not joined
+    kept = [BODY["input"][i] for i in (0, 2, 7, 8)]
+    assert items[:-2] == kept
     assert run(["verify", str(source), str(out)]).exit_code == 0
 
 

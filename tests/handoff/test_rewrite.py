@@ -253,7 +253,7 @@ def test_conversation_key() -> None:
     assert conversation_key({}, {"input": "hi"}, "openai-responses").startswith("hash:")
     codex = {"input": "hi", "prompt_cache_key": "c1"}
     assert conversation_key({}, codex, "openai-responses") == "cache-key:c1"
-    assert conversation_key({"session-id": "s9"}, codex, "openai-responses") == "codex:s9"
+    assert conversation_key({"session-id": "s9"}, codex, "openai-responses") == "session:s9"
 
 
 def _captured() -> list[Any]:

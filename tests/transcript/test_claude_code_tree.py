@@ -197,7 +197,7 @@ def test_handoff_removes_and_archives_orphan_results(tmp_path: Path, cli: Any) -
     body = json.loads(out.read_bytes())
     blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
     assert not [b for b in blocks if b.get("type") in ("tool_result", "tool_use")]
-    listed = cli("archive", "list", "s1", "--json").stdout
+    listed = cli("archive", "list", "session:s1", "--json").stdout
     assert "gone" in listed and "gone2" in listed
 
 

@@ -3,7 +3,6 @@ the rest, and print the before/after measurement."""
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from ipse.handoff import (
     CHECKPOINT_TOOL,
     HandoffOptions,
     StripOptions,
+    handoff_session,
     narration_prompt,
     render_notes,
     run,
@@ -80,7 +80,8 @@ if TYPE_CHECKING:
     "--checkpoint-tool",
     default=CHECKPOINT_TOOL,
     show_default=True,
-    help="The checkpoint tool's name.",
+    help="The checkpoint tool's name (also found as mcp__SERVER__NAME, in an MCP namespace, or "
+    "called through Codex's exec tool).",
 )
 @click.option("--keep-blocks", is_flag=True, help="Keep neighbouring text blocks separate.")
 @click.option(
@@ -190,7 +191,7 @@ def handoff_command(
             result = run(
                 source.current(),
                 options,
-                session=session or _session_id(source),
+                session=session or handoff_session(source, (checkpoint_tool,)),
                 write=write,
                 archive=archive,
                 source=str(file),
@@ -210,7 +211,7 @@ def handoff_command(
     if as_json:
         emit_json(document)
     else:
-        _render(document, to_stderr=to_stdout)
+        _render(document, archiving=archive is not None, to_stderr=to_stdout)
     if dry_run:
         warn("dry run: nothing written or archived (give -o FILE, or -o - for stdout)")
     if target == "body" and result.after.model is None:
@@ -280,19 +281,6 @@ def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool
     return prompt or tool is not None or notes_file is not None
 
 
-def _session_id(source: Source) -> str:
-    """The Claude Code sessionId, else a hash of the input's contents (or path for folders)."""
-    if source.session is not None and source.session.session_id:
-        return source.session.session_id
-    path = source.path
-    digest = hashlib.sha256()
-    if path.is_file():
-        digest.update(path.read_bytes())
-    else:
-        digest.update(str(path.resolve()).encode())
-    return "sha256-" + digest.hexdigest()[:16]
-
-
 _LABELS = {
     "messages": "messages",
     "text_blocks": "text blocks",
@@ -305,7 +293,21 @@ _LABELS = {
 }
 
 
-def _render(document: dict[str, Any], *, to_stderr: bool = False) -> None:
+def _archived(document: dict[str, Any], archiving: bool) -> str:
+    """What the archive got: a rerun finds the removed items already there, and says so."""
+    session, archived = document["session"], document["archived"]
+    removed = document["removed"]["tool_calls"] + document["removed"]["thinking"]
+    if not archiving or archived >= removed:
+        return f"archived {archived} item(s) under session {session}"
+    if archived == 0:
+        return f"the {removed} removed item(s) were already archived under session {session}"
+    return (
+        f"archived {archived} item(s) under session {session} "
+        f"({removed - archived} were already there)"
+    )
+
+
+def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = False) -> None:
     from rich.table import Table
 
     out = console(stderr=to_stderr)
@@ -324,7 +326,7 @@ def _render(document: dict[str, Any], *, to_stderr: bool = False) -> None:
     narr = document["narration"]
     out.print(
         f"saved {document['saved_tokens_pct']}% of tokens; authored text preserved: {preserved}; "
-        f"archived {document['archived']} item(s) under session {document['session']}"
+        + _archived(document, archiving)
     )
     out.print(
         f"narration coverage {narr['coverage']:.0%} of {narr['removed_calls']} removed calls, "

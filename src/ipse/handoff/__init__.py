@@ -5,7 +5,8 @@ provider's rules every output is checked against; `verify` proves nothing author
 `rewrite_request` hands off a request on the wire (the proxy's call); `notes` defines the
 checkpoint tool and renders its notes; `checkpoint` stores them in the archive by session;
 `narration` measures whether the agent narrated enough for the handoff to keep what it knew;
-`policy` says when a handoff pays off.
+`policy` says when a handoff pays off; `recognise` knows a checkpoint call in every shape a
+harness delivers it; `session` is the one key a conversation's checkpoints and handoffs share.
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ from ipse.handoff._measure import handoff_document, measure
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
+from ipse.handoff._recognise import (
+    CHECKPOINT_TOOLS,
+    MARKER,
+    checkpoint_name,
+    checkpoint_tool_of,
+    is_checkpoint_call,
+)
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._rewrite import (
-    CHECKPOINT_TOOLS,
     SESSION_HEADER,
     Rewrite,
     binds_thinking,
@@ -37,6 +44,7 @@ from ipse.handoff._rewrite import (
     rewrite_request,
 )
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
+from ipse.handoff._session import handoff_session, recorded_session, source_session
 from ipse.handoff._strip import StripOptions, breadcrumb, strip
 from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
 from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
@@ -46,6 +54,7 @@ __all__ = [
     "CHECKPOINT_TOOL",
     "CHECKPOINT_TOOLS",
     "DEFAULT_MAX_TOKENS",
+    "MARKER",
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
@@ -75,19 +84,25 @@ __all__ = [
     "checkpoint_calls",
     "checkpoint_id",
     "checkpoint_items",
+    "checkpoint_name",
+    "checkpoint_tool_of",
     "clear_cache",
     "conversation_key",
     "decide",
     "handoff_document",
+    "handoff_session",
     "is_checkpoint",
+    "is_checkpoint_call",
     "measure",
     "narration",
     "narration_prompt",
     "record_checkpoint",
+    "recorded_session",
     "render_notes",
     "resolve_cut",
     "rewrite_request",
     "run",
+    "source_session",
     "strip",
     "tool_definition",
     "validate",

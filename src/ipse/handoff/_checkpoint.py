@@ -29,9 +29,9 @@ import orjson
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
 from ipse.handoff._notes import check_notes, render_notes
-from ipse.handoff._rewrite import is_checkpoint
+from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._strip import StripOptions, strip
 from ipse.transcript._model import Conversation, Text, Thinking, ToolCall, ToolResult
 
@@ -141,20 +141,23 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
     from ipse.tokens import default_counter
     from ipse.transcript._stats import TokenTally
 
-    name = None
+    found: ToolCall | None = None
     position = len(conversation.messages)
+    answers = results_by_call(conversation.messages)
     for index, message in enumerate(conversation.messages):
         for block in message.blocks:
-            if isinstance(block, ToolCall) and is_checkpoint(block.name, (tool,)):
-                name, position = block.name, index
+            if isinstance(block, ToolCall) and checkpoint_tool_of(
+                block, (tool,), answers.get(block.id)
+            ):
+                found, position = block, index
     if not conversation.messages:
         return None, -1
     try:
-        if name is None:
+        if found is None:
             _, report = strip(conversation, "now")
         else:
-            answered = _answered(conversation, name)
-            _, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=name))
+            answered = _answered(conversation, found.id)
+            _, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=tool))
     except IpseError:
         return None, -1
     tally = TokenTally(default_counter())
@@ -175,29 +178,21 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
     return Drop(calls, results, thinking, tokens, before), position
 
 
-def _answered(conversation: Conversation, name: str) -> Conversation:
+def _answered(conversation: Conversation, call_id: str) -> Conversation:
     """The conversation as the next request will carry it: the checkpoint call answered (the
     cut then falls after its result, as a handoff at the checkpoint places it)."""
     from ipse.transcript import codec, write
 
     last = conversation.messages[-1]
-    calls = [b for b in last.blocks if isinstance(b, ToolCall) and b.name == name]
+    calls = [b for b in last.blocks if isinstance(b, ToolCall) and b.id == call_id]
     if last.role != "assistant" or not calls:
         return conversation
-    call_id = calls[-1].id
-    text = "Checkpoint recorded."
-    if conversation.dialect == "anthropic":
-        result: dict[str, Any] = {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
-        }
-    elif conversation.dialect == "openai-chat":
-        result = {"role": "tool", "tool_call_id": call_id, "content": text}
-    else:
-        return conversation
+    dialect = codec(conversation.dialect)
     body = write(conversation)
-    body["messages"] = [*body.get("messages", []), result]
-    return codec(conversation.dialect).read_body(body)
+    history = body.get(dialect.history_key)
+    answer = dialect.raw_answer(calls[-1], "Checkpoint recorded.")
+    body[dialect.history_key] = [*(history if isinstance(history, list) else []), answer]
+    return dialect.read_body(body)
 
 
 def _block_tokens(tally: Any, block: Any) -> int:

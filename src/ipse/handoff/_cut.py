@@ -3,11 +3,13 @@
 Everything before the cut is rewritten; everything from the cut on stays byte for byte.
 
 - ``checkpoint`` (the default): after the result of the most recent call of the checkpoint tool
-  (``micro_handoff``); when that call is still unanswered, just before the message holding it.
+  (``micro_handoff``, in any shape a harness delivers it: `ipse.handoff._recognise`); when that
+  call is still unanswered, just before the message holding it.
 - an index ``N`` (0 to the number of messages): messages ``[0, N)`` are rewritten.
 - ``end``: every message (the same as the index of the last message plus one).
-- ``now``: everything except an unfinished tool exchange at the end (the last assistant message
-  with tool calls, and what follows it, when no assistant message follows).
+- ``now``: everything except an unfinished tool exchange at the end (the last assistant message,
+  and what follows it, when a call of it has no result yet); an answered exchange at the end is
+  finished and is handed off with the rest.
 
 A cut that would split a tool exchange (a call before it, its result after it) moves back to the
 message holding the call, so no result is ever left without its call.
@@ -21,12 +23,11 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ipse.errors import CutError, UsageError
+from ipse.handoff._recognise import CHECKPOINT_TOOL, checkpoint_tool_of
 from ipse.transcript._model import Conversation, Message, ToolCall, ToolResult
 
 At: TypeAlias = int | str | None
 CutKind: TypeAlias = Literal["checkpoint", "index", "now", "end"]
-
-CHECKPOINT_TOOL = "micro_handoff"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,18 +77,32 @@ def resolve_cut(conversation: Conversation, at: At = None, tool: str = CHECKPOIN
 
 
 def _now(messages: Sequence[Message]) -> int:
+    """Before the last assistant message when one of its calls has no result yet; else every
+    message (an answered exchange is finished, and goes like the rest)."""
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if message.role == "assistant":
-            if any(isinstance(b, ToolCall) for b in message.blocks):
-                return i
-            return len(messages)
+            calls = {b.id for b in message.blocks if isinstance(b, ToolCall)}
+            answered = {
+                b.call_id for m in messages[i + 1 :] for b in m.blocks if isinstance(b, ToolResult)
+            }
+            return i if calls - answered else len(messages)
     return len(messages)
 
 
+def results_by_call(messages: Sequence[Message]) -> dict[str, ToolResult]:
+    """Each answered call's result, by call id."""
+    return {b.call_id: b for m in messages for b in m.blocks if isinstance(b, ToolResult)}
+
+
 def _checkpoint(messages: Sequence[Message], tool: str) -> CutPoint:
+    results = results_by_call(messages)
     for i in range(len(messages) - 1, -1, -1):
-        calls = [b for b in messages[i].blocks if isinstance(b, ToolCall) and b.name == tool]
+        calls = [
+            b
+            for b in messages[i].blocks
+            if isinstance(b, ToolCall) and checkpoint_tool_of(b, (tool,), results.get(b.id))
+        ]
         if not calls:
             continue
         call = calls[-1]
@@ -131,5 +146,6 @@ __all__ = [
     "CutPoint",
     "parse_at",
     "resolve_cut",
+    "results_by_call",
     "settle",
 ]

@@ -19,7 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
+from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.transcript._model import Conversation, Origin, Text, ToolCall, ToolResult
 
 
@@ -120,8 +121,12 @@ def pending_call(conversation: Conversation) -> bool:
 def turns_since_checkpoint(conversation: Conversation, tool: str = CHECKPOINT_TOOL) -> int | None:
     """Human turns since the last checkpoint call; None when there was none."""
     turns = 0
+    results = results_by_call(conversation.messages)
     for message in reversed(conversation.messages):
-        if any(isinstance(b, ToolCall) and b.name == tool for b in message.blocks):
+        if any(
+            isinstance(b, ToolCall) and checkpoint_tool_of(b, (tool,), results.get(b.id))
+            for b in message.blocks
+        ):
             return turns
         if message.role == "user" and any(
             isinstance(b, Text) and b.origin is Origin.HUMAN for b in message.blocks

@@ -47,6 +47,7 @@ class HandoffReport:
     breadcrumbs: tuple[str, ...] = ()
     promoted: tuple[str, ...] = ()  # thinking text kept as agent text
     dropped_empty_texts: int = 0
+    merged_messages: int = 0  # neighbouring messages of one role merged (alternating dialects)
     carried_problems: tuple[Problem, ...] = field(default=())  # in the untouched part, as input
 
     @property

@@ -1,11 +1,14 @@
 """The handoff on the wire: rewrite one request body at its newest checkpoint call.
 
-`rewrite_request(body, dialect)` finds the newest call of the checkpoint tool (``micro_handoff``,
-or ``mcp__<server>__micro_handoff`` when it comes through an MCP server; names configurable) in
-the body's history and hands off everything before it with the library's pipeline (`run`: strip,
-verify, archive; there is no second copy of any of them here). The output is a pure function of
-the body: the same history gives the same rewritten prefix, byte for byte, on every later request
-of the conversation, so the provider's prompt cache keeps hitting.
+`rewrite_request(body, dialect)` finds the newest call of the checkpoint tool (``micro_handoff``
+in any shape a harness delivers it: through an MCP server, a namespace, Codex's code-mode
+``exec``; `ipse.handoff._recognise`) in the body's history, walking the raw items through the
+codec, and hands off everything before it with the library's pipeline (`run`: strip, verify,
+archive under the conversation's session, `ipse.sessions`; there is no second copy of any of
+them here). Only what the handoff removes changes: every other item stays as the client sent
+it. The output is a pure function of the body: the same history gives the same rewritten
+prefix, byte for byte, on every later request of the conversation, so the provider's prompt
+cache keeps hitting.
 
 On models that bind a thinking block to the exact prefix before it (`binds_thinking`), the
 thinking blocks of the kept turns are removed too: the prefix they were bound to no longer exists.
@@ -25,22 +28,33 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse._names import Names
 from ipse.errors import IpseError
-from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._cut import results_by_call
+from ipse.handoff._recognise import (
+    CHECKPOINT_TOOLS,
+    CODE_TOOLS,
+    checkpoint_base,
+    checkpoint_name,
+    is_checkpoint_call,
+    marked,
+    may_need_output,
+    raw_text,
+    source_of,
+)
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
+from ipse.sessions import CLAUDE_CODE_HEADER, request_session
 from ipse.transcript import Conversation, ToolCall, codec
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
 
-CHECKPOINT_TOOLS: tuple[str, ...] = (CHECKPOINT_TOOL,)
 _CACHE_SIZE = 32
 
 # Models whose thinking blocks are bound to their prefix: Claude Fable and Mythos from 5.1, Opus,
@@ -71,14 +85,10 @@ def binds_thinking(model: object) -> bool:
 
 
 def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
-    """Whether a tool name is a checkpoint tool: one of ``tool_names``, or one of them served by
-    an MCP server (``mcp__<server>__<name>``)."""
-    if name in tool_names:
-        return True
-    if name.startswith("mcp__"):
-        server, sep, tool = name[5:].rpartition("__")
-        return bool(sep and server and tool in tool_names)
-    return False
+    """Whether a tool name calls a checkpoint tool: one of ``tool_names``, or one of them served
+    by an MCP server (``mcp__<server>__<name>``, Gemini's ``mcp_<server>_<name>``). A call
+    through a namespace or a code tool needs the call itself: `is_checkpoint_call`."""
+    return checkpoint_name(name, tool_names) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +107,9 @@ class Rewrite:
     removed_thinking: int = 0  # before the cut
     kept_thinking_removed: int = 0  # from the kept turns (models that bind thinking)
     removed_bytes: int = 0  # the removed items' JSON
+    merged: int = 0  # kept messages merged with a neighbour because the API wants alternation
     archived: int = 0
+    session: str | None = None  # the session what was removed was archived under
     cached: bool = False  # the rewritten prefix came from the cache
     settled: bool = False  # the checkpoint call is answered: later requests keep this prefix
     invalid: bool = False  # the body had a checkpoint but the handoff could not make it valid
@@ -116,7 +128,9 @@ class Rewrite:
             "removed_thinking": self.removed_thinking,
             "kept_thinking_removed": self.kept_thinking_removed,
             "removed_bytes": self.removed_bytes,
+            "merged": self.merged,
             "archived": self.archived,
+            "session": self.session,
             "cached": self.cached,
             "settled": self.settled,
             "invalid": self.invalid,
@@ -135,6 +149,7 @@ class _Entry:
     removed_calls: int
     removed_thinking: int
     removed_bytes: int
+    merged: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +222,11 @@ def rewrite_request(
 
     ``anchor`` is the checkpoint call id a caller stored for this conversation (a hint that
     makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
-    ``archive`` gets what was removed, under ``session``, the first time a prefix is rewritten.
+    ``archive`` gets what was removed, the first time a prefix is rewritten: under the session
+    the checkpoint's answer names (`ipse.handoff._session`), else under ``session``.
     """
     dialect_codec = codec(dialect)
-    key_name = "input" if dialect == "openai-responses" else "messages"
+    key_name = dialect_codec.history_key
     raw = body.get(key_name)
     if not isinstance(raw, list) or not raw:
         return Rewrite(None, reason="the body has no message history")
@@ -224,7 +240,7 @@ def rewrite_request(
     found = _newest_checkpoint(raw, dialect, tool_names)
     if found is None:
         return Rewrite(None, reason="no checkpoint call in the history")
-    call_id, tool, at_item = found
+    call_id, tool, base, at_item = found
     if use_cache:
         hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
         if hit is not None:
@@ -239,13 +255,17 @@ def rewrite_request(
             return Rewrite(
                 None, anchor=call_id, checkpoint_tool=tool, reason=failed.reason, invalid=True
             )
+    if archive is not None:
+        # the checkpoint's answer names the session it was recorded under: what this handoff
+        # removes goes there too, so recalling the checkpoint finds it
+        session = _recorded(raw, dialect, call_id) or session
     try:
         conversation = dialect_codec.read_body(body)
         handoff = run(
             conversation,
             HandoffOptions(
                 at="checkpoint",
-                strip=_with_tool(opts, tool),
+                strip=_with_tool(opts, base),
                 max_tokens=max_tokens,
             ),
             session=session,
@@ -283,6 +303,7 @@ def rewrite_request(
         removed_calls=report.removed_calls,
         removed_thinking=report.removed_thinking,
         removed_bytes=removed_bytes,
+        merged=report.merged_messages,
     )
     tail_is_raw = split >= 0 and all(
         a is b for a, b in zip(written[split:], raw[consumed:], strict=True)
@@ -296,7 +317,7 @@ def rewrite_request(
         spliced = _spliced(
             body, raw, key_name, dialect, entry, call_id, max_tokens, cached=False, settled=settled
         )
-        return replace(spliced, archived=handoff.archived)
+        return replace(spliced, archived=handoff.archived, session=handoff.session)
     # The tail was re-written (it should not be): give the pipeline's body as it is.
     out = dialect_codec.write_body(handoff.after)
     return Rewrite(
@@ -306,7 +327,9 @@ def rewrite_request(
         removed_calls=entry.removed_calls,
         removed_thinking=entry.removed_thinking,
         removed_bytes=removed_bytes,
+        merged=entry.merged,
         archived=handoff.archived,
+        session=handoff.session,
         settled=settled,
     )
 
@@ -362,7 +385,7 @@ def _spliced(
     tail = raw[entry.consumed :]
     dropped = 0
     prefix: Sequence[Any] = entry.prefix
-    if dialect == "anthropic" and binds_thinking(body.get("model")):
+    if codec(dialect).thinking_binds and binds_thinking(body.get("model")):
         if prefix:
             [last, *tail], dropped = _without_thinking(tail, prefix[-1])
             prefix = (*prefix[:-1], last)
@@ -380,6 +403,7 @@ def _spliced(
         removed_thinking=entry.removed_thinking,
         kept_thinking_removed=dropped,
         removed_bytes=entry.removed_bytes,
+        merged=entry.merged,
         cached=cached,
         settled=settled,
     )
@@ -393,10 +417,9 @@ def _digest(raw: Sequence[Any], consumed: int) -> bytes:
 
 
 def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
-    tail = conversation.messages[cut:]
-    if dialect == "openai-responses":
-        return sum(len(m.meta.get("items") or ()) for m in tail)
-    return len(tail)
+    """The raw history items the messages from ``cut`` on were read from."""
+    items_of = codec(dialect).raw_items
+    return sum(items_of(m) for m in conversation.messages[cut:])
 
 
 _THINKING = Names({"thinking", "redacted_thinking"})
@@ -455,52 +478,46 @@ def _mark_last(kept: list[Any], out: list[Any], mark: Any) -> None:
 # ------------------------------------------------------------------------ finding the checkpoint
 
 
-def _calls(raw: Sequence[Any], dialect: str) -> Iterator[tuple[int, str, str]]:
-    """(item index, call id, tool name) of every tool call in raw history items, in order."""
-    for index, item in enumerate(raw):
-        if not isinstance(item, Mapping):
-            continue
-        if dialect == "anthropic":
-            content = item.get("content")
-            if isinstance(content, list) and item.get("role") == "assistant":
-                for block in content:
-                    if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                        yield index, str(block.get("id", "")), str(block.get("name", ""))
-        elif dialect == "openai-chat":
-            calls = item.get("tool_calls")
-            if isinstance(calls, list):
-                for call in calls:
-                    function = call.get("function") if isinstance(call, Mapping) else None
-                    if isinstance(function, Mapping):
-                        yield index, str(call.get("id", "")), str(function.get("name", ""))
-        elif item.get("type") in ("function_call", "custom_tool_call"):
-            yield index, str(item.get("call_id", "")), str(item.get("name", ""))
-
-
 def _newest_checkpoint(
     raw: Sequence[Any], dialect: str, tool_names: Sequence[str]
-) -> tuple[str, str, int] | None:
-    """(call id, tool name, index of the item holding the call) of the newest checkpoint call."""
-    newest: tuple[str, str, int] | None = None
-    for index, call_id, name in _calls(raw, dialect):
-        if is_checkpoint(name, tool_names):
-            newest = (call_id, name, index)
+) -> tuple[str, str, str, int] | None:
+    """(call id, tool name as called, checkpoint tool it calls, index of the item holding the
+    call) of the newest checkpoint call, in any shape `checkpoint_base` recognises; a call known
+    only by its answer (``tools[name](...)`` in a code tool) counts once it is answered."""
+    dialect_codec = codec(dialect)
+    newest: tuple[str, str, str, int] | None = None
+    pending: dict[str, tuple[str, int]] = {}
+    for call in dialect_codec.raw_calls(raw):
+        code = source_of(call.input) if call.name in CODE_TOOLS else None
+        base = checkpoint_base(call.name, tool_names, namespace=call.namespace, code=code)
+        if base is not None:
+            if newest is None or call.at >= newest[3]:
+                newest = (call.id, call.name, base, call.at)
+        elif may_need_output(call.name, call.namespace):
+            pending[call.id] = (call.name, call.at)
+    if pending:
+        for result in dialect_codec.raw_results(raw):
+            found = pending.get(result.call_id)
+            if found is None or (newest is not None and found[1] < newest[3]):
+                continue
+            base = checkpoint_base(found[0], tool_names, output=raw_text(result.output))
+            if base is not None:
+                newest = (result.call_id, found[0], base, found[1])
     return newest
 
 
-SESSION_HEADER = "x-claude-code-session-id"
+SESSION_HEADER = CLAUDE_CODE_HEADER
 
 
 def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialect: str) -> str:
-    """The key of the conversation a request belongs to: Claude Code's session id header when
-    present (Codex's ``session-id`` header, then a Responses body's ``prompt_cache_key``, after
-    it), else a hash of the system prompt and the first user message (stable across the
-    conversation's requests, different between conversations)."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    for name, prefix in ((SESSION_HEADER, "session"), ("session-id", "codex")):
-        value = lowered.get(name)
-        if value and value.isprintable() and len(value) <= 200:
-            return f"{prefix}:{value}"
+    """The key of the conversation a request belongs to: the harness's session (`request_session`:
+    Claude Code's ``x-claude-code-session-id``, Codex's ``session-id``, ...) as every part of ipse
+    keys it (``session:<id>``); else a Responses body's ``prompt_cache_key``; else a hash of the
+    system prompt and the first user message (stable across the conversation's requests,
+    different between conversations)."""
+    found = request_session(headers, body)
+    if found is not None:
+        return found
     cache_key = body.get("prompt_cache_key")
     if (
         isinstance(cache_key, str)
@@ -509,14 +526,10 @@ def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialec
         and len(cache_key) <= 200
     ):
         return f"cache-key:{cache_key}"
-    key_name = "input" if dialect == "openai-responses" else "messages"
-    history = body.get(key_name)
+    dialect_codec = codec(dialect)
+    history = body.get(dialect_codec.history_key)
     items = history if isinstance(history, list) else [history]
-    system = body.get("instructions") if dialect == "openai-responses" else body.get("system")
-    if dialect == "openai-chat":
-        system = [
-            m for m in items if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
-        ][:4]
+    system = dialect_codec.raw_front(body)
     first = next(
         (m for m in items if isinstance(m, Mapping) and m.get("role") == "user"),
         items[0] if items else None,
@@ -525,15 +538,26 @@ def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any], dialec
     return f"hash:{digest}"
 
 
+def _recorded(raw: Sequence[Any], dialect: str, call_id: str) -> str | None:
+    """The session the checkpoint call ``call_id`` was recorded under, as its answer says."""
+    for result in codec(dialect).raw_results(raw):
+        if result.call_id == call_id:
+            said = marked(raw_text(result.output))
+            return said[1] if said is not None else None
+    return None
+
+
 def checkpoint_calls(
     conversation: Conversation, tool_names: Sequence[str] = CHECKPOINT_TOOLS
 ) -> list[ToolCall]:
-    """The checkpoint calls of a conversation, in order."""
+    """The checkpoint calls of a conversation, in order, in any shape a harness delivers them
+    (`ipse.handoff._recognise`)."""
+    results = results_by_call(conversation.messages)
     return [
         b
         for m in conversation.messages
         for b in m.blocks
-        if isinstance(b, ToolCall) and is_checkpoint(b.name, tool_names)
+        if isinstance(b, ToolCall) and is_checkpoint_call(b, tool_names, results.get(b.id))
     ]
 
 

@@ -9,7 +9,10 @@ Before the cut it removes tool calls, tool results, thinking and redacted thinki
 server-tool blocks, except the checkpoint tool's calls and results (the handoff notes, this one
 and earlier ones); keeps every non-empty text block byte for byte, and the images and documents
 the human supplied (those inside tool results go with the result); drops messages left empty;
-merges neighbouring messages of one role; joins neighbouring text blocks with a blank line; moves
+merges neighbouring messages of one role where the dialect requires the roles to alternate
+(Anthropic, Chat Completions; a Responses body keeps every item as its own), counted in the
+report; in a message it changed (and only there), joins neighbouring text blocks with a blank
+line (``join_texts``; alternating dialects only: a Responses body keeps its parts); moves
 a prompt-cache breakpoint on a removed or joined block to the nearest kept block at or before it
 (`ipse.handoff._breakpoints`). When
 the cut falls inside an agent's turn, the one tool exchange right before it stays, so the roles
@@ -32,7 +35,8 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import InvalidConversation
 from ipse.handoff._breakpoints import marker, place
-from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
+from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, results_by_call, settle
+from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.transcript._codec import Codec, codec
@@ -139,6 +143,7 @@ def strip(
         breadcrumbs=tuple(built.breadcrumbs),
         promoted=tuple(built.promoted),
         dropped_empty_texts=built.dropped_empty,
+        merged_messages=built.merged,
         carried_problems=carried,
     )
     return output, report
@@ -201,11 +206,14 @@ def _answered_pairs(messages: Sequence[Message], dialect: Codec) -> dict[str, in
 
 def _checkpoint_calls(messages: Sequence[Message], tool: str, dialect: Codec) -> frozenset[str]:
     answered = _answered_pairs(messages, dialect)
+    results = results_by_call(messages)
     return frozenset(
         b.id
         for m in messages
         for b in m.blocks
-        if isinstance(b, ToolCall) and b.name == tool and b.id in answered
+        if isinstance(b, ToolCall)
+        and b.id in answered
+        and checkpoint_tool_of(b, (tool,), results.get(b.id))
     )
 
 
@@ -239,6 +247,7 @@ class _Built:
     breadcrumbs: list[str]
     promoted: list[str]
     dropped_empty: int
+    merged: int = 0
 
 
 class _Builder:
@@ -259,20 +268,31 @@ class _Builder:
         results = self._results(prefix)
         self.calls = {b.id for m in prefix for b in m.blocks if isinstance(b, ToolCall)}
         out = _Built([], [], [], [], 0)
+        changed: list[bool] = []  # per output message: it lost a block or was merged
         for index, message in enumerate(prefix):
             blocks = self._filter(index, message, results, out)
             if blocks is None:
-                kept = message
+                kept, lost = message, False
             elif not blocks:
                 continue
             else:
-                kept = self._rebuilt(message, blocks)
-            if out.messages and _same_side(out.messages[-1], kept):
+                kept, lost = self._rebuilt(message, blocks), True
+            if self.dialect.alternates and out.messages and _same_side(out.messages[-1], kept):
+                # the API wants the roles to alternate: the one change to a message that lost
+                # nothing (counted in the report); elsewhere every kept message stays its own
                 kept = self._merged(out.messages[-1], kept)
                 out.messages.pop()
+                changed.pop()
+                out.merged += 1
+                lost = True
             out.messages.append(kept)
-        if self.options.join_texts:
-            out.messages = [self._joined(m) for m in out.messages]
+            changed.append(lost)
+        if self.options.join_texts and self.dialect.alternates:
+            # only in a message the handoff changed: one it left whole stays as it was written
+            out.messages = [
+                self._joined(m) if lost else m
+                for m, lost in zip(out.messages, changed, strict=True)
+            ]
         if out.messages and out.messages[0].role != "user" and prefix[0].role == "user":
             # Only tool results opened the input (it starts mid-exchange): a request still
             # opens with the user, so one harness line says where the conversation came from.

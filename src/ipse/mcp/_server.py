@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ipse import jsonio
 from ipse.errors import IpseError, MissingExtra
 from ipse.mcp._stdio import instructions
-from ipse.mcp._tools import TWIN_PREFIX, Settings, Tool, offered
+from ipse.mcp._tools import TWIN_PREFIX, Settings, Tool, for_call, offered
 from ipse.redact import redact
 
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ def build_server(settings: Settings | None = None) -> Server[Any]:
         import anyio
 
         def work() -> dict[str, Any]:
-            return tool_result(table, chosen, params.name, params.arguments)
+            settings = for_call(chosen, getattr(params, "meta", None))
+            return tool_result(table, settings, params.name, params.arguments)
 
         # the call and the message of its failure (redaction reads the whole message) both
         # run in a worker thread: the event loop only hands over and answers

@@ -281,7 +281,7 @@ class Front:
             if not isinstance(name, str) or not isinstance(arguments, dict | None):
                 self.send(_error(rid, INVALID_PARAMS, "Invalid request parameters", ""))
                 return
-            self.pool().submit(self.call, rid, name, arguments, modern)
+            self.pool().submit(self.call, rid, name, arguments, modern, params.get("_meta"))
         else:
             self.send(_error(rid, METHOD_NOT_FOUND, "Method not found", method))
 
@@ -350,12 +350,17 @@ class Front:
         head = _encode(self._answer(rid, result, modern))
         self.send_bytes(head.replace(b'"tools":[]', b'"tools":' + tools, 1))
 
-    def call(self, rid: Any, name: str, arguments: dict[str, Any] | None, modern: bool) -> None:
-        """One tool call (in a worker thread): its answer, whatever happens."""
+    def call(
+        self, rid: Any, name: str, arguments: dict[str, Any] | None, modern: bool, meta: Any
+    ) -> None:
+        """One tool call (in a worker thread): its answer, whatever happens. A server that knew
+        no harness session at start takes the one the call's ``_meta`` names."""
         try:
             from ipse.mcp._server import tool_result
+            from ipse.mcp._tools import for_call
 
-            result = tool_result(self.table(), self.settings, name, arguments)
+            settings = for_call(self.settings, meta)
+            result = tool_result(self.table(), settings, name, arguments)
             if modern:
                 result["resultType"] = "complete"
             self.answer(rid, result, modern)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +40,21 @@ CLAUDE_CODE_PREFIX = "session:"
 
 
 def default_session() -> str:
-    """The session the checkpoints are stored under: ``IPSE_SESSION``, else the Claude Code
-    session that started the server (``CLAUDE_CODE_SESSION_ID``, which Claude Code gives its
-    MCP servers) keyed as the proxy keys that session (``session:<id>``, from the request's
-    ``x-claude-code-session-id``) so a checkpoint and what its handoff removed share one key,
-    else a fresh ``mcp-`` id."""
-    value = os.environ.get("IPSE_SESSION", "").strip()
-    if value:
-        return value
-    value = os.environ.get("CLAUDE_CODE_SESSION_ID", "").strip()
-    if value:
-        return CLAUDE_CODE_PREFIX + value
-    return f"mcp-{uuid.uuid4()}"
+    """The session the checkpoints are stored under, keyed as the proxy and ``ipse handoff`` key
+    it (`ipse.sessions.mcp_session`): ``IPSE_SESSION``, else the harness's session id
+    (``CLAUDE_CODE_SESSION_ID``, Codex's thread id), else a fresh ``mcp-`` id."""
+    from ipse.sessions import mcp_session
+
+    return mcp_session(os.environ)
+
+
+def for_call(settings: Settings, meta: Any) -> Settings:
+    """The settings of one tool call: a server that knew no harness session at start takes the
+    one the call's ``_meta`` names (Codex sends its session id there)."""
+    from ipse.sessions import is_fresh, meta_session
+
+    found = meta_session(meta) if is_fresh(settings.session) else None
+    return settings if found is None else replace(settings, session=found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +447,7 @@ __all__ = [
     "Settings",
     "Tool",
     "default_session",
+    "for_call",
     "offered",
     "tools",
     "twin_lock",

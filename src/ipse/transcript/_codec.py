@@ -10,9 +10,9 @@ codec; mechanisms ask it and never branch on the name themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ipse.errors import UsageError
 from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
@@ -35,8 +35,34 @@ class Positions:
     system_source: Any = None  # the body's own system value (memoised by identity)
 
 
+class RawCall(NamedTuple):
+    """A tool call as it stands in a body's raw history: the index of the item (message) that
+    holds it (``at``), its id, name, namespace (Responses' deferred tool namespaces) and input
+    (a string for freeform tools and argument strings, an object for Anthropic)."""
+
+    at: int
+    id: str
+    name: str
+    namespace: str | None
+    input: Any
+
+
+class RawResult(NamedTuple):
+    """A tool result in a body's raw history: the index of its item, its call's id, and its
+    output as sent (a string, or a list of parts); ``at`` is its item's index."""
+
+    at: int
+    call_id: str
+    output: Any
+
+
 class Codec(Protocol):
     """What a mechanism may ask of a dialect."""
+
+    @property
+    def history_key(self) -> str:
+        """The body key that holds the conversation's items (``messages`` or ``input``)."""
+        ...
 
     @property
     def dialect(self) -> Dialect: ...
@@ -122,6 +148,33 @@ class Codec(Protocol):
         """The role a raw message (or item) of ``Positions.messages`` speaks in."""
         ...
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        """The tool calls of raw history items, in order (without reading the body)."""
+        ...
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        """The tool results of raw history items, in order."""
+        ...
+
+    @property
+    def thinking_binds(self) -> bool:
+        """Whether a thinking block can be bound to the prefix before it (on the models that
+        bind: `ipse.handoff.binds_thinking`), so a changed history must drop it."""
+        ...
+
+    def raw_items(self, message: Message) -> int:
+        """How many raw history items a message read from a body stands for."""
+        ...
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        """The raw instructions of a body (system prompt, instructions, leading system
+        messages), as sent: what identifies a conversation together with its first message."""
+        ...
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        """The raw history item that answers ``call`` with ``text``."""
+        ...
+
 
 def _as_text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
@@ -133,6 +186,7 @@ def _list(value: Any) -> list[Any]:
 
 class _Anthropic:
     dialect: Dialect = "anthropic"
+    history_key = "messages"
     provider = "anthropic"
     result_role: str | None = None
     alternates = True
@@ -141,6 +195,7 @@ class _Anthropic:
     needs_max_tokens = True
     server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
     breakpoint_key: str | None = "cache_control"
+    thinking_binds = True
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return anthropic.read_body(body, source=source)
@@ -184,12 +239,48 @@ class _Anthropic:
     def speaker(self, raw: Any) -> str | None:
         return raw.get("role") if isinstance(raw, Mapping) else None
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        for index, block in _content_blocks(items, "assistant"):
+            if block.get("type") == "tool_use":
+                name = str(block.get("name", ""))
+                yield RawCall(index, str(block.get("id", "")), name, None, block.get("input"))
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        for index, block in _content_blocks(items, "user"):
+            if block.get("type") == "tool_result":
+                yield RawResult(index, str(block.get("tool_use_id", "")), block.get("content"))
+
+    def raw_items(self, message: Message) -> int:
+        return 1
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        return body.get("system")
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        result = {"type": "tool_result", "tool_use_id": _call_id(call), "content": text}
+        return {"role": "user", "content": [result]}
+
+
+def _call_id(call: Block) -> str:
+    return str(getattr(call, "id", ""))
+
+
+def _content_blocks(items: Sequence[Any], role: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    for index, item in enumerate(items):
+        if isinstance(item, Mapping) and item.get("role") == role:
+            content = item.get("content")
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, Mapping):
+                        yield index, block
+
 
 _CHAT_DROPPED_KEYS = ("tool_calls", "function_call", "reasoning_content", "reasoning")
 
 
 class _OpenAIChat:
     dialect: Dialect = "openai-chat"
+    history_key = "messages"
     provider = "openai"
     result_role: str | None = "tool"
     alternates = True
@@ -198,6 +289,7 @@ class _OpenAIChat:
     needs_max_tokens = False
     server_tool_types: frozenset[str] = frozenset()
     breakpoint_key: str | None = None
+    thinking_binds = False
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_chat.read_body(body, source=source)
@@ -249,9 +341,41 @@ class _OpenAIChat:
     def speaker(self, raw: Any) -> str | None:
         return raw.get("role") if isinstance(raw, Mapping) else None
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        for index, item in enumerate(items):
+            calls = item.get("tool_calls") if isinstance(item, Mapping) else None
+            if not isinstance(calls, list):
+                continue
+            for call in calls:
+                function = call.get("function") if isinstance(call, Mapping) else None
+                if isinstance(function, Mapping):
+                    name = str(function.get("name", ""))
+                    arguments = function.get("arguments")
+                    yield RawCall(index, str(call.get("id", "")), name, None, arguments)
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("role") == "tool":
+                yield RawResult(index, str(item.get("tool_call_id", "")), item.get("content"))
+
+    def raw_items(self, message: Message) -> int:
+        return 1
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        messages = _list(body.get("messages"))
+        return [
+            m
+            for m in messages
+            if isinstance(m, Mapping) and m.get("role") in openai_chat.SYSTEM_ROLES
+        ][:4]
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        return {"role": "tool", "tool_call_id": _call_id(call), "content": text}
+
 
 class _OpenAIResponses:
     dialect: Dialect = "openai-responses"
+    history_key = "input"
     provider = "openai"
     result_role: str | None = "tool"
     alternates = False
@@ -260,6 +384,7 @@ class _OpenAIResponses:
     needs_max_tokens = False
     server_tool_types = openai_responses.HOSTED_TYPES
     breakpoint_key: str | None = None
+    thinking_binds = False
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_responses.read_body(body, source=source)
@@ -298,6 +423,37 @@ class _OpenAIResponses:
     def speaker(self, raw: Any) -> str | None:
         return openai_responses.side_of(raw) if isinstance(raw, Mapping) else None
 
+    def raw_calls(self, items: Sequence[Any]) -> Iterator[RawCall]:
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("type") in openai_responses.CALL_TYPES:
+                namespace = item.get("namespace")
+                yield RawCall(
+                    index,
+                    str(item.get("call_id", item.get("id", ""))),
+                    str(item.get("name", "")),
+                    namespace if isinstance(namespace, str) else None,
+                    item.get("arguments", item.get("input")),
+                )
+
+    def raw_results(self, items: Sequence[Any]) -> Iterator[RawResult]:
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("type") in openai_responses.OUTPUT_TYPES:
+                yield RawResult(index, str(item.get("call_id", "")), item.get("output"))
+
+    def raw_items(self, message: Message) -> int:
+        return len(message.meta.get("items") or ())
+
+    def raw_front(self, body: Mapping[str, Any]) -> Any:
+        return body.get("instructions")
+
+    def raw_answer(self, call: Block, text: str) -> Any:
+        raw = getattr(call, "raw", None)
+        kind = raw.get("type") if isinstance(raw, Mapping) else None
+        output = f"{kind}_output" if kind in openai_responses.CALL_TYPES else None
+        if output not in openai_responses.OUTPUT_TYPES:
+            output = "function_call_output"
+        return {"type": output, "call_id": _call_id(call), "output": text}
+
 
 _CODECS: dict[str, Codec] = {
     "anthropic": _Anthropic(),
@@ -324,4 +480,4 @@ def body_codec(body: Mapping[str, Any], provider: str) -> Codec:
     return _CODECS["openai-chat"]
 
 
-__all__ = ["DIALECTS", "Codec", "Positions", "body_codec", "codec"]
+__all__ = ["DIALECTS", "Codec", "Positions", "RawCall", "RawResult", "body_codec", "codec"]

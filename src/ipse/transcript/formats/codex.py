@@ -3,7 +3,8 @@
 The conversation is in the ``response_item`` records: Responses API input items, read by the
 Responses codec (`ipse.transcript.formats.openai_responses`), so a rollout's conversation is an
 ``openai-responses`` conversation and writes out as a Responses request body. ``session_meta``
-gives the instructions (``base_instructions``), ``turn_context`` the model; ``event_msg``
+gives the instructions (``base_instructions``) and the session id (``meta["session"]``, the id
+Codex also sends as its ``session-id`` header), ``turn_context`` the model; ``event_msg``
 records repeat what the items hold and are skipped, except ``token_count``, whose
 ``last_token_usage`` is the usage of the request just answered, and ``user_message``, which
 marks the user message item a human typed: user message items with no such event (the
@@ -66,11 +67,14 @@ def read_rollout(
     ]
     model: str | None = None
     instructions: str | None = None
+    session: str | None = None  # the session_meta id: Codex's session-id header names it too
     typed = _TypedUsers()
     for record in _records(p, skip_bad_lines, warnings):
         kind, payload = _unwrap(record)
         if kind == "session_meta":
             instructions = _instructions(payload) or instructions
+            if isinstance(payload.get("id"), str):
+                session = session or payload["id"]
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             model = payload["model"]
         elif kind == "compacted":
@@ -108,6 +112,7 @@ def read_rollout(
                 "thread": "main",
                 "segment": number,
                 "boundary": boundary,
+                **({"session": session} if session else {}),
             },
         )
         built.append(Segment(conversation, boundary))
