@@ -324,3 +324,87 @@ def failed_exchanges(log: str) -> list[str]:
         for line in log.splitlines()
         if re.match(r"ipse proxy: [A-Z]+ \S+ 5\d\d\b", line) or " error: " in line
     ]
+
+
+def integers(document: Any) -> set[int]:
+    """Every integer a JSON document holds (wherever a command chose to put a number)."""
+    found: set[int] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int):
+            found.add(value)
+        elif isinstance(value, dict):
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(document)
+    return found
+
+
+def shows_handoff(document: Any, anchor: str) -> bool:
+    """Whether a report's JSON shows a handoff the proxy made: it names the checkpoint call, a
+    request's marker or cause says handoff, or it counts handoffs."""
+    if anchor in json.dumps(document):
+        return True
+    for _, value in find_numbers(document, ("marker", "cause", "kind", "event")):
+        if isinstance(value, str) and "handoff" in value.lower():
+            return True
+    for _, value in find_numbers(document, ("handoffs", "handoffs_made", "handoffs_applied")):
+        if (isinstance(value, int) and value > 0) or (isinstance(value, list) and value):
+            return True
+    return False
+
+
+def record_handoffs(record: Path) -> list[dict[str, Any]]:
+    """The handoffs the proxy's record says it made (``ipse.handoff`` of each exchange)."""
+    found = []
+    try:
+        lines = record.read_bytes().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        handoff = (entry.get("ipse") or {}).get("handoff") if isinstance(entry, dict) else None
+        if isinstance(handoff, dict) and handoff.get("applied"):
+            found.append(handoff)
+    return found
+
+
+def every_command_reads(
+    seams: Seams, record: Path, cwd: Path, env: Mapping[str, str], commands: tuple[str, ...]
+) -> None:
+    """Each of ``ipse inspect`` and ``ipse lint`` reads the proxy's own record (``lint`` exits 1
+    when it finds something, which is still a reading)."""
+    for command in commands:
+        done = run(ipse_argv(command, str(record), "--json"), cwd=cwd, env=env, timeout=120)
+        seams.check(
+            done.returncode in ((0, 1) if command == "lint" else (0,))
+            and json_out(done) is not None,
+            f"{command}: cannot read the proxy's own record",
+            f"exit {done.returncode}: {done.stderr[-400:]}",
+        )
+
+
+def handoff_finds(
+    seams: Seams, session: Path | None, anchor: str, cwd: Path, env: Mapping[str, str], what: str
+) -> None:
+    """``ipse handoff SESSION`` (a dry run) cuts at the checkpoint call the proxy cut at."""
+    if session is None:
+        seams.check(False, f"handoff: no {what} session file was found to hand off")
+        return
+    done = run(ipse_argv("handoff", str(session), "--json"), cwd=cwd, env=env, timeout=120)
+    cut = (json_out(done) or {}).get("cut") if done.returncode == 0 else None
+    seams.check(
+        anchor in json.dumps(cut),
+        f"handoff: `ipse handoff` on {what}'s own session file does not find the checkpoint "
+        f"call the proxy cut at ({anchor})",
+        f"exit {done.returncode}: {done.stderr[-400:]} cut {cut}",
+    )

@@ -22,16 +22,21 @@ from tests.journey._world import (
     SAVED,
     Seams,
     differences,
+    every_command_reads,
     failed_exchanges,
     find_numbers,
     first_difference,
+    handoff_finds,
     health,
+    integers,
     ipse_argv,
     json_out,
     poll,
     proxy_log,
     proxy_port,
+    record_handoffs,
     run,
+    shows_handoff,
     snapshot,
     stop_proxy,
     user_env,
@@ -218,12 +223,22 @@ def _journey(
         "connected when the model called it)",
         output[:400],
     )
+    log = proxy_log(ipse_home)
     if called:
-        applied = _handed_off(seams, turns)
+        applied = _handed_off(seams, turns, log)
     else:
         applied = False
         seams.skip("proxy: the request after the checkpoint is handed off", "no checkpoint")
-    log = proxy_log(ipse_home)
+    every_command_reads(seams, record, project, env, ("inspect", "lint"))
+    if called:
+        rollouts = [
+            path
+            for path in sorted((codex_home / "sessions").rglob("rollout-*.jsonl"))
+            if PROMPTS[0] in path.read_text(errors="replace")
+        ]
+        handoff_finds(
+            seams, rollouts[-1] if rollouts else None, CHECKPOINT_ID, project, env, "Codex"
+        )
     _measurements(seams, project, env, record, log, output, applied, called)
     _recall(seams, project, env, applied, called)
 
@@ -309,7 +324,7 @@ def _authored(body: dict[str, Any]) -> list[str]:
     return texts
 
 
-def _handed_off(seams: Seams, turns: list[dict[str, Any]]) -> bool:
+def _handed_off(seams: Seams, turns: list[dict[str, Any]], log: str) -> bool:
     answered = [n for n, t in enumerate(turns) if CHECKPOINT_ID in _calls(t)[1]]
     seams.require(answered, "MCP: no request carries the output of the checkpoint call")
     first = answered[0]
@@ -319,7 +334,16 @@ def _handed_off(seams: Seams, turns: list[dict[str, Any]]) -> bool:
         READ_ID not in calls and READ_ID not in outputs and CHECKPOINT_ID in calls,
         "proxy: the request after the checkpoint (`await tools.mcp__ipse__micro_handoff(...)` "
         "inside Codex's `exec` tool) was not handed off: the read is still there",
-        f"calls {calls}, outputs {outputs}",
+        f"calls {calls}, outputs {outputs}; the proxy's log: "
+        + " | ".join(
+            sorted(
+                {
+                    ln[ln.find("handoff skipped") :]
+                    for ln in log.splitlines()
+                    if "handoff skipped" in ln
+                }
+            )
+        ),
     )
     kept = "\n".join(_authored(after))
     lost = [t[:80] for t in _authored(before) if t not in kept]
@@ -355,9 +379,6 @@ def _checkpoint_output(turns: list[dict[str, Any]]) -> str:
     return ""
 
 
-_TOKEN_KEYS = ("tokens_saved", "saved_tokens", "removed_tokens", "removable_tokens", "tokens")
-
-
 def _measurements(
     seams: Seams,
     project: Path,
@@ -389,6 +410,14 @@ def _measurements(
             "one measurement: the proxy log and the MCP result quote different savings",
             f"log {sorted(log_tokens)}, MCP {sorted(mcp_tokens)}",
         )
+    if applied:
+        log_bytes = {int(b) for _, _, b in logged}
+        recorded = {h.get("removed_bytes") for h in record_handoffs(record)}
+        seams.check(
+            log_bytes and log_bytes == recorded,
+            "one measurement: the proxy log and its record quote different byte savings",
+            f"log {sorted(log_bytes)}, record removed_bytes {sorted(recorded, key=str)}",
+        )
     for command in ("report", "prefix"):
         argv = [command, str(record), "--json"]
         if command == "report":
@@ -404,15 +433,15 @@ def _measurements(
         if not applied:
             seams.skip(f"{command}: shows the handoff and quotes its saving", "no handoff")
             continue
-        numbers = {v for _, v in find_numbers(document, _TOKEN_KEYS) if isinstance(v, int)}
+        numbers = integers(document)
         seams.check(
-            CHECKPOINT_ID in json.dumps(document),
+            shows_handoff(document, CHECKPOINT_ID),
             f"{command}: does not show the handoff the proxy made (at {CHECKPOINT_ID})",
         )
         seams.check(
             log_tokens and log_tokens <= numbers,
             f"one measurement: `ipse {command}` does not quote the saving of the proxy log",
-            f"log {sorted(log_tokens)}; {command} {sorted(numbers)[:20]}",
+            f"log {sorted(log_tokens)}; {command} {sorted(n for n in numbers if n > 100)[:20]}",
         )
 
 
