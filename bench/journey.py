@@ -78,7 +78,7 @@ def main() -> int:
         for n in range(1, options.runs + 1):
             started = time.monotonic()
             try:
-                seams = journey(top / f"run-{n:02d}", claude).seams
+                seams = journey(top / f"run-{n:02d}", claude).world.seams
                 broken = seams.failures
             except Broken as exc:  # a seam the rest stands on broke
                 broken = str(exc).splitlines()[1:]

@@ -378,14 +378,12 @@ def record_handoffs(record: Path) -> list[dict[str, Any]]:
     return found
 
 
-def every_command_reads(
-    seams: Seams, record: Path, cwd: Path, env: Mapping[str, str], commands: tuple[str, ...]
-) -> None:
-    """Each of ``ipse inspect`` and ``ipse lint`` reads the proxy's own record (``lint`` exits 1
-    when it finds something, which is still a reading)."""
+def every_command_reads(world: World, commands: tuple[str, ...] = ("inspect", "lint")) -> None:
+    """Each of ``commands`` reads the proxy's own record (``lint`` exits 1 when it finds
+    something, which is still a reading)."""
     for command in commands:
-        done = run(ipse_argv(command, str(record), "--json"), cwd=cwd, env=env, timeout=120)
-        seams.check(
+        done = world.ipse(command, str(world.record), "--json")
+        world.seams.check(
             done.returncode in ((0, 1) if command == "lint" else (0,))
             and json_out(done) is not None,
             f"{command}: cannot read the proxy's own record",
@@ -393,18 +391,174 @@ def every_command_reads(
         )
 
 
-def handoff_finds(
-    seams: Seams, session: Path | None, anchor: str, cwd: Path, env: Mapping[str, str], what: str
-) -> None:
+def handoff_finds(world: World, session: Path | None, anchor: str, what: str) -> None:
     """``ipse handoff SESSION`` (a dry run) cuts at the checkpoint call the proxy cut at."""
     if session is None:
-        seams.check(False, f"handoff: no {what} session file was found to hand off")
+        world.seams.check(False, f"handoff: no {what} session file was found to hand off")
         return
-    done = run(ipse_argv("handoff", str(session), "--json"), cwd=cwd, env=env, timeout=120)
+    done = world.ipse("handoff", str(session), "--json")
     cut = (json_out(done) or {}).get("cut") if done.returncode == 0 else None
-    seams.check(
+    world.seams.check(
         anchor in json.dumps(cut),
         f"handoff: `ipse handoff` on {what}'s own session file does not find the checkpoint "
         f"call the proxy cut at ({anchor})",
         f"exit {done.returncode}: {done.stderr[-400:]} cut {cut}",
     )
+
+
+def same_saving(
+    world: World,
+    anchor: str,
+    mcp_tokens: set[int],
+    applied: bool,
+    called: bool = True,
+    mcp_result: str = "",
+) -> None:
+    """One measurement of the handoff's saving: the proxy log, its record, the checkpoint's MCP
+    result, ``ipse report`` and ``ipse prefix`` (which also read the record and show the
+    handoff) all quote it."""
+    seams = world.seams
+    logged = [m.groups() for m in SAVED.finditer(world.log()) if m.group(1) == anchor]
+    log_tokens = {int(t) for _, t, _ in logged if t is not None}
+    if called:
+        seams.check(
+            mcp_tokens,
+            "MCP: the checkpoint's result does not say what the next request drops, in tokens",
+            mcp_result[:600],
+        )
+    else:
+        seams.skip("MCP: the checkpoint's result says what the next request drops", "no call")
+    if applied:
+        seams.check(logged, "proxy log: no line says what the handoff saved", world.log()[-800:])
+        seams.check(
+            len(log_tokens) <= 1,
+            "proxy log: the same handoff saved a different amount from one request to the next",
+            logged,
+        )
+        seams.check(
+            log_tokens and log_tokens == mcp_tokens,
+            "one measurement: the proxy log and the MCP result quote different savings",
+            f"log {sorted(log_tokens)}, MCP {sorted(mcp_tokens)}",
+        )
+        log_bytes = {int(b) for _, _, b in logged}
+        recorded = {h.get("removed_bytes") for h in record_handoffs(world.record)}
+        seams.check(
+            log_bytes and log_bytes == recorded,
+            "one measurement: the proxy log and its record quote different byte savings",
+            f"log {sorted(log_bytes)}, record removed_bytes {sorted(recorded, key=str)}",
+        )
+    for command in ("report", "prefix"):
+        argv = [command, str(world.record), "--json"]
+        if command == "report":
+            argv += ["-o", str(world.record.with_suffix(".html"))]
+        done = world.ipse(*argv)
+        document = json_out(done)
+        if not seams.check(
+            done.returncode == 0 and document is not None,
+            f"{command}: cannot read the proxy's own record",
+            done.stderr[-600:],
+        ):
+            continue
+        if not applied:
+            seams.skip(f"{command}: shows the handoff and quotes its saving", "no handoff")
+            continue
+        seams.check(
+            shows_handoff(document, anchor),
+            f"{command}: does not show the handoff the proxy made (at {anchor})",
+            json.dumps(document)[:600],
+        )
+        numbers = sorted(n for n in integers(document) if n > 100)
+        seams.check(
+            log_tokens and log_tokens <= set(numbers),
+            f"one measurement: `ipse {command}` does not quote the saving of the proxy log",
+            f"log {sorted(log_tokens)}; {command} {numbers[:20]}",
+        )
+
+
+def recalls(world: World, item: str, expected: str) -> None:
+    """``ipse recall`` gives back what the handoff removed."""
+    done = world.ipse("recall", item)
+    world.seams.check(
+        done.returncode == 0 and expected in done.stdout,
+        "recall: `ipse recall` does not return the removed file content",
+        f"exit {done.returncode}: {done.stderr[-400:]} {done.stdout[:300]}",
+    )
+
+
+def skipped_handoffs(log: str) -> str:
+    """Why the proxy left requests untouched, as its log says."""
+    reasons = {
+        ln[ln.find("handoff skipped") :] for ln in log.splitlines() if "handoff skipped" in ln
+    }
+    return " | ".join(sorted(reasons)) or "(the log gives no reason)"
+
+
+@dataclass
+class World:
+    """One journey: its folders (fresh HOME, project and ipse home), the environment the user's
+    shell gives the agent, the proxy's record, the seams checked and the time of each phase."""
+
+    root: Path
+    env: dict[str, str]
+    seams: Seams = field(default_factory=Seams)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def project(self) -> Path:
+        return self.root / "project"
+
+    @property
+    def ipse_home(self) -> Path:
+        return self.root / "ipse-home"
+
+    @property
+    def record(self) -> Path:
+        return self.root / "exchanges.jsonl"
+
+    @classmethod
+    def create(cls, root: Path, **extra: str) -> World:
+        for folder in (root / "home", root / "project", root / "ipse-home"):
+            folder.mkdir(parents=True)
+        return cls(root, user_env(root / "home", root / "ipse-home", **extra))
+
+    def ipse(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``ipse ARGS`` as the user types it in the project folder."""
+        return run(ipse_argv(*args), cwd=self.project, env=self.env, timeout=timeout)
+
+    def log(self) -> str:
+        return proxy_log(self.ipse_home)
+
+    def stop_proxy(self) -> None:
+        stop_proxy(self.env, self.project, self.ipse_home)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time a phase of the journey (its seconds kept even when a seam breaks in it)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.monotonic() - started
+
+    def settled(self) -> None:
+        """The proxy booked every exchange, and none of them failed."""
+        settled = poll(
+            lambda: (
+                (h := health()) is not None
+                and h.get("pending_bookkeeping") == 0
+                and h.get("inflight") == 0
+            ),
+            20.0,
+        )
+        self.seams.check(settled, "proxy: its bookkeeping did not settle within 20 s", health())
+        failed = failed_exchanges(self.log())
+        self.seams.check(
+            not failed,
+            "proxy: exchanges failed (an upstream error, or an upstream the user did not "
+            "configure)",
+            failed,
+        )

@@ -19,28 +19,22 @@ from typing import Any
 
 from tests.journey._world import (
     PROXY_URL,
-    SAVED,
     Broken,
     Seams,
+    World,
     differences,
     every_command_reads,
-    failed_exchanges,
     find_numbers,
     first_difference,
     handoff_finds,
     health,
-    integers,
-    ipse_argv,
     json_out,
-    poll,
-    proxy_log,
     proxy_port,
-    record_handoffs,
+    recalls,
     run,
-    shows_handoff,
+    same_saving,
+    skipped_handoffs,
     snapshot,
-    stop_proxy,
-    user_env,
 )
 from tests.support.anthropic_upstream import Reply, anthropic_upstream
 
@@ -75,9 +69,8 @@ TURN_TIMEOUT = 150.0
 
 @dataclass
 class Result:
-    seams: Seams
+    world: World
     requests: list[dict[str, Any]]
-    seconds: dict[str, float]
 
 
 def model(project: Path) -> Any:
@@ -112,19 +105,8 @@ def model(project: Path) -> Any:
 
 def journey(root: Path, claude: str) -> Result:
     """Run the whole journey in ``root`` (empty); the seams it checked, failures included."""
-    seams = Seams()
-    home, project, ipse_home = root / "home", root / "project", root / "ipse-home"
-    record = root / "exchanges.jsonl"
-    for folder in (home, project, ipse_home):
-        folder.mkdir(parents=True)
-    (project / "notes.txt").write_text(NOTES_FILE)
-    (project / "CLAUDE.md").write_bytes(CLAUDE_MD)
-    (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_bytes(SETTINGS)
-    before = snapshot(project)
-    env = user_env(
-        home,
-        ipse_home,
+    world = World.create(
+        root,
         ANTHROPIC_API_KEY="sk-ant-journey-0000",
         # no telemetry or self-update (CI has a network): neither touches the seams checked
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
@@ -133,136 +115,117 @@ def journey(root: Path, claude: str) -> Result:
         # ToolSearch tool, which then changes `tools` itself): a change there is then ipse's
         ENABLE_TOOL_SEARCH="false",
     )
-    seconds: dict[str, float] = {}
+    project = world.project
+    (project / "notes.txt").write_text(NOTES_FILE)
+    (project / "CLAUDE.md").write_bytes(CLAUDE_MD)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_bytes(SETTINGS)
+    before = snapshot(project)
     with proxy_port(), anthropic_upstream(model(project)) as upstream:
         try:
-            _journey(seams, project, ipse_home, record, env, claude, upstream, before, seconds)
+            with world.phase("install"):
+                installed = _install(world, upstream.url)
+            session = _three_turns(world, claude, upstream.url)
+            world.settled()
+            with world.phase("report, recall"):
+                _check(world, upstream, session)
+            with world.phase("uninstall"):
+                _uninstall(world, installed, before)
         finally:
-            stop_proxy(env, project, ipse_home)
+            world.stop_proxy()
         requests = list(upstream.received)
-    return Result(seams, requests, seconds)
+    return Result(world, requests)
 
 
-def _journey(
-    seams: Seams,
-    project: Path,
-    ipse_home: Path,
-    record: Path,
-    env: dict[str, str],
-    claude: str,
-    upstream: Any,
-    before: dict[str, bytes],
-    seconds: dict[str, float],
-) -> None:
-    import time
-
-    started = time.monotonic()
-    installed = run(
-        ipse_argv("install", "--agent", "claude-code", "--proxy"), cwd=project, env=env, timeout=60
-    )
-    seams.require(
+def _install(world: World, upstream: str) -> bytes:
+    """``ipse install --agent claude-code --proxy``, then the hook given its upstream and record;
+    the settings as install wrote them."""
+    installed = world.ipse("install", "--agent", "claude-code", "--proxy", timeout=60)
+    world.seams.require(
         installed.returncode == 0,
         "install: `ipse install --agent claude-code --proxy` failed",
         installed.stderr,
     )
-    settings = project / ".claude" / "settings.json"
-    installed_settings = settings.read_bytes()
-    _point_the_hook(seams, settings, upstream.url, record)
-    seconds["install"] = time.monotonic() - started
+    settings = world.project / ".claude" / "settings.json"
+    written = settings.read_bytes()
+    _point_the_hook(world, settings, upstream)
+    return written
 
-    # ------------------------------------------------------------------ three turns
+
+def _three_turns(world: World, claude: str, upstream: str) -> str | None:
+    """Three ``claude -p`` turns of one session; its id."""
     session = None
-    outputs = []
     for n, prompt in enumerate(PROMPTS):
-        started = time.monotonic()
         argv = [claude, "-p", prompt, "--output-format", "json", "--allowedTools", CHECKPOINT]
         if session is not None:
             argv += ["--resume", session]
-        done = run(argv, cwd=project, env=env, timeout=TURN_TIMEOUT)
-        seconds[f"turn {n + 1}"] = time.monotonic() - started
+        with world.phase(f"turn {n + 1}"):
+            done = run(argv, cwd=world.project, env=world.env, timeout=TURN_TIMEOUT)
         out = json_out(done)
-        seams.require(
+        world.seams.require(
             done.returncode == 0 and isinstance(out, dict) and not out.get("is_error"),
             f"turn {n + 1}: `claude -p` did not answer through the proxy (exit {done.returncode})",
-            f"{done.stdout[-800:]} {done.stderr[-800:]} proxy log: {proxy_log(ipse_home)[-800:]}",
+            f"{done.stdout[-800:]} {done.stderr[-800:]} proxy log: {world.log()[-800:]}",
         )
         session = session or out.get("session_id")
-        outputs.append(out)
         if n == 0:
-            _started_by_the_hook(seams, ipse_home, upstream.url)
-    seams.check(
-        outputs[2].get("result") == SAID["next"],
-        "turn 3: the answer is not the model's",
-        outputs[2].get("result"),
-    )
-    settled = poll(
-        lambda: (
-            (h := health()) is not None
-            and h.get("pending_bookkeeping") == 0
-            and h.get("inflight") == 0
-        ),
-        20.0,
-    )
-    seams.check(settled, "proxy: its bookkeeping did not settle within 20 s", health())
-    failed = failed_exchanges(proxy_log(ipse_home))
-    seams.check(
-        not failed,
-        "proxy: exchanges failed (an upstream error, or an upstream the user did not configure)",
-        failed,
-    )
+            _started_by_the_hook(world, upstream)
+        if n == 2:
+            world.seams.check(
+                out.get("result") == SAID["next"],
+                "turn 3: the answer is not the model's",
+                out.get("result"),
+            )
+    return session
 
-    # ------------------------------------------------------------------ on the wire
+
+def _check(world: World, upstream: Any, session: str | None) -> None:
+    """What went over the wire, and what the commands make of the proxy's record."""
     turns = _conversation(upstream.messages_requests())
-    seams.require(
+    world.seams.require(
         len(turns) >= 5,
         "wire: the upstream did not get the five requests of the three turns",
         [len(t.get("messages", [])) for t in turns],
     )
-    _tools_from_the_start(seams, turns)
-    log = proxy_log(ipse_home)
-    applied = _handed_off(seams, turns, log)
+    _tools_from_the_start(world.seams, turns)
+    applied = _handed_off(world, turns)
+    every_command_reads(world)
+    projects = world.home / ".claude" / "projects"
+    sessions = sorted(projects.glob(f"*/{session}.jsonl")) if session else []
+    handoff_finds(world, sessions[-1] if sessions else None, CHECKPOINT_ID, "Claude Code")
     mcp_result = _checkpoint_result(turns)
-
-    # ------------------------------------------------------------------ the record
-    every_command_reads(seams, record, project, env, ("inspect", "lint"))
-    sessions = sorted((project.parent / "home" / ".claude" / "projects").glob(f"*/{session}.jsonl"))
-    handoff_finds(
-        seams, sessions[-1] if sessions else None, CHECKPOINT_ID, project, env, "Claude Code"
-    )
-    _report_and_prefix(seams, project, env, record, log, mcp_result, applied)
+    same_saving(world, CHECKPOINT_ID, _mcp_tokens(mcp_result), applied, mcp_result=mcp_result)
     if applied:
-        _recall(seams, project, env)
+        recalls(world, READ_ID, "run 059: parser 12.5 MB/s")
     else:
-        seams.skip("recall: `ipse recall` returns the removed file content", "no handoff")
+        world.seams.skip("recall: `ipse recall` returns the removed file content", "no handoff")
 
-    # ------------------------------------------------------------------ uninstall
-    started = time.monotonic()
-    settings.write_bytes(installed_settings)  # the hook as install wrote it
-    stop_proxy(env, project, ipse_home)
-    removed = run(
-        ipse_argv("uninstall", "--agent", "claude-code"), cwd=project, env=env, timeout=60
-    )
-    seams.check(
+
+def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None:
+    """``ipse uninstall`` gives every file of the project back byte for byte."""
+    (world.project / ".claude" / "settings.json").write_bytes(installed)  # the hook as written
+    world.stop_proxy()
+    removed = world.ipse("uninstall", "--agent", "claude-code", timeout=60)
+    world.seams.check(
         removed.returncode == 0,
         "uninstall: `ipse uninstall --agent claude-code` failed",
         removed.stderr,
     )
-    changed = differences(before, snapshot(project))
-    seams.check(
+    changed = differences(before, snapshot(world.project))
+    world.seams.check(
         not changed,
         "uninstall: the project's files did not come back byte for byte "
         "(CRLF CLAUDE.md and .claude/settings.json among them)",
         changed,
     )
-    seconds["report, recall, uninstall"] = time.monotonic() - started
 
 
-def _point_the_hook(seams: Seams, settings: Path, upstream: str, record: Path) -> None:
+def _point_the_hook(world: World, settings: Path, upstream: str) -> None:
     """Give the proxy that the installed SessionStart hook starts its upstream and its record:
     ``ipse proxy start`` takes the options of ``ipse proxy`` (``--anthropic-upstream``,
     ``--record``), as the README's proxy section documents; install has no option for them, so
-    the user adds them to the hook's command. (The journey restores the hook as install wrote it
-    before uninstall.)"""
+    the user adds them to the hook's command. (The journey puts the hook back as install wrote
+    it before uninstall.)"""
     text = settings.read_text(encoding="utf-8")
     value = json.loads(text)
     commands = [
@@ -271,30 +234,34 @@ def _point_the_hook(seams: Seams, settings: Path, upstream: str, record: Path) -
         for hook in group.get("hooks", [])
     ]
     starts = [c for c in commands if "proxy start" in c]
-    seams.require(starts, "install: no SessionStart hook runs `ipse proxy start`", commands)
+    world.seams.require(starts, "install: no SessionStart hook runs `ipse proxy start`", commands)
     old = json.dumps(starts[0])[1:-1]
-    new = json.dumps(f"{starts[0]} --anthropic-upstream {upstream} --record {record}")[1:-1]
-    seams.require(text.count(old) == 1, "install: the hook's command is not a plain JSON string")
-    settings.write_text(text.replace(old, new), encoding="utf-8")
+    given = f"{starts[0]} --anthropic-upstream {upstream} --record {world.record}"
+    world.seams.require(
+        text.count(old) == 1, "install: the hook's command is not a plain JSON string"
+    )
+    settings.write_text(text.replace(old, json.dumps(given)[1:-1]), encoding="utf-8")
 
 
-def _started_by_the_hook(seams: Seams, ipse_home: Path, upstream: str) -> None:
+def _started_by_the_hook(world: World, upstream: str) -> None:
+    """After the first turn the proxy answers: the one the hook started, with its upstream."""
     found = health()
-    pid_file = ipse_home / "proxy-8765.pid"
-    seams.require(
+    world.seams.require(
         found is not None,
-        "hook: no proxy answers at " + PROXY_URL + " after the "
-        "first turn (the SessionStart hook did not start it)",
-        proxy_log(ipse_home)[-800:],
+        f"hook: no proxy answers at {PROXY_URL} after the first turn (the SessionStart hook did "
+        "not start it)",
+        world.log()[-800:],
     )
     assert found is not None
-    seams.check(
-        pid_file.exists() and pid_file.read_text().strip() == str(found.get("pid")),
-        "hook: the proxy that answers is not the one the hook started (pid file in the "
+    pid_file = world.ipse_home / "proxy-8765.pid"
+    pid = pid_file.read_text().strip() if pid_file.exists() else None
+    world.seams.check(
+        pid == str(found.get("pid")),
+        "hook: the proxy that answers is not the one the hook started (the pid file in the "
         "journey's IPSE_HOME)",
-        f"health pid {found.get('pid')}, pid file {pid_file.exists() and pid_file.read_text()}",
+        f"health pid {found.get('pid')}, pid file {pid}",
     )
-    seams.check(
+    world.seams.check(
         found.get("upstreams", {}).get("anthropic") == upstream,
         "hook: the proxy does not use the upstream its hook was given",
         found.get("upstreams"),
@@ -369,9 +336,10 @@ def _normal(messages: list[dict[str, Any]]) -> str:
     return json.dumps(clean(messages), ensure_ascii=False)
 
 
-def _handed_off(seams: Seams, turns: list[dict[str, Any]], log: str) -> bool:
+def _handed_off(world: World, turns: list[dict[str, Any]]) -> bool:
     """The request after the checkpoint lost the tool traffic before it and kept every authored
     text; the next request shares its prefix. Whether the handoff was made."""
+    seams = world.seams
     answered = [
         n
         for n, t in enumerate(turns)
@@ -390,16 +358,7 @@ def _handed_off(seams: Seams, turns: list[dict[str, Any]], log: str) -> bool:
         calls == [CHECKPOINT_ID] and results == [CHECKPOINT_ID],
         "proxy: the request after the checkpoint was not handed off (the Read call and its "
         "result are still there)",
-        f"calls {calls}, results {results}; the proxy's log: "
-        + " | ".join(
-            sorted(
-                {
-                    ln[ln.find("handoff skipped") :]
-                    for ln in log.splitlines()
-                    if "handoff skipped" in ln
-                }
-            )
-        ),
+        f"calls {calls}, results {results}; the proxy's log: {skipped_handoffs(world.log())}",
     )
     kept = "\n".join(_authored(after))
     lost = [t[:80] for t in _authored(before) if t not in kept]
@@ -435,88 +394,15 @@ def _checkpoint_result(turns: list[dict[str, Any]]) -> str:
 _TOKEN_KEYS = ("tokens_saved", "saved_tokens", "removed_tokens", "tokens")
 
 
-def _report_and_prefix(
-    seams: Seams,
-    project: Path,
-    env: dict[str, str],
-    record: Path,
-    log: str,
-    mcp_result: str,
-    applied: bool,
-) -> None:
-    """``ipse report`` and ``ipse prefix`` read the proxy's record, show the handoff, and quote
-    the saving the proxy log and the checkpoint's MCP result quote."""
-    logged = [m.groups() for m in SAVED.finditer(log) if m.group(1) == CHECKPOINT_ID]
-    log_tokens = {int(t) for _, t, _ in logged if t is not None}
-    if applied:
-        seams.check(logged, "proxy log: no line says what the handoff saved", log[-800:])
-        seams.check(
-            len(log_tokens) <= 1,
-            "proxy log: the same handoff saved a different amount from one request to the next",
-            logged,
-        )
+def _mcp_tokens(mcp_result: str) -> set[int]:
+    """The tokens the checkpoint's MCP result says the next request drops."""
     try:
-        mcp = json.loads(mcp_result)
+        result = json.loads(mcp_result)
     except ValueError:
-        mcp = None
-    drops = mcp.get("next_request_drops") if isinstance(mcp, dict) else None
-    mcp_tokens = {v for _, v in find_numbers(drops, _TOKEN_KEYS) if isinstance(v, int)}
-    seams.check(
-        mcp_tokens,
-        "MCP: the checkpoint's result does not say what the next request drops, in tokens",
-        mcp_result[:600],
-    )
-    if applied:
-        seams.check(
-            log_tokens and mcp_tokens and log_tokens == mcp_tokens,
-            "one measurement: the proxy log and the MCP result quote different savings",
-            f"log {sorted(log_tokens)}, MCP {sorted(mcp_tokens)}",
-        )
-    if applied:
-        log_bytes = {int(b) for _, _, b in logged}
-        recorded = {h.get("removed_bytes") for h in record_handoffs(record)}
-        seams.check(
-            log_bytes and log_bytes == recorded,
-            "one measurement: the proxy log and its record quote different byte savings",
-            f"log {sorted(log_bytes)}, record removed_bytes {sorted(recorded, key=str)}",
-        )
-    for command in ("report", "prefix"):
-        argv = [command, str(record), "--json"]
-        if command == "report":
-            argv += ["-o", str(record.with_suffix(".html"))]
-        done = run(ipse_argv(*argv), cwd=project, env=env, timeout=120)
-        document = json_out(done)
-        if not seams.check(
-            done.returncode == 0 and document is not None,
-            f"{command}: cannot read the proxy's own record",
-            done.stderr[-600:],
-        ):
-            continue
-        if not applied:
-            seams.skip(f"{command}: shows the handoff and quotes its saving", "no handoff")
-            continue
-        text = json.dumps(document)
-        seams.check(
-            shows_handoff(document, CHECKPOINT_ID),
-            f"{command}: does not show the handoff the proxy made (at {CHECKPOINT_ID})",
-            text[:600],
-        )
-        numbers = integers(document)
-        seams.check(
-            log_tokens and log_tokens <= numbers,
-            f"one measurement: `ipse {command}` does not quote the saving of the proxy log",
-            f"log {sorted(log_tokens)}; {command} {sorted(n for n in numbers if n > 100)[:20]}",
-        )
-
-
-def _recall(seams: Seams, project: Path, env: dict[str, str]) -> None:
-    """``ipse recall`` gives back the file content the handoff removed."""
-    done = run(ipse_argv("recall", READ_ID), cwd=project, env=env, timeout=60)
-    seams.check(
-        done.returncode == 0 and "run 059: parser 12.5 MB/s" in done.stdout,
-        "recall: `ipse recall` does not return the removed file content",
-        f"exit {done.returncode}: {done.stderr[-400:]} {done.stdout[:300]}",
-    )
+        return set()
+    drops = result.get("next_request_drops") if isinstance(result, dict) else None
+    keys = ("tokens", "tokens_saved", "saved_tokens", "removed_tokens")
+    return {v for _, v in find_numbers(drops, keys) if isinstance(v, int)}
 
 
 __all__ = ["Broken", "Result", "journey"]

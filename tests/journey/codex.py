@@ -12,34 +12,26 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.journey._world import (
-    PROXY_URL,
-    SAVED,
     Seams,
+    World,
     differences,
     every_command_reads,
-    failed_exchanges,
     find_numbers,
     first_difference,
     handoff_finds,
     health,
-    integers,
-    ipse_argv,
     json_out,
-    poll,
-    proxy_log,
     proxy_port,
-    record_handoffs,
+    recalls,
     run,
-    shows_handoff,
+    same_saving,
+    skipped_handoffs,
     snapshot,
-    stop_proxy,
-    user_env,
 )
 from tests.support.openai_upstream import Reply, openai_upstream
 
@@ -81,9 +73,8 @@ APPROVE = 'mcp_servers.ipse.tools.micro_handoff.approval_mode="approve"'
 
 @dataclass
 class Result:
-    seams: Seams
+    world: World
     requests: list[dict[str, Any]]
-    seconds: dict[str, float]
 
 
 def model(body: dict[str, Any]) -> Reply:
@@ -110,110 +101,82 @@ def model(body: dict[str, Any]) -> Reply:
 
 def journey(root: Path, codex: str) -> Result:
     """Run the whole journey in ``root`` (empty); the seams it checked, failures included."""
-    seams = Seams()
-    home, project, ipse_home = root / "home", root / "project", root / "ipse-home"
-    codex_home = home / ".codex"
-    record = root / "exchanges.jsonl"
-    for folder in (home, project, ipse_home, codex_home):
-        folder.mkdir(parents=True)
-    (project / "notes.txt").write_text(NOTES_FILE)
-    (project / "AGENTS.md").write_bytes(AGENTS_MD)
+    codex_home = root / "home" / ".codex"
+    world = World.create(root, CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-journey-0000")
+    codex_home.mkdir()
+    (world.project / "notes.txt").write_text(NOTES_FILE)
+    (world.project / "AGENTS.md").write_bytes(AGENTS_MD)
     (codex_home / "config.toml").write_bytes(CONFIG)
-    before = snapshot(project)
-    env = user_env(home, ipse_home, CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-journey-0000")
-    seconds: dict[str, float] = {}
+    before = snapshot(world.project)
     with proxy_port(), openai_upstream(model) as upstream:
         try:
-            _journey(
-                seams, project, codex_home, ipse_home, record, env, codex, upstream, before, seconds
-            )
+            with world.phase("install"):
+                _install(world, upstream.url)
+            session = _three_turns(world, codex)
+            world.settled()
+            with world.phase("report, recall"):
+                _check(world, upstream, codex_home, session)
+            with world.phase("uninstall"):
+                _uninstall(world, codex_home, before)
         finally:
-            stop_proxy(env, project, ipse_home)
+            world.stop_proxy()
         requests = list(upstream.received)
-    return Result(seams, requests, seconds)
+    return Result(world, requests)
 
 
-def _journey(
-    seams: Seams,
-    project: Path,
-    codex_home: Path,
-    ipse_home: Path,
-    record: Path,
-    env: dict[str, str],
-    codex: str,
-    upstream: Any,
-    before: dict[str, bytes],
-    seconds: dict[str, float],
-) -> None:
-    started = time.monotonic()
-    installed = run(
-        ipse_argv("install", "--agent", "codex", "--proxy"), cwd=project, env=env, timeout=60
-    )
-    seams.require(
+def _install(world: World, upstream: str) -> None:
+    """``ipse install --agent codex --proxy``; the proxy started with the upstream and the record,
+    as the README's proxy section gives them (after install said to, or restarted when install
+    started one with its defaults)."""
+    installed = world.ipse("install", "--agent", "codex", "--proxy", timeout=60)
+    world.seams.require(
         installed.returncode == 0,
         "install: `ipse install --agent codex --proxy` failed",
         installed.stderr,
     )
     said = installed.stdout + installed.stderr
     running = health()
-    seams.check(
+    world.seams.check(
         running is not None or ("ipse proxy start" in said and "OPENAI_API_KEY" in said),
         "install: `--proxy` neither started the proxy nor told the user to start it (and which "
         "credential variable the provider entry reads)",
         said[-600:],
     )
-    if running is not None:  # install started one with its defaults: the user restarts it
-        stop_proxy(env, project, ipse_home)
-    # the upstream and the record, as the README's proxy section gives them
-    started_proxy = run(
-        ipse_argv("proxy", "start", "--openai-upstream", upstream.url, "--record", str(record)),
-        cwd=project,
-        env=env,
-        timeout=60,
+    if running is not None:
+        world.stop_proxy()
+    started = world.ipse(
+        "proxy", "start", "--openai-upstream", upstream, "--record", str(world.record), timeout=60
     )
-    seams.require(
-        started_proxy.returncode == 0, "proxy: `ipse proxy start` failed", started_proxy.stderr
-    )
-    seconds["install"] = time.monotonic() - started
+    world.seams.require(started.returncode == 0, "proxy: `ipse proxy start` failed", started.stderr)
 
-    session = None
+
+def _three_turns(world: World, codex: str) -> str:
+    """Three ``codex exec`` turns of one session; its id."""
+    session = ""
     for n, prompt in enumerate(PROMPTS):
-        started = time.monotonic()
         # the user lets the checkpoint tool run (`codex exec` asks no questions: an MCP call
         # that needs approval fails), as a Claude Code user passes --allowedTools
         argv = [codex, "exec", "--skip-git-repo-check", "-c", APPROVE]
         argv += ["resume", session, prompt] if session else [prompt]
-        done = run(argv, cwd=project, env=env, timeout=TURN_TIMEOUT)
-        seconds[f"turn {n + 1}"] = time.monotonic() - started
-        seams.require(
+        with world.phase(f"turn {n + 1}"):
+            done = run(argv, cwd=world.project, env=world.env, timeout=TURN_TIMEOUT)
+        world.seams.require(
             done.returncode == 0,
             f"turn {n + 1}: `codex exec` did not answer through the proxy (exit {done.returncode})",
             f"{done.stdout[-600:]} {done.stderr[-1200:]}",
         )
         found = re.search(r"session id: (\S+)", done.stderr + done.stdout)
-        session = session or (found.group(1) if found else None)
-        seams.require(session, f"turn {n + 1}: Codex printed no session id", done.stderr[-600:])
-    settled = poll(
-        lambda: (
-            (h := health()) is not None
-            and h.get("pending_bookkeeping") == 0
-            and h.get("inflight") == 0
-        ),
-        20.0,
-    )
-    seams.check(settled, "proxy: its bookkeeping did not settle within 20 s", health())
-    failed = failed_exchanges(proxy_log(ipse_home))
-    seams.check(
-        not failed,
-        "proxy: exchanges failed (an upstream error, or an upstream the user did not configure)",
-        failed,
-    )
+        session = session or (found.group(1) if found else "")
+        world.seams.require(session, f"turn {n + 1}: Codex printed no session id", done.stderr)
+    return session
 
+
+def _check(world: World, upstream: Any, codex_home: Path, session: str) -> None:
+    """What went over the wire, and what the commands make of the proxy's record."""
+    seams = world.seams
     turns = [b for b in upstream.bodies("/responses") if PROMPTS[0] in json.dumps(b.get("input"))]
     seams.require(
-        len(turns) >= 5,
-        "wire: the upstream did not get the five requests of the three turns",
-        len(turns),
+        len(turns) >= 5, "wire: the upstream did not get the five requests of the three turns"
     )
     _tools_from_the_start(seams, turns)
     output = _checkpoint_output(turns)
@@ -223,42 +186,52 @@ def _journey(
         "connected when the model called it)",
         output[:400],
     )
-    log = proxy_log(ipse_home)
-    if called:
-        applied = _handed_off(seams, turns, log)
-    else:
-        applied = False
+    applied = called and _handed_off(world, turns)
+    if not called:
         seams.skip("proxy: the request after the checkpoint is handed off", "no checkpoint")
-    every_command_reads(seams, record, project, env, ("inspect", "lint"))
+    every_command_reads(world)
     if called:
         rollouts = [
             path
             for path in sorted((codex_home / "sessions").rglob("rollout-*.jsonl"))
-            if PROMPTS[0] in path.read_text(errors="replace")
+            if session in path.name or PROMPTS[0] in path.read_text(errors="replace")
         ]
-        handoff_finds(
-            seams, rollouts[-1] if rollouts else None, CHECKPOINT_ID, project, env, "Codex"
-        )
-    _measurements(seams, project, env, record, log, output, applied, called)
-    _recall(seams, project, env, applied, called)
-
-    started = time.monotonic()
-    stop_proxy(env, project, ipse_home)
-    removed = run(ipse_argv("uninstall", "--agent", "codex"), cwd=project, env=env, timeout=60)
+        handoff_finds(world, rollouts[-1] if rollouts else None, CHECKPOINT_ID, "Codex")
+    drops = re.findall(r'next_request_drops\\*"\s*:\s*\{[^}]*?\\*"tokens\\*"\s*:\s*(\d+)', output)
+    same_saving(world, CHECKPOINT_ID, {int(t) for t in drops}, applied, called, output)
+    if not (called and applied):
+        seams.skip("one session key for the notes and what the handoff removed", "no handoff")
+        seams.skip("recall: `ipse recall` returns the removed file content", "no handoff")
+        return
+    listed = world.ipse("archive", "list", "--json")
+    sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
     seams.check(
+        listed.returncode == 0 and len(sessions) == 1,
+        "one session key: the checkpoint's notes and what the handoff removed are not filed "
+        "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
+        "wrote to another ipse home)",
+        listed.stdout[:600] + listed.stderr[-300:],
+    )
+    recalls(world, READ_ID, "run 059: parser 12.5 MB/s")
+
+
+def _uninstall(world: World, codex_home: Path, before: dict[str, bytes]) -> None:
+    """``ipse uninstall`` gives the project's files and Codex's config back byte for byte."""
+    world.stop_proxy()
+    removed = world.ipse("uninstall", "--agent", "codex", timeout=60)
+    world.seams.check(
         removed.returncode == 0, "uninstall: `ipse uninstall --agent codex` failed", removed.stderr
     )
-    changed = differences(before, snapshot(project))
+    changed = differences(before, snapshot(world.project))
     config = (codex_home / "config.toml").read_bytes()
     if config != CONFIG:
         changed.append(f"changed config.toml: {CONFIG!r} -> {config[:300]!r}")
-    seams.check(
+    world.seams.check(
         not changed,
-        "uninstall: the files did not come back byte for byte (CRLF "
-        "AGENTS.md and config.toml with a comment among them)",
+        "uninstall: the files did not come back byte for byte (CRLF AGENTS.md and config.toml "
+        "with a comment among them)",
         changed,
     )
-    seconds["report, recall, uninstall"] = time.monotonic() - started
 
 
 def _tool_surface(body: dict[str, Any]) -> str:
@@ -324,7 +297,11 @@ def _authored(body: dict[str, Any]) -> list[str]:
     return texts
 
 
-def _handed_off(seams: Seams, turns: list[dict[str, Any]], log: str) -> bool:
+def _handed_off(world: World, turns: list[dict[str, Any]]) -> bool:
+    """The request after the checkpoint lost the read and kept every authored text and every
+    untouched item as Codex wrote it; the next request shares its prefix. Whether the handoff
+    was made."""
+    seams = world.seams
     answered = [n for n, t in enumerate(turns) if CHECKPOINT_ID in _calls(t)[1]]
     seams.require(answered, "MCP: no request carries the output of the checkpoint call")
     first = answered[0]
@@ -334,16 +311,7 @@ def _handed_off(seams: Seams, turns: list[dict[str, Any]], log: str) -> bool:
         READ_ID not in calls and READ_ID not in outputs and CHECKPOINT_ID in calls,
         "proxy: the request after the checkpoint (`await tools.mcp__ipse__micro_handoff(...)` "
         "inside Codex's `exec` tool) was not handed off: the read is still there",
-        f"calls {calls}, outputs {outputs}; the proxy's log: "
-        + " | ".join(
-            sorted(
-                {
-                    ln[ln.find("handoff skipped") :]
-                    for ln in log.splitlines()
-                    if "handoff skipped" in ln
-                }
-            )
-        ),
+        f"calls {calls}, outputs {outputs}; the proxy's log: {skipped_handoffs(world.log())}",
     )
     kept = "\n".join(_authored(after))
     lost = [t[:80] for t in _authored(before) if t not in kept]
@@ -379,96 +347,4 @@ def _checkpoint_output(turns: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _measurements(
-    seams: Seams,
-    project: Path,
-    env: dict[str, str],
-    record: Path,
-    log: str,
-    output: str,
-    applied: bool,
-    called: bool,
-) -> None:
-    """The record reads; with a handoff, report and prefix show it and quote one saving; one
-    session key for the checkpoint notes and what the handoff removed."""
-    logged = [m.groups() for m in SAVED.finditer(log)]
-    log_tokens = {int(t) for _, t, _ in logged if t is not None}
-    drops = re.findall(r'next_request_drops\\*"\s*:\s*\{[^}]*?\\*"tokens\\*"\s*:\s*(\d+)', output)
-    mcp_tokens = {int(t) for t in drops}
-    if called:
-        seams.check(
-            mcp_tokens,
-            "MCP: the checkpoint's result does not say what the next request drops, in tokens",
-            output[:600],
-        )
-    else:
-        seams.skip("MCP: the checkpoint's result says what the next request drops", "no call")
-    if applied:
-        seams.check(logged, "proxy log: no line says what the handoff saved", log[-800:])
-        seams.check(
-            log_tokens and log_tokens == mcp_tokens,
-            "one measurement: the proxy log and the MCP result quote different savings",
-            f"log {sorted(log_tokens)}, MCP {sorted(mcp_tokens)}",
-        )
-    if applied:
-        log_bytes = {int(b) for _, _, b in logged}
-        recorded = {h.get("removed_bytes") for h in record_handoffs(record)}
-        seams.check(
-            log_bytes and log_bytes == recorded,
-            "one measurement: the proxy log and its record quote different byte savings",
-            f"log {sorted(log_bytes)}, record removed_bytes {sorted(recorded, key=str)}",
-        )
-    for command in ("report", "prefix"):
-        argv = [command, str(record), "--json"]
-        if command == "report":
-            argv += ["-o", str(record.with_suffix(".html"))]
-        done = run(ipse_argv(*argv), cwd=project, env=env, timeout=120)
-        document = json_out(done)
-        if not seams.check(
-            done.returncode == 0 and document is not None,
-            f"{command}: cannot read the proxy's own record",
-            done.stderr[-600:],
-        ):
-            continue
-        if not applied:
-            seams.skip(f"{command}: shows the handoff and quotes its saving", "no handoff")
-            continue
-        numbers = integers(document)
-        seams.check(
-            shows_handoff(document, CHECKPOINT_ID),
-            f"{command}: does not show the handoff the proxy made (at {CHECKPOINT_ID})",
-        )
-        seams.check(
-            log_tokens and log_tokens <= numbers,
-            f"one measurement: `ipse {command}` does not quote the saving of the proxy log",
-            f"log {sorted(log_tokens)}; {command} {sorted(n for n in numbers if n > 100)[:20]}",
-        )
-
-
-def _recall(seams: Seams, project: Path, env: dict[str, str], applied: bool, called: bool) -> None:
-    """One session key for the checkpoint's notes and what the handoff removed; ``ipse recall``
-    gives back the file content the handoff removed."""
-    if not (called and applied):
-        seams.skip("one session key for the notes and what the handoff removed", "no handoff")
-    else:
-        listed = run(ipse_argv("archive", "list", "--json"), cwd=project, env=env, timeout=60)
-        sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
-        seams.check(
-            listed.returncode == 0 and len(sessions) == 1,
-            "one session key: the checkpoint's notes and what the handoff removed are not filed "
-            "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
-            "wrote to another ipse home)",
-            listed.stdout[:600] + listed.stderr[-300:],
-        )
-    if not applied:
-        seams.skip("recall: `ipse recall` returns the removed file content", "no handoff")
-        return
-    done = run(ipse_argv("recall", READ_ID), cwd=project, env=env, timeout=60)
-    seams.check(
-        done.returncode == 0 and "run 059: parser 12.5 MB/s" in done.stdout,
-        "recall: `ipse recall` does not return the removed file content",
-        f"exit {done.returncode}: {done.stderr[-400:]} {done.stdout[:300]}",
-    )
-
-
-__all__ = ["PROXY_URL", "Result", "journey"]
+__all__ = ["Result", "journey"]

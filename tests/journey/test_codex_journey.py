@@ -41,5 +41,5 @@ def test_codex_first_hour(tmp_path: Path) -> None:
         result = journey(tmp_path, codex)
     except Broken as exc:  # a seam the rest of the journey stands on broke
         pytest.fail(str(exc), pytrace=False)
-    print("seconds:", {k: round(v, 1) for k, v in result.seconds.items()})
-    result.seams.verdict()
+    print("seconds:", {k: round(v, 1) for k, v in result.world.seconds.items()})
+    result.world.seams.verdict()
