@@ -126,7 +126,9 @@ def missing_extras(extras: tuple[str, ...] = EXTRAS) -> list[str]:
 def user_env(home: Path, ipse_home: Path, **extra: str) -> dict[str, str]:
     """The environment a user's shell gives the agent: this machine's, with a fresh HOME and
     ipse home, no agent or provider settings of the tester's, and the tests' virtual environment
-    not active (its ``bin`` off PATH: what install registers must name ipse by path)."""
+    not active (its ``bin`` off PATH: what install registers must name ipse by path). A
+    ``PYTHONPATH`` stays: a checkout that puts its ``src`` there runs its own ipse in the hook
+    and the MCP server too."""
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(
@@ -473,6 +475,20 @@ def same_saving(
             f"one measurement: `ipse {command}` does not quote the saving of the proxy log",
             f"log {sorted(log_tokens)}; {command} {numbers[:20]}",
         )
+
+
+def one_session(world: World) -> None:
+    """The checkpoint's notes (the MCP server) and what the handoff removed (the proxy) are
+    filed under one session, which ``ipse archive list`` shows."""
+    listed = world.ipse("archive", "list", "--json")
+    sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
+    world.seams.check(
+        listed.returncode == 0 and len(sessions) == 1,
+        "one session key: the checkpoint's notes and what the handoff removed are not filed "
+        "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
+        "wrote to another ipse home)",
+        listed.stdout[:600] + listed.stderr[-300:],
+    )
 
 
 def recalls(world: World, item: str, expected: str) -> None:

@@ -29,6 +29,7 @@ from tests.journey._world import (
     handoff_finds,
     health,
     json_out,
+    one_session,
     proxy_port,
     recalls,
     run,
@@ -196,8 +197,10 @@ def _check(world: World, upstream: Any, session: str | None) -> None:
     mcp_result = _checkpoint_result(turns)
     same_saving(world, CHECKPOINT_ID, _mcp_tokens(mcp_result), applied, mcp_result=mcp_result)
     if applied:
+        one_session(world)
         recalls(world, READ_ID, "run 059: parser 12.5 MB/s")
     else:
+        world.seams.skip("one session key for the notes and what the handoff removed", "no handoff")
         world.seams.skip("recall: `ipse recall` returns the removed file content", "no handoff")
 
 

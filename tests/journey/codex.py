@@ -21,11 +21,10 @@ from tests.journey._world import (
     World,
     differences,
     every_command_reads,
-    find_numbers,
     first_difference,
     handoff_finds,
     health,
-    json_out,
+    one_session,
     proxy_port,
     recalls,
     run,
@@ -203,15 +202,7 @@ def _check(world: World, upstream: Any, codex_home: Path, session: str) -> None:
         seams.skip("one session key for the notes and what the handoff removed", "no handoff")
         seams.skip("recall: `ipse recall` returns the removed file content", "no handoff")
         return
-    listed = world.ipse("archive", "list", "--json")
-    sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
-    seams.check(
-        listed.returncode == 0 and len(sessions) == 1,
-        "one session key: the checkpoint's notes and what the handoff removed are not filed "
-        "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
-        "wrote to another ipse home)",
-        listed.stdout[:600] + listed.stderr[-300:],
-    )
+    one_session(world)
     recalls(world, READ_ID, "run 059: parser 12.5 MB/s")
 
 
