@@ -51,7 +51,8 @@ class Broken(AssertionError):
 class Seams:
     """The seams a journey checked: each failure names its seam; a run reports them all."""
 
-    failures: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # each seam with what was seen
+    broken: list[str] = field(default_factory=list)  # the seams alone
     passed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
@@ -65,11 +66,14 @@ class Seams:
             return True
         shown = str(detail)
         self.failures.append(f"{seam}: {shown[:1500]}" if shown else seam)
+        self.broken.append(seam)
         return False
 
     def require(self, ok: object, seam: str, detail: object = "") -> None:
-        """A seam the rest of the journey stands on: stop here when it broke."""
+        """A seam the rest of the journey stands on: stop here when it broke (the journey
+        catches `Broken` and reports what it checked until then)."""
         if not self.check(ok, seam, detail):
+            self.skipped.append("the rest of the journey (not reached: a seam it stands on broke)")
             raise Broken(self.summary())
 
     def summary(self) -> str:

@@ -42,7 +42,7 @@ def test_claude_code_first_hour(tmp_path: Path) -> None:
 
     try:
         result = journey(tmp_path, claude)
-    except Broken as exc:  # a seam the rest of the journey stands on broke
+    except Broken as exc:  # the proxy's port stayed taken
         pytest.fail(str(exc), pytrace=False)
     print("seconds:", {k: round(v, 1) for k, v in result.world.seconds.items()})
     result.world.seams.verdict()
