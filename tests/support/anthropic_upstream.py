@@ -9,15 +9,17 @@ repeats). A reply is a text, or a dict: ``{"text": ..., "tool_use": {"id", "name
 (a tool call, ``stop_reason: "tool_use"``, streamed as ``input_json_delta``), ``{"status": 529}``
 (the API's error document for that status), ``{"stall": SECONDS, "after": N}`` (N events, then
 silence, then the connection closes) or ``{"close_after": N}`` (N events, then the connection
-closes without the rest).
+closes without the rest). Instead of a list, ``replies`` may be a function of the request body
+that returns the reply (a model that answers what it is asked, however many requests come).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -39,6 +41,7 @@ class Upstream:
 
 
 Reply = str | dict[str, Any]
+Replies = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
 _ERRORS = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
            500: "api_error", 529: "overloaded_error"}  # fmt: skip
 
@@ -47,14 +50,16 @@ def _spec(reply: Reply) -> dict[str, Any]:
     return {"text": reply} if isinstance(reply, str) else dict(reply)
 
 
-def _events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _events(
+    reply: Reply, model: str, message_id: str = "msg_scripted"
+) -> Iterator[tuple[str, dict[str, Any]]]:
     spec = _spec(reply)
     text = spec.get("text", "")
     tool = spec.get("tool_use")
     usage = {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0,
              "cache_creation_input_tokens": 0}  # fmt: skip
     yield "message_start", {"type": "message_start", "message": {
-        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+        "id": message_id, "type": "message", "role": "assistant", "model": model,
         "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}  # fmt: skip
     index = 0
     if text or not tool:
@@ -80,8 +85,9 @@ def _events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_stop", {"type": "message_stop"}
 
 
-def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
+    answered = itertools.count(1)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -115,17 +121,23 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             if path.endswith("/count_tokens"):
                 self._json(200, {"input_tokens": len(raw) // 4})
             elif path == "/v1/messages":
-                reply = replies[min(max(turn, 0), len(replies) - 1)]
+                if callable(replies):
+                    reply = replies(body)
+                else:
+                    reply = replies[min(max(turn, 0), len(replies) - 1)]
                 spec = _spec(reply)
                 model = str(body.get("model", "claude"))
+                # every message the API answers has an id of its own (Claude Code groups the
+                # records of one response by it when it resumes a session)
+                message_id = f"msg_scripted_{next(answered):04d}"
                 if "status" in spec:
                     kind = _ERRORS.get(spec["status"], "api_error")
                     error = {"type": kind, "message": f"scripted {spec['status']}"}
                     self._json(spec["status"], {"type": "error", "error": error})
                 elif body.get("stream"):
-                    self._stream(reply, model)
+                    self._stream(reply, model, message_id)
                 else:
-                    self._json(200, _message(reply, model))
+                    self._json(200, _message(reply, model, message_id))
             else:
                 error = {"type": "not_found_error", "message": self.path}
                 self._json(404, {"type": "error", "error": error})
@@ -138,7 +150,7 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, reply: Reply, model: str) -> None:
+        def _stream(self, reply: Reply, model: str, message_id: str) -> None:
             spec = _spec(reply)
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -146,7 +158,7 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             self.send_header("connection", "close")
             self.end_headers()
             stop_after = spec.get("after", spec.get("close_after"))
-            for n, (name, data) in enumerate(_events(reply, model)):
+            for n, (name, data) in enumerate(_events(reply, model, message_id)):
                 if stop_after is not None and n >= stop_after:
                     if "stall" in spec:
                         time.sleep(spec["stall"])
@@ -158,7 +170,7 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
     return Handler
 
 
-def _message(reply: Reply, model: str) -> dict[str, Any]:
+def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict[str, Any]:
     spec = _spec(reply)
     content: list[dict[str, Any]] = []
     if spec.get("text") or not spec.get("tool_use"):
@@ -166,13 +178,13 @@ def _message(reply: Reply, model: str) -> dict[str, Any]:
     if spec.get("tool_use"):
         content.append({"type": "tool_use", **spec["tool_use"]})
     stop = "tool_use" if spec.get("tool_use") else "end_turn"
-    return {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": stop,
             "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3}}  # fmt: skip
 
 
 @contextmanager
-def anthropic_upstream(replies: Sequence[Reply] = ("OK.",)) -> Iterator[Upstream]:
+def anthropic_upstream(replies: Replies = ("OK.",)) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
     with serve(_handler(upstream, replies)) as url:

@@ -7,15 +7,20 @@ It records every request (path, headers, JSON body) and answers as the API docum
 with a ``response`` object, or the event sequence ``response.created``,
 ``response.output_item.added``, ``response.output_text.delta``, ``response.output_item.done``,
 ``response.completed``. A reply is a text or
-``{"text": ..., "tool_call": {"id", "name", "arguments"}}``, with ``"close_after": N`` to close
-the connection after N streamed events (each request takes the next reply; the last repeats).
+``{"text": ..., "tool_call": {"id", "name", "arguments"}}``, or on the Responses API
+``{"text": ..., "custom_tool_call": {"id", "name", "input"}}`` (a freeform tool call, such as
+Codex's ``exec`` code tool, streamed as ``response.custom_tool_call_input.delta``), with
+``"close_after": N`` to close the connection after N streamed events (each request takes the
+next reply; the last repeats). Instead of a list, ``replies`` may be a function of the request
+body that returns the reply. Every response and output item has an id of its own, as the API's.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -24,6 +29,7 @@ from typing import Any
 from tests.support.serving import serve
 
 Reply = str | dict[str, Any]
+Replies = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
 
 
 @dataclass
@@ -79,20 +85,28 @@ def _chat_chunks(reply: Reply, model: str, usage: bool) -> Iterator[dict[str, An
         yield {**base, "choices": [], "usage": _chat_usage()}
 
 
-def _response(reply: Reply, model: str, status: str = "completed") -> dict[str, Any]:
+def _response(
+    reply: Reply, model: str, status: str = "completed", serial: int = 0
+) -> dict[str, Any]:
     spec = _spec(reply)
     output: list[dict[str, Any]] = []
-    if spec.get("text") or not spec.get("tool_call"):
-        output.append({"type": "message", "id": "msg_scripted", "status": "completed",
+    tail = f"_{serial:04d}" if serial else ""
+    if spec.get("text") or not (spec.get("tool_call") or spec.get("custom_tool_call")):
+        output.append({"type": "message", "id": f"msg_scripted{tail}", "status": "completed",
                        "role": "assistant",
                        "content": [{"type": "output_text", "text": spec.get("text", ""),
                                     "annotations": []}]})  # fmt: skip
     call = spec.get("tool_call")
     if call:
-        output.append({"type": "function_call", "id": "fc_scripted", "call_id": call["id"],
+        output.append({"type": "function_call", "id": f"fc_scripted{tail}", "call_id": call["id"],
                        "name": call["name"], "arguments": call["arguments"],
                        "status": "completed"})  # fmt: skip
-    return {"id": "resp_scripted", "object": "response", "created_at": 0, "status": status,
+    custom = spec.get("custom_tool_call")
+    if custom:
+        output.append({"type": "custom_tool_call", "id": f"ctc_scripted{tail}",
+                       "call_id": custom["id"], "name": custom["name"],
+                       "input": custom["input"], "status": "completed"})  # fmt: skip
+    return {"id": f"resp_scripted{tail}", "object": "response", "created_at": 0, "status": status,
             "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
             "tools": [],
             "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
@@ -100,8 +114,10 @@ def _response(reply: Reply, model: str, status: str = "completed") -> dict[str, 
                       "total_tokens": 13}}  # fmt: skip
 
 
-def _response_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    final = _response(reply, model)
+def _response_events(
+    reply: Reply, model: str, serial: int = 0
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    final = _response(reply, model, serial=serial)
     started = {**final, "status": "in_progress", "output": [], "usage": None}
     n = 0
     yield (
@@ -113,6 +129,8 @@ def _response_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, 
         added = {**item, "status": "in_progress"}
         if item["type"] == "message":
             added["content"] = []
+        if item["type"] == "custom_tool_call":
+            added["input"] = ""
         yield "response.output_item.added", {"type": "response.output_item.added",
                                              "sequence_number": n, "output_index": index,
                                              "item": added}  # fmt: skip
@@ -123,6 +141,15 @@ def _response_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, 
                                                  "output_index": index, "content_index": 0,
                                                  "delta": item["content"][0]["text"],
                                                  "logprobs": []}  # fmt: skip
+        if item["type"] == "custom_tool_call":
+            n += 1
+            yield "response.custom_tool_call_input.delta", {
+                "type": "response.custom_tool_call_input.delta", "sequence_number": n,
+                "item_id": item["id"], "output_index": index, "delta": item["input"]}  # fmt: skip
+            n += 1
+            yield "response.custom_tool_call_input.done", {
+                "type": "response.custom_tool_call_input.done", "sequence_number": n,
+                "item_id": item["id"], "output_index": index, "input": item["input"]}  # fmt: skip
         n += 1
         yield "response.output_item.done", {"type": "response.output_item.done",
                                             "sequence_number": n, "output_index": index,
@@ -132,8 +159,9 @@ def _response_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, 
                                  "response": final}  # fmt: skip
 
 
-def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
+    answered = itertools.count(1)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -150,7 +178,7 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
                     {"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw}
                 )
                 turn = len(upstream.received) - 1
-            reply = replies[min(turn, len(replies) - 1)]
+            reply = replies(body) if callable(replies) else replies[min(turn, len(replies) - 1)]
             model = str(body.get("model", "gpt"))
             path = self.path.split("?")[0]
             if path.endswith("/chat/completions"):
@@ -161,14 +189,15 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
                 else:
                     self._json(200, _chat(reply, model))
             elif path.endswith("/responses"):
+                serial = next(answered)
                 if body.get("stream"):
                     self._events(
-                        _response_events(reply, model),
+                        _response_events(reply, model, serial),
                         done=False,
                         close_after=_spec(reply).get("close_after"),
                     )
                 else:
-                    self._json(200, _response(reply, model))
+                    self._json(200, _response(reply, model, serial=serial))
             else:
                 error = {"message": f"no route {path}", "type": "invalid_request_error",
                          "param": None, "code": None}  # fmt: skip
@@ -202,7 +231,7 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
 
 
 @contextmanager
-def openai_upstream(replies: Sequence[Reply] = ("OK.",)) -> Iterator[Upstream]:
+def openai_upstream(replies: Replies = ("OK.",)) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
     with serve(_handler(upstream, replies)) as url:
