@@ -132,6 +132,9 @@ def _render(report: dict[str, Any]) -> None:
             )
         names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
         print_table(out, "requests", [(name, "left") for name in names], rows)
+    if report.get("other_exchanges"):
+        others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
+        out.print(f"other exchanges (not conversation turns): {others}", markup=False)
     if "message_index" in report:
         _render_messages(out, report["message_index"])
 

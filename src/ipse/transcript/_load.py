@@ -37,6 +37,8 @@ class Source:
     session: ClaudeCodeSession | None = None
     exchanges: list[Exchange] | None = None
     warnings: list[str] = field(default_factory=list)
+    # a log's exchanges that are not conversation turns, by method and path (``HEAD /``: 1)
+    other_exchanges: dict[str, int] = field(default_factory=dict)
 
     def current(self) -> Conversation:
         """The conversation as the model last saw it."""
@@ -90,8 +92,9 @@ def _load(path: str | Path, format: str | None, thread: str | None, skip_bad_lin
     if name == "codex":
         rollout = read_rollout(p, skip_bad_lines=skip_bad_lines, warnings=warnings)
         return Source(name, p, thread=rollout, warnings=warnings)
-    exchanges = read_http_log(p, skip_bad_lines=skip_bad_lines, warnings=warnings)
-    return Source(name, p, exchanges=exchanges, warnings=warnings)
+    others: dict[str, int] = {}
+    exchanges = read_http_log(p, skip_bad_lines=skip_bad_lines, warnings=warnings, others=others)
+    return Source(name, p, exchanges=exchanges, warnings=warnings, other_exchanges=others)
 
 
 def read_conversation(
