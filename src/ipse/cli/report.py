@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ipse.cli._output import console, emit_json, progress, terminal_progress
+from ipse.cli._output import console, emit_json, progress, terminal_progress, warn
 from ipse.transcript import FORMATS
 
 
@@ -67,6 +67,9 @@ def report_command(
             progress=lambda items: progress(items, "analysing"),
         )
     size = write_report(data, output)
+    if not as_json:
+        for line in data.warnings:
+            warn(line)
     if as_json:
         emit_json({**data.to_json(), "output": str(output), "bytes": size})
     else:

@@ -39,7 +39,7 @@ def _read(path: Path, name: str, warnings: list[str]) -> Conversation:
     if name == "gemini-cli":
         from ipse.transcript.formats.gemini_cli import read_gemini
 
-        return read_gemini(path, data)
+        return read_gemini(path, data, warnings)
     document = parse_json(data, path)
     if name == "cline":
         from ipse.transcript.formats.cline import read_history

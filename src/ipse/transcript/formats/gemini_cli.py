@@ -88,14 +88,16 @@ def _contents(items: list[Any]) -> bool:
 # ------------------------------------------------------------------------------------ sessions
 
 
-def read_session_records(path: Path, data: bytes) -> list[Mapping[str, Any]]:
+def read_session_records(
+    path: Path, data: bytes, warnings: list[str] | None = None
+) -> list[Mapping[str, Any]]:
     """The live message records of a session file (JSONL or legacy JSON)."""
     if not (_is_jsonl(data) and b"\n" in data.strip()):
         document = parse_json(data, path)
         messages = document.get("messages") if isinstance(document, Mapping) else None
         return [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
     live: dict[str, Mapping[str, Any]] = {}
-    for record in iter_jsonl(data, path):
+    for record in iter_jsonl(data, path, warnings=warnings):
         value = record.data
         rewind = value.get("$rewindTo")
         if isinstance(rewind, str):
@@ -130,13 +132,13 @@ def _is_jsonl(data: bytes) -> bool:
     return True
 
 
-def read_session(path: str | Path, data: bytes) -> Conversation:
+def read_session(path: str | Path, data: bytes, warnings: list[str] | None = None) -> Conversation:
     """A Gemini CLI session file as a read-only conversation."""
     p = Path(path)
     messages: list[Message] = []
     skipped: Counter[str] = Counter()
     model: str | None = None
-    for position, record in enumerate(read_session_records(p, data)):
+    for position, record in enumerate(read_session_records(p, data, warnings)):
         kind = record.get("type")
         meta = {"index": position, "id": record.get("id"), "timestamp": record.get("timestamp")}
         if kind == "user":
@@ -326,11 +328,11 @@ def _conversation(
     )
 
 
-def read_gemini(path: str | Path, data: bytes) -> Conversation:
+def read_gemini(path: str | Path, data: bytes, warnings: list[str] | None = None) -> Conversation:
     """A session (JSON or JSONL) or a checkpoint, by its shape."""
     p = Path(path)
     if _is_jsonl(data) and b"\n" in data.strip():
-        return read_session(p, data)
+        return read_session(p, data, warnings)
     document = parse_json(data, p)
     if isinstance(document, Mapping) and looks_like_session(document):
         return read_session(p, data)

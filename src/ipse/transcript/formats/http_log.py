@@ -28,7 +28,14 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import InputError, os_error
 from ipse.transcript._codec import codec
-from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
+from ipse.transcript._jsonl import (
+    BAD_LINE,
+    NOT_AN_OBJECT,
+    check_text_head,
+    parse_json,
+    read_text_bytes,
+    unterminated,
+)
 from ipse.transcript._model import Conversation, Dialect
 from ipse.transcript._sniff import body_dialect
 from ipse.transcript._time import parse_time
@@ -202,21 +209,19 @@ def _stream_jsonl(
             try:
                 value = jsonio.loads(line)
             except jsonio.JSONDecodeError as exc:
+                if unterminated(line, number, p, warnings):
+                    continue
                 if skip_bad_lines:
                     warnings.append(f"{p}:line {number}: skipped a line that is not JSON")
                     continue
-                raise InputError(
-                    "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
-                    path=p,
-                    position=f"line {number}",
-                ) from exc
+                raise InputError(BAD_LINE, path=p, position=f"line {number}") from exc
             if not isinstance(value, Mapping):
+                if unterminated(line, number, p, warnings):
+                    continue
                 if skip_bad_lines:
                     warnings.append(f"{p}:line {number}: skipped a line that is not an object")
                     continue
-                raise InputError(
-                    "a JSONL line that is not a JSON object", path=p, position=f"line {number}"
-                )
+                raise InputError(NOT_AN_OBJECT, path=p, position=f"line {number}")
             yield f"{p}:line {number}", value
 
 
