@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
@@ -27,10 +28,12 @@ from ipse.errors import IpseError
 from ipse.handoff import CHECKPOINT_TOOL, RATES, break_even
 from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests
 from ipse.prefix._growing import SharedHistory
-from ipse.tokens import default_counter
+from ipse.tokens import default_counter, tokenizer_label
 from ipse.transcript import Conversation, Message, Text, ToolCall
-from ipse.transcript._codec import body_codec
+from ipse.transcript._codec import body_codec, codec
+from ipse.transcript._sniff import detect
 from ipse.transcript._stats import TokenTally, block_kind, block_text
+from ipse.transcript._write import WRITABLE_FORMATS
 from ipse.transcript.formats.openai_responses import read_item
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -132,6 +135,9 @@ class ReportData:
     checkpoints: tuple[Checkpoint, ...]
     command: str
     warnings: tuple[str, ...] = field(default=())
+    # why the input has no requests to replay (a harness file that records one conversation,
+    # not the requests sent): the prompt cache and the handoff sections are then empty
+    no_requests: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -140,6 +146,7 @@ class ReportData:
             "provider": self.provider,
             "tokens_estimated_by": self.tokens_by,
             "command": self.command,
+            "no_requests": self.no_requests,
             "summary": dict(self.summary),
             "requests": [p.to_json() for p in self.points],
             "top_tools": [{"tool": t, "tokens": n} for t, n in self.top_tools],
@@ -157,6 +164,9 @@ def collect(
     progress: Progress | None = None,
 ) -> ReportData:
     """Read ``path`` and compute every number the report shows."""
+    name = format or (detect(path) if Path(path).exists() else None)
+    if name is not None and name not in WRITABLE_FORMATS and name != "http-log":
+        return _conversation_only(path, name, command)
     log = read_requests(path, format)
     report = analyze(log.requests, provider, progress=progress, warnings=log.warnings)
     tally = _Composition(log.requests)
@@ -172,6 +182,63 @@ def collect(
         checkpoints=tuple(_checkpoints(points, report.provider)),
         command=command,
         warnings=tuple(report.warnings),
+    )
+
+
+def _conversation_only(path: str, name: str, command: str) -> ReportData:
+    """The report of an input that holds one conversation but not the requests that carried
+    it (OpenHands events, Gemini CLI sessions): what fills it, as one point; nothing about the
+    prompt cache or handoffs, which need the requests, and the page says so."""
+    from ipse.transcript import load
+
+    source = load(path, name)
+    conversation = source.current()
+    tally = TokenTally(default_counter())
+    tally.add_front(conversation)
+    tally.add_messages(conversation.messages)
+    composition = {kind: tally.by_kind.get(kind, 0) for kind in KINDS}
+    names = _call_names(conversation.messages)
+    tools: dict[str, int] = {}
+    for message in conversation.messages:
+        for block in message.blocks:
+            call_name, result_of = _call_and_result(block)
+            tool = call_name if result_of is None else names.get(result_of, _UNKNOWN_TOOL)
+            if tool is not None:
+                tools[tool] = tools.get(tool, 0) + tally.count(block_text(block))
+    point = Point(
+        index=0,
+        time=None,
+        model=conversation.model,
+        context_tokens=sum(composition.values()),
+        composition=composition,
+        tool_tokens=tools,
+        cache_read=0,
+        cache_write=0,
+        uncached=0,
+        cache_source="not recorded",
+        cause=None,
+        cause_detail=None,
+        lost_tokens=0,
+        cost_lost_usd=0.0,
+        marker=None,
+        human_turn=False,
+    )
+    return ReportData(
+        source=str(path),
+        format=name,
+        provider=codec(conversation.dialect).provider,
+        tokens_by=tokenizer_label(default_counter(), conversation.model),
+        points=(point,),
+        summary={"requests": 0, "hit_rate": 0.0, "cost_usd": 0.0, "cost_lost_usd": 0.0},
+        top_tools=_top_tools((point,)),
+        checkpoints=(),
+        command=command,
+        warnings=tuple(source.warnings),
+        no_requests=(
+            f"this {name} file records the conversation, not the requests sent to the model: "
+            "the whole conversation is shown as one point, and there is no prompt cache to "
+            "replay and no sequence of requests to hand off in"
+        ),
     )
 
 

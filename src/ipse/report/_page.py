@@ -80,6 +80,13 @@ def _label(point: Point) -> str:
 
 def _header(data: ReportData) -> str:
     summary = data.summary
+    if data.no_requests:
+        return (
+            f'<h1>Where the tokens went</h1><p class="meta">{escape(data.source)} · '
+            f"{escape(data.format)} · tokens counted by {escape(data.tokens_by)}</p>"
+            f'<p class="note">{escape(data.no_requests)}.</p>'
+            + "".join(f"<li>{escape(w)}</li>" for w in data.warnings)
+        )
     cards = [
         ("requests", f"{summary.get('requests', len(data.points)):,}"),
         ("cache hit rate", f"{100 * float(summary.get('hit_rate', 0.0)):.1f}%"),
@@ -145,6 +152,12 @@ def _composition_section(data: ReportData, labels: Sequence[str]) -> str:
 
 def _cache_section(data: ReportData, labels: Sequence[str]) -> str:
     points = data.points
+    if data.no_requests:
+        return (
+            '<h2 id="cache">Prompt cache</h2><p class="note">Nothing to show: the prompt cache '
+            f"needs the requests as sent, and a {escape(data.format)} file does not record "
+            "them.</p>"
+        )
     layers = [
         Series("read from cache", "c-read", [p.cache_read for p in points]),
         Series("written to cache", "c-write", [p.cache_write for p in points]),
@@ -182,6 +195,12 @@ def _cache_section(data: ReportData, labels: Sequence[str]) -> str:
 
 
 def _handoff_section(data: ReportData) -> str:
+    if data.no_requests:
+        return (
+            '<h2 id="handoff">Micro-handoff</h2><p class="note">Nothing to show: what a handoff '
+            "would save is counted over the requests that follow it, and a "
+            f"{escape(data.format)} file does not record them.</p>"
+        )
     best = sorted(data.checkpoints, key=lambda c: -c.saved_usd)[:15]
     rows = [
         [
