@@ -25,9 +25,10 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.errors import IpseError
-from ipse.handoff import CHECKPOINT_TOOL, RATES, break_even
-from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests
+from ipse.handoff import CHECKPOINT_TOOL, RATES, CacheRates, break_even, is_checkpoint
+from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests, rules
 from ipse.prefix._growing import SharedHistory
+from ipse.prefix._requests import UNRECORDED_FRONT
 from ipse.tokens import default_counter, tokenizer_label
 from ipse.transcript import Conversation, Message, Text, ToolCall
 from ipse.transcript._codec import body_codec, codec
@@ -40,6 +41,7 @@ Progress = Callable[[Iterable[Any]], Iterable[Any]]
 
 # What fills the context, in drawing order (bottom to top).
 KINDS = (
+    "not_recorded",
     "system",
     "tools",
     "human_text",
@@ -51,6 +53,11 @@ KINDS = (
     "other",
 )
 REMOVABLE = ("tool_calls", "tool_results", "thinking")  # what a handoff takes out
+# Inputs that do not record the whole request: a Claude Code session without its journal (no
+# system prompt, no tool definitions: `UNRECORDED_FRONT` stands for them) and a Codex rollout
+# (no tool definitions). What the recorded usage holds beyond what is counted is shown as the
+# ``not_recorded`` band, so the composition adds up to the context size.
+_PARTLY_RECORDED = ("codex",)
 DROP = 0.3  # a request this much smaller than the one before marks a reset of the context
 _COMPACTED = "continued from a previous conversation"  # how a compaction summary opens
 
@@ -75,6 +82,9 @@ class Point:
     cost_lost_usd: float
     marker: str | None  # compaction | handoff | reset
     human_turn: bool  # the newest input is the human's own words
+    cost_usd: float = 0.0  # the request's input cost (`ipse.prefix.Row.cost_usd`)
+    price_usd: float = 0.0  # the model's base price of one input token
+    read_multiplier: float = 0.0  # a cached token's share of that price
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,7 +180,8 @@ def collect(
     log = read_requests(path, format)
     report = analyze(log.requests, provider, progress=progress, warnings=log.warnings)
     tally = _Composition(log.requests)
-    points = tuple(_points(log, report, tally))
+    applied = _proxy_handoffs(log) if log.format == "http-log" else frozenset()
+    points = tuple(_points(log, report, tally, applied))
     return ReportData(
         source=str(log.path),
         format=log.format,
@@ -605,14 +616,46 @@ def _call_and_result(block: Any) -> tuple[str | None, str | None]:
     return (None, call_id) if isinstance(call_id, str) else (None, None)
 
 
-def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Iterable[Point]:
+def _proxy_handoffs(log: RequestLog) -> frozenset[str]:
+    """The requests (by where they stand in the log) that an ipse proxy rewrote at a
+    checkpoint: its record says so (``ipse.handoff.applied``), whatever the handoff's size."""
+    from ipse.transcript.formats import http_log
+
+    found = set()
+    for where, entry in http_log.iter_entries(log.path):
+        extra = entry.get("ipse")
+        handoff = extra.get("handoff") if isinstance(extra, Mapping) else None
+        if isinstance(handoff, Mapping) and handoff.get("applied") is True:
+            found.add(where)
+    return frozenset(found)
+
+
+def _points(
+    log: RequestLog,
+    report: PrefixReport,
+    tally: _Composition,
+    applied: frozenset[str] = frozenset(),
+) -> Iterable[Point]:
     previous = 0
+    table = prices()
+    rates: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
+    cache_rules = rules(report.provider)
     for request, row in zip(log.requests, report.rows, strict=True):
         composition, tools = tally.of(request)
         cache = row.actual or row.predicted
-        context = cache.total or sum(composition.values())
-        marker = _marker(request, previous, context, tally)
+        unseen = request.body.get("system") is UNRECORDED_FRONT
+        if unseen:
+            composition["system"] = 0  # (the placeholder's own words are not the prompt)
+        counted = sum(composition.values())
+        context = cache.total or counted
+        if unseen or log.format in _PARTLY_RECORDED:
+            composition["not_recorded"] = max(0, context - counted)
+        marker = "handoff" if request.source in applied else None
+        marker = marker or _marker(request, previous, context, tally)
         previous = context
+        if row.model not in rates:
+            price = table.price(row.model, report.provider)[0] / 1_000_000
+            rates[row.model] = (price, cache_rules.read_multiplier(row.model))
         yield Point(
             index=row.index,
             time=row.time,
@@ -630,6 +673,9 @@ def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Itera
             cost_lost_usd=row.cost_lost_usd,
             marker=marker,
             human_turn=tally.human_turn(request),
+            cost_usd=row.cost_usd,
+            price_usd=rates[row.model][0],
+            read_multiplier=rates[row.model][1],
         )
 
 
@@ -668,28 +714,53 @@ def _top_tools(points: Sequence[Point], limit: int = 12) -> tuple[tuple[str, int
 
 
 def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[Checkpoint]:
+    """At each new human turn: what a handoff there would have saved over the requests that
+    follow it, up to the next compaction, handoff or reset (which removes those tokens anyway).
+
+    A later request saves the removed tokens it would have read from the cache (never more
+    than its context, at its own model's read price) and never more than it cost; the
+    handoff's own request pays for writing the shorter prefix. So a saving never exceeds what
+    the requests after it cost. The checkpoint tool's own call and result are not removable
+    (a handoff keeps them): a turn whose only tool traffic they are suggests nothing."""
     rates = RATES["anthropic-5m" if provider == "anthropic" else "openai"]
-    table = prices()
+    ends = _segment_ends(points)
     for position, point in enumerate(points):
         if not point.human_turn or position == 0:
             continue
-        removable = sum(point.composition.get(kind, 0) for kind in REMOVABLE)
-        later = len(points) - position
+        kept = sum(n for name, n in point.tool_tokens.items() if is_checkpoint(name))
+        removable = sum(point.composition.get(kind, 0) for kind in REMOVABLE) - kept
         if removable <= 0:
             continue
         tokens_now = point.context_tokens
-        turns, per_turn, extra = break_even(tokens_now, tokens_now - removable, 1.0, rates)
-        saved = max(0.0, (later - 1) * per_turn - extra)
-        price, _ = table.price(point.model, provider)
+        end = ends[position]
+        own = CacheRates(write=rates.write, read=point.read_multiplier)
+        turns, _, extra = break_even(tokens_now, tokens_now - removable, 1.0, own)
+        saved_tokens = -max(0.0, extra)  # base-price tokens: the rewrite's own write first
+        saved_usd = saved_tokens * point.price_usd
+        for after in points[position + 1 : end]:
+            gone = min(removable, after.context_tokens) * after.read_multiplier
+            saved_tokens += gone
+            saved_usd += min(gone * after.price_usd, after.cost_usd)
         yield Checkpoint(
             index=point.index,
             tokens_now=tokens_now,
             removable=removable,
-            later_requests=later,
+            later_requests=end - position,
             break_even_turns=turns,
-            saved_tokens=round(saved),
-            saved_usd=saved * price / 1_000_000,
+            saved_tokens=max(0, round(saved_tokens)),
+            saved_usd=max(0.0, saved_usd),
         )
+
+
+def _segment_ends(points: Sequence[Point]) -> list[int]:
+    """Per point: the position of the next marked point after it (or the end)."""
+    ends = [len(points)] * len(points)
+    end = len(points)
+    for position in range(len(points) - 1, -1, -1):
+        ends[position] = end
+        if points[position].marker is not None:
+            end = position
+    return ends
 
 
 __all__ = ["KINDS", "Checkpoint", "Point", "ReportData", "collect"]

@@ -15,6 +15,7 @@ from ipse.report._data import KINDS, Checkpoint, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
 
 _NAMES = {
+    "not_recorded": "not recorded in the input (system prompt, tools: sized from the usage)",
     "system": "system prompt",
     "tools": "tool definitions",
     "human_text": "human text",
@@ -34,7 +35,7 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem}
 .grid{stroke:#e4e8ec}.axis{font-size:11px;fill:#59636e}.line{fill:none;stroke:#2b6cb0;stroke-width:1.5}
 .point{fill:#2b6cb0}.marker{stroke-width:1.5;stroke-dasharray:4 3}.marker.compaction{stroke:#b7791f}
 .marker.handoff{stroke:#2f855a}.marker.reset{stroke:#c53030}
-.k-system{fill:#a0aec0}.k-tools{fill:#cbd5e0}.k-human_text{fill:#3182ce}.k-agent_text{fill:#63b3ed}
+.k-not_recorded{fill:#e2e8f0}.k-system{fill:#a0aec0}.k-tools{fill:#cbd5e0}.k-human_text{fill:#3182ce}.k-agent_text{fill:#63b3ed}
 .k-harness_text{fill:#90cdf4}.k-tool_calls{fill:#dd6b20}.k-tool_results{fill:#f6ad55}
 .k-thinking{fill:#9f7aea}.k-other{fill:#718096}
 .c-read{fill:#38a169}.c-write{fill:#d69e2e}.c-uncached{fill:#e53e3e}
@@ -128,7 +129,8 @@ def _context_section(points: Sequence[Point], labels: Sequence[str]) -> str:
     note = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
     return (
         f'<h2 id="context">Context size</h2>{chart}<p class="note">Marked: {note} '
-        "(the context shrank by 30% or more before the marked request).</p>"
+        "(a handoff an ipse proxy made, as its record says, whatever its size; otherwise the "
+        "context shrank by 30% or more before the marked request).</p>"
     )
 
 
