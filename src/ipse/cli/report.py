@@ -23,7 +23,12 @@ from ipse.transcript import FORMATS
     show_default=True,
     help="Where to write the page.",
 )
-@click.option("--open", "open_page", is_flag=True, help="Open the page in a browser afterwards.")
+@click.option(
+    "--open",
+    "open_page",
+    is_flag=True,
+    help="Open the page in a browser afterwards (without one, say so on stderr).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Name the input format.")
 @click.option(
     "--provider",
@@ -76,5 +81,5 @@ def report_command(
         console().print(
             f"wrote {output} ({size:,} bytes, {len(data.points):,} requests)", markup=False
         )
-    if open_page:
-        webbrowser.open(output.resolve().as_uri())
+    if open_page and not webbrowser.open(output.resolve().as_uri()):
+        warn(f"no browser found to open the page: open {output.resolve()} yourself")

@@ -210,7 +210,7 @@ def _handoff_section(data: ReportData) -> str:
             f"{c.tokens_now:,}",
             f"{c.removable:,}",
             f"{c.later_requests:,}",
-            str(c.break_even_turns) if c.break_even_turns is not None else "never",
+            _requests(c.break_even_turns) if c.break_even_turns is not None else "never",
             f"{c.saved_tokens:,}",
             f"${c.saved_usd:,.4f}",
         ]
@@ -235,6 +235,10 @@ def _handoff_section(data: ReportData) -> str:
             rows,
         )
     )
+
+
+def _requests(count: int) -> str:
+    return f"{count:,} request{'' if count == 1 else 's'}"
 
 
 OPEN_TABLE_ROWS = 1000
