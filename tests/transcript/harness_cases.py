@@ -208,6 +208,70 @@ def swe_agent_traj() -> dict[str, Any]:
     }
 
 
+CLASSIC_TASK = (
+    "We're currently solving the following issue within our repository. Here's the issue "
+    "text:\nISSUE:\nSyntaxError in tests/missing_colon.py\n\nINSTRUCTIONS:\nNow, you're "
+    "going to solve this issue on your own."
+)
+CLASSIC_THOUGHTS = (
+    "First I'll find the file the issue names.",
+    "The file is in tests; I'll open it.",
+    "Line 4 lacks its colon; I'll add it.",
+    "The colon is there now; I'll submit.",
+)
+CLASSIC_ACTIONS = (
+    "find_file missing_colon.py",
+    "open tests/missing_colon.py",
+    "edit 4:4\ndef division(dividend: int, divisor: int) -> float:\nend_of_edit",
+    "submit",
+)
+CLASSIC_OBSERVATIONS = (
+    'Found 1 matches for "missing_colon.py" in /repo:\n/repo/tests/missing_colon.py'
+    "\n(Open file: n/a)\n(Current directory: /repo)\nbash-$",
+    "[File: /repo/tests/missing_colon.py (10 lines total)]\n1:#!/usr/bin/env python3\n2:\n"
+    "3:\n4:def division(dividend: int, divisor: int) -> float\n5:    answer = dividend / "
+    "divisor\n(Open file: /repo/tests/missing_colon.py)\n(Current directory: /repo)\nbash-$",
+    "File updated. Please review the changes and make sure they are correct.\n"
+    "(Open file: /repo/tests/missing_colon.py)\n(Current directory: /repo)\nbash-$",
+    "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n-def division(dividend: "
+    "int, divisor: int) -> float\n+def division(dividend: int, divisor: int) -> float:",
+)
+
+
+def swe_agent_classic_traj() -> dict[str, Any]:
+    """A SWE-agent .traj of the classic text-action shape (0.7 and the 1.0 ``thought_action``
+    parser): no function calls; the assistant's reply holds its thought and a command in a
+    code block (``thought``, ``action``), and the environment's answer comes back as a
+    ``user`` item. A demonstration (``is_demo``) precedes the task statement."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "SETTING: You are an autonomous programmer...",
+         "agent": "primary"},
+        {"role": "user", "content": "Here is a demonstration of how to correctly accomplish "
+         "this task.\n--- DEMONSTRATION ---\n...\n--- END OF DEMONSTRATION ---",
+         "agent": "primary", "is_demo": True},
+        {"role": "user", "content": CLASSIC_TASK, "agent": "primary"},
+    ]  # fmt: skip
+    steps = []
+    for thought, action, observation in zip(
+        CLASSIC_THOUGHTS, CLASSIC_ACTIONS, CLASSIC_OBSERVATIONS, strict=True
+    ):
+        response = f"{thought}\n```\n{action}\n```"
+        history.append(
+            {"role": "assistant", "content": response, "thought": thought,
+             "action": action + "\n", "agent": "primary"}
+        )  # fmt: skip
+        history.append({"role": "user", "content": observation, "agent": "primary"})
+        steps.append({"response": response, "thought": thought, "action": action + "\n",
+                      "observation": observation, "state": "{}"})  # fmt: skip
+    return {
+        "environment": "swe_main",
+        "trajectory": steps,
+        "history": history,
+        "info": {"exit_status": "submitted", "submission": CLASSIC_OBSERVATIONS[-1],
+                 "model_stats": {"api_calls": 4}},
+    }  # fmt: skip
+
+
 def mini_swe_agent_traj(*, with_model: bool = True) -> dict[str, Any]:
     """A mini-swe-agent 1.1 trajectory: litellm message dicts with ``extra`` and an exit record."""
     config = {"model": {"model_name": "deepseek/deepseek-chat"}} if with_model else {}
