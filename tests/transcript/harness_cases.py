@@ -554,6 +554,63 @@ def gemini_session_jsonl() -> list[dict[str, Any]]:
     ]
 
 
+SESSION_CONTEXT = (
+    "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+    "Today's date is Monday, March 2, 2026 (formatted according to the user's locale).\n"
+    "My operating system is: linux\nThe project's temporary directory is: /home/u/.gemini/"
+    "tmp/proj\n- **Workspace Directories:**\n  - /home/u/proj\n- **Directory Structure:**"
+    "\n\nShowing up to 200 items (files + folders).\n\n/home/u/proj/\n├───README.md\n"
+    "└───parser.py\n\n\n</session_context>"
+)
+
+
+def gemini_061_session_jsonl() -> list[dict[str, Any]]:
+    """A Gemini CLI 0.61 session of one prompt and two tool calls, as its chat recording
+    writes it (``chatRecordingService``, ``geminiChat``, bundled in @google/gemini-cli 0.61):
+    the history set at start (``$set.messages``) holding the injected ``<session_context>``
+    as a user message, the prompt, the model's calls (``toolCalls`` with their results), and
+    each function response sent back recorded again as a synthetic ``user`` message whose
+    only parts are ``functionResponse``."""
+
+    def stamp(n: int) -> str:
+        return f"2026-03-02T10:00:{n:02d}.000Z"
+
+    def call(n: int, name: str, args: dict[str, Any], output: str) -> dict[str, Any]:
+        response = {"functionResponse": {"id": f"{name}-{n}", "name": name,
+                                         "response": {"output": output}}}  # fmt: skip
+        return {"id": f"{name}-{n}", "name": name, "args": args, "result": [response],
+                "status": "success", "timestamp": stamp(n), "displayName": name,
+                "description": "", "renderOutputAsMarkdown": False}  # fmt: skip
+
+    calls = [
+        call(3, "read_file", {"file_path": "README.md"}, "# proj\nA parser."),
+        call(6, "read_file", {"file_path": "parser.py"}, "def parse(): ..."),
+    ]
+    context = {"id": "env-8c1b", "timestamp": stamp(1), "type": "user",
+               "content": [{"text": SESSION_CONTEXT}]}  # fmt: skip
+    tokens = {"input": 847, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 867}
+    records: list[dict[str, Any]] = [
+        {"sessionId": "6f0c", "projectHash": "9a7e", "startTime": stamp(0),
+         "lastUpdated": stamp(0), "kind": "main"},
+        {"$set": {"messages": [context], "lastUpdated": stamp(1)}},
+        {"id": "u-1", "timestamp": stamp(2), "type": "user", "content": [{"text": HUMAN}]},
+        {"$set": {"lastUpdated": stamp(2)}},
+    ]  # fmt: skip
+    for n, (record, text) in enumerate(zip(calls, (AGENT, "Now the parser."), strict=True)):
+        gemini = {"id": f"g-{n}", "timestamp": record["timestamp"], "type": "gemini",
+                  "content": text, "thoughts": [], "tokens": tokens,
+                  "model": "gemini-3-pro-preview"}  # fmt: skip
+        records.append(gemini)
+        records.append({**gemini, "toolCalls": [record]})
+        records.append({"id": f"r-{n}", "timestamp": record["timestamp"], "type": "user",
+                        "content": record["result"]})  # fmt: skip
+        records.append({"$set": {"lastUpdated": record["timestamp"]}})
+    records.append({"id": "g-end", "timestamp": stamp(9), "type": "gemini",
+                    "content": AGENT_END, "thoughts": [], "tokens": tokens,
+                    "model": "gemini-3-pro-preview"})  # fmt: skip
+    return records
+
+
 def gemini_contents() -> list[dict[str, Any]]:
     """Gemini API Content, as ``/chat save`` and ``/restore`` checkpoints hold it."""
     return [
