@@ -60,7 +60,7 @@ def test_an_unterminated_last_line_is_ignored_with_a_warning(
     cli: CliRun, tmp_path: Path, kind: str, command: tuple[str, ...]
 ) -> None:
     path = _written(tmp_path, kind)
-    if command[0] in ("prefix", "lint", "report", "handoff") and kind == "gemini-cli":
+    if command[0] in ("prefix", "lint", "handoff") and kind == "gemini-cli":
         pytest.skip(f"{command[0]} does not read Gemini CLI sessions (said in one line)")
     args = [a.replace("{tmp}", str(tmp_path)) for a in command[1:]]
     done = cli(command[0], str(path), *args)

@@ -77,6 +77,12 @@ def report_command(
             warn(line)
     if as_json:
         emit_json({**data.to_json(), "output": str(output), "bytes": size})
+    elif data.no_requests:
+        console().print(
+            f"wrote {output} ({size:,} bytes; a {data.format} file records no requests: the "
+            "conversation is one point)",
+            markup=False,
+        )
     else:
         console().print(
             f"wrote {output} ({size:,} bytes, {len(data.points):,} requests)", markup=False
