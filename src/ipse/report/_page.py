@@ -15,7 +15,7 @@ from ipse.report._data import KINDS, Checkpoint, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
 
 _NAMES = {
-    "not_recorded": "not recorded in the input (system prompt, tools: sized from the usage)",
+    "not_recorded": "not recorded (system prompt, tools)",
     "system": "system prompt",
     "tools": "tool definitions",
     "human_text": "human text",
@@ -146,8 +146,16 @@ def _composition_section(data: ReportData, labels: Sequence[str]) -> str:
         ["tool", "tokens in the last request (calls and results)"],
         [[name, f"{tokens:,}"] for name, tokens in data.top_tools],
     )
+    unrecorded = any(p.composition.get("not_recorded", 0) for p in points)
+    note = (
+        '<p class="note">The input does not record everything a request sent (a session file '
+        "holds no system prompt or tool definitions, a rollout no tool definitions): "
+        "<em>not recorded</em> is what the recorded usage holds beyond what the input shows.</p>"
+        if unrecorded
+        else ""
+    )
     return (
-        f'<h2 id="composition">What fills the context</h2>{chart}{legend(layers)}'
+        f'<h2 id="composition">What fills the context</h2>{chart}{legend(layers)}{note}'
         f"<h3>Top tools</h3>{tools}"
     )
 
