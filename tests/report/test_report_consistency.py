@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.report import Point, collect
+from ipse.report import Point, collect, render
 from ipse.report._data import _checkpoints
 from tests.conftest import SHARED, CliRun
 from tests.proxy.conftest import ProxyFactory, proxy_factory  # noqa: F401 (the fixture)
@@ -35,6 +35,7 @@ def test_composition_adds_up_to_the_recorded_context(shared_data: Path, name: st
         assert sum(point.composition.values()) == point.context_tokens
         assert point.composition["not_recorded"] > point.context_tokens // 2
         assert point.composition["system"] == 0  # the placeholder is not the prompt
+    assert "not recorded" in render(data)
 
 
 # ------------------------------------------------------------------- savings and spend
@@ -73,6 +74,56 @@ def test_a_saving_never_exceeds_what_the_later_requests_cost(
         later = sum(p.cost_usd for p in points[position + 1 :])
         assert checkpoint.saved_usd <= later + 1e-12
         assert checkpoint.saved_usd <= sum(p.cost_usd for p in points) + 1e-12
+
+
+def _reset_log(path: Path) -> Path:
+    """Tool results fill the context, the human speaks (a checkpoint), the context is then
+    reset to a fresh task, and many small requests follow: the removed results are gone from
+    them anyway, so a handoff at the checkpoint saves nothing there."""
+    big = "lorem ipsum dolor sit amet " * 800
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    bodies = [list(messages)]
+    for n in range(5):
+        call = {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"n": n}}
+        messages += [{"role": "assistant", "content": [call]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}",
+                                                   "content": big}]}]  # fmt: skip
+        bodies.append(list(messages))
+    messages += [{"role": "assistant", "content": "Read them all."},
+                 {"role": "user", "content": "Good; now the other test."}]  # fmt: skip
+    bodies.append(list(messages))
+    fresh: list[dict[str, Any]] = [{"role": "user", "content": "A new task."}]
+    for n in range(300):
+        bodies.append(list(fresh))
+        fresh += [{"role": "assistant", "content": f"step {n}"},
+                  {"role": "user", "content": "go on"}]  # fmt: skip
+    lines = []
+    seen = 0
+    for n, messages in enumerate(bodies):
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": messages}
+        size = len(json.dumps(messages)) // 4
+        read = seen if size >= seen else 0
+        usage = {"input_tokens": 3, "cache_read_input_tokens": read,
+                 "cache_creation_input_tokens": max(size - read - 3, 0)}  # fmt: skip
+        seen = size
+        lines.append(json.dumps({
+            "time": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z",
+            "request": {"url": "https://api.anthropic.com/v1/messages", "body": body},
+            "response": {"status": 200, "body": {"usage": usage}},
+        }))  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_saving_stops_at_a_reset_and_never_exceeds_the_spend(tmp_path: Path) -> None:
+    data = collect(str(_reset_log(tmp_path / "log.jsonl")))
+    assert [p.index for p in data.points if p.marker == "reset"] == [7]
+    spend = float(data.summary["cost_usd"])
+    assert data.checkpoints
+    for checkpoint in data.checkpoints:
+        assert checkpoint.saved_usd <= spend
+    at_six = next(c for c in data.checkpoints if c.index == 6)
+    assert at_six.later_requests == 1  # (the reset ends what it could save)
 
 
 @SHARED
