@@ -50,3 +50,15 @@ def test_function_responses_are_the_results_when_the_calls_carry_none(tmp_path: 
         ("read_file-6", "def parse(): ..."),
     ]
     assert sum(1 for m in conversation.messages if m.role == "user") == 2
+
+
+def test_a_response_to_no_recorded_call_is_no_result(tmp_path: Path, cli: CliRun) -> None:
+    records = cases.gemini_061_session_jsonl()
+    ghost = {"functionResponse": {"id": "ghost-1", "name": "x", "response": {"output": "?"}}}
+    records.insert(3, {"id": "r-ghost", "timestamp": "2026-03-02T10:00:02.500Z",
+                       "type": "user", "content": [ghost]})  # fmt: skip
+    path = _write(tmp_path, records)
+    conversation = read_conversation(path)
+    ids = [b.call_id for m in conversation.messages for b in m.blocks if isinstance(b, ToolResult)]
+    assert ids == ["read_file-3", "read_file-6"]
+    assert cli("inspect", str(path)).returncode == 0

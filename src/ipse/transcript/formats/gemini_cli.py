@@ -148,12 +148,13 @@ def read_session(path: str | Path, data: bytes, warnings: list[str] | None = Non
     skipped: Counter[str] = Counter()
     model: str | None = None
     answered: set[str] = set()  # call ids whose result a model record carries
+    called: set[str] = set()  # call ids of the model records read so far
     for position, record in enumerate(read_session_records(p, data, warnings)):
         kind = record.get("type")
         meta = {"index": position, "id": record.get("id"), "timestamp": record.get("timestamp")}
         if kind == "user":
             blocks = _parts(record.get("content"), "user")
-            responses = _responses(record.get("content"), answered)
+            responses = _responses(record.get("content"), called, answered)
             messages.extend(responses)
             if blocks:
                 messages.append(Message("user", tuple(blocks), "blocks", meta=meta))
@@ -169,6 +170,7 @@ def read_session(path: str | Path, data: bytes, warnings: list[str] | None = Non
             answered.update(
                 b.call_id for m in read[1:] for b in m.blocks if isinstance(b, ToolResult)
             )
+            called.update(b.id for b in read[0].blocks if isinstance(b, ToolCall))
             messages.extend(read)
         else:
             skipped[str(kind)] += 1
@@ -219,14 +221,14 @@ def _has_responses(content: Any) -> bool:
     return bool(_function_responses(content))
 
 
-def _responses(content: Any, answered: set[str]) -> list[Message]:
+def _responses(content: Any, called: set[str], answered: set[str]) -> list[Message]:
     """The function responses a ``user`` record sends back (Gemini CLI records each again as a
-    user message): a tool message each, unless a model record's ``toolCalls`` already carries
-    that call's result."""
+    user message): a tool message each for a call a model record made, unless that record's
+    ``toolCalls`` already carries the result."""
     out = []
     for response in _function_responses(content):
         call_id = str(response.get("id") or "")
-        if call_id and call_id in answered:
+        if call_id not in called or call_id in answered:
             continue
         answered.add(call_id)
         text = _response_body(response.get("response"))
