@@ -75,7 +75,7 @@ def test_verify_ignores_it_too(cli: CliRun, tmp_path: Path) -> None:
     assert cli("handoff", str(path), "--at", "end", "-o", str(out)).returncode == 0
     done = cli("verify", str(path), str(out))
     assert done.returncode == 0, done.stderr
-    assert "--skip-bad-lines" not in done.stderr
+    assert "--skip-bad-lines" not in done.stderr and "unterminated last line" in done.stderr
 
 
 def test_a_bad_line_in_the_middle_is_still_an_error_and_only_inspect_offers_to_skip(
