@@ -236,12 +236,8 @@ def _har_entries(
     if not isinstance(entries, list):
         raise InputError("a HAR file without log.entries", path=path)
     for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            continue
-        request = entry.get("request") or {}
-        if str(request.get("method", "POST")).upper() != "POST":
-            continue
-        yield f"{path}:entry {i}", entry
+        if isinstance(entry, Mapping):  # (a GET is an exchange too: counted, not a turn)
+            yield f"{path}:entry {i}", entry
 
 
 def exchange_fields(entry: Mapping[str, Any], where: str) -> ExchangeFields:
