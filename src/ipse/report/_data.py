@@ -102,6 +102,7 @@ class Point:
             "cause": self.cause,
             "cause_detail": self.cause_detail,
             "lost_tokens": self.lost_tokens,
+            "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
             "marker": self.marker,
         }
