@@ -40,11 +40,12 @@ from ipse import jsonio, lifetime
 from ipse.errors import InputError, os_error
 from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
-from ipse.transcript._codec import DIALECTS, body_codec, codec
+from ipse.transcript import WRITABLE_FORMATS, Shape, format_named
+from ipse.transcript._codec import body_codec, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript._time import parse_time
-from ipse.transcript._write import WRITABLE_FORMATS, write
+from ipse.transcript._write import write
 from ipse.transcript.formats.claude_code import looks_like_claude_code, read_session
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
@@ -116,13 +117,14 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
 
 
 def _requests(p: Path, name: str, warnings: list[str]) -> list[Request]:
-    if name == "claude-code":
+    shape = entry.shape if (entry := format_named(name)) is not None else None
+    if shape is Shape.SESSION:
         requests = list(_session_requests(p, warnings))
-    elif name == "http-log":
+    elif shape is Shape.LOG:
         requests = list(_log_requests(p, warnings))
-    elif name == "codex":
+    elif shape is Shape.ROLLOUT:
         requests = list(_rollout_requests(p, warnings))
-    elif name in DIALECTS:
+    elif shape is Shape.BODY:
         body = parse_json(read_text_bytes(p), p)
         if not isinstance(body, Mapping):
             raise InputError("a request body must be a JSON object", path=p)

@@ -30,11 +30,18 @@ from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._requests import UNRECORDED_FRONT
 from ipse.tokens import default_counter, tokenizer_label
-from ipse.transcript import Conversation, Message, Text, ToolCall
+from ipse.transcript import (
+    FORMAT_TABLE,
+    WRITABLE_FORMATS,
+    Conversation,
+    Message,
+    Shape,
+    Text,
+    ToolCall,
+)
 from ipse.transcript._codec import body_codec, codec
 from ipse.transcript._sniff import detect
 from ipse.transcript._stats import TokenTally, block_kind, block_text
-from ipse.transcript._write import WRITABLE_FORMATS
 from ipse.transcript.formats.openai_responses import read_item
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -57,7 +64,8 @@ REMOVABLE = ("tool_calls", "tool_results", "thinking")  # what a handoff takes o
 # system prompt, no tool definitions: `UNRECORDED_FRONT` stands for them) and a Codex rollout
 # (no tool definitions). What the recorded usage holds beyond what is counted is shown as the
 # ``not_recorded`` band, so the composition adds up to the context size.
-_PARTLY_RECORDED = ("codex",)
+_PARTLY_RECORDED = tuple(f.name for f in FORMAT_TABLE if f.unrecorded)
+_LOGS = tuple(f.name for f in FORMAT_TABLE if f.shape is Shape.LOG)  # the proxy's record among them
 DROP = 0.3  # a request this much smaller than the one before marks a reset of the context
 _COMPACTED = "continued from a previous conversation"  # how a compaction summary opens
 
@@ -176,12 +184,12 @@ def collect(
 ) -> ReportData:
     """Read ``path`` and compute every number the report shows."""
     name = format or (detect(path) if Path(path).exists() else None)
-    if name is not None and name not in WRITABLE_FORMATS and name != "http-log":
+    if name is not None and name not in WRITABLE_FORMATS and name not in _LOGS:
         return _conversation_only(path, name, command)
     log = read_requests(path, format)
     report = analyze(log.requests, provider, progress=progress, warnings=log.warnings)
     tally = _Composition(log.requests)
-    applied = _proxy_handoffs(log) if log.format == "http-log" else frozenset()
+    applied = _proxy_handoffs(log) if log.format in _LOGS else frozenset()
     points = tuple(_points(log, report, tally, applied))
     return ReportData(
         source=str(log.path),
