@@ -29,6 +29,7 @@ from ipse.transcript import (
 )
 from ipse.transcript._formats import Where, resolve
 from ipse.transcript._harness import HARNESS_FORMATS
+from tests.conftest import CliRun
 from tests.report.build import write_log
 from tests.support.generated import Turn, journaled_records, rollout_records
 from tests.transcript import harness_cases as cases
@@ -364,3 +365,19 @@ def test_no_module_outside_the_table_branches_on_a_format_name() -> None:
     assert found == [], (
         "ask the format table (ipse.transcript.format_named) instead:\n" + "\n".join(found)
     )
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])
+def test_prefix_names_a_file_as_detection_does(
+    tmp_path: Path, cli: CliRun, indent: int | None
+) -> None:
+    """Prefix analysis names a file from its first line when that says session or log; a
+    Gemini CLI session on one line was taken for a log of one request (its ``messages``), and
+    analysed, while the same session indented was refused."""
+    records = cases.gemini_session_jsonl()
+    document = {**records[0], "messages": [r for r in records if r.get("id") in ("m3", "m4")]}
+    path = cases.write_json(tmp_path / "session-x.json", document, indent=indent)
+    assert detect(path) == "gemini-cli"
+    done = cli("prefix", str(path))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("not gemini-cli"), done.stderr

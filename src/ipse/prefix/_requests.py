@@ -43,10 +43,10 @@ from ipse.prefix._growing import SharedHistory
 from ipse.transcript import WRITABLE_FORMATS, Shape, format_named
 from ipse.transcript._codec import body_codec, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
-from ipse.transcript._sniff import body_dialect, detect
+from ipse.transcript._sniff import body_dialect, detect, record_format
 from ipse.transcript._time import parse_time
 from ipse.transcript._write import write
-from ipse.transcript.formats.claude_code import looks_like_claude_code, read_session
+from ipse.transcript.formats.claude_code import read_session
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
     has_journal,
@@ -221,11 +221,10 @@ def _sniff(p: Path) -> str:
             value = jsonio.loads(first)
         except jsonio.JSONDecodeError:
             value = None
-        if isinstance(value, Mapping):
-            if looks_like_claude_code(value):
-                return "claude-code"
-            if "request" in value or isinstance(value.get("messages"), list):
-                return "http-log"  # a one-line request body reads as a log of one request
+        name = record_format(value) if isinstance(value, Mapping) else None
+        entry = format_named(name) if name is not None else None
+        if entry is not None and entry.shape in (Shape.SESSION, Shape.LOG):
+            return entry.name  # (a one-line request body reads as a log of one request)
     return detect(p)
 
 
