@@ -6,7 +6,9 @@ Codex rollout line or a request body; a JSON array of Anthropic messages (Cline,
 OpenHands events or Gemini Content; a JSON object that is a harness's own record (Gemini CLI
 session or checkpoint, SWE-agent or mini-swe-agent trajectory, OpenHands trajectory export),
 or a single JSON request body (Anthropic or OpenAI chat, told apart by their distinctive
-fields).
+fields). This module finds out what the input is (a folder, JSONL records, a JSON array or
+object) and asks the format table (`ipse.transcript._formats`) whose test, in rank order, claims
+it; the tests the table names from here are the ones no single reader module owns.
 """
 
 from __future__ import annotations
