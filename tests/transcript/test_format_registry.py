@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -308,25 +308,39 @@ def _own_modules(name: str) -> set[str]:
     return {ref.partition(":")[0] for ref in refs if ref}
 
 
+def _branches(tree: ast.Module) -> Iterator[tuple[ast.AST, set[str], set[str]]]:
+    """Each place that branches on strings: a comparison, a ``match`` on them, or a table
+    keyed by them, with the strings and the names involved."""
+    constants = _module_constants(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            strings = {s for o in operands for s in _strings(o, constants)}
+            yield node, strings, _identifiers(node)
+        elif isinstance(node, ast.Match):
+            cases = [c.pattern for c in node.cases if isinstance(c.pattern, ast.MatchValue)]
+            strings = {s for c in cases for s in _strings(c.value, constants)}
+            yield node, strings, _identifiers(node.subject)
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
+            keys = [k for k in node.value.keys if k is not None]
+            strings = {s for k in keys for s in _strings(k, constants)}
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            yield node, strings, {w for t in targets for w in _identifiers(t)}
+
+
 def format_comparisons(source: str, module: str = "") -> list[str]:
-    """The comparisons of a format's name in ``source`` (``module``: its path under
+    """The places ``source`` branches on a format's name (``module``: its path under
     ``ipse.transcript`` as the table names modules, for a reader module telling apart the
     formats it reads). A dialect's name is the codec's to compare, not counted here."""
     names = set(FORMATS) - set(DIALECTS)
-    tree = ast.parse(source)
-    constants = _module_constants(tree)
     found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Compare):
-            continue
-        operands = [node.left, *node.comparators]
-        named = {s for o in operands for s in _strings(o, constants)} & names
-        words = _identifiers(node)
+    for node, strings, words in _branches(ast.parse(source)):
+        named = strings & names
         if not named or any(n in w for n in _OTHER_NAMESPACES for w in words):
             continue
         if module.startswith("formats.") and all(module in _own_modules(n) for n in named):
             continue
-        found.append(f"{node.lineno}: {ast.unparse(node)}")
+        found.append(f"{getattr(node, 'lineno', 0)}: {ast.unparse(node).splitlines()[0]}")
     return found
 
 
@@ -336,6 +350,9 @@ def test_the_scan_finds_what_it_forbids() -> None:
         'if fmt in ("cline", "swe-agent"): pass': 1,
         '_PARTLY = ("codex",)\nif log.format in _PARTLY: pass': 1,
         'x = "http-log" != source.format': 1,
+        'match name:\n    case "openhands": pass\n    case _: pass': 1,
+        'READERS = {"cline": 1, "other": 2}': 1,
+        'AGENT_FILES = {"claude-code": "CLAUDE.md"}': 0,
         'if agent == "codex": pass': 0,
         '_HOOKS = ("claude-code",)\nif options.get("--hook") not in _HOOKS: pass': 0,
         'if dialect == "anthropic": pass': 0,
