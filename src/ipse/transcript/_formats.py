@@ -25,13 +25,23 @@ _PACKAGE = "ipse.transcript"
 
 
 class Shape(Enum):
-    """What reading a format gives, and so how `load` holds it and prefix analysis replays it."""
+    """What reading a format gives, and so how `load` holds it, prefix analysis replays it,
+    and what its reader is called with and returns:
 
-    BODY = "body"  # one request body, read (and written) by its dialect's codec
-    SESSION = "session"  # a session of threads, each cut into segments (``--thread`` picks one)
-    ROLLOUT = "rollout"  # one thread cut into segments
-    LOG = "log"  # recorded exchanges: the requests as they were sent
-    CONVERSATION = "conversation"  # a harness's file holding one conversation
+    - ``BODY``: one request body; no reader, its dialect's codec reads (and writes) it.
+    - ``SESSION``: ``read(path, *, skip_bad_lines, warnings)``, a `ClaudeCodeSession` of
+      threads, each cut into segments (``--thread`` picks one).
+    - ``ROLLOUT``: ``read(path, *, skip_bad_lines, warnings)``, one `Thread` of segments.
+    - ``LOG``: ``read(path, *, skip_bad_lines, warnings, others)``, the recorded `Exchange`s
+      (``others`` counts the exchanges that are no conversation turn).
+    - ``CONVERSATION``: ``read(path, warnings)``, the one `Conversation` of a harness's file.
+    """
+
+    BODY = "body"
+    SESSION = "session"
+    ROLLOUT = "rollout"
+    LOG = "log"
+    CONVERSATION = "conversation"
 
 
 class Where(Enum):
