@@ -208,6 +208,70 @@ def swe_agent_traj() -> dict[str, Any]:
     }
 
 
+CLASSIC_TASK = (
+    "We're currently solving the following issue within our repository. Here's the issue "
+    "text:\nISSUE:\nSyntaxError in tests/missing_colon.py\n\nINSTRUCTIONS:\nNow, you're "
+    "going to solve this issue on your own."
+)
+CLASSIC_THOUGHTS = (
+    "First I'll find the file the issue names.",
+    "The file is in tests; I'll open it.",
+    "Line 4 lacks its colon; I'll add it.",
+    "The colon is there now; I'll submit.",
+)
+CLASSIC_ACTIONS = (
+    "find_file missing_colon.py",
+    "open tests/missing_colon.py",
+    "edit 4:4\ndef division(dividend: int, divisor: int) -> float:\nend_of_edit",
+    "submit",
+)
+CLASSIC_OBSERVATIONS = (
+    'Found 1 matches for "missing_colon.py" in /repo:\n/repo/tests/missing_colon.py'
+    "\n(Open file: n/a)\n(Current directory: /repo)\nbash-$",
+    "[File: /repo/tests/missing_colon.py (10 lines total)]\n1:#!/usr/bin/env python3\n2:\n"
+    "3:\n4:def division(dividend: int, divisor: int) -> float\n5:    answer = dividend / "
+    "divisor\n(Open file: /repo/tests/missing_colon.py)\n(Current directory: /repo)\nbash-$",
+    "File updated. Please review the changes and make sure they are correct.\n"
+    "(Open file: /repo/tests/missing_colon.py)\n(Current directory: /repo)\nbash-$",
+    "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n-def division(dividend: "
+    "int, divisor: int) -> float\n+def division(dividend: int, divisor: int) -> float:",
+)
+
+
+def swe_agent_classic_traj() -> dict[str, Any]:
+    """A SWE-agent .traj of the classic text-action shape (0.7 and the 1.0 ``thought_action``
+    parser): no function calls; the assistant's reply holds its thought and a command in a
+    code block (``thought``, ``action``), and the environment's answer comes back as a
+    ``user`` item. A demonstration (``is_demo``) precedes the task statement."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "SETTING: You are an autonomous programmer...",
+         "agent": "primary"},
+        {"role": "user", "content": "Here is a demonstration of how to correctly accomplish "
+         "this task.\n--- DEMONSTRATION ---\n...\n--- END OF DEMONSTRATION ---",
+         "agent": "primary", "is_demo": True},
+        {"role": "user", "content": CLASSIC_TASK, "agent": "primary"},
+    ]  # fmt: skip
+    steps = []
+    for thought, action, observation in zip(
+        CLASSIC_THOUGHTS, CLASSIC_ACTIONS, CLASSIC_OBSERVATIONS, strict=True
+    ):
+        response = f"{thought}\n```\n{action}\n```"
+        history.append(
+            {"role": "assistant", "content": response, "thought": thought,
+             "action": action + "\n", "agent": "primary"}
+        )  # fmt: skip
+        history.append({"role": "user", "content": observation, "agent": "primary"})
+        steps.append({"response": response, "thought": thought, "action": action + "\n",
+                      "observation": observation, "state": "{}"})  # fmt: skip
+    return {
+        "environment": "swe_main",
+        "trajectory": steps,
+        "history": history,
+        "info": {"exit_status": "submitted", "submission": CLASSIC_OBSERVATIONS[-1],
+                 "model_stats": {"api_calls": 4}},
+    }  # fmt: skip
+
+
 def mini_swe_agent_traj(*, with_model: bool = True) -> dict[str, Any]:
     """A mini-swe-agent 1.1 trajectory: litellm message dicts with ``extra`` and an exit record."""
     config = {"model": {"model_name": "deepseek/deepseek-chat"}} if with_model else {}
@@ -488,6 +552,63 @@ def gemini_session_jsonl() -> list[dict[str, Any]]:
         },
         {"$set": {"lastUpdated": "2026-08-01T10:00:08Z", "summary": "Fix the parser"}},
     ]
+
+
+SESSION_CONTEXT = (
+    "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+    "Today's date is Monday, March 2, 2026 (formatted according to the user's locale).\n"
+    "My operating system is: linux\nThe project's temporary directory is: /home/u/.gemini/"
+    "tmp/proj\n- **Workspace Directories:**\n  - /home/u/proj\n- **Directory Structure:**"
+    "\n\nShowing up to 200 items (files + folders).\n\n/home/u/proj/\n├───README.md\n"
+    "└───parser.py\n\n\n</session_context>"
+)
+
+
+def gemini_061_session_jsonl() -> list[dict[str, Any]]:
+    """A Gemini CLI 0.61 session of one prompt and two tool calls, as its chat recording
+    writes it (``chatRecordingService``, ``geminiChat``, bundled in @google/gemini-cli 0.61):
+    the history set at start (``$set.messages``) holding the injected ``<session_context>``
+    as a user message, the prompt, the model's calls (``toolCalls`` with their results), and
+    each function response sent back recorded again as a synthetic ``user`` message whose
+    only parts are ``functionResponse``."""
+
+    def stamp(n: int) -> str:
+        return f"2026-03-02T10:00:{n:02d}.000Z"
+
+    def call(n: int, name: str, args: dict[str, Any], output: str) -> dict[str, Any]:
+        response = {"functionResponse": {"id": f"{name}-{n}", "name": name,
+                                         "response": {"output": output}}}  # fmt: skip
+        return {"id": f"{name}-{n}", "name": name, "args": args, "result": [response],
+                "status": "success", "timestamp": stamp(n), "displayName": name,
+                "description": "", "renderOutputAsMarkdown": False}  # fmt: skip
+
+    calls = [
+        call(3, "read_file", {"file_path": "README.md"}, "# proj\nA parser."),
+        call(6, "read_file", {"file_path": "parser.py"}, "def parse(): ..."),
+    ]
+    context = {"id": "env-8c1b", "timestamp": stamp(1), "type": "user",
+               "content": [{"text": SESSION_CONTEXT}]}  # fmt: skip
+    tokens = {"input": 847, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 867}
+    records: list[dict[str, Any]] = [
+        {"sessionId": "6f0c", "projectHash": "9a7e", "startTime": stamp(0),
+         "lastUpdated": stamp(0), "kind": "main"},
+        {"$set": {"messages": [context], "lastUpdated": stamp(1)}},
+        {"id": "u-1", "timestamp": stamp(2), "type": "user", "content": [{"text": HUMAN}]},
+        {"$set": {"lastUpdated": stamp(2)}},
+    ]  # fmt: skip
+    for n, (record, text) in enumerate(zip(calls, (AGENT, "Now the parser."), strict=True)):
+        gemini = {"id": f"g-{n}", "timestamp": record["timestamp"], "type": "gemini",
+                  "content": text, "thoughts": [], "tokens": tokens,
+                  "model": "gemini-3-pro-preview"}  # fmt: skip
+        records.append(gemini)
+        records.append({**gemini, "toolCalls": [record]})
+        records.append({"id": f"r-{n}", "timestamp": record["timestamp"], "type": "user",
+                        "content": record["result"]})  # fmt: skip
+        records.append({"$set": {"lastUpdated": record["timestamp"]}})
+    records.append({"id": "g-end", "timestamp": stamp(9), "type": "gemini",
+                    "content": AGENT_END, "thoughts": [], "tokens": tokens,
+                    "model": "gemini-3-pro-preview"})  # fmt: skip
+    return records
 
 
 def gemini_contents() -> list[dict[str, Any]]:

@@ -127,8 +127,10 @@ def test_har_file(tmp_path: Path) -> None:
     }
     path = tmp_path / "x.har"
     path.write_text(json.dumps(har))
-    exchanges = load(path).exchanges or []
+    source = load(path)
+    exchanges = source.exchanges or []
     assert len(exchanges) == 1
+    assert source.other_exchanges == {"GET /v1/models": 1}  # counted, not a turn
     assert exchanges[0].usage == {"input_tokens": 9}
     assert exchanges[0].response_time is not None
     assert exchanges[0].response_time.isoformat() == "2026-02-01T10:00:02+00:00"

@@ -8,9 +8,11 @@ from typing import Any
 import click
 
 from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
+from ipse.errors import InputError
 from ipse.tokens import MemoCounter, default_counter, load_before
 from ipse.transcript import FORMATS, load
 from ipse.transcript._inspect import inspect_report, message_rows
+from ipse.transcript._jsonl import BAD_LINE, NOT_AN_OBJECT
 
 
 @click.command("inspect")
@@ -60,7 +62,13 @@ def inspect_command(
     """
     with terminal_progress(quiet=as_json):
         load_before(file)
-        source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
+        try:
+            source = load(file, fmt, thread=thread, skip_bad_lines=skip_bad_lines)
+        except InputError as exc:
+            if exc.detail not in (BAD_LINE, NOT_AN_OBJECT):
+                raise
+            hint = f"{exc.detail} (use --skip-bad-lines to continue past it)"
+            raise InputError(hint, path=exc.path, position=exc.position) from exc
         # the tokens by kind and the rows of --messages count the same blocks: once
         counter = MemoCounter(default_counter()) if list_messages else default_counter()
         report = inspect_report(source, counter)
@@ -132,6 +140,9 @@ def _render(report: dict[str, Any]) -> None:
             )
         names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
         print_table(out, "requests", [(name, "left") for name in names], rows)
+    if report.get("other_exchanges"):
+        others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
+        out.print(f"other exchanges (not conversation turns): {others}", markup=False)
     if "message_index" in report:
         _render_messages(out, report["message_index"])
 

@@ -367,6 +367,8 @@ def lint_command(
     from ipse.prefix._lint import lint  # (the linter's modules only for this command)
 
     log = read_requests(request, fmt)
+    for line in log.warnings:
+        warn(line)
     if not log.requests:
         raise InputError("no request to lint", path=request)
     last = log.requests[-1]

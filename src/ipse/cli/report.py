@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ipse.cli._output import console, emit_json, progress, terminal_progress
+from ipse.cli._output import console, emit_json, progress, terminal_progress, warn
 from ipse.transcript import FORMATS
 
 
@@ -23,7 +23,12 @@ from ipse.transcript import FORMATS
     show_default=True,
     help="Where to write the page.",
 )
-@click.option("--open", "open_page", is_flag=True, help="Open the page in a browser afterwards.")
+@click.option(
+    "--open",
+    "open_page",
+    is_flag=True,
+    help="Open the page in a browser afterwards (without one, say so on stderr).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Name the input format.")
 @click.option(
     "--provider",
@@ -67,11 +72,20 @@ def report_command(
             progress=lambda items: progress(items, "analysing"),
         )
     size = write_report(data, output)
+    if not as_json:
+        for line in data.warnings:
+            warn(line)
     if as_json:
         emit_json({**data.to_json(), "output": str(output), "bytes": size})
+    elif data.no_requests:
+        console().print(
+            f"wrote {output} ({size:,} bytes; a {data.format} file records no requests: the "
+            "conversation is one point)",
+            markup=False,
+        )
     else:
         console().print(
             f"wrote {output} ({size:,} bytes, {len(data.points):,} requests)", markup=False
         )
-    if open_page:
-        webbrowser.open(output.resolve().as_uri())
+    if open_page and not webbrowser.open(output.resolve().as_uri()):
+        warn(f"no browser found to open the page: open {output.resolve()} yourself")

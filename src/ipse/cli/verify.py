@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ipse.cli._output import console, emit_json
+from ipse.cli._output import console, emit_json, warn
 from ipse.errors import CheckFailed
 from ipse.handoff import CHECKPOINT_TOOL, verify
 from ipse.transcript import FORMATS, load
@@ -42,8 +42,10 @@ def verify_command(
       ipse verify session.jsonl stripped.json
       ipse verify request.json stripped.json --at checkpoint --json
     """
-    old = load(before, fmt).current()
-    new = load(after).current()
+    sources = (load(before, fmt), load(after))
+    for line in (w for source in sources for w in source.warnings):
+        warn(line)
+    old, new = (source.current() for source in sources)
     verdict = verify(old, new, at=at, checkpoint_tool=checkpoint_tool)
     if as_json:
         emit_json(verdict.to_json())

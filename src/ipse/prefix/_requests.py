@@ -45,17 +45,13 @@ from ipse import jsonio, lifetime
 from ipse.errors import InputError, os_error
 from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
-from ipse.transcript._codec import DIALECTS, body_codec, codec
+from ipse.transcript import WRITABLE_FORMATS, Shape, format_named
+from ipse.transcript._codec import body_codec, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
-from ipse.transcript._sniff import body_dialect, detect
+from ipse.transcript._sniff import body_dialect, detect, record_format
 from ipse.transcript._time import parse_time
-from ipse.transcript._write import WRITABLE_FORMATS, write
-from ipse.transcript.formats.claude_code import (
-    MAIN,
-    ClaudeCodeSession,
-    looks_like_claude_code,
-    read_session,
-)
+from ipse.transcript._write import write
+from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession, read_session
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
     has_journal,
@@ -134,13 +130,14 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
 
 
 def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> list[Request]:
-    if name == "claude-code":
+    shape = entry.shape if (entry := format_named(name)) is not None else None
+    if shape is Shape.SESSION:
         requests = list(_session_requests(p, warnings, merged))
-    elif name == "http-log":
+    elif shape is Shape.LOG:
         requests = list(_log_requests(p, warnings))
-    elif name == "codex":
+    elif shape is Shape.ROLLOUT:
         requests = list(_rollout_requests(p, warnings))
-    elif name in DIALECTS:
+    elif shape is Shape.BODY:
         body = parse_json(read_text_bytes(p), p)
         if not isinstance(body, Mapping):
             raise InputError("a request body must be a JSON object", path=p)
@@ -237,11 +234,10 @@ def _sniff(p: Path) -> str:
             value = jsonio.loads(first)
         except jsonio.JSONDecodeError:
             value = None
-        if isinstance(value, Mapping):
-            if looks_like_claude_code(value):
-                return "claude-code"
-            if "request" in value or isinstance(value.get("messages"), list):
-                return "http-log"  # a one-line request body reads as a log of one request
+        name = record_format(value) if isinstance(value, Mapping) else None
+        entry = format_named(name) if name is not None else None
+        if entry is not None and entry.shape in (Shape.SESSION, Shape.LOG):
+            return entry.name  # (a one-line request body reads as a log of one request)
     return detect(p)
 
 

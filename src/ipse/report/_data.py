@@ -20,16 +20,27 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
 from ipse.errors import IpseError
-from ipse.handoff import CHECKPOINT_TOOL, RATES, break_even
-from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests
+from ipse.handoff import CHECKPOINT_TOOL, RATES, CacheRates, break_even, is_checkpoint
+from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests, rules
 from ipse.prefix._growing import SharedHistory
-from ipse.tokens import default_counter
-from ipse.transcript import Conversation, Message, Text, ToolCall
-from ipse.transcript._codec import body_codec
+from ipse.prefix._requests import UNRECORDED_FRONT
+from ipse.tokens import default_counter, tokenizer_label
+from ipse.transcript import (
+    FORMAT_TABLE,
+    WRITABLE_FORMATS,
+    Conversation,
+    Message,
+    Shape,
+    Text,
+    ToolCall,
+)
+from ipse.transcript._codec import body_codec, codec
+from ipse.transcript._sniff import detect
 from ipse.transcript._stats import TokenTally, block_kind, block_text
 from ipse.transcript.formats.openai_responses import read_item
 
@@ -37,6 +48,7 @@ Progress = Callable[[Iterable[Any]], Iterable[Any]]
 
 # What fills the context, in drawing order (bottom to top).
 KINDS = (
+    "not_recorded",
     "system",
     "tools",
     "human_text",
@@ -48,6 +60,12 @@ KINDS = (
     "other",
 )
 REMOVABLE = ("tool_calls", "tool_results", "thinking")  # what a handoff takes out
+# Inputs that do not record the whole request: a Claude Code session without its journal (no
+# system prompt, no tool definitions: `UNRECORDED_FRONT` stands for them) and a Codex rollout
+# (no tool definitions). What the recorded usage holds beyond what is counted is shown as the
+# ``not_recorded`` band, so the composition adds up to the context size.
+_PARTLY_RECORDED = tuple(f.name for f in FORMAT_TABLE if f.unrecorded)
+_LOGS = tuple(f.name for f in FORMAT_TABLE if f.shape is Shape.LOG)  # the proxy's record among them
 DROP = 0.3  # a request this much smaller than the one before marks a reset of the context
 _COMPACTED = "continued from a previous conversation"  # how a compaction summary opens
 
@@ -72,6 +90,9 @@ class Point:
     cost_lost_usd: float
     marker: str | None  # compaction | handoff | reset
     human_turn: bool  # the newest input is the human's own words
+    cost_usd: float = 0.0  # the request's input cost (`ipse.prefix.Row.cost_usd`)
+    price_usd: float = 0.0  # the model's base price of one input token
+    read_multiplier: float = 0.0  # a cached token's share of that price
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +110,7 @@ class Point:
             "cause": self.cause,
             "cause_detail": self.cause_detail,
             "lost_tokens": self.lost_tokens,
+            "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
             "marker": self.marker,
         }
@@ -132,6 +154,9 @@ class ReportData:
     checkpoints: tuple[Checkpoint, ...]
     command: str
     warnings: tuple[str, ...] = field(default=())
+    # why the input has no requests to replay (a harness file that records one conversation,
+    # not the requests sent): the prompt cache and the handoff sections are then empty
+    no_requests: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -140,6 +165,7 @@ class ReportData:
             "provider": self.provider,
             "tokens_estimated_by": self.tokens_by,
             "command": self.command,
+            "no_requests": self.no_requests,
             "summary": dict(self.summary),
             "requests": [p.to_json() for p in self.points],
             "top_tools": [{"tool": t, "tokens": n} for t, n in self.top_tools],
@@ -157,10 +183,14 @@ def collect(
     progress: Progress | None = None,
 ) -> ReportData:
     """Read ``path`` and compute every number the report shows."""
+    name = format or (detect(path) if Path(path).exists() else None)
+    if name is not None and name not in WRITABLE_FORMATS and name not in _LOGS:
+        return _conversation_only(path, name, command)
     log = read_requests(path, format)
     report = analyze(log.requests, provider, progress=progress, warnings=log.warnings)
     tally = _Composition(log.requests)
-    points = tuple(_points(log, report, tally))
+    applied = _proxy_handoffs(log) if log.format in _LOGS else frozenset()
+    points = tuple(_points(log, report, tally, applied))
     return ReportData(
         source=str(log.path),
         format=log.format,
@@ -172,6 +202,63 @@ def collect(
         checkpoints=tuple(_checkpoints(points, report.provider)),
         command=command,
         warnings=tuple(report.warnings),
+    )
+
+
+def _conversation_only(path: str, name: str, command: str) -> ReportData:
+    """The report of an input that holds one conversation but not the requests that carried
+    it (OpenHands events, Gemini CLI sessions): what fills it, as one point; nothing about the
+    prompt cache or handoffs, which need the requests, and the page says so."""
+    from ipse.transcript import load
+
+    source = load(path, name)
+    conversation = source.current()
+    tally = TokenTally(default_counter())
+    tally.add_front(conversation)
+    tally.add_messages(conversation.messages)
+    composition = {kind: tally.by_kind.get(kind, 0) for kind in KINDS}
+    names = _call_names(conversation.messages)
+    tools: dict[str, int] = {}
+    for message in conversation.messages:
+        for block in message.blocks:
+            call_name, result_of = _call_and_result(block)
+            tool = call_name if result_of is None else names.get(result_of, _UNKNOWN_TOOL)
+            if tool is not None:
+                tools[tool] = tools.get(tool, 0) + tally.count(block_text(block))
+    point = Point(
+        index=0,
+        time=None,
+        model=conversation.model,
+        context_tokens=sum(composition.values()),
+        composition=composition,
+        tool_tokens=tools,
+        cache_read=0,
+        cache_write=0,
+        uncached=0,
+        cache_source="not recorded",
+        cause=None,
+        cause_detail=None,
+        lost_tokens=0,
+        cost_lost_usd=0.0,
+        marker=None,
+        human_turn=False,
+    )
+    return ReportData(
+        source=str(path),
+        format=name,
+        provider=codec(conversation.dialect).provider,
+        tokens_by=tokenizer_label(default_counter(), conversation.model),
+        points=(point,),
+        summary={"requests": 0, "hit_rate": 0.0, "cost_usd": 0.0, "cost_lost_usd": 0.0},
+        top_tools=_top_tools((point,)),
+        checkpoints=(),
+        command=command,
+        warnings=tuple(source.warnings),
+        no_requests=(
+            f"this {name} file records the conversation, not the requests sent to the model: "
+            "the whole conversation is shown as one point, and there is no prompt cache to "
+            "replay and no sequence of requests to hand off in"
+        ),
     )
 
 
@@ -538,14 +625,46 @@ def _call_and_result(block: Any) -> tuple[str | None, str | None]:
     return (None, call_id) if isinstance(call_id, str) else (None, None)
 
 
-def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Iterable[Point]:
+def _proxy_handoffs(log: RequestLog) -> frozenset[str]:
+    """The requests (by where they stand in the log) that an ipse proxy rewrote at a
+    checkpoint: its record says so (``ipse.handoff.applied``), whatever the handoff's size."""
+    from ipse.transcript.formats import http_log
+
+    found = set()
+    for where, entry in http_log.iter_entries(log.path):
+        extra = entry.get("ipse")
+        handoff = extra.get("handoff") if isinstance(extra, Mapping) else None
+        if isinstance(handoff, Mapping) and handoff.get("applied") is True:
+            found.add(where)
+    return frozenset(found)
+
+
+def _points(
+    log: RequestLog,
+    report: PrefixReport,
+    tally: _Composition,
+    applied: frozenset[str] = frozenset(),
+) -> Iterable[Point]:
     previous = 0
+    table = prices()
+    rates: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
+    cache_rules = rules(report.provider)
     for request, row in zip(log.requests, report.rows, strict=True):
         composition, tools = tally.of(request)
         cache = row.actual or row.predicted
-        context = cache.total or sum(composition.values())
-        marker = _marker(request, previous, context, tally)
+        unseen = request.body.get("system") is UNRECORDED_FRONT
+        if unseen:
+            composition["system"] = 0  # (the placeholder's own words are not the prompt)
+        counted = sum(composition.values())
+        context = cache.total or counted
+        if unseen or log.format in _PARTLY_RECORDED:
+            composition["not_recorded"] = max(0, context - counted)
+        marker = "handoff" if request.source in applied else None
+        marker = marker or _marker(request, previous, context, tally)
         previous = context
+        if row.model not in rates:
+            price = table.price(row.model, report.provider)[0] / 1_000_000
+            rates[row.model] = (price, cache_rules.read_multiplier(row.model))
         yield Point(
             index=row.index,
             time=row.time,
@@ -563,6 +682,9 @@ def _points(log: RequestLog, report: PrefixReport, tally: _Composition) -> Itera
             cost_lost_usd=row.cost_lost_usd,
             marker=marker,
             human_turn=tally.human_turn(request),
+            cost_usd=row.cost_usd,
+            price_usd=rates[row.model][0],
+            read_multiplier=rates[row.model][1],
         )
 
 
@@ -601,28 +723,53 @@ def _top_tools(points: Sequence[Point], limit: int = 12) -> tuple[tuple[str, int
 
 
 def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[Checkpoint]:
+    """At each new human turn: what a handoff there would have saved over the requests that
+    follow it, up to the next compaction, handoff or reset (which removes those tokens anyway).
+
+    A later request saves the removed tokens it would have read from the cache (never more
+    than its context, at its own model's read price) and never more than it cost; the
+    handoff's own request pays for writing the shorter prefix. So a saving never exceeds what
+    the requests after it cost. The checkpoint tool's own call and result are not removable
+    (a handoff keeps them): a turn whose only tool traffic they are suggests nothing."""
     rates = RATES["anthropic-5m" if provider == "anthropic" else "openai"]
-    table = prices()
+    ends = _segment_ends(points)
     for position, point in enumerate(points):
         if not point.human_turn or position == 0:
             continue
-        removable = sum(point.composition.get(kind, 0) for kind in REMOVABLE)
-        later = len(points) - position
+        kept = sum(n for name, n in point.tool_tokens.items() if is_checkpoint(name))
+        removable = sum(point.composition.get(kind, 0) for kind in REMOVABLE) - kept
         if removable <= 0:
             continue
         tokens_now = point.context_tokens
-        turns, per_turn, extra = break_even(tokens_now, tokens_now - removable, 1.0, rates)
-        saved = max(0.0, (later - 1) * per_turn - extra)
-        price, _ = table.price(point.model, provider)
+        end = ends[position]
+        own = CacheRates(write=rates.write, read=point.read_multiplier)
+        turns, _, extra = break_even(tokens_now, tokens_now - removable, 1.0, own)
+        saved_tokens = -max(0.0, extra)  # base-price tokens: the rewrite's own write first
+        saved_usd = saved_tokens * point.price_usd
+        for after in points[position + 1 : end]:
+            gone = min(removable, after.context_tokens) * after.read_multiplier
+            saved_tokens += gone
+            saved_usd += min(gone * after.price_usd, after.cost_usd)
         yield Checkpoint(
             index=point.index,
             tokens_now=tokens_now,
             removable=removable,
-            later_requests=later,
+            later_requests=end - position,
             break_even_turns=turns,
-            saved_tokens=round(saved),
-            saved_usd=saved * price / 1_000_000,
+            saved_tokens=max(0, round(saved_tokens)),
+            saved_usd=max(0.0, saved_usd),
         )
+
+
+def _segment_ends(points: Sequence[Point]) -> list[int]:
+    """Per point: the position of the next marked point after it (or the end)."""
+    ends = [len(points)] * len(points)
+    end = len(points)
+    for position in range(len(points) - 1, -1, -1):
+        ends[position] = end
+        if points[position].marker is not None:
+            end = position
+    return ends
 
 
 __all__ = ["KINDS", "Checkpoint", "Point", "ReportData", "collect"]

@@ -15,6 +15,7 @@ from ipse.report._data import KINDS, Checkpoint, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
 
 _NAMES = {
+    "not_recorded": "not recorded (system prompt, tools)",
     "system": "system prompt",
     "tools": "tool definitions",
     "human_text": "human text",
@@ -34,7 +35,7 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem}
 .grid{stroke:#e4e8ec}.axis{font-size:11px;fill:#59636e}.line{fill:none;stroke:#2b6cb0;stroke-width:1.5}
 .point{fill:#2b6cb0}.marker{stroke-width:1.5;stroke-dasharray:4 3}.marker.compaction{stroke:#b7791f}
 .marker.handoff{stroke:#2f855a}.marker.reset{stroke:#c53030}
-.k-system{fill:#a0aec0}.k-tools{fill:#cbd5e0}.k-human_text{fill:#3182ce}.k-agent_text{fill:#63b3ed}
+.k-not_recorded{fill:#e2e8f0}.k-system{fill:#a0aec0}.k-tools{fill:#cbd5e0}.k-human_text{fill:#3182ce}.k-agent_text{fill:#63b3ed}
 .k-harness_text{fill:#90cdf4}.k-tool_calls{fill:#dd6b20}.k-tool_results{fill:#f6ad55}
 .k-thinking{fill:#9f7aea}.k-other{fill:#718096}
 .c-read{fill:#38a169}.c-write{fill:#d69e2e}.c-uncached{fill:#e53e3e}
@@ -80,6 +81,13 @@ def _label(point: Point) -> str:
 
 def _header(data: ReportData) -> str:
     summary = data.summary
+    if data.no_requests:
+        return (
+            f'<h1>Where the tokens went</h1><p class="meta">{escape(data.source)} · '
+            f"{escape(data.format)} · tokens counted by {escape(data.tokens_by)}</p>"
+            f'<p class="note">{escape(data.no_requests)}.</p>'
+            + "".join(f"<li>{escape(w)}</li>" for w in data.warnings)
+        )
     cards = [
         ("requests", f"{summary.get('requests', len(data.points)):,}"),
         ("cache hit rate", f"{100 * float(summary.get('hit_rate', 0.0)):.1f}%"),
@@ -121,7 +129,8 @@ def _context_section(points: Sequence[Point], labels: Sequence[str]) -> str:
     note = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
     return (
         f'<h2 id="context">Context size</h2>{chart}<p class="note">Marked: {note} '
-        "(the context shrank by 30% or more before the marked request).</p>"
+        "(a handoff an ipse proxy made, as its record says, whatever its size; otherwise the "
+        "context shrank by 30% or more before the marked request).</p>"
     )
 
 
@@ -137,14 +146,28 @@ def _composition_section(data: ReportData, labels: Sequence[str]) -> str:
         ["tool", "tokens in the last request (calls and results)"],
         [[name, f"{tokens:,}"] for name, tokens in data.top_tools],
     )
+    unrecorded = any(p.composition.get("not_recorded", 0) for p in points)
+    note = (
+        '<p class="note">The input does not record everything a request sent (a session file '
+        "holds no system prompt or tool definitions, a rollout no tool definitions): "
+        "<em>not recorded</em> is what the recorded usage holds beyond what the input shows.</p>"
+        if unrecorded
+        else ""
+    )
     return (
-        f'<h2 id="composition">What fills the context</h2>{chart}{legend(layers)}'
+        f'<h2 id="composition">What fills the context</h2>{chart}{legend(layers)}{note}'
         f"<h3>Top tools</h3>{tools}"
     )
 
 
 def _cache_section(data: ReportData, labels: Sequence[str]) -> str:
     points = data.points
+    if data.no_requests:
+        return (
+            '<h2 id="cache">Prompt cache</h2><p class="note">Nothing to show: the prompt cache '
+            f"needs the requests as sent, and a {escape(data.format)} file does not record "
+            "them.</p>"
+        )
     layers = [
         Series("read from cache", "c-read", [p.cache_read for p in points]),
         Series("written to cache", "c-write", [p.cache_write for p in points]),
@@ -182,6 +205,12 @@ def _cache_section(data: ReportData, labels: Sequence[str]) -> str:
 
 
 def _handoff_section(data: ReportData) -> str:
+    if data.no_requests:
+        return (
+            '<h2 id="handoff">Micro-handoff</h2><p class="note">Nothing to show: what a handoff '
+            "would save is counted over the requests that follow it, and a "
+            f"{escape(data.format)} file does not record them.</p>"
+        )
     best = sorted(data.checkpoints, key=lambda c: -c.saved_usd)[:15]
     rows = [
         [
@@ -189,7 +218,7 @@ def _handoff_section(data: ReportData) -> str:
             f"{c.tokens_now:,}",
             f"{c.removable:,}",
             f"{c.later_requests:,}",
-            str(c.break_even_turns) if c.break_even_turns is not None else "never",
+            _requests(c.break_even_turns) if c.break_even_turns is not None else "never",
             f"{c.saved_tokens:,}",
             f"${c.saved_usd:,.4f}",
         ]
@@ -214,6 +243,10 @@ def _handoff_section(data: ReportData) -> str:
             rows,
         )
     )
+
+
+def _requests(count: int) -> str:
+    return f"{count:,} request{'' if count == 1 else 's'}"
 
 
 OPEN_TABLE_ROWS = 1000

@@ -31,28 +31,32 @@ class Series:
     values: Sequence[int]
 
 
-def _scale(top: int) -> int:
-    """A round number at or above ``top`` for the y axis."""
-    if top <= 0:
-        return 1
-    step: int = 10 ** (len(str(top)) - 1)
-    return ((top + step - 1) // step) * step
+def axis_ticks(peak: int) -> list[int]:
+    """The y axis's ticks for values up to ``peak``: 0 and at most four more, evenly spaced
+    by a round step (1, 2 or 5 times a power of ten), the last at or above ``peak``."""
+    peak = max(peak, 0)
+    power = 1
+    while True:
+        for step in (power, 2 * power, 5 * power):
+            if -(-peak // step) <= 4:
+                return [step * k for k in range(max(1, -(-peak // step)) + 1)]
+        power *= 10
 
 
-def _frame(title: str, top: int, count: int) -> list[str]:
+def _frame(title: str, ticks: list[int], count: int) -> list[str]:
     inner = HEIGHT - PAD_BOTTOM - PAD_TOP
+    top = ticks[-1]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
         f'aria-label="{escape(title)}" class="chart">',
         f"<title>{escape(title)}</title>",
     ]
-    for step in range(5):
-        value = top * step // 4
-        y = PAD_TOP + inner - inner * step / 4
+    for value in ticks:
+        y = PAD_TOP + inner - inner * value / top
         parts.append(
             f'<line class="grid" x1="{PAD_LEFT}" x2="{WIDTH}" y1="{y:.1f}" y2="{y:.1f}"/>'
             f'<text class="axis" x="{PAD_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{_short(value)}</text>"
+            f"{tick_label(value)}</text>"
         )
     parts.append(
         f'<text class="axis" x="{PAD_LEFT}" y="{HEIGHT - 6}">request 0</text>'
@@ -62,11 +66,16 @@ def _frame(title: str, top: int, count: int) -> list[str]:
     return parts
 
 
-def _short(value: int) -> str:
-    if value >= 1_000_000:
-        return f"{value / 1_000_000:.1f}M"
-    if value >= 1_000:
-        return f"{value / 1_000:.0f}k"
+def tick_label(value: int) -> str:
+    """``value`` written short and exactly: 500, 1.5k, 2k, 2.5M (never rounded, so distinct
+    ticks read as distinct numbers)."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if value >= size:
+            whole, rest = divmod(value, size)
+            if not rest:
+                return f"{whole}{unit}"
+            digits = str(rest).rjust(len(str(size)) - 1, "0").rstrip("0")
+            return f"{whole}.{digits}{unit}"
     return str(value)
 
 
@@ -86,11 +95,12 @@ def line_chart(
 ) -> str:
     """Context size per request: a polyline, a dot per (bucket of) request(s), marked resets."""
     count = len(values)
-    top = _scale(max(values, default=0))
+    ticks = axis_ticks(max(values, default=0))
+    top = ticks[-1]
     inner_w = WIDTH - PAD_LEFT
     inner_h = HEIGHT - PAD_BOTTOM - PAD_TOP
     buckets = _buckets(count)
-    parts = _frame(title, top, count)
+    parts = _frame(title, ticks, count)
     coords = []
     dots = []
     for slot, bucket in enumerate(buckets):
@@ -119,12 +129,13 @@ def stacked_bars(title: str, layers: Sequence[Series], labels: Sequence[str]) ->
     """One bar per (bucket of) request(s), its layers stacked bottom to top."""
     count = len(labels)
     totals = [sum(layer.values[i] for layer in layers) for i in range(count)]
-    top = _scale(max(totals, default=0))
+    ticks = axis_ticks(max(totals, default=0))
+    top = ticks[-1]
     inner_w = WIDTH - PAD_LEFT
     inner_h = HEIGHT - PAD_BOTTOM - PAD_TOP
     buckets = _buckets(count)
     width = inner_w / max(len(buckets), 1)
-    parts = _frame(title, top, count)
+    parts = _frame(title, ticks, count)
     for slot, bucket in enumerate(buckets):
         index = max(bucket, key=lambda i: totals[i])
         x = PAD_LEFT + width * slot

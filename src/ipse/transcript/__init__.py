@@ -8,6 +8,14 @@ from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.transcript._codec import DIALECTS, Codec, Positions, body_codec, codec
+    from ipse.transcript._formats import (
+        FORMAT_TABLE,
+        FORMATS,
+        WRITABLE_FORMATS,
+        Format,
+        Shape,
+        format_named,
+    )
     from ipse.transcript._load import Source, load, read_conversation
     from ipse.transcript._model import (
         Block,
@@ -22,9 +30,9 @@ if _typing.TYPE_CHECKING:
         ToolDef,
         ToolResult,
     )
-    from ipse.transcript._sniff import FORMATS, body_dialect, detect
+    from ipse.transcript._sniff import body_dialect, detect
     from ipse.transcript._thread import Segment, Thread
-    from ipse.transcript._write import WRITABLE_FORMATS, ensure_writable, write
+    from ipse.transcript._write import ensure_writable, write
     from ipse.transcript.formats.claude_code import ClaudeCodeSession
     from ipse.transcript.formats.http_log import Exchange
 
@@ -33,6 +41,14 @@ if _typing.TYPE_CHECKING:
 # reader, nor the loader that knows them all).
 _MODULES = {
     "_codec": ("DIALECTS", "Codec", "Positions", "body_codec", "codec"),
+    "_formats": (
+        "FORMAT_TABLE",
+        "FORMATS",
+        "WRITABLE_FORMATS",
+        "Format",
+        "Shape",
+        "format_named",
+    ),
     "_load": ("Source", "load", "read_conversation"),
     "_model": (
         "Block",
@@ -47,9 +63,9 @@ _MODULES = {
         "ToolDef",
         "ToolResult",
     ),
-    "_sniff": ("FORMATS", "body_dialect", "detect"),
+    "_sniff": ("body_dialect", "detect"),
     "_thread": ("Segment", "Thread"),
-    "_write": ("WRITABLE_FORMATS", "ensure_writable", "write"),
+    "_write": ("ensure_writable", "write"),
     "formats.claude_code": ("ClaudeCodeSession",),
     "formats.http_log": ("Exchange",),
 }
@@ -61,6 +77,7 @@ __getattr__, __dir__ = _lazy.exports("ipse.transcript", _MODULES, globals())
 __all__ = [
     "DIALECTS",
     "FORMATS",
+    "FORMAT_TABLE",
     "WRITABLE_FORMATS",
     "Block",
     "ClaudeCodeSession",
@@ -68,11 +85,13 @@ __all__ = [
     "Conversation",
     "Dialect",
     "Exchange",
+    "Format",
     "Message",
     "Origin",
     "Other",
     "Positions",
     "Segment",
+    "Shape",
     "Source",
     "Text",
     "Thinking",
@@ -85,6 +104,7 @@ __all__ = [
     "codec",
     "detect",
     "ensure_writable",
+    "format_named",
     "load",
     "read_conversation",
     "write",

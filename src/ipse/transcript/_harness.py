@@ -1,16 +1,21 @@
 """Readers of harness files that hold one conversation: Cline and Roo Code task histories,
 SWE-agent and mini-swe-agent trajectories, OpenHands event lists, Gemini CLI sessions and
-checkpoints. Each format's module says what it relies on; this one only dispatches."""
+checkpoints. Each format's module says what it relies on; this one gives their readers the one
+signature the format table (`ipse.transcript._formats`) names, ``(path, warnings)``, and turns
+a reader's surprise into bad input."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ipse.errors import InputError, IpseError
+from ipse.transcript._formats import Shape, format_named, of_shape
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Conversation
 
-HARNESS_FORMATS = ("cline", "swe-agent", "mini-swe-agent", "openhands", "gemini-cli")
+HARNESS_FORMATS = of_shape(Shape.CONVERSATION)
 
 
 def read_harness(path: Path, name: str, warnings: list[str]) -> Conversation:
@@ -18,8 +23,10 @@ def read_harness(path: Path, name: str, warnings: list[str]) -> Conversation:
     format. These formats are undocumented and change between versions: a field of a kind the
     reader does not expect (a list where a string was, an object where a list was) is bad
     input, said in one line, never a crash."""
+    read = _reader(path, name)
     try:
-        return _read(path, name, warnings)
+        conversation: Conversation = read(path, warnings)
+        return conversation
     except IpseError:
         raise
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
@@ -30,28 +37,52 @@ def read_harness(path: Path, name: str, warnings: list[str]) -> Conversation:
         ) from exc
 
 
-def _read(path: Path, name: str, warnings: list[str]) -> Conversation:
-    if name == "openhands" and path.is_dir():
-        from ipse.transcript.formats.openhands import read_folder
-
-        return read_folder(path)
-    data = read_text_bytes(path)
-    if name == "gemini-cli":
-        from ipse.transcript.formats.gemini_cli import read_gemini
-
-        return read_gemini(path, data)
-    document = parse_json(data, path)
-    if name == "cline":
-        from ipse.transcript.formats.cline import read_history
-
-        return read_history(path, warnings=warnings, data=document)
-    if name == "openhands":
-        from ipse.transcript.formats.openhands import read_events
-
-        return read_events(path, document)
-    from ipse.transcript.formats.swe_agent import read_trajectory
-
-    return read_trajectory(path, document, name)
+def _reader(path: Path, name: str) -> Callable[..., Any]:
+    entry = format_named(name)
+    if entry is None or entry.shape is not Shape.CONVERSATION:
+        raise InputError(f"{name} is not a harness format ipse reads", path=path)
+    return entry.reader()
 
 
-__all__ = ["HARNESS_FORMATS", "read_harness"]
+def read_cline(path: Path, warnings: list[str]) -> Conversation:
+    from ipse.transcript.formats.cline import read_history
+
+    return read_history(path, warnings=warnings, data=parse_json(read_text_bytes(path), path))
+
+
+def read_swe_agent(path: Path, warnings: list[str]) -> Conversation:
+    from ipse.transcript.formats import swe_agent
+
+    return swe_agent.read_trajectory(path, parse_json(read_text_bytes(path), path), "swe-agent")
+
+
+def read_mini_swe_agent(path: Path, warnings: list[str]) -> Conversation:
+    from ipse.transcript.formats import swe_agent
+
+    document = parse_json(read_text_bytes(path), path)
+    return swe_agent.read_trajectory(path, document, "mini-swe-agent")
+
+
+def read_openhands(path: Path, warnings: list[str]) -> Conversation:
+    from ipse.transcript.formats import openhands
+
+    if path.is_dir():
+        return openhands.read_folder(path)
+    return openhands.read_events(path, parse_json(read_text_bytes(path), path))
+
+
+def read_gemini_cli(path: Path, warnings: list[str]) -> Conversation:
+    from ipse.transcript.formats.gemini_cli import read_gemini
+
+    return read_gemini(path, read_text_bytes(path), warnings)
+
+
+__all__ = [
+    "HARNESS_FORMATS",
+    "read_cline",
+    "read_gemini_cli",
+    "read_harness",
+    "read_mini_swe_agent",
+    "read_openhands",
+    "read_swe_agent",
+]

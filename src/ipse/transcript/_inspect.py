@@ -3,7 +3,9 @@
 For one conversation or a thread: message counts, tool calls by name, and tokens by kind. For a
 Claude Code session or a Codex rollout the counts cover the whole thread, compacted parts
 included, and ``after_last_compaction`` holds the same counts for what the model saw last. For an
-HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded).
+HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded),
+and the count of the log's other exchanges (a client's ``HEAD /``, token counting) by method and
+path.
 
 `message_rows` lists the messages of what the model saw last by the index that ``ipse handoff
 --at N`` counts (a cut at N hands off messages 0..N-1): role, what each holds (text by origin,
@@ -62,6 +64,8 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
             }
             for e in exchanges
         ]
+        report["exchanges"] = len(exchanges) + sum(source.other_exchanges.values())
+        report["other_exchanges"] = dict(source.other_exchanges)
     else:
         conversation = source.current()
         report.update(message_counts(conversation.messages))

@@ -2,7 +2,9 @@
 
 Binary files, empty files, truncated JSON and bad JSONL lines all become `InputError` with the
 file and the line (or character) where reading stopped. ``skip_bad_lines`` lets a JSONL reader
-continue past lines that fail to parse, recording a warning for each.
+continue past lines that fail to parse, recording a warning for each. A last line without its
+newline that does not parse is a file still being written: every reader ignores it, with a
+warning (`unterminated`).
 
 `read_jsonl_fields` reads only the named fields of each line (msgspec decodes them into a
 struct and skips the rest without building it), for readers of files whose lines carry large
@@ -87,13 +89,43 @@ def iter_jsonl(
 ) -> Iterator[JsonlRecord]:
     """JSON objects of JSONL bytes (or of its lines, with or without their newlines), one per
     non-blank line."""
-    lines = data.split(b"\n") if isinstance(data, bytes) else data
+    lines = _lines(data) if isinstance(data, bytes) else data
     for number, line in enumerate(lines, start=1):
         if not line or line.isspace():  # (not strip: that copies every line)
             continue
         value = _line_value(line, path, number, skip_bad_lines, warnings)
         if value is not _SKIPPED:
             yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The lines of JSONL bytes, each with its newline (the last one without, when the data
+    does not end with one: `unterminated` tells it apart)."""
+    start = 0
+    while True:
+        end = data.find(b"\n", start)
+        if end < 0:
+            yield data[start:]
+            return
+        yield data[start : end + 1]
+        start = end + 1
+
+
+BAD_LINE = "a line that is not valid JSON"
+NOT_AN_OBJECT = "a JSONL line that is not a JSON object"
+
+
+def unterminated(line: bytes, number: int, path: str | Path, warnings: list[str] | None) -> bool:
+    """Whether a line that does not parse is a file's last line cut short (no newline after
+    it, lines before it): a file still being written. It is then ignored, with a warning."""
+    if number <= 1 or line.endswith(b"\n"):
+        return False
+    if warnings is not None:
+        warnings.append(
+            f"{path}:line {number}: ignored the unterminated last line "
+            "(the file is still being written?)"
+        )
+    return True
 
 
 def _line_value(
@@ -112,9 +144,9 @@ def _line_value(
             if warnings is not None:
                 warnings.append(f"{path}:line {number}: skipped a line that is not an object")
             return _SKIPPED
-        raise InputError(
-            "a JSONL line that is not a JSON object", path=path, position=f"line {number}"
-        )
+        if unterminated(line, number, path, warnings):
+            return _SKIPPED
+        raise InputError(NOT_AN_OBJECT, path=path, position=f"line {number}")
     return value
 
 
@@ -230,15 +262,13 @@ def _reread(
     try:
         return jsonio.loads(line)
     except jsonio.JSONDecodeError:
+        if unterminated(line, number, path, warnings):
+            return _SKIPPED
         if skip_bad_lines:
             if warnings is not None:
                 warnings.append(f"{path}:line {number}: skipped a line that is not JSON")
             return _SKIPPED
-        raise InputError(
-            "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
-            path=path,
-            position=f"line {number}",
-        ) from exc
+        raise InputError(BAD_LINE, path=path, position=f"line {number}") from exc
 
 
 def read_jsonl(

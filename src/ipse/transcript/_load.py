@@ -1,4 +1,5 @@
-"""One entry point for reading any supported input: detect the format, run its reader.
+"""One entry point for reading any supported input: detect the format, run the reader the
+format table (`ipse.transcript._formats`) names for it, and hold what it gives by its shape.
 
 `load` returns a `Source` that holds whichever shape the format has: one conversation (request
 bodies, and the harness files of `ipse.transcript._harness`), threads cut into segments
@@ -8,22 +9,23 @@ bodies, and the harness files of `ipse.transcript._harness`), threads cut into s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse import lifetime
 from ipse.errors import InputError, UnknownFormat, UsageError
 from ipse.jsonio import no_gc
-from ipse.transcript._codec import DIALECTS, codec
-from ipse.transcript._harness import HARNESS_FORMATS, read_harness
+from ipse.transcript._codec import codec
+from ipse.transcript._formats import FORMATS, Format, Shape, format_named, of_shape
+from ipse.transcript._harness import read_harness
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._links import check_links
 from ipse.transcript._model import Conversation
-from ipse.transcript._sniff import FORMATS, detect
+from ipse.transcript._sniff import detect
 from ipse.transcript._thread import Thread
-from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession, read_session
-from ipse.transcript.formats.codex import read_rollout
-from ipse.transcript.formats.http_log import Exchange, read_http_log
+from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession
+from ipse.transcript.formats.http_log import Exchange
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Source:
     session: ClaudeCodeSession | None = None
     exchanges: list[Exchange] | None = None
     warnings: list[str] = field(default_factory=list)
+    # a log's exchanges that are not conversation turns, by method and path (``HEAD /``: 1)
+    other_exchanges: dict[str, int] = field(default_factory=dict)
 
     def current(self) -> Conversation:
         """The conversation as the model last saw it."""
@@ -68,30 +72,67 @@ def _load(path: str | Path, format: str | None, thread: str | None, skip_bad_lin
     if not p.exists():
         raise InputError("no such file or folder", path=p)
     name = format or detect(p)
-    if name not in FORMATS:
+    entry = format_named(name)
+    if entry is None:
         raise UnknownFormat(f"unknown format {name!r}; known: {', '.join(FORMATS)}", path=p)
-    if thread not in (None, MAIN) and name != "claude-code":
-        raise UsageError(f"--thread applies to claude-code sessions, not to {name}")
+    if thread not in (None, MAIN) and entry.shape is not Shape.SESSION:
+        sessions = " or ".join(of_shape(Shape.SESSION))
+        raise UsageError(f"--thread applies to {sessions} sessions, not to {name}")
+    return _BY_SHAPE[entry.shape](entry, p, _Reading(thread, skip_bad_lines))
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    thread: str | None
+    skip_bad_lines: bool
+
+
+def _body(entry: Format, p: Path, _: _Reading) -> Source:
+    body = parse_json(read_text_bytes(p), p)
+    conversation = codec(entry.name).read_body(body, source=str(p))
+    check_links(conversation.messages, path=p)
+    return Source(entry.name, p, conversation=conversation)
+
+
+def _session(entry: Format, p: Path, reading: _Reading) -> Source:
     warnings: list[str] = []
-    if name in DIALECTS:
-        body = parse_json(read_text_bytes(p), p)
-        conversation = codec(name).read_body(body, source=str(p))
-        check_links(conversation.messages, path=p)
-        return Source(name, p, conversation=conversation)
-    if name == "claude-code":
-        session = read_session(p, skip_bad_lines=skip_bad_lines, warnings=warnings)
-        return Source(
-            name, p, thread=session.thread(thread or MAIN), session=session, warnings=warnings
-        )
-    if name in HARNESS_FORMATS:
-        conversation = read_harness(p, name, warnings)
-        check_links(conversation.messages, path=p)
-        return Source(name, p, conversation=conversation, warnings=warnings)
-    if name == "codex":
-        rollout = read_rollout(p, skip_bad_lines=skip_bad_lines, warnings=warnings)
-        return Source(name, p, thread=rollout, warnings=warnings)
-    exchanges = read_http_log(p, skip_bad_lines=skip_bad_lines, warnings=warnings)
-    return Source(name, p, exchanges=exchanges, warnings=warnings)
+    session: ClaudeCodeSession = entry.reader()(
+        p, skip_bad_lines=reading.skip_bad_lines, warnings=warnings
+    )
+    thread = session.thread(reading.thread or MAIN)
+    return Source(entry.name, p, thread=thread, session=session, warnings=warnings)
+
+
+def _rollout(entry: Format, p: Path, reading: _Reading) -> Source:
+    warnings: list[str] = []
+    rollout: Thread = entry.reader()(p, skip_bad_lines=reading.skip_bad_lines, warnings=warnings)
+    return Source(entry.name, p, thread=rollout, warnings=warnings)
+
+
+def _log(entry: Format, p: Path, reading: _Reading) -> Source:
+    warnings: list[str] = []
+    others: dict[str, int] = {}
+    exchanges: list[Exchange] = entry.reader()(
+        p, skip_bad_lines=reading.skip_bad_lines, warnings=warnings, others=others
+    )
+    return Source(entry.name, p, exchanges=exchanges, warnings=warnings, other_exchanges=others)
+
+
+def _conversation(entry: Format, p: Path, _: _Reading) -> Source:
+    warnings: list[str] = []
+    conversation = read_harness(p, entry.name, warnings)
+    check_links(conversation.messages, path=p)
+    return Source(entry.name, p, conversation=conversation, warnings=warnings)
+
+
+# How each shape of reading is held (`_formats.Shape`).
+_BY_SHAPE: dict[Shape, Callable[[Format, Path, _Reading], Source]] = {
+    Shape.BODY: _body,
+    Shape.SESSION: _session,
+    Shape.ROLLOUT: _rollout,
+    Shape.LOG: _log,
+    Shape.CONVERSATION: _conversation,
+}
 
 
 def read_conversation(

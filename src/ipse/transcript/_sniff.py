@@ -6,7 +6,9 @@ Codex rollout line or a request body; a JSON array of Anthropic messages (Cline,
 OpenHands events or Gemini Content; a JSON object that is a harness's own record (Gemini CLI
 session or checkpoint, SWE-agent or mini-swe-agent trajectory, OpenHands trajectory export),
 or a single JSON request body (Anthropic or OpenAI chat, told apart by their distinctive
-fields).
+fields). This module finds out what the input is (a folder, JSONL records, a JSON array or
+object) and asks the format table (`ipse.transcript._formats`) whose test, in rank order, claims
+it; the tests the table names from here are the ones no single reader module owns.
 """
 
 from __future__ import annotations
@@ -19,22 +21,9 @@ from ipse import jsonio
 from ipse._names import Names
 from ipse.errors import InputError, UnknownFormat
 from ipse.fileio import read_lines
+from ipse.transcript._formats import Where, first_match
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
-
-FORMATS = (
-    "anthropic",
-    "openai-chat",
-    "openai-responses",
-    "claude-code",
-    "http-log",
-    "codex",
-    "cline",
-    "swe-agent",
-    "mini-swe-agent",
-    "openhands",
-    "gemini-cli",
-)
 
 _ANTHROPIC_BLOCKS = Names(
     {
@@ -110,19 +99,17 @@ _DETECT_RECORDS = 200
 
 
 def detect(path: str | Path) -> str:
-    """The format name of a file or folder (one of `FORMATS`).
+    """The format name of a file or folder: the first format of the table whose test of what
+    the input is (a folder, a JSONL record, a JSON array or object) claims it.
 
     A JSONL file is judged by its first decisive records: metadata records a harness writes
     ahead of the conversation (a session summary, a title, a legacy rollout's header) do not
     decide, the first record that only one format writes does."""
     p = Path(path)
     if p.is_dir():
-        from ipse.transcript.formats.openhands import event_files
-
-        if event_files(p):
-            return "openhands"
-        if any(p.glob("*.json")):
-            return "http-log"
+        name = first_match(Where.FOLDER, p)
+        if name is not None:
+            return name
         raise UnknownFormat("a folder that holds no .json exchanges", path=p)
     head = _jsonl_head(p)
     if head is not None:
@@ -179,14 +166,9 @@ def _jsonl_head(p: Path) -> list[Mapping[str, Any]] | None:
 
 
 def _array_format(items: list[Any], path: Path) -> str:
-    from ipse.transcript.formats import cline, gemini_cli, openhands
-
-    if cline.looks_like_cline(items):
-        return "cline"
-    if openhands.looks_like_openhands(items):
-        return "openhands"
-    if gemini_cli.looks_like_checkpoint(items):
-        return "gemini-cli"
+    name = first_match(Where.ARRAY, items)
+    if name is not None:
+        return name
     raise UnknownFormat(
         "a JSON array of neither Anthropic messages (Cline, Roo Code), OpenHands events nor "
         "Gemini Content; name the format with --format",
@@ -224,65 +206,102 @@ def _records_format(records: list[Mapping[str, Any]], path: Path) -> str:
         name = record_format(record)
         if name is not None:
             return name
-    if records and all(_is_legacy_codex_meta(r) for r in records[:1]):
-        return "codex"  # a legacy rollout holding only its header
+    name = first_match(Where.HEADER, records[0]) if records else None
+    if name is not None:
+        return name  # e.g. a legacy rollout holding only its header
     raise UnknownFormat("JSONL whose records are of no known format", path=path, position="line 1")
 
 
-def _is_legacy_codex_meta(record: Mapping[str, Any]) -> bool:
+def record_format(record: Mapping[str, Any]) -> str | None:
+    """The format one JSONL record decides, or None when it does not decide alone."""
+    return first_match(Where.RECORD, record)
+
+
+def _document_format(document: Mapping[str, Any], path: Path) -> str:
+    name = first_match(Where.DOCUMENT, document)
+    if name is not None:
+        return name
+    raise UnknownFormat(
+        "cannot tell the format (no 'messages', no exchange, no session records); "
+        "name it with --format",
+        path=path,
+    )
+
+
+# ------------------------------------------------------------ the table's tests (`_formats`)
+
+
+def holds_json_files(folder: Path) -> bool:
+    """A folder of exchanges, one JSON file each."""
+    return any(folder.glob("*.json"))
+
+
+def is_gemini_record(record: Mapping[str, Any]) -> bool:
+    """A Gemini CLI session line: a message or metadata record, or a rewind or update mark."""
+    from ipse.transcript.formats.gemini_cli import looks_like_session
+
+    return looks_like_session(record) or "$rewindTo" in record or "$set" in record
+
+
+def is_rollout_record(record: Mapping[str, Any]) -> bool:
+    """A Codex rollout line: a typed record with its payload."""
+    return record.get("type") in _CODEX_TYPES and "payload" in record
+
+
+def is_exchange_record(record: Mapping[str, Any]) -> bool:
+    """A logged exchange, or a logged request body."""
+    return "request" in record or isinstance(record.get("messages"), list)
+
+
+def is_response_item(record: Mapping[str, Any]) -> bool:
+    """A legacy Codex rollout line: a bare Responses item."""
+    return record.get("type") in ("message", "function_call", "function_call_output", "reasoning")
+
+
+def is_legacy_rollout_header(record: Mapping[str, Any]) -> bool:
     """The header line of a legacy Codex rollout: ``{id, timestamp, instructions}``, no type."""
     return "type" not in record and (
         "record_type" in record or ("instructions" in record and "timestamp" in record)
     )
 
 
-def record_format(record: Mapping[str, Any]) -> str | None:
-    """The format one JSONL record decides, or None when it does not decide alone."""
-    from ipse.transcript.formats.claude_code import looks_like_claude_code
-    from ipse.transcript.formats.gemini_cli import looks_like_session
-
-    if looks_like_session(record) or "$rewindTo" in record or "$set" in record:
-        return "gemini-cli"
-
-    if looks_like_claude_code(record):
-        return "claude-code"
-    if record.get("type") in _CODEX_TYPES and "payload" in record:
-        return "codex"
-    if "request" in record or isinstance(record.get("messages"), list):
-        return "http-log"
-    if record.get("type") in ("message", "function_call", "function_call_output", "reasoning"):
-        return "codex"
-    return None
+def is_har(document: Mapping[str, Any]) -> bool:
+    return isinstance(document.get("log"), Mapping) and "entries" in document["log"]
 
 
-def _document_format(document: Mapping[str, Any], path: Path) -> str:
-    if isinstance(document.get("log"), Mapping) and "entries" in document["log"]:
-        return "http-log"
-    if "request" in document and "response" in document:
-        return "http-log"
-    from ipse.transcript.formats import gemini_cli, openhands, swe_agent
+def is_exchange(document: Mapping[str, Any]) -> bool:
+    return "request" in document and "response" in document
 
-    if gemini_cli.looks_like_session(document) or gemini_cli.looks_like_checkpoint(document):
-        return "gemini-cli"
-    if swe_agent.looks_like_mini_swe_agent(document):
-        return "mini-swe-agent"
-    if swe_agent.looks_like_swe_agent(document):
-        return "swe-agent"
+
+def is_gemini_document(document: Mapping[str, Any]) -> bool:
+    """A Gemini CLI session (the older one-document kind) or a checkpoint."""
+    from ipse.transcript.formats import gemini_cli
+
+    return gemini_cli.looks_like_session(document) or gemini_cli.looks_like_checkpoint(document)
+
+
+def holds_openhands_events(document: Mapping[str, Any]) -> bool:
+    """An OpenHands export: ``{"trajectory": [...]}`` or ``{"events": [...]}``."""
+    from ipse.transcript.formats import openhands
+
     events = openhands.events_of(document)
-    if events is not None and openhands.looks_like_openhands(events):
-        return "openhands"
-    if isinstance(document.get("messages"), list):
-        return body_dialect(document)
-    if isinstance(document.get("input"), list | str):
-        return "openai-responses"
-    from ipse.transcript.formats.claude_code import looks_like_claude_code
+    return events is not None and openhands.looks_like_openhands(events)
 
-    if looks_like_claude_code(document):
-        return "claude-code"
-    if document.get("type") in _CODEX_TYPES:
-        return "codex"
-    raise UnknownFormat(
-        "cannot tell the format (no 'messages', no exchange, no session records); "
-        "name it with --format",
-        path=path,
-    )
+
+def is_anthropic_body(document: Mapping[str, Any]) -> bool:
+    return has_messages(document) and body_dialect(document) == "anthropic"
+
+
+def has_messages(document: Mapping[str, Any]) -> bool:
+    """A chat body (not told to be Anthropic by `is_anthropic_body`, which runs first)."""
+    return isinstance(document.get("messages"), list)
+
+
+def has_input(document: Mapping[str, Any]) -> bool:
+    """A Responses body."""
+    return isinstance(document.get("input"), list | str)
+
+
+def is_rollout_typed(document: Mapping[str, Any]) -> bool:
+    """One Codex rollout record as a whole document."""
+    return document.get("type") in _CODEX_TYPES

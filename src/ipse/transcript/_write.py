@@ -7,27 +7,22 @@ from typing import Any
 
 from ipse.errors import UsageError
 from ipse.transcript._codec import DIALECTS, codec
+from ipse.transcript._formats import WRITABLE_FORMATS, format_named
 from ipse.transcript._model import Conversation
-
-# Inputs whose conversation writes back as a request body (by their dialect's codec).
-WRITABLE_FORMATS = (
-    *DIALECTS,
-    "claude-code",
-    "codex",
-    "cline",
-    "swe-agent",
-    "mini-swe-agent",
-)
 
 
 def ensure_writable(conversation: Conversation) -> None:
-    """Raise `UsageError` for a conversation read from a format ipse does not write back."""
-    if not conversation.meta.get("read_only"):
+    """Raise `UsageError` for a conversation read from a format ipse does not write back,
+    saying why (the format table's reason) and which inputs it does write back."""
+    name = conversation.meta.get("format")
+    entry = format_named(name) if isinstance(name, str) else None
+    reason = entry.read_only if entry is not None else None
+    if reason is None and not conversation.meta.get("read_only"):
         return
-    name = conversation.meta.get("format", "this format")
+    why = f" ({reason})" if reason else ""
     raise UsageError(
-        f"{name} conversations are read only: ipse cannot write them back as a request; "
-        f"the inputs it writes back are {', '.join(WRITABLE_FORMATS)} "
+        f"{name or 'this format'} conversations are read only: ipse cannot write them back as "
+        f"a request{why}; the inputs it writes back are {', '.join(WRITABLE_FORMATS)} "
         f"(as {', '.join(DIALECTS)} bodies)"
     )
 

@@ -26,6 +26,15 @@ an ``error`` or ``cancelled`` status marking the result an error), ``tokens`` (`
 ``output``, ``cached``, ``thoughts``, ``tool``, ``total``) and ``model``), and ``info``,
 ``error``, ``warning`` (shown to the user, never sent to the model: skipped and counted).
 
+Gemini CLI 0.61 (checked against the bundle of @google/gemini-cli 0.61: ``getInitialChatHistory``,
+``updateMessagesFromHistory``, ``recordSyntheticMessage``): the history starts with the
+environment context it injects, a ``user`` message whose text opens with ``<session_context>``
+(written through ``$set.messages``); it is the harness's text, not the human's (as is a
+``<hook_context>`` message). Each function response sent back is recorded again as a ``user``
+message holding only ``functionResponse`` parts: it is read as the tool result when no model
+record's ``toolCalls`` carries that result, and never as a user message. A user message with
+nothing in it is skipped and counted.
+
 ``Content`` (the Gemini API's): ``role`` ``user`` or ``model`` and ``parts``: ``text`` (with
 ``thought: true`` a thought), ``functionCall`` (``name``, ``args``, ``id``),
 ``functionResponse`` (``name``, ``response``, ``id``); calls without an id are matched to the
@@ -88,14 +97,16 @@ def _contents(items: list[Any]) -> bool:
 # ------------------------------------------------------------------------------------ sessions
 
 
-def read_session_records(path: Path, data: bytes) -> list[Mapping[str, Any]]:
+def read_session_records(
+    path: Path, data: bytes, warnings: list[str] | None = None
+) -> list[Mapping[str, Any]]:
     """The live message records of a session file (JSONL or legacy JSON)."""
     if not (_is_jsonl(data) and b"\n" in data.strip()):
         document = parse_json(data, path)
         messages = document.get("messages") if isinstance(document, Mapping) else None
         return [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
     live: dict[str, Mapping[str, Any]] = {}
-    for record in iter_jsonl(data, path):
+    for record in iter_jsonl(data, path, warnings=warnings):
         value = record.data
         rewind = value.get("$rewindTo")
         if isinstance(rewind, str):
@@ -130,25 +141,37 @@ def _is_jsonl(data: bytes) -> bool:
     return True
 
 
-def read_session(path: str | Path, data: bytes) -> Conversation:
+def read_session(path: str | Path, data: bytes, warnings: list[str] | None = None) -> Conversation:
     """A Gemini CLI session file as a read-only conversation."""
     p = Path(path)
     messages: list[Message] = []
     skipped: Counter[str] = Counter()
     model: str | None = None
-    for position, record in enumerate(read_session_records(p, data)):
+    answered: set[str] = set()  # call ids whose result a model record carries
+    called: set[str] = set()  # call ids of the model records read so far
+    for position, record in enumerate(read_session_records(p, data, warnings)):
         kind = record.get("type")
         meta = {"index": position, "id": record.get("id"), "timestamp": record.get("timestamp")}
         if kind == "user":
             blocks = _parts(record.get("content"), "user")
-            messages.append(Message("user", tuple(blocks), "blocks", meta=meta))
+            responses = _responses(record.get("content"), called, answered)
+            messages.extend(responses)
+            if blocks:
+                messages.append(Message("user", tuple(blocks), "blocks", meta=meta))
+            elif not responses and not _has_responses(record.get("content")):
+                skipped["empty user message"] += 1
         elif kind == "gemini":
             if isinstance(record.get("model"), str):
                 model = record["model"]
                 meta["model"] = model
             if isinstance(record.get("tokens"), Mapping):
                 meta["tokens"] = record["tokens"]
-            messages.extend(_gemini_record(record, meta))
+            read = _gemini_record(record, meta)
+            answered.update(
+                b.call_id for m in read[1:] for b in m.blocks if isinstance(b, ToolResult)
+            )
+            called.update(b.id for b in read[0].blocks if isinstance(b, ToolCall))
+            messages.extend(read)
         else:
             skipped[str(kind)] += 1
     return _conversation(p, messages, model, {"skipped": dict(skipped), "kind": "session"})
@@ -171,6 +194,8 @@ def _gemini_record(record: Mapping[str, Any], meta: dict[str, Any]) -> list[Mess
         args = call.get("args")
         blocks.append(ToolCall(call_id, str(call.get("name", "")), args, _dumps(args)))
         status = call.get("status")
+        if call.get("result") is None and status not in ("error", "cancelled"):
+            continue  # not answered yet: the function response, when recorded, answers it
         text = _response_text(call.get("result"))
         results.append(
             Message(
@@ -181,6 +206,34 @@ def _gemini_record(record: Mapping[str, Any], meta: dict[str, Any]) -> list[Mess
             )
         )
     return [Message("assistant", tuple(blocks), "blocks", meta=meta), *results]
+
+
+def _function_responses(content: Any) -> list[Mapping[str, Any]]:
+    parts = content if isinstance(content, list) else [content]
+    return [
+        p["functionResponse"]
+        for p in parts
+        if isinstance(p, Mapping) and isinstance(p.get("functionResponse"), Mapping)
+    ]
+
+
+def _has_responses(content: Any) -> bool:
+    return bool(_function_responses(content))
+
+
+def _responses(content: Any, called: set[str], answered: set[str]) -> list[Message]:
+    """The function responses a ``user`` record sends back (Gemini CLI records each again as a
+    user message): a tool message each for a call a model record made, unless that record's
+    ``toolCalls`` already carries the result."""
+    out = []
+    for response in _function_responses(content):
+        call_id = str(response.get("id") or "")
+        if call_id not in called or call_id in answered:
+            continue
+        answered.add(call_id)
+        text = _response_body(response.get("response"))
+        out.append(Message("tool", (ToolResult(call_id, text),), "string"))
+    return out
 
 
 def _response_text(result: Any) -> str:
@@ -237,8 +290,18 @@ def _parts(content: Any, role: str) -> list[Block]:
     return blocks
 
 
+# What Gemini CLI itself puts in a user message (``getEnvironmentContext``, hook output): it
+# hides such messages from the user's history, and so do these readers from the human's words.
+_HARNESS_OPENINGS = ("<session_context>", "<hook_context>")
+
+
 def _text(text: str, role: str, raw: Mapping[str, Any] | None = None) -> Text:
-    origin = Origin.AGENT if role == "model" else classify_user_text(text)
+    if role == "model":
+        origin = Origin.AGENT
+    elif text.lstrip().startswith(_HARNESS_OPENINGS):
+        origin = Origin.HARNESS
+    else:
+        origin = classify_user_text(text)
     return Text(text, origin, raw)
 
 
@@ -326,11 +389,11 @@ def _conversation(
     )
 
 
-def read_gemini(path: str | Path, data: bytes) -> Conversation:
+def read_gemini(path: str | Path, data: bytes, warnings: list[str] | None = None) -> Conversation:
     """A session (JSON or JSONL) or a checkpoint, by its shape."""
     p = Path(path)
     if _is_jsonl(data) and b"\n" in data.strip():
-        return read_session(p, data)
+        return read_session(p, data, warnings)
     document = parse_json(data, p)
     if isinstance(document, Mapping) and looks_like_session(document):
         return read_session(p, data)

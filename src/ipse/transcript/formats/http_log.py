@@ -28,7 +28,14 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import InputError, os_error
 from ipse.transcript._codec import codec
-from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
+from ipse.transcript._jsonl import (
+    BAD_LINE,
+    NOT_AN_OBJECT,
+    check_text_head,
+    parse_json,
+    read_text_bytes,
+    unterminated,
+)
 from ipse.transcript._model import Conversation, Dialect
 from ipse.transcript._sniff import body_dialect
 from ipse.transcript._time import parse_time
@@ -57,21 +64,36 @@ class Exchange:
 
 
 def read_http_log(
-    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+    path: str | Path,
+    *,
+    skip_bad_lines: bool = False,
+    warnings: list[str] | None = None,
+    others: dict[str, int] | None = None,
 ) -> list[Exchange]:
     """Every exchange of a log file or folder, in log order; ``index`` is the position in the
-    log. Requests without messages (token counting, model listings) are skipped with a
-    warning."""
+    log. Requests that are not conversation turns (token counting, model listings, a client's
+    ``HEAD /``, a body that is not JSON) are skipped with a warning, and counted in ``others``
+    by what they were (`other_label`)."""
     exchanges = []
     sink = warnings if warnings is not None else []
+    counts = others if others is not None else {}
     entries = iter_entries(path, skip_bad_lines=skip_bad_lines, warnings=sink)
     for index, (where, entry) in enumerate(entries):
         fields = exchange_fields(entry, where)
         if "count_tokens" in (fields.url or ""):
             sink.append(f"{where}: request {index} counts tokens (not a conversation turn)")
+            _count(counts, other_label(fields))
+            continue
+        if fields.no_body is not None:
+            sink.append(
+                f"{where}: request {index} ({other_label(fields)}) has {fields.no_body} "
+                "(not a conversation turn)"
+            )
+            _count(counts, other_label(fields))
             continue
         if not codec(fields.provider).positions(fields.body).messages:
             sink.append(f"{where}: request {index} has no messages (not a conversation turn)")
+            _count(counts, other_label(fields))
             continue
         exchanges.append(
             Exchange(
@@ -101,6 +123,22 @@ class ExchangeFields:
     response_time: datetime | None
     usage: Mapping[str, Any] | None
     status: int | None
+    method: str | None = None
+    no_body: str | None = None  # why there is no JSON body object (then ``body`` is empty)
+
+
+def other_label(fields: ExchangeFields) -> str:
+    """What an exchange that is not a conversation turn was: its method and path
+    (``HEAD /``, ``POST /v1/messages/count_tokens``)."""
+    url = fields.url or ""
+    path = url.split("://", 1)[1] if "://" in url else url
+    if "://" in url:
+        path = "/" + path.split("/", 1)[1] if "/" in path else "/"
+    return f"{(fields.method or 'POST').upper()} {path.split('?', 1)[0] or '/'}"
+
+
+def _count(counts: dict[str, int], label: str) -> None:
+    counts[label] = counts.get(label, 0) + 1
 
 
 def iter_entries(
@@ -171,21 +209,19 @@ def _stream_jsonl(
             try:
                 value = jsonio.loads(line)
             except jsonio.JSONDecodeError as exc:
+                if unterminated(line, number, p, warnings):
+                    continue
                 if skip_bad_lines:
                     warnings.append(f"{p}:line {number}: skipped a line that is not JSON")
                     continue
-                raise InputError(
-                    "a line that is not valid JSON (use --skip-bad-lines to continue past it)",
-                    path=p,
-                    position=f"line {number}",
-                ) from exc
+                raise InputError(BAD_LINE, path=p, position=f"line {number}") from exc
             if not isinstance(value, Mapping):
+                if unterminated(line, number, p, warnings):
+                    continue
                 if skip_bad_lines:
                     warnings.append(f"{p}:line {number}: skipped a line that is not an object")
                     continue
-                raise InputError(
-                    "a JSONL line that is not a JSON object", path=p, position=f"line {number}"
-                )
+                raise InputError(NOT_AN_OBJECT, path=p, position=f"line {number}")
             yield f"{p}:line {number}", value
 
 
@@ -200,23 +236,29 @@ def _har_entries(
     if not isinstance(entries, list):
         raise InputError("a HAR file without log.entries", path=path)
     for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            continue
-        request = entry.get("request") or {}
-        if str(request.get("method", "POST")).upper() != "POST":
-            continue
-        yield f"{path}:entry {i}", entry
+        if isinstance(entry, Mapping):  # (a GET is an exchange too: counted, not a turn)
+            yield f"{path}:entry {i}", entry
 
 
 def exchange_fields(entry: Mapping[str, Any], where: str) -> ExchangeFields:
     """The request body, provider, times, usage and status of one log entry."""
     request = entry.get("request")
     response = entry.get("response")
+    method: str | None = None
+    no_body: str | None = None
     if isinstance(request, Mapping):
-        body = body_of(request, where, "request")
+        try:
+            body = body_of(request, where, "request")
+        except InputError:
+            body, no_body = {}, "a body that is not JSON"
         if body is None and (isinstance(request.get("messages"), list) or "model" in request):
             body = request  # the request body itself, as a response may be its bare body
         url = request.get("url") or request.get("path")
+        method = request.get("method") if isinstance(request.get("method"), str) else None
+        if no_body is None and (body is None or body == ""):
+            body, no_body = {}, "no body"
+        elif no_body is None and not isinstance(body, Mapping):
+            body, no_body = {}, "a body that is not a JSON object"
     elif isinstance(entry.get("messages"), list) or "model" in entry:  # a bare request body
         body = {k: v for k, v in entry.items() if k not in ("ts", "usage", "time", "response")}
         url = None
@@ -245,6 +287,8 @@ def exchange_fields(entry: Mapping[str, Any], where: str) -> ExchangeFields:
         response_time=response_time,
         usage=usage,
         status=status,
+        method=method,
+        no_body=no_body,
     )
 
 
@@ -257,9 +301,11 @@ def body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
             if key == "content" and isinstance(value, Mapping) and _is_har_content(value):
                 value = _har_text(value)
             if isinstance(value, str | bytes):
-                text = value.decode() if isinstance(value, bytes) else value
+                text = value.decode(errors="replace") if isinstance(value, bytes) else value
                 if what == "response":
                     return text
+                if not text.strip():
+                    return None  # no body (a GET, a HEAD)
                 try:
                     return jsonio.loads(text)
                 except jsonio.JSONDecodeError as exc:

@@ -20,6 +20,15 @@ of the run config; the model is ``agent.model.name``) and ``environment``. A ret
 an item with ``tool_calls`` keeps them. The history is the full one; history processors that
 elide old observations when sending are not replayed.
 
+Text actions (SWE-agent 0.7, and 1.x's ``thought_action`` parser): no function calls; the
+assistant item holds its reply with ``thought`` (the words) and ``action`` (the command), and
+the environment's answer comes back as the next ``user`` item. Such an action is read as the
+agent's words plus a tool call (id ``action-<item>``, named by the command's first word, the
+whole command in ``{"action": ...}``) and the answer as its tool result, so a handoff removes
+both; the task statement and other user items stay the human's text, a demonstration
+(``is_demo``, ``message_type: demonstration``) the harness's. Written back, these are Chat
+Completions ``tool_calls`` and ``tool`` messages.
+
 mini-swe-agent (``trajectory_format`` ``mini-swe-agent-1``, ``mini-swe-agent-1.1``; seen in
 a 1.1 trajectory of SWE-agent/mini-swe-agent forks): ``{info, messages, trajectory_format,
 instance_id}``; each message is a litellm message dict plus ``extra`` (``actions``,
@@ -44,7 +53,7 @@ from typing import Any
 from ipse import jsonio
 from ipse._names import Names
 from ipse.errors import InputError
-from ipse.transcript._model import Conversation
+from ipse.transcript._model import Conversation, Message, Origin, Text
 from ipse.transcript.formats import openai_chat
 
 CHAT_ROLES = Names({"system", "developer", "user", "assistant", "tool"})
@@ -112,20 +121,30 @@ def read_swe_agent(document: Any, *, source: str) -> Conversation:
         raise InputError("a SWE-agent trajectory needs a 'history' list", path=source)
     messages: list[dict[str, Any]] = []
     metas: list[dict[str, Any]] = []
+    pending: str | None = None  # the call id of a text action whose observation comes next
     for index, item in enumerate(document["history"]):
         if not isinstance(item, Mapping):
             raise InputError(
                 "a history item must be an object", path=source, position=f"item {index}"
             )
         role = item.get("role")
+        demo = bool(item.get("is_demo")) or item.get("message_type") == "demonstration"
         if role == "tool":
             ids = item.get("tool_call_ids")
             call_id = ids[0] if isinstance(ids, list) and ids else item.get("tool_call_id")
             message = chat_message(
                 {"role": "tool", "content": item.get("content"), "tool_call_id": call_id}
             )
+        elif role == "user" and pending is not None and not demo:
+            message = chat_message(
+                {"role": "tool", "content": item.get("content"), "tool_call_id": pending}
+            )
+        elif role == "assistant" and not demo and _text_action(item) is not None:
+            message = _action_message(item, f"action-{index}")
         else:
             message = chat_message(item)
+        acted = role == "assistant" and not demo and _text_action(item) is not None
+        pending = f"action-{index}" if acted else None
         if role not in CHAT_ROLES:
             raise InputError(
                 f"a history item with role {role!r}", path=source, position=f"item {index}"
@@ -144,7 +163,46 @@ def read_swe_agent(document: Any, *, source: str) -> Conversation:
     model = _swe_agent_model(document)
     info = document.get("info")
     extra = {"info": info} if isinstance(info, Mapping) else {}
-    return _conversation(messages, metas, model, source, "swe-agent", extra)
+    conversation = _conversation(messages, metas, model, source, "swe-agent", extra)
+    return replace(conversation, messages=tuple(_demo_as_harness(m) for m in conversation.messages))
+
+
+def _text_action(item: Mapping[str, Any]) -> str | None:
+    """The command of an assistant item that acted in text (no function call), else None."""
+    action = item.get("action")
+    if not isinstance(action, str) or not action.strip() or item.get("tool_calls"):
+        return None
+    return action
+
+
+def _action_message(item: Mapping[str, Any], call_id: str) -> dict[str, Any]:
+    """A text action as the agent's words and a call: the words are its ``thought`` (the
+    reply without the command) when recorded, the call is named by the command's first word
+    and holds the whole command, so a handoff removes the command and keeps the words."""
+    action = _text_action(item) or ""
+    thought = item.get("thought")
+    words = thought if isinstance(thought, str) else item.get("content")
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {
+            "name": action.split(maxsplit=1)[0],
+            "arguments": jsonio.dumps({"action": action}).decode(),
+        },
+    }
+    return chat_message({"role": "assistant", "content": words, "tool_calls": [call]})
+
+
+def _demo_as_harness(message: Message) -> Message:
+    """A demonstration's text is the harness's (an example it shows), not the human's."""
+    if not (message.meta.get("is_demo") or message.meta.get("message_type") == "demonstration"):
+        return message
+    blocks = tuple(
+        replace(b, origin=Origin.HARNESS) if isinstance(b, Text) and b.origin is Origin.HUMAN
+        else b
+        for b in message.blocks
+    )  # fmt: skip
+    return replace(message, blocks=blocks)
 
 
 def _swe_agent_model(document: Mapping[str, Any]) -> str | None:
