@@ -43,6 +43,7 @@ from ipse.proxy._exchange import Exchange, Flight, InFlight
 from ipse.proxy._owner import prove, secret
 from ipse.proxy._record import Recorder, answer_line, log_line, saved, start_line
 from ipse.proxy._wire import (
+    CREDENTIALS,
     Provider,
     confine,
     dialect_of,
@@ -281,10 +282,12 @@ class ProxyState:
         # queue, and the memory it holds, stays bounded. Store and record are never skipped.
         behind = self.pending > _ANALYSIS_BACKLOG
         analysis = {"skipped": "the proxy is busy"} if behind else self._analyze(ex, usage)
+        secrets = _secrets(ex)
         if self._recorder is not None:
-            self._recorder.write(self._entry(ex, body, analysis))
+            self._recorder.write(self._entry(ex, body, analysis), secrets=secrets)
         if self.config.log:
-            self._write_line(log_line(ex, usage, analysis, requests, json_log=self.config.json_log))
+            line = log_line(ex, usage, analysis, requests, json_log=self.config.json_log)
+            self._write_line(_without(line, secrets))
 
     def _count(self, ex: Exchange, applied: bool) -> int | None:
         """Count the request in its conversation's state; the conversation's requests so far."""
@@ -417,6 +420,33 @@ def _json_or_text(data: bytes) -> Any:
         return jsonio.loads(data)
     except (jsonio.JSONDecodeError, ValueError):
         return data.decode("utf-8", errors="replace")
+
+
+_SHORTEST_SECRET = 8  # shorter values are not searched for (they would mask ordinary words)
+
+
+def _secrets(ex: Exchange) -> list[str]:
+    """The credentials a request carried (credential query parameters and headers): masked
+    wherever else they turn up in what is written, such as an upstream's error that quotes its
+    URL. Longest first."""
+    from urllib.parse import unquote_plus
+
+    found: set[str] = set()
+    for pair in ex.query.split("&") if ex.query else ():
+        name, equals, value = pair.partition("=")
+        if equals and is_credential_name(unquote_plus(name)):
+            found.update((value, unquote_plus(value)))
+    for name, value in ex.headers:
+        lowered = name.lower()
+        if lowered in CREDENTIALS or is_credential_name(lowered):
+            found.update((value, value.rpartition(" ")[2]))
+    return sorted((v for v in found if len(v) >= _SHORTEST_SECRET), key=len, reverse=True)
+
+
+def _without(line: str, secrets: Sequence[str]) -> str:
+    for secret_value in secrets:
+        line = line.replace(secret_value, "***")
+    return line
 
 
 def _scrubbed(body: Any) -> Any:

@@ -13,7 +13,7 @@ cost, and what a handoff removed and saved. A streamed response also gets a line
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,11 @@ class Recorder:
         self._lock = threading.Lock()
         self.written = 0
 
-    def write(self, entry: Mapping[str, Any]) -> None:
+    def write(self, entry: Mapping[str, Any], *, secrets: Sequence[str] = ()) -> None:
+        """Append ``entry``, with every one of ``secrets`` masked wherever it occurs."""
         line = jsonio.dumps(entry) + b"\n"
+        for secret in secrets:
+            line = line.replace(secret.encode("utf-8", "surrogateescape"), b"***")
         with self._lock:
             self._file.write(line)
             self._file.flush()
