@@ -216,8 +216,12 @@ def test_head_slash_is_answered_here(proxy_factory: ProxyFactory) -> None:
         assert httpx.head(f"{proxy.url}/").status_code == 200
         proxy.settle()
         log = proxy.log.getvalue()
-    assert to_anthropic == [] and to_openai == []
-    assert "502" not in log and log.count("HEAD / 200 answered by the proxy") == 2
+        assert to_anthropic == [] and to_openai == []
+        assert "502" not in log and log.count("HEAD / 200 answered by the proxy") == 2
+        # Claude Code's other requests are Anthropic's, whatever their path
+        httpx.get(f"{proxy.url}/api/hello", headers=headers)
+        proxy.settle()
+    assert len(to_anthropic) == 1 and to_openai == []
 
 
 def test_a_provider_without_an_upstream_is_never_contacted(proxy_factory: ProxyFactory) -> None:
