@@ -7,6 +7,12 @@ checkpoint tool; every other request, and every body the handoff leaves alone, g
 byte for byte. The response streams back as it arrives (``aiter_raw``: nothing is buffered or
 decoded), through one shared `httpx.AsyncClient`.
 
+Some requests never leave: ``HEAD /`` (Claude Code's check at every start) is answered here, and
+a request for a provider without an upstream, a path that climbs out of the upstream's prefix
+(`ipse.proxy._wire.confine`) or a body over the limit is refused in the provider's error shape.
+Each request is one `Flight`, landed once however it ends; ``GET /ipse/health`` proves to
+``ipse proxy start | stop`` that this is the user's own proxy (`ipse.proxy._owner`).
+
 A client that disconnects cancels the upstream request: the response listens for the disconnect
 whatever ASGI version the server speaks, and closes the upstream stream, shielded from the
 cancellation. Upstream failures before the response began become the provider's error document
@@ -14,9 +20,10 @@ with a fitting status (502 unreachable, 504 timed out); after it began, a server
 event.
 
 What is not on the request's path runs on one bookkeeping thread, in completion order: the
-conversation store (anchor, counters), the archive of what a handoff removed, the record file,
-and the log line with the prefix cache model's prediction. Closing the app drains that thread,
-so no record is lost.
+conversation store (anchor, counters), the archive of what a handoff removed, the record file
+(credentials masked in headers, query and fields, and wherever a value the request carried turns
+up again), and the log lines (a stream's start, every end, every refusal), with the prefix cache
+model's prediction. Closing the app drains that thread, so no record is lost.
 """
 
 from __future__ import annotations
