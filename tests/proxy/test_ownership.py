@@ -151,6 +151,31 @@ def test_an_impostor_of_another_user_is_refused_by_the_sockets_owner(
         _refused_everywhere(port, victim, "held by another user (uid 65534)")
 
 
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to switch")
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="socket owners are read in /proc")
+def test_a_port_another_user_holds_is_named(_isolated_home: Path) -> None:
+    port = _port()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child: another user's silent listener
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            server = socket.socket()
+            server.bind(("127.0.0.1", port))
+            server.listen()
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    try:
+        _wait_for(port)
+        started = _ipse("proxy", "start", "--port", str(port))
+        assert started.returncode == 1
+        assert "held by another user (uid 65534)" in started.stderr
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+
+
 def test_a_relay_to_your_own_proxy_on_another_port_is_refused(_isolated_home: Path) -> None:
     own, front = _port(), _port()
     first = _ipse("proxy", "start", "--port", str(own), "--json")

@@ -209,6 +209,15 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
                 "it was left running: add --restart to replace it, or run `ipse proxy stop`"
             )
         _stop(listener.pid, config.port, url)
+    else:
+        from ipse.proxy import foreign_listeners
+
+        others = foreign_listeners(config.port)
+        if others:
+            raise CheckFailed(
+                f"not starting: port {config.port} is held by another user (uid {others[0]}); "
+                "use another --port"
+            )
     _launch(config, options, url, as_json)
 
 

@@ -23,7 +23,7 @@ from ipse.proxy._config import (
     Upstream,
     is_loopback,
 )
-from ipse.proxy._owner import Listener, identify, proxy_process
+from ipse.proxy._owner import Listener, foreign_listeners, identify, proxy_process
 from ipse.proxy._serve import RunningProxy, bind, probe, serve, start_in_thread, warn_if_exposed
 
 
@@ -46,6 +46,7 @@ __all__ = [
     "Upstream",
     "bind",
     "create_app",
+    "foreign_listeners",
     "identify",
     "is_loopback",
     "probe",
