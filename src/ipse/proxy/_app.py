@@ -38,13 +38,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, TextIO
 
 from ipse import __version__, _notes, jsonio
 from ipse.errors import MissingExtra
-from ipse.handoff import Rewrite, conversation_key, rewrite_request
+from ipse.handoff import Rewrite, clear_cache, conversation_key, rewrite_request
 from ipse.proxy._config import ProxyConfig, Upstream
 from ipse.proxy._exchange import Exchange, Flight, InFlight
 from ipse.proxy._owner import prove, secret
@@ -103,15 +103,16 @@ class _Recent(OrderedDict[Hashable, Any]):
             self.popitem(last=False)
 
 
-class _QueuedArchive:
-    """The handoff's archive sink: puts go to the bookkeeping thread (off the request path)."""
+class _Collected:
+    """One request's archive sink: what its handoff removed, kept until the proxy writes it to
+    the archive (`ProxyState.archive_all`), before the rewritten request leaves."""
 
-    def __init__(self, state: ProxyState) -> None:
-        self._state = state
+    def __init__(self) -> None:
+        self.puts: list[tuple[str, tuple[Any, ...], str]] = []
 
     def put(self, session: str, removed: Sequence[Any], source: str) -> int:
         items = tuple(removed)
-        self._state.submit(partial(self._state.archive_put, session, items, source))
+        self.puts.append((session, items, source))
         return len(items)
 
 
@@ -146,6 +147,8 @@ class ProxyState:
         self.anchors = _Recent(_ANCHORS_MAX)  # conversation key -> its checkpoint call's id
         self.secret = secret()  # what the health endpoint proves it knows (`ipse.proxy._owner`)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-books")
+        # the writes a response waits for (archive, conversation counters): see `ahead`
+        self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ipse-proxy-store")
         self._store: Any = None
         self._archive: Any = None
         self._recorder = Recorder(config.record) if config.record is not None else None
@@ -156,7 +159,6 @@ class ProxyState:
         self._counter = itertools.count()
         self._log_stream = log_stream
         self._lock = threading.Lock()
-        self.archive_sink = _QueuedArchive(self)
         self.pending = 0
 
     @property
@@ -200,12 +202,34 @@ class ProxyState:
     def drain(self) -> None:
         """Wait for every pending bookkeeping task, then close the stores and the record."""
         self._executor.shutdown(wait=True)
+        self._ahead.shutdown(wait=True)
         if self._recorder is not None:
             self._recorder.close()
         for closable in (self._store, self._archive):
             if closable is not None:
                 with contextlib.suppress(Exception):
                     closable.close()
+
+    async def ahead(self, task: Callable[[], Any]) -> Any:
+        """Run a store write off the event loop, on the threads whose writes a response waits
+        for (the conversation store and the archive each serialise on one connection)."""
+        return await asyncio.wrap_future(self._ahead.submit(task))
+
+    def count_ahead(self, ex: Exchange) -> Future[int | None] | None:
+        """Start counting the request in its conversation (`_count`) while it goes upstream; the
+        response's first byte waits for it (`_send`): a replica killed after answering has
+        already stored what it answered."""
+        if ex.dialect is None:
+            return None
+        return self._ahead.submit(self._count_logged, ex)
+
+    def _count_logged(self, ex: Exchange) -> int | None:
+        try:
+            _read(ex)
+            return self._count(ex, ex.rewrite is not None and ex.rewrite.applied)
+        except Exception:  # bookkeeping never takes the proxy down
+            _log.exception("ipse proxy: counting the request failed")
+            return None
 
     def submit(self, task: Callable[[], None]) -> None:
         with self._lock:
@@ -251,14 +275,17 @@ class ProxyState:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def archive_put(self, session: str, removed: Sequence[Any], source: str) -> None:
+    def archive_all(self, puts: Sequence[tuple[str, Sequence[Any], str]]) -> None:
+        """Write what a handoff removed to the archive (idempotent: content addressed, an item
+        already there is kept as it is, so replicas and retries may write it again)."""
         if (self.config.store or "").startswith("memory:"):
             return  # an in-memory store keeps no archive
         if self._archive is None:
             from ipse.archive import LazyArchive
 
             self._archive = LazyArchive(self.config.store)
-        self._archive.put(session, removed, source)
+        for session, removed, source in puts:
+            self._archive.put(session, removed, source)
 
     def _conversations(self) -> Any:
         if self._store is None:
@@ -268,20 +295,14 @@ class ProxyState:
         return self._store
 
     def book(self, ex: Exchange) -> None:
-        """Everything after a response: the store, the record, the log line."""
-        if ex.dialect is not None and ex.parsed is None and ex.client_body:
-            try:
-                ex.parsed = jsonio.loads(ex.client_body)
-            except (jsonio.JSONDecodeError, ValueError):
-                ex.parsed = None
-            if isinstance(ex.parsed, dict):
-                lowered = {k.lower(): v for k, v in ex.headers}
-                ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
+        """Everything after a response: the record and the log line (the conversation store
+        was written while the request went upstream, `count_ahead`)."""
+        requests = ex.counted.result() if ex.counted is not None else None
+        _read(ex)
         applied = ex.rewrite is not None and ex.rewrite.applied
         if applied:
             with contextlib.suppress(Exception):  # a count must not stop the record or the log
                 ex.saved_tokens = self._saved_tokens(ex)
-        requests = self._count(ex, applied)
         body = b"".join(ex.chunks)
         usage = _usage(body)
         # The cache analysis is the costly part of bookkeeping (megabyte bodies are hashed
@@ -420,6 +441,21 @@ class ProxyState:
             "cost_usd": round(row.cost_usd, 6),
             "cost_lost_usd": round(row.cost_lost_usd, 6),
         }
+
+
+def _read(ex: Exchange) -> None:
+    """Parse the client's body and key its conversation, once (a body the handoff did not read
+    is read here, off the request's path)."""
+    if ex.dialect is None or ex.key is not None or not ex.client_body:
+        return
+    if ex.parsed is None:
+        try:
+            ex.parsed = jsonio.loads(ex.client_body)
+        except (jsonio.JSONDecodeError, ValueError):
+            ex.parsed = None
+    if isinstance(ex.parsed, dict):
+        lowered = {k.lower(): v for k, v in ex.headers}
+        ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
 
 
 def _json_or_text(data: bytes) -> Any:
@@ -650,13 +686,24 @@ async def _handoff(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) 
     if not isinstance(parsed, dict):
         return
     ex.parsed = parsed
+    sink = _Collected()
     try:
-        key = conversation_key(lowered, parsed, dialect)
-        rewrite = await _rewrite(state, parsed, dialect, key, len(body))
+        key = ex.key = conversation_key(lowered, parsed, dialect)
+        rewrite = await _rewrite(state, parsed, dialect, key, len(body), sink)
     except Exception as exc:  # a body ipse cannot read is forwarded as it came
         ex.handoff_error = f"not rewritten: {exc}"
         return
-    ex.key, ex.rewrite = key, rewrite
+    if rewrite.applied and sink.puts:
+        # Nothing leaves the request before the archive holds it: a replica killed after
+        # sending has lost nothing, and one whose archive fails sends the client's own bytes.
+        try:
+            await state.ahead(partial(state.archive_all, sink.puts))
+        except Exception as exc:
+            clear_cache()  # the next request rewrites, and archives, from scratch
+            ex.handoff_error = f"not rewritten: the archive failed: {redact(str(exc))}"
+            _log.warning("ipse proxy: %s", ex.handoff_error)
+            return
+    ex.rewrite = rewrite
     if rewrite.applied:
         assert rewrite.body is not None
         ex.sent_body = jsonio.dumps(rewrite.body)
@@ -677,6 +724,7 @@ async def _send(
         headers=request_headers(ex.headers),
         content=ex.sent_body,
     )
+    ex.counted = state.count_ahead(ex)
     try:
         upstream_response = await client.send(outgoing, stream=True)
     except httpx.TimeoutException as exc:
@@ -689,6 +737,14 @@ async def _send(
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in upstream_response.headers.raw
     ]
     ex.streaming = "text/event-stream" in upstream_response.headers.get("content-type", "")
+    if ex.counted is not None:
+        try:  # no byte of the answer before its request is counted in the store
+            await asyncio.wrap_future(ex.counted)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await upstream_response.aclose()
+            state.land(flight, ex)
+            raise
     if ex.streaming:
         json_log, at = state.config.json_log, time.time()
         state.say(lambda: start_line(ex, at, json_log=json_log))
@@ -783,15 +839,22 @@ def _joined(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 async def _rewrite(
-    state: ProxyState, parsed: dict[str, Any], dialect: str, key: str, size: int
+    state: ProxyState,
+    parsed: dict[str, Any],
+    dialect: str,
+    key: str,
+    size: int,
+    sink: _Collected,
 ) -> Rewrite:
+    # ``state.anchors`` only makes the lookup of the rewrite cache cheaper: the newest checkpoint
+    # in the body decides the cut, so every replica rewrites a body to the same bytes
     call = partial(
         rewrite_request,
         parsed,
         dialect,
         anchor=state.anchors.get(key),
         tool_names=state.config.tool_names,
-        archive=state.archive_sink,
+        archive=sink,
         session=key,
         source="proxy",
     )

@@ -7,6 +7,7 @@ and the log line (which shows them), so none of those needs to know the others.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,7 @@ class Exchange:
     disconnected: bool = False
     streaming: bool = False  # the response is an event stream
     saved_tokens: int | None = None  # what the handoff saved (set by the bookkeeping)
+    counted: Future[int | None] | None = None  # the store's count of the conversation's requests
 
     @property
     def model(self) -> str | None:
