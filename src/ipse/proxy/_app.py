@@ -159,6 +159,7 @@ class ProxyState:
         self._counter = itertools.count()
         self._log_stream = log_stream
         self._lock = threading.Lock()
+        self._archive_lock = threading.Lock()
         self.pending = 0
 
     @property
@@ -280,12 +281,13 @@ class ProxyState:
         already there is kept as it is, so replicas and retries may write it again)."""
         if (self.config.store or "").startswith("memory:"):
             return  # an in-memory store keeps no archive
-        if self._archive is None:
-            from ipse.archive import LazyArchive
+        with self._archive_lock:  # one connection: its transactions one at a time
+            if self._archive is None:
+                from ipse.archive import LazyArchive
 
-            self._archive = LazyArchive(self.config.store)
-        for session, removed, source in puts:
-            self._archive.put(session, removed, source)
+                self._archive = LazyArchive(self.config.store)
+            for session, removed, source in puts:
+                self._archive.put(session, removed, source)
 
     def _conversations(self) -> Any:
         if self._store is None:
