@@ -9,7 +9,9 @@ repeats). A reply is a text, or a dict: ``{"text": ..., "tool_use": {"id", "name
 (a tool call, ``stop_reason: "tool_use"``, streamed as ``input_json_delta``), ``{"status": 529}``
 (the API's error document for that status), ``{"stall": SECONDS, "after": N}`` (N events, then
 silence, then the connection closes) or ``{"close_after": N}`` (N events, then the connection
-closes without the rest).
+closes without the rest); ``"pace": SECONDS`` waits that long before each event. ``answer``, when
+given, makes the reply from the request's body instead (one reply per request, whatever the
+order requests arrive in); `stream_bytes` is the event stream a reply is sent as.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -80,7 +82,20 @@ def _events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "message_stop", {"type": "message_stop"}
 
 
-def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPRequestHandler]:
+def stream_bytes(reply: Reply, model: str) -> bytes:
+    """The bytes of the event stream the upstream sends for ``reply`` (all of its events)."""
+    return b"".join(_event(name, data) for name, data in _events(reply, model))
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _handler(
+    upstream: Upstream,
+    replies: Sequence[Reply],
+    answer: Callable[[dict[str, Any]], Reply] | None = None,
+) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -115,7 +130,10 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             if path.endswith("/count_tokens"):
                 self._json(200, {"input_tokens": len(raw) // 4})
             elif path == "/v1/messages":
-                reply = replies[min(max(turn, 0), len(replies) - 1)]
+                if answer is not None:
+                    reply = answer(body)
+                else:
+                    reply = replies[min(max(turn, 0), len(replies) - 1)]
                 spec = _spec(reply)
                 model = str(body.get("model", "claude"))
                 if "status" in spec:
@@ -146,13 +164,19 @@ def _handler(upstream: Upstream, replies: Sequence[Reply]) -> type[BaseHTTPReque
             self.send_header("connection", "close")
             self.end_headers()
             stop_after = spec.get("after", spec.get("close_after"))
+            pace = float(spec.get("pace", 0))
             for n, (name, data) in enumerate(_events(reply, model)):
                 if stop_after is not None and n >= stop_after:
                     if "stall" in spec:
                         time.sleep(spec["stall"])
                     break
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                self.wfile.flush()
+                if pace:
+                    time.sleep(pace)
+                try:
+                    self.wfile.write(_event(name, data))
+                    self.wfile.flush()
+                except OSError:  # the proxy went away (a replica killed mid-stream)
+                    break
             self.close_connection = True
 
     return Handler
@@ -172,9 +196,13 @@ def _message(reply: Reply, model: str) -> dict[str, Any]:
 
 
 @contextmanager
-def anthropic_upstream(replies: Sequence[Reply] = ("OK.",)) -> Iterator[Upstream]:
+def anthropic_upstream(
+    replies: Sequence[Reply] = ("OK.",),
+    *,
+    answer: Callable[[dict[str, Any]], Reply] | None = None,
+) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies)) as url:
+    with serve(_handler(upstream, replies, answer)) as url:
         upstream.url = url
         yield upstream
