@@ -363,7 +363,7 @@ def archived(store: str) -> tuple[set[tuple[str, str, str, str | None]], int, in
         ).fetchall()
         blobs = pg.execute("SELECT count(*), count(DISTINCT sha256) FROM archive_blobs").fetchone()
     assert blobs is not None
-    return {tuple(row) for row in items}, int(blobs[0]), int(blobs[1])  # type: ignore[misc]
+    return {tuple(row) for row in items}, int(blobs[0]), int(blobs[1])
 
 
 __all__ = [
