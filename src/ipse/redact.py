@@ -8,6 +8,10 @@ the value of every ``password=`` / ``secret=`` / ``token=``-like parameter, in U
 libpq keyword strings alike. It works on any text, so it also cleans driver error messages
 that quote a connection string.
 
+`redact_query` masks the value of every credential parameter of a URL's query string
+(``?key=``, ``api-key``, ``access_token``, ``sig``, ...; `is_credential_name` says which names
+are credentials, for headers and fields too), parameter by parameter in one pass.
+
 `fingerprint` is what a diagnostic shows instead of a value that may be a secret (a rotated
 token in a system prompt, an id, a tool argument): its length and a short SHA-256, enough to
 see that two values differ or match, never what they are.
@@ -133,6 +137,56 @@ def _secrets(url: str) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+# A parameter or header name that names a credential: split at "-", "_", "." and spaces, one part
+# is a word below, or the name (joined) ends in "key" or holds a longer credential word. Session
+# ids are not credentials here: a record keeps them to tell conversations apart.
+_CREDENTIAL_PARTS = frozenset(
+    {
+        "auth", "authorization", "bearer", "cookie", "credential", "credentials", "jwt",
+        "key", "otp", "pass", "passwd", "password", "pin", "pwd", "secret", "sig", "signature",
+        "token",
+    }
+)  # fmt: skip
+# "token" but not "tokens" (max_tokens counts, it hides nothing)
+_CREDENTIAL_WORDS = re.compile(r"token(?!s)|secret|passw|apikey|signature|credential")
+_NAME_PARTS = re.compile(r"[-_.\s]+")
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a query parameter, header or field called ``name`` holds a credential
+    (``key``, ``api-key``, ``access_token``, ``X-Amz-Signature``, ``client_secret``, ...)."""
+    lowered = name.strip().lower()
+    if lowered == "code":  # an OAuth code, an Azure Functions key
+        return True
+    parts = [p for p in _NAME_PARTS.split(lowered) if p]
+    if any(p in _CREDENTIAL_PARTS for p in parts):
+        return True
+    joined = "".join(parts)
+    return joined.endswith("key") or _CREDENTIAL_WORDS.search(joined) is not None
+
+
+def redact_query(query: str) -> str:
+    """A URL's query string (without ``?``) with the value of every credential parameter
+    (`is_credential_name`, also percent-encoded names) masked; everything else as it was."""
+    from urllib.parse import unquote_plus
+
+    if not query:
+        return query
+    out = []
+    for pair in query.split("&"):
+        name, equals, _ = pair.partition("=")
+        if equals and is_credential_name(unquote_plus(name)):
+            pair = f"{name}={MASK}"
+        out.append(pair)
+    return "&".join(out)
+
+
+def redact_target(target: str) -> str:
+    """A request target (``/path?query``) with its query's credentials masked (`redact_query`)."""
+    path, mark, query = target.partition("?")
+    return path + mark + redact_query(query) if mark else target
+
+
 def fingerprint(value: str | bytes) -> str:
     """A short stand-in for a value that must not be shown: its length and SHA-256 prefix."""
     import hashlib  # (here: most commands never show a fingerprint)
@@ -142,4 +196,11 @@ def fingerprint(value: str | bytes) -> str:
     return f"<{len(value)} {unit}, sha256:{hashlib.sha256(data).hexdigest()[:12]}>"
 
 
-__all__ = ["MASK", "fingerprint", "redact"]
+__all__ = [
+    "MASK",
+    "fingerprint",
+    "is_credential_name",
+    "redact",
+    "redact_query",
+    "redact_target",
+]

@@ -5,7 +5,6 @@ kept blocks at or before the marked ones, byte-identical from one request to the
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -57,9 +56,9 @@ def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> N
         proxy.settle()
         lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]
     # the log line counts the tokens the handoff saved (the 200-line result, mostly)
-    saved = [line["handoff"]["tokens_saved"] for line in lines]
+    saved = [line["handoff"]["saved"]["tokens"] for line in lines]
     assert saved[0] == saved[1] > 200
-    assert all(line["handoff"]["bytes_saved"] > 1000 for line in lines)
+    assert all(line["handoff"]["saved"]["bytes"] > 1000 for line in lines)
     first, second = (r["body"] for r in upstream.received[-2:])
     assert first == second  # the same bytes every time
     sent = first["messages"]
@@ -81,14 +80,15 @@ def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> N
 
 def test_the_text_log_line_names_tokens_saved() -> None:
     from ipse.handoff import Rewrite
+    from ipse.proxy._exchange import Exchange
     from ipse.proxy._record import log_line
 
     rewrite = Rewrite({"messages": []}, anchor="toolu_cp", removed_calls=2, cached=True)
-    ex = SimpleNamespace(
-        method="POST", path="/v1/messages", status=200, key=None, error=None,
-        disconnected=False, parsed={"model": "claude-sonnet-4-6"}, rewrite=rewrite,
-        client_body=b"x" * 5000, sent_body=b"x" * 1000, first_byte=None, started=0.0,
-        finished=0.5, tokens_saved=1234,
+    ex = Exchange(
+        method="POST", path="/v1/messages", query="", provider="anthropic", dialect="anthropic",
+        key=None, headers=[], status=200, parsed={"model": "claude-sonnet-4-6"},
+        rewrite=rewrite, client_body=b"x" * 5000, sent_body=b"x" * 1000, started=0.0,
+        finished=0.5, saved_tokens=1234,
     )  # fmt: skip
     line = log_line(ex, None, None, None, json_log=False)
     assert "saved 1234 tokens, 4000 bytes (cached prefix)" in line

@@ -82,3 +82,35 @@ def test_exposed_address_warns(capsys: object) -> None:
     assert warn_if_exposed(ProxyConfig(host="127.0.0.1"), out) is None
     assert warn_if_exposed(ProxyConfig(host="0.0.0.0"), out) is not None
     assert "not loopback" in out.getvalue()
+
+
+def test_start_with_other_upstreams_says_so_or_restarts(_isolated_home: Path) -> None:
+    port = str(_port())
+    first = _ipse("proxy", "start", "--port", port, "--anthropic-upstream", "http://127.0.0.1:9",
+                  "--json")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    pid = json.loads(first.stdout)["pid"]
+    try:
+        # a hook's plain start accepts the running proxy, whatever its settings
+        plain = _ipse("proxy", "start", "--port", port, "--json")
+        assert plain.returncode == 0 and json.loads(plain.stdout)["pid"] == pid
+        same = _ipse("proxy", "start", "--port", port, "--anthropic-upstream",
+                     "http://127.0.0.1:9", "--json")  # fmt: skip
+        assert same.returncode == 0 and json.loads(same.stdout)["started"] is False
+        other = _ipse("proxy", "start", "--port", port, "--anthropic-upstream",
+                      "http://127.0.0.1:10/x")  # fmt: skip
+        assert other.returncode == 2
+        assert "other settings" in other.stderr and "--restart" in other.stderr
+        assert "anthropic http://127.0.0.1:9" in other.stderr
+        url = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{url}/ipse/health").json()["pid"] == pid  # left alone
+        restarted = _ipse("proxy", "start", "--port", port, "--anthropic-upstream",
+                          "http://127.0.0.1:10/x", "--restart", "--json")  # fmt: skip
+        assert restarted.returncode == 0, restarted.stderr
+        new = json.loads(restarted.stdout)
+        assert new["started"] is True and new["pid"] != pid
+        health = httpx.get(f"{url}/ipse/health").json()
+        # only the upstream asked for: no OpenAI upstream is implied
+        assert health["upstreams"] == {"anthropic": "http://127.0.0.1:10/x", "openai": None}
+    finally:
+        assert _ipse("proxy", "stop", "--port", port).returncode == 0

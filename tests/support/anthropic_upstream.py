@@ -9,8 +9,11 @@ repeats). A reply is a text, or a dict: ``{"text": ..., "tool_use": {"id", "name
 (a tool call, ``stop_reason: "tool_use"``, streamed as ``input_json_delta``), ``{"status": 529}``
 (the API's error document for that status), ``{"stall": SECONDS, "after": N}`` (N events, then
 silence, then the connection closes) or ``{"close_after": N}`` (N events, then the connection
-closes without the rest). Instead of a list, ``replies`` may be a function of the request body
-that returns the reply (a model that answers what it is asked, however many requests come).
+closes without the rest); ``"pace": SECONDS`` waits that long before each event. Instead of a
+list, ``replies`` may be a function of the request body that returns the reply (a model that
+answers what it is asked, however many requests come). ``answer`` does the same and gives every
+message the id ``msg_scripted``, so that `stream_bytes` is exactly the event stream a reply is
+sent as (otherwise every message has an id of its own).
 """
 
 from __future__ import annotations
@@ -85,7 +88,20 @@ def _events(
     yield "message_stop", {"type": "message_stop"}
 
 
-def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandler]:
+def stream_bytes(reply: Reply, model: str, message_id: str = "msg_scripted") -> bytes:
+    """The bytes of the event stream the upstream sends for ``reply`` (all of its events)."""
+    return b"".join(_event(name, data) for name, data in _events(reply, model, message_id))
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _handler(
+    upstream: Upstream,
+    replies: Replies,
+    answer: Callable[[dict[str, Any]], Reply] | None = None,
+) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     answered = itertools.count(1)
 
@@ -121,7 +137,9 @@ def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandle
             if path.endswith("/count_tokens"):
                 self._json(200, {"input_tokens": len(raw) // 4})
             elif path == "/v1/messages":
-                if callable(replies):
+                if answer is not None:
+                    reply = answer(body)
+                elif callable(replies):
                     reply = replies(body)
                 else:
                     reply = replies[min(max(turn, 0), len(replies) - 1)]
@@ -129,7 +147,9 @@ def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandle
                 model = str(body.get("model", "claude"))
                 # every message the API answers has an id of its own (Claude Code groups the
                 # records of one response by it when it resumes a session)
-                message_id = f"msg_scripted_{next(answered):04d}"
+                message_id = (
+                    "msg_scripted" if answer is not None else f"msg_scripted_{next(answered):04d}"
+                )
                 if "status" in spec:
                     kind = _ERRORS.get(spec["status"], "api_error")
                     error = {"type": kind, "message": f"scripted {spec['status']}"}
@@ -158,13 +178,19 @@ def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandle
             self.send_header("connection", "close")
             self.end_headers()
             stop_after = spec.get("after", spec.get("close_after"))
+            pace = float(spec.get("pace", 0))
             for n, (name, data) in enumerate(_events(reply, model, message_id)):
                 if stop_after is not None and n >= stop_after:
                     if "stall" in spec:
                         time.sleep(spec["stall"])
                     break
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                self.wfile.flush()
+                if pace:
+                    time.sleep(pace)
+                try:
+                    self.wfile.write(_event(name, data))
+                    self.wfile.flush()
+                except OSError:  # the proxy went away (a replica killed mid-stream)
+                    break
             self.close_connection = True
 
     return Handler
@@ -184,9 +210,13 @@ def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict
 
 
 @contextmanager
-def anthropic_upstream(replies: Replies = ("OK.",)) -> Iterator[Upstream]:
+def anthropic_upstream(
+    replies: Replies = ("OK.",),
+    *,
+    answer: Callable[[dict[str, Any]], Reply] | None = None,
+) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies)) as url:
+    with serve(_handler(upstream, replies, answer)) as url:
         upstream.url = url
         yield upstream

@@ -42,45 +42,62 @@ class SqlArchive:
         self.url = driver.url
 
     def put(self, session: str, removed: Sequence[Archivable], source: str) -> int:
+        """Store ``removed`` under ``session`` (idempotent); the number of items newly added.
+
+        Rows are written in one order whatever the order of ``removed``: every blob by its
+        address, then every item by its key. Two writers that share blobs (the same output in two
+        conversations, the same checkpoint archived by two proxy replicas at once) then wait for
+        each other in that order and never deadlock; the loser of a race keeps the winner's row."""
+        rows = []
+        blobs: dict[str, bytes] = {}
+        for item in removed:
+            if item.call is None:
+                continue
+            call = payload(item.call)
+            result = payload(item.result) if item.result is not None else None
+            call_sha = address(call)
+            blobs[call_sha] = call
+            result_sha = None
+            if result is not None:
+                result_sha = address(result)
+                blobs[result_sha] = result
+            size = len(call) + (len(result) if result is not None else 0)
+            rows.append(
+                (
+                    stored_key(session),
+                    stored_key(item.id),
+                    storable(item.kind),
+                    storable(item.tool),
+                    storable(preview(item)),
+                    size,
+                    call_sha,
+                    result_sha,
+                    item.message,
+                    storable(source),
+                )
+            )
+        rows.sort(key=lambda row: row[1])
         added = 0
         with self._driver.tx() as cur:
-            for item in removed:
-                if item.call is None:
-                    continue
-                call = payload(item.call)
-                result = payload(item.result) if item.result is not None else None
-                call_sha = self._blob(cur, call)
-                result_sha = self._blob(cur, result) if result is not None else None
-                size = len(call) + (len(result) if result is not None else 0)
+            for sha in sorted(blobs):
+                self._blob(cur, sha, blobs[sha])
+            for row in rows:
                 cur.execute(
                     "INSERT INTO archive_items (session, item_id, kind, tool, preview, size,"
                     " call_sha256, result_sha256, position, source) VALUES"
                     " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (
-                        stored_key(session),
-                        stored_key(item.id),
-                        storable(item.kind),
-                        storable(item.tool),
-                        storable(preview(item)),
-                        size,
-                        call_sha,
-                        result_sha,
-                        item.message,
-                        storable(source),
-                    ),
+                    row,
                 )
                 added += max(cur.rowcount, 0)
         return added
 
     @staticmethod
-    def _blob(cur: Any, data: bytes) -> str:
-        sha = address(data)
+    def _blob(cur: Any, sha: str, data: bytes) -> None:
         cur.execute(
             "INSERT INTO archive_blobs (sha256, codec, size, data) VALUES (?, ?, ?, ?)"
             " ON CONFLICT DO NOTHING",
             (sha, CODEC, len(data), compress(data)),
         )
-        return sha
 
     def items(self, session: str) -> list[Item]:
         for key in _keys(session):

@@ -1,9 +1,13 @@
 """``ipse proxy``: run the proxy in the foreground, or ``start | stop | status`` one in the
 background (its pid file and log file in ipse's home, both 0600).
 
-``start`` is idempotent: when an ipse proxy already answers on the address it says so and exits
-0, so a harness hook can run it at every session start. The work is the library's
-(`ipse.proxy`); this module parses options and manages the background process.
+``start`` is idempotent: when this user's proxy already answers on the address it says so and
+exits 0, so a harness hook can run it at every session start. Nothing that answers on the port is
+trusted on its word: `ipse.proxy.identify` checks that it is this user's own proxy (a secret only
+this user can read, the socket's and the process's owner) before ``start`` reports it as running
+or ``stop`` signals it; otherwise both refuse and say why. A ``start`` given settings other than
+the running proxy's says so and leaves it alone, or replaces it with ``--restart``. The work is
+the library's (`ipse.proxy`); this module parses options and manages the background process.
 """
 
 from __future__ import annotations
@@ -20,26 +24,40 @@ from typing import Any
 import click
 
 from ipse.cli._output import emit_json
-from ipse.errors import InputError
+from ipse.errors import CheckFailed, InputError, UsageError
+from ipse.proxy import (
+    ANTHROPIC_UPSTREAM,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    OPENAI_UPSTREAM,
+    READ_TIMEOUT,
+    Listener,
+)
 
 _STARTUP_SECONDS = 20.0
+_STOP_SECONDS = 30.0
+
+
+def _address(function: Any) -> Any:
+    function = click.option(
+        "--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port to bind."
+    )(function)
+    return click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")(
+        function
+    )
 
 
 def _options(function: Any) -> Any:
     decorators = [
-        click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind."),
-        click.option("--port", default=8765, show_default=True, type=int, help="Port to bind."),
         click.option(
             "--anthropic-upstream",
-            default="https://api.anthropic.com",
-            show_default=True,
-            help="Origin (and optional path prefix) for Anthropic requests.",
+            help="Origin (and optional path prefix) for Anthropic requests "
+            f"[default: {ANTHROPIC_UPSTREAM}, unless only --openai-upstream is given].",
         ),
         click.option(
             "--openai-upstream",
-            default="https://api.openai.com",
-            show_default=True,
-            help="Origin (and optional path prefix) for OpenAI requests.",
+            help="Origin (and optional path prefix) for OpenAI requests "
+            f"[default: {OPENAI_UPSTREAM}, unless only --anthropic-upstream is given].",
         ),
         click.option(
             "--record",
@@ -63,7 +81,7 @@ def _options(function: Any) -> Any:
         ),
         click.option(
             "--read-timeout",
-            default=600.0,
+            default=READ_TIMEOUT,
             show_default=True,
             type=float,
             help="Seconds to wait for upstream bytes.",
@@ -71,25 +89,28 @@ def _options(function: Any) -> Any:
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
-    return function
+    return _address(function)
 
 
 def _config(**options: Any) -> Any:
-    from ipse.proxy import ProxyConfig, Upstream
+    from ipse.handoff import CHECKPOINT_TOOLS
+    from ipse.proxy import ProxyConfig
 
-    names = tuple(options["tool_names"]) or ("micro_handoff",)
+    anthropic, openai = ProxyConfig.upstreams_from_options(
+        options["anthropic_upstream"], options["openai_upstream"]
+    )
     return ProxyConfig(
         host=options["host"],
         port=options["port"],
-        anthropic=Upstream.parse(options["anthropic_upstream"], "--anthropic-upstream"),
-        openai=Upstream.parse(options["openai_upstream"], "--openai-upstream"),
+        anthropic=anthropic,
+        openai=openai,
         record=options["record"],
         store=options["store"],
         json_log=options["json_log"],
-        tool_names=names,
         handoff=not options["no_handoff"],
         analyze=not options["no_analysis"],
         read_timeout=options["read_timeout"],
+        tool_names=tuple(options["tool_names"]) or CHECKPOINT_TOOLS,
     )
 
 
@@ -99,8 +120,10 @@ def _config(**options: Any) -> Any:
 def proxy_group(ctx: click.Context, /, **options: Any) -> None:
     """Run the ipse proxy in the foreground (Ctrl-C stops it).
 
-    Point a client at it (ANTHROPIC_BASE_URL=http://127.0.0.1:8765, OPENAI_BASE_URL=
-    http://127.0.0.1:8765/v1): requests after a checkpoint call are handed off on the way.
+    Point a client at it (ANTHROPIC_BASE_URL=http://127.0.0.1:8765,
+    OPENAI_BASE_URL=http://127.0.0.1:8765/v1): requests after a checkpoint call are handed off
+    on the way. With only one of --anthropic-upstream and --openai-upstream, the other provider
+    is not contacted at all.
 
     \b
     Examples:
@@ -128,21 +151,85 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def _identify(url: str, port: int, timeout: float = 2.0) -> Listener:
+    from ipse.proxy import identify
+
+    return identify(url, port, timeout=timeout)
+
+
+def _not_yours(url: str, listener: Listener, what: str) -> CheckFailed:
+    return CheckFailed(
+        f"{what}: something answers at {url} as an ipse proxy, but it is not yours "
+        f"({listener.reason}); stop it or use another --port"
+    )
+
+
+def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` given on the command line (not left at their defaults)."""
+    source = click.core.ParameterSource
+    return [n for n in names if ctx.get_parameter_source(n) not in (source.DEFAULT, None)]
+
+
+_SETTINGS = ("anthropic_upstream", "openai_upstream", "record", "store", "json_log",
+             "tool_names", "no_handoff", "no_analysis", "read_timeout")  # fmt: skip
+
+
 @proxy_group.command("start")
 @_options
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="When a proxy with other settings runs on the port, stop it and start this one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def start_command(as_json: bool, **options: Any) -> None:
-    """Start a proxy in the background; succeed at once when one already answers there."""
-    from ipse.fileio import private_file
-    from ipse.proxy import probe
+@click.pass_context
+def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options: Any) -> None:
+    """Start a proxy in the background; succeed at once when yours already answers there.
 
+    Given settings other than the running proxy's, it says so and changes nothing, or with
+    --restart stops that proxy and starts one with these settings. Something else answering on
+    the port as an ipse proxy is refused (exit 1), never reported as running.
+    """
     config = _config(**options)
     url = _url(config.host, config.port)
-    found = probe(url)
-    if found is not None:
-        _say(as_json, {"running": True, "started": False, "url": url, "pid": found.get("pid")},
-             f"ipse proxy: already running at {url} (pid {found.get('pid')})")  # fmt: skip
-        return
+    listener = _identify(url, config.port)
+    if listener.health is not None:
+        if not listener.own:
+            raise _not_yours(url, listener, "not starting")
+        health = listener.health
+        given = _given(ctx, _SETTINGS)
+        if not given or health.get("settings") == config.digest():
+            _say(as_json, {"running": True, "started": False, "url": url, "pid": listener.pid},
+                 f"ipse proxy: already running at {url} (pid {listener.pid})")  # fmt: skip
+            return
+        if not restart:
+            raise UsageError(
+                f"a proxy with other settings runs at {url} (pid {listener.pid}; upstreams "
+                f"{_shown(health.get('upstreams'))}; asked for {_shown(config.upstreams())}); "
+                "it was left running: add --restart to replace it, or run `ipse proxy stop`"
+            )
+        _stop(listener.pid, config.port, url)
+    else:
+        from ipse.proxy import foreign_listeners
+
+        others = foreign_listeners(config.port)
+        if others:
+            raise CheckFailed(
+                f"not starting: port {config.port} is held by another user (uid {others[0]}); "
+                "use another --port"
+            )
+    _launch(config, options, url, as_json)
+
+
+def _shown(upstreams: Any) -> str:
+    if not isinstance(upstreams, dict):
+        return "unknown"
+    return ", ".join(f"{name} {value or 'none'}" for name, value in sorted(upstreams.items()))
+
+
+def _launch(config: Any, options: dict[str, Any], url: str, as_json: bool) -> None:
+    from ipse.fileio import private_file
+
     pid_file, log_file = _files(config.port)
     arguments = [sys.executable, "-m", "ipse", "proxy", *_argv(options)]
     with private_file(log_file, append=True) as log:
@@ -157,18 +244,20 @@ def start_command(as_json: bool, **options: Any) -> None:
     deadline = time.monotonic() + _STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            found = probe(url)  # another start won the race: that one serves
-            if found is not None:
+            listener = _identify(url, config.port)  # another start won the race: that one serves
+            if listener.own:
                 _say(as_json, {"running": True, "started": False, "url": url,
-                               "pid": found.get("pid")},
-                     f"ipse proxy: already running at {url} (pid {found.get('pid')})")  # fmt: skip
+                               "pid": listener.pid},
+                     f"ipse proxy: already running at {url} (pid {listener.pid})")  # fmt: skip
                 return
+            if listener.health is not None:
+                raise _not_yours(url, listener, "not starting")
             raise InputError(
                 f"the proxy exited at start with status {process.returncode} "
                 f"({_tail(log_file)}); log: {log_file}"
             )
-        found = probe(url, timeout=0.5)
-        if found is not None:
+        listener = _identify(url, config.port, timeout=0.5)
+        if listener.own and listener.pid == process.pid:
             _write_pid(pid_file, process.pid)
             _say(as_json, {"running": True, "started": True, "url": url, "pid": process.pid,
                            "log": str(log_file)},
@@ -180,12 +269,11 @@ def start_command(as_json: bool, **options: Any) -> None:
 
 
 def _argv(options: dict[str, Any]) -> list[str]:
-    out = [
-        "--host", options["host"], "--port", str(options["port"]),
-        "--anthropic-upstream", options["anthropic_upstream"],
-        "--openai-upstream", options["openai_upstream"],
-        "--read-timeout", str(options["read_timeout"]),
-    ]  # fmt: skip
+    out = ["--host", options["host"], "--port", str(options["port"]),
+           "--read-timeout", str(options["read_timeout"])]  # fmt: skip
+    for name in ("anthropic_upstream", "openai_upstream"):
+        if options[name] is not None:
+            out += [f"--{name.replace('_', '-')}", options[name]]
     if options["record"] is not None:
         out += ["--record", str(Path(options["record"]).resolve())]
     if options["store"]:
@@ -223,34 +311,44 @@ def _say(as_json: bool, document: dict[str, Any], line: str) -> None:
 
 
 @proxy_group.command("stop")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@_address
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def stop_command(host: str, port: int, as_json: bool) -> None:
-    """Stop the background proxy started with ``ipse proxy start`` on that port."""
-    from ipse.proxy import probe
+    """Stop your background proxy on that port (never a process that is not yours)."""
+    from ipse.proxy import proxy_process
 
     pid_file, _ = _files(port)
     url = _url(host, port)
-    found = probe(url)
-    pid = _read_pid(pid_file)
-    if found is not None and pid is not None and found.get("pid") != pid:
-        pid = None  # the pid file is stale: it names some other process
-    if pid is None and found is not None:
-        pid = found.get("pid") if isinstance(found.get("pid"), int) else None
+    listener = _identify(url, port)
+    if listener.health is not None and not listener.own:
+        raise _not_yours(url, listener, "not stopping it; nothing was signalled")
+    pid = listener.pid if listener.own else None
+    if pid is None:  # nothing answers: a proxy of ours that hangs, by its pid file?
+        named = _read_pid(pid_file)
+        pid = named if named is not None and proxy_process(named, port) else None
     if pid is None:
         pid_file.unlink(missing_ok=True)
         _say(as_json, {"running": False, "stopped": False, "url": url},
              f"ipse proxy: not running at {url}")  # fmt: skip
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.1)
-    pid_file.unlink(missing_ok=True)
+    _stop(pid, port, url)
     _say(as_json, {"running": False, "stopped": True, "url": url, "pid": pid},
          f"ipse proxy: stopped (pid {pid})")  # fmt: skip
+
+
+def _stop(pid: int | None, port: int, url: str) -> None:
+    """Signal this user's proxy ``pid`` (already identified) and wait until it is gone."""
+    pid_file, _ = _files(port)
+    if pid is None:
+        raise CheckFailed(f"the proxy at {url} names no process to stop")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_SECONDS
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        raise CheckFailed(f"the proxy (pid {pid}) did not stop within {_STOP_SECONDS:.0f} s")
+    pid_file.unlink(missing_ok=True)
 
 
 def _read_pid(path: Path) -> int | None:
@@ -279,28 +377,30 @@ def _alive(pid: int) -> bool:
 
 
 @proxy_group.command("status")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@_address
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def status_command(host: str, port: int, as_json: bool) -> None:
-    """Say whether a proxy answers there (exit 1 when none does)."""
-    from ipse.proxy import probe
-
+    """Say whether your proxy answers there (exit 1 when none does, or not yours)."""
     url = _url(host, port)
-    found = probe(url)
+    listener = _identify(url, port)
+    found = listener.health
     pid_file, log_file = _files(port)
-    document = {"running": found is not None, "url": url, "health": found,
+    document = {"running": listener.own, "url": url, "health": found,
+                "not_yours": None if listener.own or found is None else listener.reason,
                 "pid_file": str(pid_file), "log": str(log_file)}  # fmt: skip
     if as_json:
         emit_json(document)
-    elif found is not None:
+    elif found is not None and listener.own:
         click.echo(
             f"ipse proxy: running at {url} (pid {found.get('pid')}, {found.get('requests')} "
             f"requests, {found.get('inflight')} in flight)"
         )
+    elif found is not None:
+        reason = listener.reason
+        click.echo(f"ipse proxy: something answers at {url} but it is not yours ({reason})")
     else:
         click.echo(f"ipse proxy: not running at {url}")
-    if found is None:
+    if not listener.own:
         raise SystemExit(1)
 
 

@@ -21,7 +21,7 @@ from ipse.handoff._checkpoint import (
     record_checkpoint,
 )
 from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
-from ipse.handoff._measure import handoff_document, measure
+from ipse.handoff._measure import handoff_document, measure, tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
@@ -104,6 +104,7 @@ __all__ = [
     "run",
     "source_session",
     "strip",
+    "tokens_saved",
     "tool_definition",
     "validate",
     "verify",

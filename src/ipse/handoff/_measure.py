@@ -56,6 +56,20 @@ def measure(conversation: Conversation, tally: TokenTally) -> dict[str, int]:
     return counts
 
 
+def tokens_saved(before: Conversation, after: Conversation, tally: TokenTally | None = None) -> int:
+    """The message tokens a handoff saved: `measure`'s ``tokens`` before minus after (0 at
+    least). The one count of a handoff's saving, wherever it is shown (``ipse handoff``, the
+    proxy's log line and record)."""
+    if tally is None:
+        from ipse.tokens import default_counter
+
+        tally = TokenTally(default_counter())
+    old, new = tally.fresh(), tally.fresh()
+    old.add_messages(before.messages)
+    new.add_messages(after.messages)
+    return max(0, old.total - new.total)
+
+
 def saving(before: int, after: int) -> float:
     """The share saved, as a percentage rounded to one place."""
     return round(100.0 * (before - after) / before, 1) if before else 0.0
@@ -99,4 +113,4 @@ def handoff_document(
     }
 
 
-__all__ = ["KEYS", "body_bytes", "handoff_document", "measure", "saving"]
+__all__ = ["KEYS", "body_bytes", "handoff_document", "measure", "saving", "tokens_saved"]

@@ -4,7 +4,8 @@ A local HTTP proxy for the Anthropic Messages and OpenAI Chat Completions / Resp
 (extra ``ipse[proxy]``: Starlette, uvicorn, httpx). Requests that hold a call of the checkpoint
 tool are handed off with the library (`ipse.handoff.rewrite_request`) before they go upstream;
 everything else passes byte for byte; responses stream back as they arrive. See `create_app`
-(the ASGI app), `serve` (foreground), `start_in_thread`, and `probe` (is one running?).
+(the ASGI app), `serve` (foreground), `start_in_thread`, `probe` (does one answer?) and
+`identify` (is the one that answers this user's own?).
 The HTTP stack is imported only when an app is created.
 """
 
@@ -17,10 +18,12 @@ from ipse.proxy._config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     OPENAI_UPSTREAM,
+    READ_TIMEOUT,
     ProxyConfig,
     Upstream,
     is_loopback,
 )
+from ipse.proxy._owner import Listener, foreign_listeners, identify, proxy_process
 from ipse.proxy._serve import RunningProxy, bind, probe, serve, start_in_thread, warn_if_exposed
 
 
@@ -36,13 +39,18 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "OPENAI_UPSTREAM",
+    "READ_TIMEOUT",
+    "Listener",
     "ProxyConfig",
     "RunningProxy",
     "Upstream",
     "bind",
     "create_app",
+    "foreign_listeners",
+    "identify",
     "is_loopback",
     "probe",
+    "proxy_process",
     "serve",
     "start_in_thread",
     "warn_if_exposed",

@@ -7,6 +7,12 @@ checkpoint tool; every other request, and every body the handoff leaves alone, g
 byte for byte. The response streams back as it arrives (``aiter_raw``: nothing is buffered or
 decoded), through one shared `httpx.AsyncClient`.
 
+Some requests never leave: ``HEAD /`` (Claude Code's check at every start) is answered here, and
+a request for a provider without an upstream, a path that climbs out of the upstream's prefix
+(`ipse.proxy._wire.confine`) or a body over the limit is refused in the provider's error shape.
+Each request is one `Flight`, landed once however it ends; ``GET /ipse/health`` proves to
+``ipse proxy start | stop`` that this is the user's own proxy (`ipse.proxy._owner`).
+
 A client that disconnects cancels the upstream request: the response listens for the disconnect
 whatever ASGI version the server speaks, and closes the upstream stream, shielded from the
 cancellation. Upstream failures before the response began become the provider's error document
@@ -14,9 +20,10 @@ with a fitting status (502 unreachable, 504 timed out); after it began, a server
 event.
 
 What is not on the request's path runs on one bookkeeping thread, in completion order: the
-conversation store (anchor, counters), the archive of what a handoff removed, the record file,
-and the log line with the prefix cache model's prediction. Closing the app drains that thread,
-so no record is lost.
+conversation store (anchor, counters), the archive of what a handoff removed, the record file
+(credentials masked in headers, query and fields, and wherever a value the request carried turns
+up again), and the log lines (a stream's start, every end, every refusal), with the prefix cache
+model's prediction. Closing the app drains that thread, so no record is lost.
 """
 
 from __future__ import annotations
@@ -30,19 +37,22 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, TextIO
 
 from ipse import __version__, _notes, jsonio
 from ipse.errors import MissingExtra
-from ipse.handoff import Rewrite, conversation_key, rewrite_request
-from ipse.proxy._config import ProxyConfig
-from ipse.proxy._record import Recorder, log_line
+from ipse.handoff import Rewrite, clear_cache, conversation_key, rewrite_request
+from ipse.proxy._config import ProxyConfig, Upstream
+from ipse.proxy._exchange import Exchange, Flight, InFlight
+from ipse.proxy._owner import prove, secret
+from ipse.proxy._record import Recorder, answer_line, log_line, saved, start_line
 from ipse.proxy._wire import (
+    CREDENTIALS,
     Provider,
+    confine,
     dialect_of,
     error_body,
     error_event,
@@ -51,6 +61,7 @@ from ipse.proxy._wire import (
     request_headers,
     response_headers,
 )
+from ipse.redact import is_credential_name, redact, redact_query
 
 try:
     import anyio
@@ -71,43 +82,37 @@ _INLINE_REWRITE = 256 * 1024  # smaller bodies are rewritten on the event loop
 _ANALYSIS_BACKLOG = 32  # bookkeeping tasks waiting beyond which the cache analysis is skipped
 _PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cache model
 _PREVIOUS_BYTES = 128 * 1024 * 1024
+_ANCHORS_MAX = 4096  # conversations whose checkpoint anchor is kept in memory
+_SAVINGS_MAX = 128  # handoffs whose measured saving is kept (one count per checkpoint)
+# fields of a request body that are the conversation itself, kept whole in a record
+_CONTENT_FIELDS = frozenset({"messages", "input", "system", "tools", "instructions", "prompt"})
+_NOT_CREDENTIALS = frozenset({"prompt_cache_key"})  # names that look like a credential's
 
 
-@dataclass
-class _Exchange:
-    """One finished request, for the bookkeeping thread."""
+class _Recent(OrderedDict[Hashable, Any]):
+    """A mapping that keeps its ``limit`` most recently set keys."""
 
-    method: str
-    path: str
-    query: str
-    provider: Provider
-    dialect: str | None
-    key: str | None
-    headers: list[tuple[str, str]]
-    client_body: bytes
-    sent_body: bytes
-    parsed: Any
-    rewrite: Rewrite | None
-    status: int | None
-    response_headers: list[tuple[str, str]]
-    chunks: list[bytes] = field(default_factory=list)
-    started: float = 0.0
-    first_byte: float | None = None
-    finished: float = 0.0
-    error: str | None = None
-    disconnected: bool = False
-    tokens_saved: int | None = None  # set by the bookkeeping thread
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
 
 
-class _QueuedArchive:
-    """The handoff's archive sink: puts go to the bookkeeping thread (off the request path)."""
+class _Collected:
+    """One request's archive sink: what its handoff removed, kept until the proxy writes it to
+    the archive (`ProxyState.archive_all`), before the rewritten request leaves."""
 
-    def __init__(self, state: ProxyState) -> None:
-        self._state = state
+    def __init__(self) -> None:
+        self.puts: list[tuple[str, tuple[Any, ...], str]] = []
 
     def put(self, session: str, removed: Sequence[Any], source: str) -> int:
         items = tuple(removed)
-        self._state.submit(partial(self._state.archive_put, session, items, source))
+        self.puts.append((session, items, source))
         return len(items)
 
 
@@ -138,22 +143,32 @@ class ProxyState:
     def __init__(self, config: ProxyConfig, log_stream: TextIO | None = None) -> None:
         self.config = config
         self.client: httpx.AsyncClient | None = None
-        self.inflight = 0
-        self.requests = 0
-        self.anchors: OrderedDict[str, str] = OrderedDict()
+        self.counters = InFlight()
+        self.anchors = _Recent(_ANCHORS_MAX)  # conversation key -> its checkpoint call's id
+        self.secret = secret()  # what the health endpoint proves it knows (`ipse.proxy._owner`)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-books")
+        # the writes a response waits for (archive, conversation counters): see `ahead`
+        self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ipse-proxy-store")
         self._store: Any = None
         self._archive: Any = None
         self._recorder = Recorder(config.record) if config.record is not None else None
         # each conversation's previous request, for the cache model (bounded in count and bytes)
         self._previous: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-        self._saved: OrderedDict[tuple[Any, ...], int] = OrderedDict()  # tokens saved, per prefix
+        self._savings = _Recent(_SAVINGS_MAX)  # tokens saved, per checkpoint of a conversation
         self._previous_bytes = 0
         self._counter = itertools.count()
         self._log_stream = log_stream
         self._lock = threading.Lock()
-        self.archive_sink = _QueuedArchive(self)
+        self._archive_lock = threading.Lock()
         self.pending = 0
+
+    @property
+    def inflight(self) -> int:
+        return self.counters.inflight
+
+    @property
+    def requests(self) -> int:
+        return self.counters.requests
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -188,6 +203,7 @@ class ProxyState:
     def drain(self) -> None:
         """Wait for every pending bookkeeping task, then close the stores and the record."""
         self._executor.shutdown(wait=True)
+        self._ahead.shutdown(wait=True)
         if self._recorder is not None:
             self._recorder.close()
         for closable in (self._store, self._archive):
@@ -195,7 +211,28 @@ class ProxyState:
                 with contextlib.suppress(Exception):
                     closable.close()
 
-    def submit(self, task: Any) -> None:
+    async def ahead(self, task: Callable[[], Any]) -> Any:
+        """Run a store write off the event loop, on the threads whose writes a response waits
+        for (the conversation store and the archive each serialise on one connection)."""
+        return await asyncio.wrap_future(self._ahead.submit(task))
+
+    def count_ahead(self, ex: Exchange) -> Future[int | None] | None:
+        """Start counting the request in its conversation (`_count`) while it goes upstream; the
+        response's first byte waits for it (`_send`): a replica killed after answering has
+        already stored what it answered."""
+        if ex.dialect is None:
+            return None
+        return self._ahead.submit(self._count_logged, ex)
+
+    def _count_logged(self, ex: Exchange) -> int | None:
+        try:
+            _read(ex)
+            return self._count(ex, ex.rewrite is not None and ex.rewrite.applied)
+        except Exception:  # bookkeeping never takes the proxy down
+            _log.exception("ipse proxy: counting the request failed")
+            return None
+
+    def submit(self, task: Callable[[], None]) -> None:
         with self._lock:
             self.pending += 1
 
@@ -210,16 +247,47 @@ class ProxyState:
 
         self._executor.submit(run)
 
+    def land(self, flight: Flight, ex: Exchange) -> None:
+        """The end of an exchange with an upstream: out of flight, then booked (in order)."""
+        flight.land()
+        self.submit(partial(self.book, ex))
+
+    def say(self, line: Callable[[], str]) -> None:
+        """Write a log line, in order with the bookkeeping's (``line`` is built there)."""
+        if self.config.log:
+            self.submit(lambda: self._write_line(line()))
+
+    def _write_line(self, line: str) -> None:
+        stream = self._log_stream or sys.stderr
+        with contextlib.suppress(Exception):
+            stream.write(line + "\n")
+            stream.flush()
+
+    def answer(
+        self, request: Request, provider: Provider | None, status: int, note: str
+    ) -> Response:
+        """A request the proxy answers itself, with its log line: a refusal in the provider's
+        error shape (``provider`` given), or an empty local answer."""
+        method, path, json_log = request.method, request.url.path, self.config.json_log
+        self.say(lambda: answer_line(method, path, status, note, json_log=json_log))
+        if provider is None:
+            return Response(b"", status)
+        return Response(error_body(provider, status, note), status, media_type="application/json")
+
     # ------------------------------------------------------------------ bookkeeping
 
-    def archive_put(self, session: str, removed: Sequence[Any], source: str) -> None:
+    def archive_all(self, puts: Sequence[tuple[str, Sequence[Any], str]]) -> None:
+        """Write what a handoff removed to the archive (idempotent: content addressed, an item
+        already there is kept as it is, so replicas and retries may write it again)."""
         if (self.config.store or "").startswith("memory:"):
             return  # an in-memory store keeps no archive
-        if self._archive is None:
-            from ipse.archive import LazyArchive
+        with self._archive_lock:  # one connection: its transactions one at a time
+            if self._archive is None:
+                from ipse.archive import LazyArchive
 
-            self._archive = LazyArchive(self.config.store)
-        self._archive.put(session, removed, source)
+                self._archive = LazyArchive(self.config.store)
+            for session, removed, source in puts:
+                self._archive.put(session, removed, source)
 
     def _conversations(self) -> Any:
         if self._store is None:
@@ -228,31 +296,15 @@ class ProxyState:
             self._store = open_conversations(self.config.store)
         return self._store
 
-    def book(self, ex: _Exchange) -> None:
-        """Everything after a response: the store, the record, the log line."""
-        if ex.dialect is not None and ex.parsed is None and ex.client_body:
-            try:
-                ex.parsed = jsonio.loads(ex.client_body)
-            except (jsonio.JSONDecodeError, ValueError):
-                ex.parsed = None
-            if isinstance(ex.parsed, dict):
-                lowered = {k.lower(): v for k, v in ex.headers}
-                ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
-        rewrite = ex.rewrite
-        state = None
-        if ex.key is not None:
-            try:
-                state = self._conversations().record(
-                    ex.key,
-                    anchor=rewrite.anchor if rewrite is not None and rewrite.applied else None,
-                    handoff=rewrite is not None and rewrite.applied,
-                    removed_calls=rewrite.removed_calls if rewrite and rewrite.applied else 0,
-                    removed_bytes=(len(ex.client_body) - len(ex.sent_body))
-                    if rewrite and rewrite.applied and len(ex.client_body) > len(ex.sent_body)
-                    else 0,
-                )
-            except Exception as exc:
-                _log.warning("ipse proxy: the conversation store failed: %s", exc)
+    def book(self, ex: Exchange) -> None:
+        """Everything after a response: the record and the log line (the conversation store
+        was written while the request went upstream, `count_ahead`)."""
+        requests = ex.counted.result() if ex.counted is not None else None
+        _read(ex)
+        applied = ex.rewrite is not None and ex.rewrite.applied
+        if applied:
+            with contextlib.suppress(Exception):  # a count must not stop the record or the log
+                ex.saved_tokens = self._saved_tokens(ex)
         body = b"".join(ex.chunks)
         usage = _usage(body)
         # The cache analysis is the costly part of bookkeeping (megabyte bodies are hashed
@@ -260,78 +312,92 @@ class ProxyState:
         # queue, and the memory it holds, stays bounded. Store and record are never skipped.
         behind = self.pending > _ANALYSIS_BACKLOG
         analysis = {"skipped": "the proxy is busy"} if behind else self._analyze(ex, usage)
+        secrets = _secrets(ex)
+        if self._recorder is not None:
+            self._recorder.write(self._entry(ex, body, analysis), secrets=secrets)
+        if self.config.log:
+            line = log_line(ex, usage, analysis, requests, json_log=self.config.json_log)
+            self._write_line(_without(line, secrets))
+
+    def _count(self, ex: Exchange, applied: bool) -> int | None:
+        """Count the request in its conversation's state; the conversation's requests so far."""
+        if ex.key is None:
+            return None
+        rewrite = ex.rewrite
+        try:
+            state = self._conversations().record(
+                ex.key,
+                anchor=rewrite.anchor if rewrite is not None and applied else None,
+                handoff=applied,
+                removed_calls=rewrite.removed_calls if rewrite is not None and applied else 0,
+                removed_bytes=ex.saved_bytes,
+            )
+        except Exception as exc:
+            _log.warning("ipse proxy: the conversation store failed: %s", redact(str(exc)))
+            return None
+        return int(state.requests)
+
+    def _entry(self, ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
+        """The record's line for an exchange, its credentials masked (headers, query, fields)."""
+        from ipse.transcript.formats.http_log import exchange_record
+
+        rewrite = ex.rewrite
+        client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)
+        sent = client
+        if ex.sent_body is not ex.client_body:
+            sent = rewrite.body if rewrite is not None and rewrite.body else ex.sent_body
+            sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
+        handoff = None
+        if rewrite is not None:
+            handoff = rewrite.to_json()
+            del handoff["removed_bytes"]  # the archived items' JSON; the saving is ``saved``
+            handoff["saved"] = saved(ex) if rewrite.applied else None
         extra = {
             "provider": ex.provider,
             "conversation": ex.key,
-            "handoff": rewrite.to_json() if rewrite is not None else None,
+            "handoff": handoff,
             "error": ex.error,
             "client_disconnected": ex.disconnected,
             "analysis": analysis,
         }
-        if self._recorder is not None:
-            from ipse.transcript.formats.http_log import exchange_record
+        return exchange_record(
+            method=ex.method,
+            url=ex.path + (f"?{redact_query(ex.query)}" if ex.query else ""),
+            headers=masked(ex.headers),
+            body=_scrubbed(sent),
+            client_body=None if ex.sent_body is ex.client_body else _scrubbed(client),
+            status=ex.status,
+            response_headers=masked(ex.response_headers),
+            response_body=body,
+            started=ex.started,
+            first_byte=ex.first_byte,
+            finished=ex.finished,
+            extra=extra,
+        )
 
-            client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)
-            sent = client
-            if ex.sent_body is not ex.client_body:
-                sent = rewrite.body if rewrite is not None and rewrite.body else ex.sent_body
-                sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
-            entry = exchange_record(
-                method=ex.method,
-                url=ex.path + (f"?{ex.query}" if ex.query else ""),
-                headers=masked(ex.headers),
-                body=sent,
-                client_body=None if ex.sent_body is ex.client_body else client,
-                status=ex.status,
-                response_headers=masked(ex.response_headers),
-                response_body=body,
-                started=ex.started,
-                first_byte=ex.first_byte,
-                finished=ex.finished,
-                extra=extra,
-            )
-            self._recorder.write(entry)
-        if rewrite is not None and rewrite.applied:
-            with contextlib.suppress(Exception):  # a count must not stop the log
-                ex.tokens_saved = self._tokens_saved(ex)
-        if self.config.log:
-            line = log_line(ex, usage, analysis, state, json_log=self.config.json_log)
-            stream = self._log_stream or sys.stderr
-            with contextlib.suppress(Exception):
-                stream.write(line + "\n")
-                stream.flush()
-
-    def _tokens_saved(self, ex: _Exchange) -> int | None:
-        """The tokens the handoff took out of this request: the rewritten part of the client's
-        history against what replaced it (counted once per prefix, with the library's counter;
-        o200k_base, approximate for Claude)."""
+    def _saved_tokens(self, ex: Exchange) -> int | None:
+        """The tokens the handoff took out of this request (`ipse.handoff.tokens_saved`, on the
+        client's and the rewritten body), counted once per checkpoint of a conversation: every
+        later request of it carries the same rewritten prefix, so the same saving."""
         rewrite = ex.rewrite
         if rewrite is None or rewrite.body is None or not isinstance(ex.parsed, Mapping):
             return None
-        name = "input" if ex.dialect == "openai-responses" else "messages"
-        before, after = ex.parsed.get(name), rewrite.body.get(name)
-        if not isinstance(before, list) or not isinstance(after, list):
+        if ex.dialect is None:
             return None
-        tail = 0
-        while tail < min(len(before), len(after)):
-            a, b = before[-1 - tail], after[-1 - tail]
-            if a is not b and a != b:
-                break
-            tail += 1
-        removed, kept = before[: len(before) - tail], after[: len(after) - tail]
-        memo = (ex.key, rewrite.anchor, len(removed), len(kept), rewrite.removed_bytes)
-        found = self._saved.get(memo)
+        memo = (ex.key, rewrite.anchor, rewrite.removed_calls, rewrite.removed_thinking,
+                rewrite.kept_thinking_removed)  # fmt: skip
+        found = self._savings.get(memo) if ex.key is not None else None
         if found is None:
-            from ipse.tokens import default_counter
+            from ipse.handoff import tokens_saved
+            from ipse.transcript import codec
 
-            count = default_counter().count
-            found = count(jsonio.dumps(removed).decode()) - count(jsonio.dumps(kept).decode())
-            self._saved[memo] = found
-            while len(self._saved) > _PREVIOUS_MAX:
-                self._saved.popitem(last=False)
-        return max(0, found)
+            read = codec(ex.dialect).read_body
+            found = tokens_saved(read(ex.parsed), read(rewrite.body))
+            if ex.key is not None:
+                self._savings.put(memo, found)
+        return int(found)
 
-    def _analyze(self, ex: _Exchange, usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    def _analyze(self, ex: Exchange, usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """This request's cache use as the provider's cache model predicts it, given the
         conversation's previous request; the cause when reuse was lost."""
         if (
@@ -379,11 +445,76 @@ class ProxyState:
         }
 
 
+def _read(ex: Exchange) -> None:
+    """Parse the client's body and key its conversation, once (a body the handoff did not read
+    is read here, off the request's path)."""
+    if ex.dialect is None or ex.key is not None or not ex.client_body:
+        return
+    if ex.parsed is None:
+        try:
+            ex.parsed = jsonio.loads(ex.client_body)
+        except (jsonio.JSONDecodeError, ValueError):
+            ex.parsed = None
+    if isinstance(ex.parsed, dict):
+        lowered = {k.lower(): v for k, v in ex.headers}
+        ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
+
+
 def _json_or_text(data: bytes) -> Any:
     try:
         return jsonio.loads(data)
     except (jsonio.JSONDecodeError, ValueError):
         return data.decode("utf-8", errors="replace")
+
+
+_SHORTEST_SECRET = 8  # shorter values are not searched for (they would mask ordinary words)
+
+
+def _secrets(ex: Exchange) -> list[str]:
+    """The credentials a request carried (credential query parameters and headers): masked
+    wherever else they turn up in what is written, such as an upstream's error that quotes its
+    URL. Longest first."""
+    from urllib.parse import unquote_plus
+
+    found: set[str] = set()
+    for pair in ex.query.split("&") if ex.query else ():
+        name, equals, value = pair.partition("=")
+        if equals and is_credential_name(unquote_plus(name)):
+            found.update((value, unquote_plus(value)))
+    for name, value in ex.headers:
+        lowered = name.lower()
+        if lowered in CREDENTIALS or is_credential_name(lowered):
+            found.update((value, value.rpartition(" ")[2]))
+    return sorted((v for v in found if len(v) >= _SHORTEST_SECRET), key=len, reverse=True)
+
+
+def _without(line: str, secrets: Sequence[str]) -> str:
+    for secret_value in secrets:
+        line = line.replace(secret_value, "***")
+    return line
+
+
+def _scrubbed(body: Any) -> Any:
+    """A request body for the record: the value of every field named like a credential masked
+    (``api_key``, ``metadata.token``, ...), the conversation itself (messages, input, system,
+    tools) kept whole."""
+    if not isinstance(body, dict):
+        return body
+    return {
+        key: value if key in _CONTENT_FIELDS else _masked_fields(key, value)
+        for key, value in body.items()
+    }
+
+
+def _masked_fields(name: str, value: Any) -> Any:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        credential = is_credential_name(name) and name not in _NOT_CREDENTIALS
+        return "***" if credential else value
+    if isinstance(value, dict):
+        return {k: _masked_fields(str(k), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked_fields(name, v) for v in value]
+    return value
 
 
 def _usage(body: bytes) -> Mapping[str, Any] | None:
@@ -441,7 +572,7 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
             await state.stop()
 
     async def health(request: Request) -> Response:
-        document = {
+        document: dict[str, Any] = {
             "ok": True,
             "service": SERVICE,
             "version": __version__,
@@ -450,20 +581,24 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
             "requests": state.requests,
             "pending_bookkeeping": state.pending,
             "tasks": len(asyncio.all_tasks()),
-            "upstreams": {"anthropic": str(config.anthropic), "openai": str(config.openai)},
+            "upstreams": config.upstreams(),
+            "settings": config.digest(),
             "handoff": config.handoff,
             "record": config.record is not None,
         }
+        nonce = request.query_params.get("nonce")
+        if nonce is not None:
+            server = request.scope.get("server") or (None, 0)
+            document["proof"] = prove(state.secret, nonce, int(server[1] or 0), os.getpid())
         return Response(jsonio.dumps(document), media_type="application/json")
 
     async def handle(request: Request) -> Response:
-        state.requests += 1
-        state.inflight += 1
+        flight = state.counters.take_off()
         try:
-            return await _forward(state, request)
-        except BaseException:
-            state.inflight -= 1
-            raise
+            return await _forward(state, request, flight)
+        finally:
+            if not isinstance(flight.handed_to, _Stream):
+                flight.land()  # answered whole: a streamed response lands when its stream ends
 
     routes = [
         Route(HEALTH_PATH, health, methods=["GET"]),
@@ -494,92 +629,127 @@ def _names_checkpoint(body: bytes, names: Sequence[str]) -> bool:
     return any(name.encode() in body for name in names)
 
 
-async def _forward(state: ProxyState, request: Request) -> Response:
+async def _forward(state: ProxyState, request: Request, flight: Flight) -> Response:
+    """One request: answered here (refused, or ``HEAD /``), or sent upstream and relayed."""
     config = state.config
     started = time.time()
     path = request.url.path
-    query = request.url.query
+    if request.method in ("HEAD", "GET") and path == "/":
+        # Claude Code's connectivity check at every start: answered here, no upstream contacted
+        return state.answer(request, None, 200, "answered by the proxy")
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
     lowered = {k.lower(): v for k, v in headers}
     provider = provider_of(path, lowered)
-    upstream = config.anthropic if provider == "anthropic" else config.openai
-    dialect = dialect_of(path) if request.method == "POST" else None
+    upstream = config.upstream(provider)
+    if upstream is None:
+        flag = f"--{provider}-upstream"
+        note = f"refused: this ipse proxy has no {provider} upstream (start it with {flag})"
+        return state.answer(request, provider, 404, note)
+    raw_path = request.scope.get("raw_path") or path.encode("utf-8")
+    target = confine(raw_path.decode("latin-1"))
+    if target is None:
+        note = f"refused: the path leaves the upstream's prefix {upstream.prefix or '/'}"
+        return state.answer(request, provider, 400, note)
     body = await _read_body(request, config.max_body)
     if body is None:
-        state.inflight -= 1
-        message = f"request body larger than the proxy's limit of {config.max_body} bytes"
-        return _error(provider, 413, message)
-    sent = body
-    parsed: Any = None
-    rewrite: Rewrite | None = None
-    key: str | None = None
-    # Only a body that names a checkpoint tool is read on the request's path; the others are
-    # read (for the conversation key and the cache analysis) by the bookkeeping thread.
-    if (
-        dialect is not None
-        and body
-        and config.handoff
-        and _names_checkpoint(body, config.tool_names)
-    ):
-        try:
-            parsed = jsonio.loads(body)
-        except (jsonio.JSONDecodeError, ValueError):
-            parsed = None  # forwarded as it is: the provider answers in its own words
-        if isinstance(parsed, dict):
-            try:
-                key = conversation_key(lowered, parsed, dialect)
-                rewrite = await _rewrite(state, parsed, dialect, key, len(body))
-            except Exception as exc:  # a body ipse cannot read is forwarded as it came
-                _log.warning("ipse proxy: %s %s: not rewritten: %s", request.method, path, exc)
-                key, rewrite = None, None
-        if rewrite is not None and key is not None:
-            if rewrite.applied:
-                assert rewrite.body is not None
-                sent = jsonio.dumps(rewrite.body)
-                if rewrite.anchor is not None:
-                    state.anchors[key] = rewrite.anchor
-                    state.anchors.move_to_end(key)
-                    while len(state.anchors) > 4096:
-                        state.anchors.popitem(last=False)
-            elif rewrite.invalid:
-                _log.warning("ipse proxy: %s %s: %s", request.method, path, rewrite.reason)
-    ex = _Exchange(
+        note = f"refused: request body larger than the proxy's limit of {config.max_body} bytes"
+        return state.answer(request, provider, 413, note)
+    dialect = dialect_of(path) if request.method == "POST" else None
+    ex = Exchange(
         method=request.method,
         path=path,
-        query=query,
+        query=request.url.query,
         provider=provider,
         dialect=dialect,
-        key=key,
+        key=None,
         headers=headers,
         client_body=body,
-        sent_body=sent,
-        parsed=parsed,
-        rewrite=rewrite,
-        status=None,
-        response_headers=[],
+        sent_body=body,
+        parsed=None,
+        rewrite=None,
         started=started,
     )
+    await _handoff(state, ex, lowered)
+    return await _send(state, ex, upstream, target, flight)
+
+
+async def _handoff(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) -> None:
+    """Rewrite the body at its checkpoint when it names one (``ex.sent_body`` then changes).
+
+    Only a body that names a checkpoint tool is read on the request's path; the others are read
+    (for the conversation key and the cache analysis) by the bookkeeping thread."""
+    config, body, dialect = state.config, ex.client_body, ex.dialect
+    if not (dialect and body and config.handoff and _names_checkpoint(body, config.tool_names)):
+        return
+    try:
+        parsed = jsonio.loads(body)
+    except (jsonio.JSONDecodeError, ValueError):
+        return  # forwarded as it is: the provider answers in its own words
+    if not isinstance(parsed, dict):
+        return
+    ex.parsed = parsed
+    sink = _Collected()
+    try:
+        key = ex.key = conversation_key(lowered, parsed, dialect)
+        rewrite = await _rewrite(state, parsed, dialect, key, len(body), sink)
+    except Exception as exc:  # a body ipse cannot read is forwarded as it came
+        ex.handoff_error = f"not rewritten: {exc}"
+        return
+    if rewrite.applied and sink.puts:
+        # Nothing leaves the request before the archive holds it: a replica killed after
+        # sending has lost nothing, and one whose archive fails sends the client's own bytes.
+        try:
+            await state.ahead(partial(state.archive_all, sink.puts))
+        except Exception as exc:
+            clear_cache()  # the next request rewrites, and archives, from scratch
+            ex.handoff_error = f"not rewritten: the archive failed: {redact(str(exc))}"
+            _log.warning("ipse proxy: %s", ex.handoff_error)
+            return
+    ex.rewrite = rewrite
+    if rewrite.applied:
+        assert rewrite.body is not None
+        ex.sent_body = jsonio.dumps(rewrite.body)
+        if rewrite.anchor is not None:
+            state.anchors.put(key, rewrite.anchor)
+
+
+async def _send(
+    state: ProxyState, ex: Exchange, upstream: Upstream, target: str, flight: Flight
+) -> Response:
+    """Send the exchange upstream; its response streams back (`_relay`), or a failure to get
+    one becomes the provider's error document."""
     client = state.client
     assert client is not None, "the proxy's lifespan has not started"
     outgoing = client.build_request(
-        request.method,
-        upstream.url(path, query),
-        headers=request_headers(headers),
-        content=sent,
+        ex.method,
+        upstream.url(target, ex.query),
+        headers=request_headers(ex.headers),
+        content=ex.sent_body,
     )
+    ex.counted = state.count_ahead(ex)
     try:
         upstream_response = await client.send(outgoing, stream=True)
     except httpx.TimeoutException as exc:
-        return _failed(state, ex, 504, f"upstream {upstream} timed out: {type(exc).__name__}")
+        message = f"upstream {upstream} timed out: {type(exc).__name__}"
+        return _failed(state, ex, flight, 504, message)
     except httpx.HTTPError as exc:
-        return _failed(state, ex, 502, f"upstream {upstream} unreachable: {_reason(exc)}")
+        return _failed(state, ex, flight, 502, f"upstream {upstream} unreachable: {_reason(exc)}")
     ex.status = upstream_response.status_code
     ex.response_headers = [
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in upstream_response.headers.raw
     ]
-    keep_all = config.record is not None
-    event_stream = "text/event-stream" in upstream_response.headers.get("content-type", "")
-
+    ex.streaming = "text/event-stream" in upstream_response.headers.get("content-type", "")
+    if ex.counted is not None:
+        try:  # no byte of the answer before its request is counted in the store
+            await asyncio.wrap_future(ex.counted)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await upstream_response.aclose()
+            state.land(flight, ex)
+            raise
+    if ex.streaming:
+        json_log, at = state.config.json_log, time.time()
+        state.say(lambda: start_line(ex, at, json_log=json_log))
     done = False
 
     async def finish() -> None:
@@ -591,47 +761,56 @@ async def _forward(state: ProxyState, request: Request) -> Response:
         with anyio.CancelScope(shield=True):
             await upstream_response.aclose()
         ex.finished = time.time()
-        state.inflight -= 1
-        state.submit(partial(state.book, ex))
+        state.land(flight, ex)
 
-    async def relay() -> AsyncIterator[bytes]:
-        kept = 0
-        ends = _last_events(provider, dialect) if event_stream and ex.status == 200 else ()
-        ended = not ends
-        overlap = b""
-        try:
-            async for chunk in upstream_response.aiter_raw():
-                if ex.first_byte is None:
-                    ex.first_byte = time.time()
-                if keep_all or kept < _USAGE_CAP:
-                    ex.chunks.append(chunk)
-                    kept += len(chunk)
-                if not ended:
-                    window = overlap + chunk
-                    ended = any(end in window for end in ends)
-                    overlap = window[-32:]
-                yield chunk
-            if not ended:
-                ex.error = f"upstream {upstream} closed the stream before its last event"
-                _log.warning("ipse proxy: %s", ex.error)
-                yield error_event(provider, dialect, ex.error)
-        except httpx.HTTPError as exc:
-            ex.error = f"upstream {upstream} failed mid-response: {_reason(exc)}"
-            _log.warning("ipse proxy: %s", ex.error)
-            if event_stream:
-                yield error_event(provider, dialect, ex.error)
-        except BaseException:
-            ex.disconnected = True
-            raise
-        finally:
-            await finish()
-
-    return _Stream(
-        relay(),
+    response = _Stream(
+        _relay(state, ex, upstream, upstream_response, finish),
         finish,
         status_code=upstream_response.status_code,
         headers=dict(_joined(response_headers(ex.response_headers))),
     )
+    flight.handed_to = response
+    return response
+
+
+async def _relay(
+    state: ProxyState,
+    ex: Exchange,
+    upstream: Upstream,
+    upstream_response: httpx.Response,
+    finish: Callable[[], Awaitable[None]],
+) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive, kept for the bookkeeping; an event stream that
+    breaks off ends with the provider's ``error`` event."""
+    keep_all = state.config.record is not None
+    kept = 0
+    ends = _last_events(ex.provider, ex.dialect) if ex.streaming and ex.status == 200 else ()
+    ended = not ends
+    overlap = b""
+    try:
+        async for chunk in upstream_response.aiter_raw():
+            if ex.first_byte is None:
+                ex.first_byte = time.time()
+            if keep_all or kept < _USAGE_CAP:
+                ex.chunks.append(chunk)
+                kept += len(chunk)
+            if not ended:
+                window = overlap + chunk
+                ended = any(end in window for end in ends)
+                overlap = window[-32:]
+            yield chunk
+        if not ended:
+            ex.error = f"upstream {upstream} closed the stream before its last event"
+            yield error_event(ex.provider, ex.dialect, ex.error)
+    except httpx.HTTPError as exc:
+        ex.error = f"upstream {upstream} failed mid-response: {_reason(exc)}"
+        if ex.streaming:
+            yield error_event(ex.provider, ex.dialect, ex.error)
+    except BaseException:
+        ex.disconnected = True
+        raise
+    finally:
+        await finish()
 
 
 _LAST_EVENTS: dict[str | None, tuple[bytes, ...]] = {
@@ -662,15 +841,22 @@ def _joined(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 async def _rewrite(
-    state: ProxyState, parsed: dict[str, Any], dialect: str, key: str, size: int
+    state: ProxyState,
+    parsed: dict[str, Any],
+    dialect: str,
+    key: str,
+    size: int,
+    sink: _Collected,
 ) -> Rewrite:
+    # ``state.anchors`` only makes the lookup of the rewrite cache cheaper: the newest checkpoint
+    # in the body decides the cut, so every replica rewrites a body to the same bytes
     call = partial(
         rewrite_request,
         parsed,
         dialect,
         anchor=state.anchors.get(key),
         tool_names=state.config.tool_names,
-        archive=state.archive_sink,
+        archive=sink,
         session=key,
         source="proxy",
     )
@@ -682,24 +868,19 @@ async def _rewrite(
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = redact(str(exc).strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _error(provider: Provider, status: int, message: str) -> Response:
-    return Response(error_body(provider, status, message), status, media_type="application/json")
-
-
-def _failed(state: ProxyState, ex: _Exchange, status: int, message: str) -> Response:
-    _log.warning("ipse proxy: %s %s: %s", ex.method, ex.path, message)
+def _failed(state: ProxyState, ex: Exchange, flight: Flight, status: int, message: str) -> Response:
+    """The provider's error document for an upstream that gave no response (booked once)."""
     ex.status = status
     ex.error = message
     body = error_body(ex.provider, status, message)
     ex.chunks = [body]
     ex.response_headers = [("content-type", "application/json")]
     ex.finished = time.time()
-    state.inflight -= 1
-    state.submit(partial(state.book, ex))
+    state.land(flight, ex)
     return Response(body, status, media_type="application/json")
 
 

@@ -6,11 +6,13 @@ and query are appended to it. Nothing here imports the HTTP stack.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ipse import jsonio
 from ipse.errors import UsageError
 from ipse.handoff import CHECKPOINT_TOOLS
 
@@ -19,6 +21,7 @@ OPENAI_UPSTREAM = "https://api.openai.com"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MAX_BODY = 64 * 1024 * 1024  # request bodies larger than this are refused (413)
+READ_TIMEOUT = 600.0  # Claude Code waits this long (x-stainless-timeout: 600)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +58,15 @@ class Upstream:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProxyConfig:
-    """Everything `ipse.proxy.create_app` and `serve` need."""
+    """Everything `ipse.proxy.create_app` and `serve` need.
+
+    An upstream set to None is not contacted: requests for that provider are answered by the
+    proxy with a 404 in the provider's shape (see `from_options` for when that is)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    anthropic: Upstream = field(default_factory=lambda: Upstream.parse(ANTHROPIC_UPSTREAM))
-    openai: Upstream = field(default_factory=lambda: Upstream.parse(OPENAI_UPSTREAM))
+    anthropic: Upstream | None = field(default_factory=lambda: Upstream.parse(ANTHROPIC_UPSTREAM))
+    openai: Upstream | None = field(default_factory=lambda: Upstream.parse(OPENAI_UPSTREAM))
     record: Path | None = None
     store: str | None = None  # None: the default store (SQLite in ipse's home)
     json_log: bool = False
@@ -69,7 +75,7 @@ class ProxyConfig:
     handoff: bool = True
     analyze: bool = True  # compare each response's usage with the cache model's prediction
     connect_timeout: float = 10.0
-    read_timeout: float = 600.0  # Claude Code waits this long (x-stainless-timeout: 600)
+    read_timeout: float = READ_TIMEOUT
     max_body: int = MAX_BODY
 
     def __post_init__(self) -> None:
@@ -81,6 +87,47 @@ class ProxyConfig:
     @property
     def loopback(self) -> bool:
         return is_loopback(self.host)
+
+    def upstream(self, provider: str) -> Upstream | None:
+        """The upstream of ``provider`` (``anthropic`` or ``openai``), None when not configured."""
+        return self.anthropic if provider == "anthropic" else self.openai
+
+    def upstreams(self) -> dict[str, str | None]:
+        """Each provider's upstream as shown (None: not configured)."""
+        return {
+            "anthropic": str(self.anthropic) if self.anthropic else None,
+            "openai": str(self.openai) if self.openai else None,
+        }
+
+    def digest(self) -> str:
+        """A digest of what decides the proxy's behaviour (not where it listens): two proxies
+        with the same digest do the same with every request."""
+        settings = {
+            "upstreams": self.upstreams(),
+            "record": str(self.record.resolve()) if self.record is not None else None,
+            "store": self.store,
+            "json_log": self.json_log,
+            "log": self.log,
+            "tool_names": list(self.tool_names),
+            "handoff": self.handoff,
+            "analyze": self.analyze,
+            "timeouts": [self.connect_timeout, self.read_timeout],
+            "max_body": self.max_body,
+        }
+        return hashlib.sha256(jsonio.dumps(settings)).hexdigest()[:16]
+
+    @classmethod
+    def upstreams_from_options(
+        cls, anthropic: str | None, openai: str | None
+    ) -> tuple[Upstream | None, Upstream | None]:
+        """The upstreams a command line means: none given, both public endpoints; one given,
+        only that one (the other provider was not asked for, so it is never contacted)."""
+        if anthropic is None and openai is None:
+            return Upstream.parse(ANTHROPIC_UPSTREAM), Upstream.parse(OPENAI_UPSTREAM)
+        return (
+            Upstream.parse(anthropic, "--anthropic-upstream") if anthropic is not None else None,
+            Upstream.parse(openai, "--openai-upstream") if openai is not None else None,
+        )
 
 
 def is_loopback(host: str) -> bool:
@@ -99,6 +146,7 @@ __all__ = [
     "DEFAULT_PORT",
     "MAX_BODY",
     "OPENAI_UPSTREAM",
+    "READ_TIMEOUT",
     "ProxyConfig",
     "Upstream",
     "is_loopback",

@@ -5,18 +5,21 @@ read (`ipse.transcript.formats.http_log.exchange_record` builds each line); it i
 and each line is written whole and flushed, so a reader never sees half an exchange. Headers in
 it have their credentials masked. The log line says what the cache did (read, written, uncached)
 next to what the provider's cache model predicted, the cause when reuse was lost and what it
-cost, and what a handoff removed.
+cost, and what a handoff removed and saved. A streamed response also gets a line when it starts
+(`start_line`), and a request the proxy answers itself (a refusal, ``HEAD /``) one of its own
+(`answer_line`): every request leaves a line, every error is in exactly one.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
 from ipse.fileio import private_file
+from ipse.proxy._exchange import Exchange
 
 
 class Recorder:
@@ -28,8 +31,11 @@ class Recorder:
         self._lock = threading.Lock()
         self.written = 0
 
-    def write(self, entry: Mapping[str, Any]) -> None:
+    def write(self, entry: Mapping[str, Any], *, secrets: Sequence[str] = ()) -> None:
+        """Append ``entry``, with every one of ``secrets`` masked wherever it occurs."""
         line = jsonio.dumps(entry) + b"\n"
+        for secret in secrets:
+            line = line.replace(secret.encode("utf-8", "surrogateescape"), b"***")
         with self._lock:
             self._file.write(line)
             self._file.flush()
@@ -49,17 +55,20 @@ def _tokens(value: Mapping[str, Any] | None) -> str:
     )
 
 
+def _ms(since: float, at: float | None) -> float | None:
+    return None if at is None else round((at - since) * 1000, 1)
+
+
 def log_line(
-    ex: Any,
+    ex: Exchange,
     usage: Mapping[str, Any] | None,
     analysis: Mapping[str, Any] | None,
-    state: Any,
+    requests_in_conversation: int | None,
     *,
     json_log: bool,
 ) -> str:
     """One line about a finished exchange (JSON with ``json_log``)."""
     rewrite = ex.rewrite
-    model = ex.parsed.get("model") if isinstance(ex.parsed, Mapping) else None
     handoff: dict[str, Any] | None = None
     if rewrite is not None and rewrite.applied:
         handoff = {
@@ -67,33 +76,32 @@ def log_line(
             "removed_calls": rewrite.removed_calls,
             "removed_thinking": rewrite.removed_thinking,
             "kept_thinking_removed": rewrite.kept_thinking_removed,
-            "bytes_saved": max(0, len(ex.client_body) - len(ex.sent_body)),
-            "tokens_saved": getattr(ex, "tokens_saved", None),
+            "saved": saved(ex),
             "cached_prefix": rewrite.cached,
         }
+    skipped = rewrite.reason if rewrite is not None and rewrite.invalid else ex.handoff_error
     document: dict[str, Any] = {
+        "event": "end",
         "method": ex.method,
         "path": ex.path,
         "status": ex.status,
-        "model": model,
+        "model": ex.model,
         "conversation": ex.key,
-        "ms_first_byte": None
-        if ex.first_byte is None
-        else round((ex.first_byte - ex.started) * 1000, 1),
-        "ms_total": round((ex.finished - ex.started) * 1000, 1),
+        "ms_first_byte": _ms(ex.started, ex.first_byte),
+        "ms_total": _ms(ex.started, ex.finished),
         "usage": dict(usage) if usage else None,
         "cache": analysis,
         "handoff": handoff,
-        "handoff_skipped": rewrite.reason if rewrite is not None and rewrite.invalid else None,
+        "handoff_skipped": skipped,
         "error": ex.error,
         "client_disconnected": ex.disconnected,
-        "requests_in_conversation": state.requests if state is not None else None,
+        "requests_in_conversation": requests_in_conversation,
     }
     if json_log:
         return jsonio.dumps(document).decode()
     parts = [f"ipse proxy: {ex.method} {ex.path} {ex.status}"]
-    if model:
-        parts.append(str(model))
+    if ex.model:
+        parts.append(ex.model)
     parts.append(f"{document['ms_total']} ms")
     if analysis and "predicted" in analysis:
         parts.append(f"cache {_tokens(analysis.get('actual'))}")
@@ -107,10 +115,10 @@ def log_line(
         parts.append(
             f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
             f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
-            f"saved {_saved(handoff)} ({where})"
+            f"saved {_saved(handoff['saved'])} ({where})"
         )
-    if document["handoff_skipped"]:
-        parts.append(f"handoff skipped: {document['handoff_skipped']}")
+    if skipped:
+        parts.append(f"handoff skipped: {skipped}")
     if ex.error:
         parts.append(f"error: {ex.error}")
     if ex.disconnected:
@@ -118,10 +126,39 @@ def log_line(
     return " ".join(parts)
 
 
-def _saved(handoff: Mapping[str, Any]) -> str:
-    tokens = handoff.get("tokens_saved")
+def saved(ex: Exchange) -> dict[str, int | None]:
+    """What a handoff saved, as the log line and the record both show it: the message tokens
+    (`ipse.handoff.tokens_saved`) and the bytes the request lost."""
+    return {"tokens": ex.saved_tokens, "bytes": ex.saved_bytes}
+
+
+def start_line(ex: Exchange, at: float, *, json_log: bool) -> str:
+    """The line for a response whose event stream begins (its headers came ``at``; its end gets
+    `log_line`)."""
+    first = _ms(ex.started, at)
+    if json_log:
+        document = {"event": "start", "method": ex.method, "path": ex.path,
+                    "status": ex.status, "model": ex.model, "conversation": ex.key,
+                    "ms_headers": first}  # fmt: skip
+        return jsonio.dumps(document).decode()
+    model = f" {ex.model}" if ex.model else ""
+    head = f"ipse proxy: {ex.method} {ex.path} {ex.status}{model}"
+    return f"{head} streaming (headers after {first} ms)"
+
+
+def answer_line(method: str, path: str, status: int, note: str, *, json_log: bool) -> str:
+    """The line for a request the proxy answered itself: a refusal, or a local answer."""
+    if json_log:
+        document = {"event": "answered", "method": method, "path": path, "status": status,
+                    "note": note}  # fmt: skip
+        return jsonio.dumps(document).decode()
+    return f"ipse proxy: {method} {path} {status} {note}"
+
+
+def _saved(saving: Mapping[str, Any]) -> str:
+    tokens = saving.get("tokens")
     counted = "" if tokens is None else f"{tokens} tokens, "
-    return f"{counted}{handoff['bytes_saved']} bytes"
+    return f"{counted}{saving['bytes']} bytes"
 
 
-__all__ = ["Recorder", "log_line"]
+__all__ = ["Recorder", "answer_line", "log_line", "saved", "start_line"]

@@ -132,10 +132,16 @@ def start_in_thread(config: ProxyConfig, *, log_stream: TextIO | None = None) ->
     return RunningProxy(url, server, thread, sock)
 
 
-def probe(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
-    """The health document of an ipse proxy answering at ``url``, or None."""
+def probe(url: str, timeout: float = 2.0, *, nonce: str | None = None) -> dict[str, Any] | None:
+    """The health document of whatever answers at ``url`` as an ipse proxy, or None.
+
+    It says nothing about whose process that is (any local user may answer so): before trusting
+    or signalling it, ask `ipse.proxy.identify`, which sends a ``nonce`` the proxy must prove."""
+    query = f"?nonce={nonce}" if nonce else ""
     try:
-        with urllib.request.urlopen(f"{url}/ipse/health", timeout=timeout) as response:
+        # no proxy from the environment: the question is what listens on this address itself
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{url}/ipse/health{query}", timeout=timeout) as response:
             if response.status != 200:
                 return None
             document = jsonio.loads(response.read(65536))

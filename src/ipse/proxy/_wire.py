@@ -14,10 +14,13 @@ document goes out as a server-sent ``error`` event.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Literal, TypeAlias
+from urllib.parse import quote, unquote
 
 from ipse import jsonio
+from ipse.redact import is_credential_name
 
 Provider: TypeAlias = Literal["anthropic", "openai"]
 
@@ -72,16 +75,56 @@ def masked(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in headers:
         name = key.lower()
-        secret = name in CREDENTIALS or "token" in name or "secret" in name or "key" in name
-        out[name] = MASK if secret else value
+        out[name] = MASK if name in CREDENTIALS or is_credential_name(name) else value
     return out
 
 
+_ANTHROPIC_HEADERS = ("anthropic-version", "anthropic-beta", "x-api-key")
+
+
 def provider_of(path: str, headers: Mapping[str, str]) -> Provider:
-    """Whose API a request is for: Anthropic for ``/v1/messages...`` or Anthropic headers."""
-    if path.startswith(("/v1/messages", "/v1/complete")) or "anthropic-version" in headers:
+    """Whose API a request is for: Anthropic for ``/v1/messages...``, for Anthropic's headers,
+    and for Claude Code (``claude-cli`` user agent); OpenAI otherwise."""
+    if path.startswith(("/v1/messages", "/v1/complete")):
+        return "anthropic"
+    if any(name in headers for name in _ANTHROPIC_HEADERS):
+        return "anthropic"
+    if headers.get("user-agent", "").lower().startswith("claude-cli"):
         return "anthropic"
     return "openai"
+
+
+# What an upstream may read as a dot or a separator after the one decode every server does.
+_ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+_SEGMENT_SAFE = "!$&'()*+,;=:@-._~"
+
+
+def confine(raw_path: str) -> str | None:
+    """The path to append to an upstream's prefix for a request's raw (percent-encoded) path, or
+    None when it would climb out of that prefix.
+
+    The path is read as an upstream might: decoded once, then ``%2e``, ``%2f`` and ``%5c`` decoded
+    once more and backslashes taken as slashes. A path with no ``.`` or ``..`` segment in that
+    reading goes as it came, byte for byte; one with such segments is resolved, and goes as the
+    resolved path (each segment percent-encoded again), unless a ``..`` climbs above its root.
+    """
+    if not raw_path.startswith("/"):
+        return None
+    reading = _ENCODED.sub(lambda m: chr(int(m.group(1), 16)), unquote(raw_path))
+    segments = reading.replace("\\", "/").split("/")[1:]
+    if not any(segment in (".", "..") for segment in segments):
+        return raw_path
+    kept: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if not kept:
+                return None
+            kept.pop()
+        elif segment != ".":
+            kept.append(segment)
+    if segments[-1] in (".", "..") and kept:
+        kept.append("")  # "/a/b/.." is the folder "/a/"
+    return "/" + "/".join(quote(segment, safe=_SEGMENT_SAFE) for segment in kept)
 
 
 def dialect_of(path: str) -> str | None:
@@ -137,6 +180,7 @@ __all__ = [
     "CREDENTIALS",
     "HOP_BY_HOP",
     "Provider",
+    "confine",
     "dialect_of",
     "error_body",
     "error_document",

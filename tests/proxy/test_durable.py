@@ -1,0 +1,88 @@
+"""What a proxy acknowledged is in the store before the client has it.
+
+A replica can be killed at any moment (behind a load balancer, the next request of the
+conversation goes to another one). So the blocks a handoff removed are in the archive before the
+rewritten request leaves, and the request is counted in its conversation before the first byte
+of the answer goes back; only the record and the log line wait for the bookkeeping thread. An
+archive that cannot be written leaves the request as the client sent it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import httpx
+import pytest
+
+from ipse.archive import open_archive
+from ipse.store import open_conversations
+from tests.proxy.conftest import ProxyFactory
+from tests.proxy.test_shared_store import HISTORY
+from tests.support.anthropic_upstream import anthropic_upstream
+
+HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01",
+           "x-claude-code-session-id": "durable"}  # fmt: skip
+BODY: dict[str, Any] = {"model": "m", "max_tokens": 5, "messages": HISTORY, "stream": True}
+
+
+def test_an_answered_request_is_stored_while_the_bookkeeping_is_stalled(
+    proxy_factory: ProxyFactory, pg_url: str
+) -> None:
+    gate = threading.Event()
+    with (
+        anthropic_upstream(["done"]) as upstream,
+        proxy_factory(upstream.url, store=pg_url) as proxy,
+    ):
+        proxy.state.submit(lambda: gate.wait(30))  # the bookkeeping thread is busy elsewhere
+        try:
+            with httpx.Client(timeout=30) as client:
+                response = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
+            assert response.status_code == 200 and b"message_stop" in response.content
+            # the answer is complete; a replica killed now has already stored what it answered
+            conversations = open_conversations(pg_url)
+            archive = open_archive(pg_url)
+            try:
+                state = conversations.get("session:durable")
+                items = archive.items("session:durable")
+            finally:
+                conversations.close()
+                archive.close()
+            assert proxy.state.pending >= 1  # the record and the log line are still waiting
+        finally:
+            gate.set()
+        proxy.settle()
+    assert state is not None and state.requests == 1 and state.handoffs == 1
+    assert state.anchor == "toolu_cp"
+    assert sorted(i.id for i in items) == ["toolu_a"]
+
+
+def test_a_failing_archive_sends_the_clients_bytes(
+    proxy_factory: ProxyFactory, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        anthropic_upstream(["done"]) as upstream,
+        proxy_factory(upstream.url, store=pg_url) as proxy,
+    ):
+        working = proxy.state.archive_all
+
+        def broken(puts: Any) -> None:
+            raise RuntimeError("the archive is down")
+
+        monkeypatch.setattr(proxy.state, "archive_all", broken)
+        sent: list[bytes] = []
+        with httpx.Client(timeout=30) as client:
+            first = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
+            sent.append(first.request.content)
+            monkeypatch.setattr(proxy.state, "archive_all", working)
+            second = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
+        proxy.settle()
+    assert first.status_code == second.status_code == 200
+    raws = [r["raw"] for r in upstream.received]
+    assert raws[0] == sent[0]  # untouched: nothing left the request that the archive lacks
+    assert len(raws[1]) < len(raws[0])  # handed off, the cache forgotten so it archived again
+    archive = open_archive(pg_url)
+    try:
+        assert [i.id for i in archive.items("session:durable")] == ["toolu_a"]
+    finally:
+        archive.close()
