@@ -34,9 +34,17 @@ def _database_files(home: Path) -> list[Path]:
     return [p for p in home.iterdir() if p.name.startswith("ipse.db")]
 
 
-@pytest.mark.parametrize("command", [["twin", "history", "x"], ["archive", "list"]])
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tool_heavy.jsonl"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["twin", "init", "x"], ["handoff", str(EXAMPLE), "--at", "end", "-o", "OUT"]],
+    ids=["twin", "archive"],
+)
 def test_a_new_home_and_database_are_private(tmp_path: Path, command: list[str]) -> None:
     home = tmp_path / "home"
+    command = [str(tmp_path / "out.json") if word == "OUT" else word for word in command]
     done = _ipse(*command, home=home)
     assert done.returncode == 0, done.stderr
     assert _mode(home) == 0o700
@@ -58,7 +66,7 @@ def test_an_existing_home_and_database_are_tightened(tmp_path: Path) -> None:
     for path in _database_files(home):
         path.chmod(0o644)
     try:
-        done = _ipse("twin", "history", "x", home=home)
+        done = _ipse("twin", "init", "x", home=home)
         assert done.returncode == 0, done.stderr
         files = _database_files(home)
         assert {p.name for p in files} == {"ipse.db", "ipse.db-wal", "ipse.db-shm"}
@@ -70,7 +78,7 @@ def test_an_existing_home_and_database_are_tightened(tmp_path: Path) -> None:
 
 def test_a_store_file_in_a_new_folder_gets_a_private_folder(tmp_path: Path) -> None:
     target = tmp_path / "new" / "twins.db"
-    done = _ipse("twin", "history", "x", "--store", f"sqlite:///{target}", home=tmp_path / "h")
+    done = _ipse("twin", "init", "x", "--store", f"sqlite:///{target}", home=tmp_path / "h")
     assert done.returncode == 0, done.stderr
     assert _mode(target.parent) == 0o700 and _mode(target) == 0o600
 

@@ -9,7 +9,8 @@ the command line uses for it, so the CLI needs exactly one handler (its group's 
     ├── InputError            2  input missing, unreadable or malformed (names path:position)
     │   ├── UnknownFormat     2  a format that cannot be detected or is not supported
     │   ├── InvalidConversation 2  a conversation that breaks its provider's rules
-    │   └── CutError          2  a handoff cut that cannot be placed
+    │   ├── CutError          2  a handoff cut that cannot be placed
+    │   └── NoStore           2  a command that only reads found no database (nothing created)
     ├── CheckFailed           1  a check ran and found a problem
     ├── StoreError            2  a storage backend failed or holds unusable data
     │   ├── WriterConflict    1  another writer holds the twin's lease
@@ -80,6 +81,11 @@ class CutError(InputError):
     """The cut cannot be placed: out of range, or no checkpoint call to cut at."""
 
 
+class NoStore(InputError):
+    """A command that only reads was pointed at a store that does not exist or holds no ipse
+    data; nothing was created."""
+
+
 class PrefixEdit(UsageError):
     """An edit would rewrite history the cache already holds."""
 
@@ -133,6 +139,7 @@ __all__ = [
     "InvalidConversation",
     "IpseError",
     "MissingExtra",
+    "NoStore",
     "PrefixEdit",
     "StaleWriter",
     "StoreError",
