@@ -13,12 +13,14 @@ the command line uses for it, so the CLI needs exactly one handler (its group's 
     │   └── NoStore           2  a command that only reads found no database (nothing created)
     ├── CheckFailed           1  a check ran and found a problem
     ├── StoreError            2  a storage backend failed or holds unusable data
-    │   ├── WriterConflict    1  another writer holds the twin's lease
-    │   └── StaleWriter       1  this writer's lease was taken over
+    │   ├── WriterConflict   75  another writer holds the twin's lease: try again
+    │   └── StaleWriter      75  this writer's lease was taken over: try again
     └── MissingExtra          2  an optional package extra is not installed
 
-Exit codes: 0 ok, 1 a check found a problem, 2 bad input or usage; the CLI adds 3 for a bug (an
-exception outside this tree) and 130 for an interruption.
+Exit codes: 0 ok, 1 a check found a problem, 2 bad input or usage, 75 (``EX_TEMPFAIL`` of
+sysexits.h) another writer was busy with the same twin and nothing was written, so the same
+command may simply run again; the CLI adds 3 for a bug (an exception outside this tree) and 130
+for an interruption.
 
 Foreign exceptions are translated once, where they are caught, with ``raise ... from exc``:
 `os_error` turns an `OSError` into an `InputError` naming the file, and the store's connections
@@ -100,16 +102,22 @@ class StoreError(IpseError):
     """A storage backend failed or holds data it cannot use."""
 
 
-class WriterConflict(StoreError):
-    """Another writer holds the lease for this twin; exit code 1."""
+BUSY = 75
+"""The exit code of a write another writer was busy with (sysexits.h ``EX_TEMPFAIL``): nothing
+was written and running the command again may succeed. Not 1, which says a check found a
+problem."""
 
-    exit_code = 1
+
+class WriterConflict(StoreError):
+    """Another writer holds the lease for this twin; exit code 75 (`BUSY`)."""
+
+    exit_code = BUSY
 
 
 class StaleWriter(StoreError):
-    """This writer's lease expired and was taken over; its write was refused. Exit code 1."""
+    """This writer's lease expired and was taken over; its write was refused. Exit code 75."""
 
-    exit_code = 1
+    exit_code = BUSY
 
 
 class MissingExtra(IpseError):
@@ -133,6 +141,7 @@ def os_error(exc: OSError, doing: str, path: str | Path) -> InputError:
 
 
 __all__ = [
+    "BUSY",
     "CheckFailed",
     "CutError",
     "InputError",

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr). "
+    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr); "
+    "a new file is private (0600), an existing one keeps its mode. "
     "Without -o the body goes to stdout when stdout is not a terminal; on a terminal, or with "
     "--json, nothing is written or archived (a dry run that shows the measurement).",
 )
@@ -235,7 +236,7 @@ def _writer(output: Path | None) -> Callable[[bytes], None] | None:
         return lambda data: click.echo(data.decode("utf-8"))
     from ipse.fileio import atomic_write
 
-    return lambda data: atomic_write(output, data)
+    return lambda data: atomic_write(output, data, private=True)
 
 
 def _session_writer(

@@ -219,7 +219,9 @@ def apply_command(
     Each line is {"op": NAME, ...} (the operations and their arguments are listed below; `ipse
     twin tools` prints them as model tools). All lines apply or none; the twin's lease is held
     while writing. A change to a field that is not one of the config's identity fields does
-    not make a snapshot, and the output says so. TRANSITIONS.jsonl may be - for stdin.
+    not make a snapshot, and the output says so. TRANSITIONS.jsonl may be - for stdin. When
+    another writer holds the lease (or takes it over) nothing is written and the exit code is
+    75: run it again.
 
     \b
     Example:
@@ -305,7 +307,13 @@ def rehydrate_command(
 @twin_group.command("export")
 @click.argument("twin_id")
 @click.option("--schema", "schema", type=int, default=3, show_default=True, help="2 or 3.")
-@click.option("--output", "-o", type=click.Path(), default=None, help="Write to a file.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(),
+    default=None,
+    help="Write to a file (a new one is private, 0600; an existing one keeps its mode).",
+)
 @_STORE
 @_JSON
 def export_command(
@@ -326,7 +334,8 @@ def export_command(
             raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
         document = export_state(snapshot.state, schema)
     if output:
-        atomic_write(Path(output), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        atomic_write(Path(output), text, private=True)
         if as_json:
             emit_json({"twin_id": twin_id, "schema": schema, "output": output})
         return

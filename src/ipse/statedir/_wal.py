@@ -23,7 +23,7 @@ from ipse._sha256 import sha256
 from ipse.errors import InputError, os_error
 from ipse.statedir import _json as state_json
 from ipse.statedir import _seal as seal
-from ipse.statedir._files import open_regular
+from ipse.statedir._files import FILE_MODE, open_regular
 
 TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
 if TYPE_CHECKING:
@@ -314,7 +314,7 @@ def append(path: Path, body: dict[str, Any]) -> Record:
     newline first so it stays one bad line and never swallows the new record.
     """
     try:
-        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
     except OSError as exc:
         raise os_error(exc, "open", path) from exc
     try:
