@@ -82,7 +82,7 @@ def list_command(session: str | None, store: str | None, show_values: bool, as_j
     """List the items a session archived (tool, argument preview, size); without SESSION, sessions.
 
     Previews of arguments and thinking may hold secrets: they are shown as a length and a
-    short hash unless --show-values is given (``ipse recall ID`` prints an item whole).
+    short hash unless --show-values is given (`ipse recall ID` prints an item whole).
 
     \b
     Examples:

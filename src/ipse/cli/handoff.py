@@ -134,7 +134,7 @@ def handoff_command(
     Cline / Roo Code history (written out as an Anthropic body), a Codex rollout (a Responses
     body), or a SWE-agent / mini-swe-agent trajectory (a Chat Completions body; --model names
     the model where it records none). OpenHands and Gemini CLI files are read only. The
-    removed blocks go to the archive (see ``ipse recall``); the table shows the conversation
+    removed blocks go to the archive (see `ipse recall`); the table shows the conversation
     before and after. Bad input: exit 2, no output, nothing archived.
     The default cut is the agent's last call of the checkpoint tool; a session without one
     needs --at now, --at end or --at N (`ipse inspect FILE --messages` lists the message indices).

@@ -99,8 +99,9 @@ def _config(**options: Any) -> Any:
 def proxy_group(ctx: click.Context, /, **options: Any) -> None:
     """Run the ipse proxy in the foreground (Ctrl-C stops it).
 
-    Point a client at it (ANTHROPIC_BASE_URL=http://127.0.0.1:8765, OPENAI_BASE_URL=
-    http://127.0.0.1:8765/v1): requests after a checkpoint call are handed off on the way.
+    Point a client at it (ANTHROPIC_BASE_URL=http://127.0.0.1:8765,
+    OPENAI_BASE_URL=http://127.0.0.1:8765/v1): requests after a checkpoint call are handed off
+    on the way.
 
     \b
     Examples:
@@ -227,7 +228,7 @@ def _say(as_json: bool, document: dict[str, Any], line: str) -> None:
 @click.option("--port", default=8765, show_default=True, type=int)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def stop_command(host: str, port: int, as_json: bool) -> None:
-    """Stop the background proxy started with ``ipse proxy start`` on that port."""
+    """Stop the background proxy started with `ipse proxy start` on that port."""
     from ipse.proxy import probe
 
     pid_file, _ = _files(port)
