@@ -126,7 +126,7 @@ class MissingExtra(IpseError):
     def __init__(self, extra: str, package: str) -> None:
         super().__init__(
             f"this needs the optional package {package!r}; install it with: "
-            f"pip install 'ipse[{extra}]'"
+            f"pip install 'ipse[{extra}]' (from ipse's source folder: pip install '.[{extra}]')"
         )
         self.extra = extra
         self.package = package

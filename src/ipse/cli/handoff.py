@@ -97,7 +97,9 @@ if TYPE_CHECKING:
 @click.option(
     "--print-tool",
     type=click.Choice(["anthropic", "openai-chat", "openai-responses"]),
-    help="Print the micro_handoff tool definition in this shape and exit.",
+    is_flag=False,
+    flag_value="anthropic",
+    help="Print the micro_handoff tool definition in this shape (alone: anthropic) and exit.",
 )
 @click.option(
     "--render-notes",
@@ -145,7 +147,7 @@ def handoff_command(
       ipse handoff request.json -o stripped.json --json
       ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now --to claude-code
       ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
-      ipse handoff --print-tool anthropic
+      ipse handoff --print-tool openai-responses
     """
     if _print_only(print_prompt, print_tool, notes_file):
         return
