@@ -42,6 +42,7 @@ from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
 from ipse.transcript._codec import DIALECTS, body_codec, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
+from ipse.transcript._links import check_links
 from ipse.transcript._sniff import body_dialect, detect
 from ipse.transcript._time import parse_time
 from ipse.transcript._write import WRITABLE_FORMATS, write
@@ -112,6 +113,10 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     for request in kept:
         _check_front(request, p, fronts)
         _check_messages(request, p, checked)
+    if len(requests) == 1 and name in (*DIALECTS, "http-log") and p.is_file():
+        dialect = name if name in DIALECTS else detect(p)  # (a one-line body reads as a log)
+        if dialect in DIALECTS and isinstance(kept[0].body, Mapping):
+            _read_as_a_body(kept[0].body, dialect, p)
     return RequestLog(p, name, kept, warnings)
 
 
@@ -139,6 +144,13 @@ def _requests(p: Path, name: str, warnings: list[str]) -> list[Request]:
             f"harness files ipse writes back ({', '.join(WRITABLE_FORMATS)}), not {name}"
         )
     return requests
+
+
+def _read_as_a_body(body: Mapping[str, Any], dialect: str, p: Path) -> None:
+    """Read a lone request body as every other command reads it (the dialect's reader and the
+    check that each tool result follows its call), so a body they refuse is refused here too:
+    one reader, one verdict. (A log of many requests is not read into the model.)"""
+    check_links(codec(dialect).read_body(body, source=str(p)).messages, path=p)
 
 
 def _check_front(request: Request, p: Path, checked: dict[int, Any]) -> None:
@@ -190,6 +202,9 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
         if not jsonio.is_object(message):
             where = f"request {request.index} message {number}"
             raise InputError("a message must be a JSON object", path=p, position=where)
+        if not isinstance(message.get("role"), str):  # (the readers refuse it too)
+            where = f"request {request.index} message {number}"
+            raise InputError("a message needs a string 'role'", path=p, position=where)
         content = message.get("content")
         if content is None or isinstance(content, str):
             continue
