@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def _blocks(text: str, language: str) -> list[str]:
 def _parts(text: str) -> list[str]:
     """The commands of the README's sh blocks: one per line, lines joined by && split apart,
     comments left to the shell."""
-    parts = []
+    parts: list[str] = []
     for block in _blocks(text, "sh"):
         for line in block.splitlines():
             if not line.strip() or line.lstrip().startswith("#"):
@@ -77,15 +78,15 @@ def _scratch(folder: Path, text: str) -> dict[str, str]:
     """Fill ``folder`` with what the README's commands expect; the environment to run them in."""
     shutil.copytree(REPO / "examples", folder / "examples")
     for block in _blocks(text, "toml"):
-        first = block.splitlines()[0]
-        assert first.startswith("# "), f"a toml block that names no file: {first!r}"
-        name = first[2:].strip()
+        heading = block.splitlines()[0]
+        assert heading.startswith("# "), f"a toml block that names no file: {heading!r}"
+        name = heading[2:].strip()
         tomllib.loads(block)  # the README shows valid TOML
         (folder / name).write_text(block)
     # the user's own data, as the README names it
     shutil.copy(EXAMPLE_SESSION, folder / "SESSION.jsonl")
     shutil.copy(EXAMPLE_SESSION, folder / "before.json")
-    first = {
+    first: dict[str, Any] = {
         "model": "claude-sonnet-4-5",
         "max_tokens": 1024,
         "system": [{"type": "text", "text": "You are a careful coding agent."}],

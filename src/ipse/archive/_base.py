@@ -119,10 +119,11 @@ def _argument_text(value: Any) -> str:
     if isinstance(value, str) and value.lstrip().startswith("{"):
         from ipse import jsonio
 
+        text = value
         try:
-            value = jsonio.loads(value)
+            value = jsonio.loads(text)
         except ValueError:
-            return value
+            return text
     if isinstance(value, Mapping):
         for item in value.values():
             if isinstance(item, str) and item.strip():
