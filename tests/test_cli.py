@@ -35,6 +35,35 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
     assert "Example" in result.stdout
 
 
+def _command_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and subcommand, as the words that name it."""
+    found = [path]
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None
+            found.extend(_command_paths(sub, (*path, name)))
+    return found
+
+
+def test_no_help_shows_source_markup_or_a_broken_variable() -> None:
+    """Help is text for a terminal: no reStructuredText ``x`` quotes, and no NAME= value split
+    over two lines (which click's rewrapping shows as "NAME= http://...")."""
+    from ipse.cli.main import cli
+
+    paths = _command_paths(cli)
+    assert len(paths) > len(_COMMANDS)  # the subcommands too
+    bad = []
+    for path in paths:
+        for columns in ("80", "200"):
+            done = run_cli(*path, "--help", env={"COLUMNS": columns})
+            assert done.returncode == 0, (path, done.stderr)
+            bad += [(path, line) for line in done.stdout.splitlines() if "``" in line]
+            bad += [(path, line) for line in done.stdout.splitlines() if "= http" in line]
+    assert bad == []
+
+
 def test_unknown_option_is_a_usage_error() -> None:
     result = _ipse("inspect", "--no-such-option")
     assert result.returncode == 2

@@ -9,15 +9,18 @@ the command line uses for it, so the CLI needs exactly one handler (its group's 
     ├── InputError            2  input missing, unreadable or malformed (names path:position)
     │   ├── UnknownFormat     2  a format that cannot be detected or is not supported
     │   ├── InvalidConversation 2  a conversation that breaks its provider's rules
-    │   └── CutError          2  a handoff cut that cannot be placed
+    │   ├── CutError          2  a handoff cut that cannot be placed
+    │   └── NoStore           2  a command that only reads found no database (nothing created)
     ├── CheckFailed           1  a check ran and found a problem
     ├── StoreError            2  a storage backend failed or holds unusable data
-    │   ├── WriterConflict    1  another writer holds the twin's lease
-    │   └── StaleWriter       1  this writer's lease was taken over
+    │   ├── WriterConflict   75  another writer holds the twin's lease: try again
+    │   └── StaleWriter      75  this writer's lease was taken over: try again
     └── MissingExtra          2  an optional package extra is not installed
 
-Exit codes: 0 ok, 1 a check found a problem, 2 bad input or usage; the CLI adds 3 for a bug (an
-exception outside this tree) and 130 for an interruption.
+Exit codes: 0 ok, 1 a check found a problem, 2 bad input or usage, 75 (``EX_TEMPFAIL`` of
+sysexits.h) another writer was busy with the same twin and nothing was written, so the same
+command may simply run again; the CLI adds 3 for a bug (an exception outside this tree) and 130
+for an interruption.
 
 Foreign exceptions are translated once, where they are caught, with ``raise ... from exc``:
 `os_error` turns an `OSError` into an `InputError` naming the file, and the store's connections
@@ -80,6 +83,11 @@ class CutError(InputError):
     """The cut cannot be placed: out of range, or no checkpoint call to cut at."""
 
 
+class NoStore(InputError):
+    """A command that only reads was pointed at a store that does not exist or holds no ipse
+    data; nothing was created."""
+
+
 class PrefixEdit(UsageError):
     """An edit would rewrite history the cache already holds."""
 
@@ -94,16 +102,22 @@ class StoreError(IpseError):
     """A storage backend failed or holds data it cannot use."""
 
 
-class WriterConflict(StoreError):
-    """Another writer holds the lease for this twin; exit code 1."""
+BUSY = 75
+"""The exit code of a write another writer was busy with (sysexits.h ``EX_TEMPFAIL``): nothing
+was written and running the command again may succeed. Not 1, which says a check found a
+problem."""
 
-    exit_code = 1
+
+class WriterConflict(StoreError):
+    """Another writer holds the lease for this twin; exit code 75 (`BUSY`)."""
+
+    exit_code = BUSY
 
 
 class StaleWriter(StoreError):
-    """This writer's lease expired and was taken over; its write was refused. Exit code 1."""
+    """This writer's lease expired and was taken over; its write was refused. Exit code 75."""
 
-    exit_code = 1
+    exit_code = BUSY
 
 
 class MissingExtra(IpseError):
@@ -112,7 +126,7 @@ class MissingExtra(IpseError):
     def __init__(self, extra: str, package: str) -> None:
         super().__init__(
             f"this needs the optional package {package!r}; install it with: "
-            f"pip install 'ipse[{extra}]'"
+            f"pip install 'ipse[{extra}]' (from ipse's source folder: pip install '.[{extra}]')"
         )
         self.extra = extra
         self.package = package
@@ -127,12 +141,14 @@ def os_error(exc: OSError, doing: str, path: str | Path) -> InputError:
 
 
 __all__ = [
+    "BUSY",
     "CheckFailed",
     "CutError",
     "InputError",
     "InvalidConversation",
     "IpseError",
     "MissingExtra",
+    "NoStore",
     "PrefixEdit",
     "StaleWriter",
     "StoreError",

@@ -10,7 +10,10 @@ size limit (``IPSE_MAX_INPUT_BYTES``, default 2 GiB) bounds what is read into me
 
 What ipse keeps for itself (databases, the archive, records, logs, pid files) can hold secrets
 from tool output, so it is private to the user: `private_dir` makes folders 0700 and
-`private_file` / `tighten` make files 0600, tightening existing ones on open.
+`private_file` / `tighten` make files 0600, tightening existing ones on open. Outputs that carry
+conversation content (a handed-off body, a report, an exported twin) are written with
+``atomic_write(..., private=True)``: a new file is 0600 whatever the umask, and a file that
+exists keeps its mode (``chmod`` is how a user shares one, and a rewrite keeps that choice).
 """
 
 from __future__ import annotations
@@ -276,13 +279,13 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
-def _default_mode(target: Path) -> int:
+def _default_mode(target: Path, private: bool = False) -> int:
     """The mode a plain ``open(..., "w")`` would give: the existing file's, else 0o666 less
-    the umask (a temporary file is created 0o600)."""
+    the umask (a temporary file is created 0o600); a new ``private`` file is 0o600."""
     try:
         return target.stat().st_mode & 0o7777
     except OSError:
-        return 0o666 & ~_umask()
+        return PRIVATE_FILE if private else 0o666 & ~_umask()
 
 
 def _umask() -> int:
@@ -299,14 +302,22 @@ def _umask() -> int:
     return umask
 
 
-def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder."""
+def atomic_write(
+    path: str | Path, data: bytes | str, *, mode: int | None = None, private: bool = False
+) -> None:
+    """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder.
+
+    ``mode`` sets the file's mode; otherwise an existing file keeps its own, and a new one gets
+    what ``open`` would give it, or 0600 when ``private`` (conversation content)."""
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if _is_special(target):
         _write_through(target, payload)
         return
     folder = target.parent if str(target.parent) else Path(".")
+    blocker = _not_a_folder(folder)
+    if blocker is not None:
+        raise InputError(f"cannot write: {blocker} is not a directory", path=target)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         import tempfile  # here, not at the top: commands that only read never need it
@@ -319,7 +330,7 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode if mode is not None else _default_mode(target))
+        os.chmod(tmp, mode if mode is not None else _default_mode(target, private))
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -330,6 +341,20 @@ def atomic_write(path: str | Path, data: bytes | str, *, mode: int | None = None
             os.unlink(tmp)
         raise
     fsync_dir(folder)
+
+
+def _not_a_folder(folder: Path) -> Path | None:
+    """The nearest existing ancestor of ``folder`` (itself included) when it is not a folder:
+    the file that stands where a folder of the output path would have to be."""
+    for candidate in (folder, *folder.parents):
+        try:
+            mode = os.stat(candidate).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return None  # (permission denied, a loop: the write itself says why)
+        return None if stat.S_ISDIR(mode) else candidate
+    return None
 
 
 def _is_special(target: Path) -> bool:

@@ -27,6 +27,7 @@ def home_dir(create: bool = True) -> Path:
     return path
 
 
-def default_db_path() -> Path:
-    """The default SQLite database: ``ipse.db`` in the home folder."""
-    return home_dir() / "ipse.db"
+def default_db_path(create: bool = True) -> Path:
+    """The default SQLite database: ``ipse.db`` in the home folder (created unless ``create``
+    is off)."""
+    return home_dir(create) / "ipse.db"

@@ -31,7 +31,7 @@ def test_init_creates_the_files_in_reading_order(repo: Path, run_ipse: RunIpse) 
     assert first["goal_sha256"] == hashlib.sha256(goal).hexdigest()
     assert first["rev"] == git(repo, "rev-parse", "--short=7", "HEAD")
     assert (folder / "99_next.md").read_text().strip() == NO_NEXT
-    assert (folder / "00_goal.md").stat().st_mode & 0o777 == 0o644
+    assert (folder / "00_goal.md").stat().st_mode & 0o777 == 0o600  # the session's own words
 
 
 def test_a_second_init_is_refused(state: Path, run_ipse: RunIpse) -> None:

@@ -89,6 +89,28 @@ def test_corrupted_wal_lines_are_skipped_with_a_warning(state: Path, run_ipse: R
     assert any("torn" in w for w in data["warnings"])
 
 
+def test_many_garbage_wal_lines_make_one_warning_with_the_count_and_the_first_line(
+    state: Path, run_ipse: RunIpse
+) -> None:
+    set_next(state, "Write the tokenizer")
+    before = (state / ".wal").read_bytes().count(b"\n")
+    with open(state / ".wal", "ab") as handle:
+        handle.write(b"garbage\n" * 100_000)
+        handle.write(b'{"c":"1","kind":"next","seq":9,"te')
+    done = run_ipse("state", "resume", cwd=state.parent)
+    assert done.returncode == 0
+    warnings = done.stderr.splitlines()
+    assert warnings == [
+        f"ipse: warning: skipped a torn (an interrupted write) WAL line (line {before + 100_001})",
+        f"ipse: warning: skipped 100,000 corrupted WAL lines (the first at line {before + 1}; "
+        "`ipse state verify` lists each)",
+    ]
+    assert done.stdout.count("corrupted") == 1  # the warnings section of the text too
+    hook = run_ipse("state", "resume", "--hook", "claude-code", cwd=state.parent)
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.count("WAL line") == 2
+
+
 def test_a_wal_with_no_valid_line_still_resumes(state: Path, run_ipse: RunIpse) -> None:
     (state / ".wal").write_bytes(b"\x00\x01garbage\n")
     done = run_ipse("state", "resume", cwd=state.parent)

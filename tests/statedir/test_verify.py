@@ -133,3 +133,14 @@ def test_verify_json_lists_every_violation(busy: Path, run_ipse: RunIpse) -> Non
     assert done.returncode == 1
     data = json.loads(done.stdout)
     assert data["ok"] is False and len(data["violations"]) == 2
+
+
+def test_a_run_of_garbage_lines_is_one_violation_with_its_range(busy: Path) -> None:
+    before = (busy / ".wal").read_bytes().count(b"\n")
+    with open(busy / ".wal", "ab") as handle:
+        handle.write(b"garbage\n" * 100_000)
+    report = verify_state(busy)
+    garbage = [v for v in report.violations if "corrupted" in v]
+    assert garbage == [
+        f".wal:{before + 1}-{before + 100_000}: 100,000 corrupted lines (checksum or format)"
+    ]

@@ -114,12 +114,15 @@ def test_bad_transitions_exit_2_and_store_nothing(
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message.split(": ")[-1] in result.stderr
     assert "Traceback" not in result.stderr
+    if not (Path(d) / "ipse.db").exists():  # refused before the store was opened
+        return
     history = ok_json("twin", "history", "ada", "--store", url)
     assert history["snapshots"] == []
 
 
 def test_other_bad_input(setup: dict[str, str]) -> None:
     url, d = setup["url"], setup["dir"]
+    ok_json("twin", "init", "somebody", "--store", url)
     for args, message in [
         (("twin", "show", "nobody", "--store", url), "no snapshot"),
         (("twin", "export", "nobody", "--store", url), "no snapshot"),
@@ -152,12 +155,12 @@ def test_cli_on_postgres(setup: dict[str, str], pg_url: str) -> None:
     assert ok_json("twin", "show", "ada", "--store", pg_url)["version"] == 1
 
 
-def test_apply_while_another_writer_holds_the_lease_exits_1(setup: dict[str, str]) -> None:
+def test_apply_while_another_writer_holds_the_lease_exits_75(setup: dict[str, str]) -> None:
     from ipse.twin import open_store
 
     with open_store(setup["url"]) as store:
         store.acquire("ada", "someone-else", ttl=600)
         result = ipse("twin", "apply", "ada", f"{setup['dir']}/turn.jsonl", "--store", setup["url"])
-        assert result.returncode == 1
+        assert result.returncode == 75  # busy, try again: not 1, "a check found a problem"
         assert "being written by 'someone-else'" in result.stderr
         assert store.history("ada") == []

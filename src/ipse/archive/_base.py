@@ -94,27 +94,57 @@ class ArchiveStore(Protocol):
 
 
 def preview(removed: Archivable, width: int = 80) -> str:
-    """A one-line argument preview of a removed item."""
+    """A one-line preview of a removed item: its argument (the first non-empty text of the
+    call's input, however the dialect carries it), else its output when the call has none."""
     raw: Mapping[str, Any] = removed.call or {}
     if removed.kind == "thinking":
         text = str(raw.get("thinking", "")) or "(redacted)"
     else:
-        value: Any = raw.get("input")
+        value: Any = raw.get("input")  # Anthropic tool_use; a Responses custom_tool_call
+        if value is None:
+            value = raw.get("arguments")  # a Responses function_call: a JSON string
         function = raw.get("function")
         if value is None and isinstance(function, Mapping):
-            value = function.get("arguments", "")
+            value = function.get("arguments", "")  # Chat Completions: a JSON string
         text = _argument_text(value)
+        if not text.strip() and removed.result is not None:
+            text = _output_text(removed.result)
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _argument_text(value: Any) -> str:
+    """The first non-empty text of an argument: a mapping's first string (or list of strings,
+    as a shell command's argv), a JSON object string read as that mapping, else the value."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        from ipse import jsonio
+
+        text = value
+        try:
+            value = jsonio.loads(text)
+        except ValueError:
+            return text
     if isinstance(value, Mapping):
         for item in value.values():
             if isinstance(item, str) and item.strip():
                 return item
+            if isinstance(item, list) and item and all(isinstance(x, str) for x in item):
+                return " ".join(item)
         return ""
     return "" if value is None else str(value)
+
+
+def _output_text(result: Mapping[str, Any]) -> str:
+    """The first text of a tool's output: ``content`` (Anthropic, Chat Completions) or
+    ``output`` (Responses), a string or a list of text parts."""
+    value = result.get("output", result.get("content"))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        for part in value:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                return str(part["text"])
+    return ""
 
 
 __all__ = ["Archivable", "ArchiveSink", "ArchiveStore", "Item", "Recalled", "preview"]

@@ -10,18 +10,22 @@ from ipse.errors import InputError
 from ipse.redact import redact
 
 
-def open_archive(url: str | None = None) -> ArchiveStore:
-    """Open (and migrate) the archive at ``url``; None means the default store URL."""
+def open_archive(url: str | None = None, *, create: bool = True) -> ArchiveStore:
+    """Open (and migrate) the archive at ``url``; None means the default store URL.
+
+    ``create=False`` (commands that only read) opens only a store that already holds ipse's
+    data: a missing database is an `InputError`, and nothing is created."""
     from ipse.archive._sql import PostgresDriver, SqlArchive, SqliteDriver
     from ipse.store import default_url, open_backend, sqlite_path
 
-    url = url or default_url()
+    url = url or default_url(create=create)
     if not url.startswith(("sqlite:", "postgresql://", "postgres://")):
         raise InputError(
             f"store URL {redact(url)!r}: the archive needs sqlite:///PATH or postgresql://..."
         )
     ensure_registered()
-    open_backend(url).close()  # applies every pending migration step, the archive's included
+    # applies every pending migration step, the archive's included
+    open_backend(url, create=create).close()
     if url.startswith("sqlite:"):
         return SqlArchive(SqliteDriver(sqlite_path(url)))
     return SqlArchive(PostgresDriver(url))

@@ -3,7 +3,8 @@
 Archived arguments and thinking often hold secrets, so ``archive list`` shows each item's
 argument preview as a length and short hash unless ``--show-values`` asks for the text;
 ``recall`` is the way to see an item whole. On a terminal, ``recall`` escapes control
-characters; piped, it writes the exact bytes."""
+characters; piped, it writes the exact bytes. Both only read: a store that does not exist is
+an error, never created."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def recall_command(item_id: str, session: str | None, store: str | None, as_json
 
     from ipse.archive import open_archive
 
-    archive = open_archive(store)
+    archive = open_archive(store, create=False)
     try:
         found = archive.recall(item_id, session)
     finally:
@@ -81,7 +82,7 @@ def list_command(session: str | None, store: str | None, show_values: bool, as_j
     """List the items a session archived (tool, argument preview, size); without SESSION, sessions.
 
     Previews of arguments and thinking may hold secrets: they are shown as a length and a
-    short hash unless --show-values is given (``ipse recall ID`` prints an item whole).
+    short hash unless --show-values is given (`ipse recall ID` prints an item whole).
 
     \b
     Examples:
@@ -92,7 +93,7 @@ def list_command(session: str | None, store: str | None, show_values: bool, as_j
     from ipse.archive import open_archive
     from ipse.errors import InputError
 
-    archive = open_archive(store)
+    archive = open_archive(store, create=False)
     try:
         if session is None:
             sessions = archive.sessions()

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr). "
+    help="Write the stripped request body here ('-' for stdout; the report then goes to stderr); "
+    "a new file is private (0600), an existing one keeps its mode. "
     "Without -o the body goes to stdout when stdout is not a terminal; on a terminal, or with "
     "--json, nothing is written or archived (a dry run that shows the measurement).",
 )
@@ -97,7 +98,9 @@ if TYPE_CHECKING:
 @click.option(
     "--print-tool",
     type=click.Choice(["anthropic", "openai-chat", "openai-responses"]),
-    help="Print the micro_handoff tool definition in this shape and exit.",
+    is_flag=False,
+    flag_value="anthropic",
+    help="Print the micro_handoff tool definition in this shape (alone: anthropic) and exit.",
 )
 @click.option(
     "--render-notes",
@@ -134,7 +137,7 @@ def handoff_command(
     Cline / Roo Code history (written out as an Anthropic body), a Codex rollout (a Responses
     body), or a SWE-agent / mini-swe-agent trajectory (a Chat Completions body; --model names
     the model where it records none). OpenHands and Gemini CLI files are read only. The
-    removed blocks go to the archive (see ``ipse recall``); the table shows the conversation
+    removed blocks go to the archive (see `ipse recall`); the table shows the conversation
     before and after. Bad input: exit 2, no output, nothing archived.
     The default cut is the agent's last call of the checkpoint tool; a session without one
     needs --at now, --at end or --at N (`ipse inspect FILE --messages` lists the message indices).
@@ -145,7 +148,7 @@ def handoff_command(
       ipse handoff request.json -o stripped.json --json
       ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now --to claude-code
       ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
-      ipse handoff --print-tool anthropic
+      ipse handoff --print-tool openai-responses
     """
     if _print_only(print_prompt, print_tool, notes_file):
         return
@@ -236,7 +239,7 @@ def _writer(output: Path | None) -> Callable[[bytes], None] | None:
         return lambda data: click.echo(data.decode("utf-8"))
     from ipse.fileio import atomic_write
 
-    return lambda data: atomic_write(output, data)
+    return lambda data: atomic_write(output, data, private=True)
 
 
 def _session_writer(

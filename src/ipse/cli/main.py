@@ -142,6 +142,10 @@ def cli() -> None:
 
     Every command takes --help with examples; every command that reports takes --json.
 
+    Exit codes: 0 ok, 1 a check found a problem, 2 bad input or usage, 3 a bug in ipse,
+    75 busy (another writer holds a twin's lease: nothing written, run it again),
+    130 interrupted.
+
     \b
     Examples:
       ipse inspect session.jsonl --messages        what a session is made of

@@ -3,7 +3,9 @@
 Thin front end over `ipse.twin`: parse, call the library, render (rich, or one JSON document
 with ``--json``). Every command takes ``--store URL`` (default: ``IPSE_DATABASE_URL``, else
 ``ipse.db`` in IPSE_HOME). Bad input raises `InputError`, which the main handler prints as one
-line with exit code 2; nothing is stored.
+line with exit code 2; nothing is stored. The commands that only read (show, history, rehydrate,
+export) open the store with `_reading`: a database that does not exist is an error, never
+created.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ipse.cli._output import console, emit_json
+from ipse.cli._output import console, emit_json, warn
 from ipse.errors import InputError, UsageError
 from ipse.redact import redact
+
+if TYPE_CHECKING:
+    from ipse.twin import TwinStore
 
 _STORE = click.option(
     "--store",
@@ -28,6 +33,22 @@ _STORE = click.option(
     "ipse.db in IPSE_HOME).",
 )
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+
+
+def _reading(store_url: str | None, *, cold: bool = False) -> TwinStore:
+    """The twin store for a command that only reads: it must already exist (`NoStore`), or
+    with ``cold`` an empty one stands in for it, with a warning."""
+    from ipse.errors import NoStore
+    from ipse.store import open_backend
+    from ipse.twin import TwinStore
+
+    try:
+        return TwinStore(open_backend(store_url, create=False))
+    except NoStore as exc:
+        if not cold:
+            raise
+        warn(f"{exc}; a cold start")
+        return TwinStore(open_backend("memory://"))
 
 
 def _twin_id(given: str | None, config: Any) -> str:
@@ -81,9 +102,9 @@ def show_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
     Example:
       ipse twin show acme-ada --store sqlite:///twins.db --json
     """
-    from ipse.twin import dump_state, open_store
+    from ipse.twin import dump_state
 
-    with open_store(store_url) as store:
+    with _reading(store_url) as store:
         snapshot = store.latest(twin_id)
         if snapshot is None:
             raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
@@ -114,9 +135,7 @@ def history_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
     Example:
       ipse twin history acme-ada --json
     """
-    from ipse.twin import open_store
-
-    with open_store(store_url) as store:
+    with _reading(store_url) as store:
         snapshots = store.history(twin_id)
     if as_json:
         emit_json({"twin_id": twin_id, "snapshots": [_summary(s) for s in snapshots]})
@@ -200,7 +219,9 @@ def apply_command(
     Each line is {"op": NAME, ...} (the operations and their arguments are listed below; `ipse
     twin tools` prints them as model tools). All lines apply or none; the twin's lease is held
     while writing. A change to a field that is not one of the config's identity fields does
-    not make a snapshot, and the output says so. TRANSITIONS.jsonl may be - for stdin.
+    not make a snapshot, and the output says so. TRANSITIONS.jsonl may be - for stdin. When
+    another writer holds the lease (or takes it over) nothing is written and the exit code is
+    75: run it again.
 
     \b
     Example:
@@ -255,17 +276,18 @@ def rehydrate_command(
 ) -> None:
     """Print the request prefix that resumes a twin: role, facts, commitments, open loops.
 
-    Without a snapshot this is a cold start: the role alone.
+    Without a snapshot this is a cold start: the role alone (also when the store does not
+    exist, with a warning naming it; nothing is created).
 
     \b
     Example:
       ipse twin rehydrate acme-ada --config twin.toml --format openai
     """
-    from ipse.twin import load_config, open_store, rehydrate
+    from ipse.twin import load_config, rehydrate
 
     config = load_config(config_path)
     twin_id = _twin_id(twin_id, config)
-    with open_store(store_url) as store:
+    with _reading(store_url, cold=True) as store:
         result = rehydrate(store, twin_id, config)
     if as_json:
         emit_json(
@@ -285,7 +307,13 @@ def rehydrate_command(
 @twin_group.command("export")
 @click.argument("twin_id")
 @click.option("--schema", "schema", type=int, default=3, show_default=True, help="2 or 3.")
-@click.option("--output", "-o", type=click.Path(), default=None, help="Write to a file.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(),
+    default=None,
+    help="Write to a file (a new one is private, 0600; an existing one keeps its mode).",
+)
 @_STORE
 @_JSON
 def export_command(
@@ -298,15 +326,16 @@ def export_command(
       ipse twin export acme-ada --schema 2 --json
     """
     from ipse.fileio import atomic_write
-    from ipse.twin import export_state, open_store
+    from ipse.twin import export_state
 
-    with open_store(store_url) as store:
+    with _reading(store_url) as store:
         snapshot = store.latest(twin_id)
         if snapshot is None:
             raise InputError(f"twin_id: no snapshot of twin {twin_id!r} in {redact(store.url)}")
         document = export_state(snapshot.state, schema)
     if output:
-        atomic_write(Path(output), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        atomic_write(Path(output), text, private=True)
         if as_json:
             emit_json({"twin_id": twin_id, "schema": schema, "output": output})
         return

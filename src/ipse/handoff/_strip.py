@@ -321,7 +321,10 @@ class _Builder:
         results: Mapping[str, Mapping[str, Any]],
         out: _Built,
     ) -> list[Block] | None:
-        """The blocks that stay; None when every block stays as it was."""
+        """The blocks that stay; None when every block stays as it was (a message with no
+        content at all stays as nothing: it is one of the REPAIRABLE problems)."""
+        if not message.blocks:
+            return []
         kept: list[Block] = []
         changed = False
         for block in message.blocks:

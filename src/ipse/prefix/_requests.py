@@ -48,6 +48,7 @@ from ipse.prefix._growing import SharedHistory
 from ipse.transcript import WRITABLE_FORMATS, Shape, format_named
 from ipse.transcript._codec import body_codec, codec
 from ipse.transcript._jsonl import parse_json, read_text_bytes
+from ipse.transcript._links import check_links
 from ipse.transcript._sniff import body_dialect, detect, record_format
 from ipse.transcript._time import parse_time
 from ipse.transcript._write import write
@@ -126,11 +127,21 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     for request in kept:
         _check_front(request, p, fronts)
         _check_messages(request, p, checked)
+    if len(requests) == 1 and p.is_file() and _shape(name) in (Shape.BODY, Shape.LOG):
+        dialect = name if _shape(name) is Shape.BODY else detect(p)  # (one-line body: a log)
+        if _shape(dialect) is Shape.BODY and isinstance(kept[0].body, Mapping):
+            _read_as_a_body(kept[0].body, dialect, p)
     return RequestLog(p, name, kept, warnings, merged[0])
 
 
+def _shape(name: str) -> Shape | None:
+    """The shape of the input a format name reads (None for a name the table does not know)."""
+    entry = format_named(name)
+    return None if entry is None else entry.shape
+
+
 def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> list[Request]:
-    shape = entry.shape if (entry := format_named(name)) is not None else None
+    shape = _shape(name)
     if shape is Shape.SESSION:
         requests = list(_session_requests(p, warnings, merged))
     elif shape is Shape.LOG:
@@ -154,6 +165,13 @@ def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> lis
             f"harness files ipse writes back ({', '.join(WRITABLE_FORMATS)}), not {name}"
         )
     return requests
+
+
+def _read_as_a_body(body: Mapping[str, Any], dialect: str, p: Path) -> None:
+    """Read a lone request body as every other command reads it (the dialect's reader and the
+    check that each tool result follows its call), so a body they refuse is refused here too:
+    one reader, one verdict. (A log of many requests is not read into the model.)"""
+    check_links(codec(dialect).read_body(body, source=str(p)).messages, path=p)
 
 
 def _check_front(request: Request, p: Path, checked: dict[int, Any]) -> None:
@@ -205,6 +223,9 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
         if not jsonio.is_object(message):
             where = f"request {request.index} message {number}"
             raise InputError("a message must be a JSON object", path=p, position=where)
+        if not isinstance(message.get("role"), str):  # (the readers refuse it too)
+            where = f"request {request.index} message {number}"
+            raise InputError("a message needs a string 'role'", path=p, position=where)
         content = message.get("content")
         if content is None or isinstance(content, str):
             continue

@@ -20,7 +20,7 @@ def write_report(data: ReportData, output: str | Path) -> int:
     # a lone surrogate from the session (a model's output cut inside an emoji) shows as its
     # escape: UTF-8 has no bytes for it
     page = render(data).encode("utf-8", "backslashreplace")
-    atomic_write(Path(output), page)
+    atomic_write(Path(output), page, private=True)  # conversation content: 0600 when new
     return len(page)
 
 

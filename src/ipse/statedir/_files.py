@@ -114,7 +114,14 @@ def is_regular(path: Path) -> bool:
         return False
 
 
-def open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
+FILE_MODE = 0o600
+"""The mode of a file ipse creates in a state folder: goals, invariants, steps and the log are
+the session's own words, private like the archive (an existing file keeps its mode)."""
+
+FOLDER_MODE = 0o700
+
+
+def open_regular(path: Path, flags: int, mode: int = FILE_MODE) -> int:
     """``os.open`` that refuses links, FIFOs, devices and folders (`NotRegular`); the caller
     closes the descriptor. ``FileNotFoundError`` and other ``OSError`` pass through."""
     what = odd_kind(path)
@@ -220,7 +227,7 @@ def locked(folder: Path) -> Iterator[None]:
     """Hold the folder's exclusive lock for the block (writers only: ``resume`` reads without
     it, because every write leaves a consistent state at each step)."""
     try:
-        fd = open_regular(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_regular(folder / LOCK, os.O_RDWR | os.O_CREAT, FILE_MODE)
     except OSError as exc:
         raise os_error(exc, "open the lock", folder) from exc
     try:
@@ -233,7 +240,7 @@ def locked(folder: Path) -> Iterator[None]:
 def append_fsync(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` (created when missing) and fsync it."""
     try:
-        fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             view = memoryview(data)
             while view:
@@ -250,7 +257,7 @@ def write_file(path: Path, data: bytes) -> None:
 
     The caller holds the folder lock, so the temporary name can be fixed (``.NAME.tmp``); a
     crash leaves the old file or the new one, and at worst a stray temporary file that
-    `unexpected_files` reports. Permissions are kept (0644 for a new file).
+    `unexpected_files` reports. Permissions are kept (`FILE_MODE`, 0600, for a new file).
     """
     what = odd_kind(path)
     if what is not None:
@@ -258,7 +265,7 @@ def write_file(path: Path, data: bytes) -> None:
     try:
         mode = os.lstat(path).st_mode & 0o777
     except OSError:
-        mode = 0o644
+        mode = FILE_MODE
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with contextlib.suppress(FileNotFoundError):

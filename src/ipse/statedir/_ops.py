@@ -200,7 +200,7 @@ def init(folder: StrPath, goal: str, done: str | None = None) -> wal.Record:
     _need_text(goal, "the goal")
     if done is not None:
         _need_utf8(done, "the done-when text")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=files.FOLDER_MODE, parents=True, exist_ok=True)
     goal_bytes = goal_document(goal, done).encode("utf-8")
     with files.locked(folder):
         finished = _finish_init(folder)

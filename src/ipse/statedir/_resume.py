@@ -4,7 +4,8 @@ The state files come first, in lexicographic order, then the last WAL entry. The
 checked against its newest WAL record: when ``99_next.md`` is missing, torn, or was replaced by
 something the log does not vouch for, the WAL's recorded step is shown instead, with a note
 saying so. The log is read from its end, so resuming costs the same with 10 lines or a million.
-Corrupted WAL lines are skipped with a warning; nothing here is fatal once the folder exists.
+Corrupted WAL lines are skipped with one warning per kind (how many, and the first one's line);
+nothing here is fatal once the folder exists.
 """
 
 from __future__ import annotations
@@ -123,6 +124,24 @@ def _next_step(folder: Path, found: wal.Tail, warnings: list[str]) -> tuple[Next
     return NextStep(text, "wal", note), f"[ipse: {note}]\n{text}\n"
 
 
+def _skipped(path: Path, bad: list[wal.BadLine]) -> list[str]:
+    """One warning per kind of bad WAL line (torn, corrupted), with how many and where the
+    first is: a log with 100,000 garbage lines gives two lines of warning, not 100,000."""
+    lines: list[str] = []
+    for torn, kind in ((True, "torn (an interrupted write)"), (False, "corrupted")):
+        offsets = [b.offset for b in bad if b.torn is torn]
+        if not offsets:
+            continue
+        known = [o for o in offsets if o is not None]
+        where = f"line {wal.line_number(path, min(known))}" if known else ""
+        if len(offsets) == 1:
+            lines.append(f"skipped a {kind} WAL line" + (f" ({where})" if where else ""))
+        else:
+            first = f" (the first at {where}; `ipse state verify` lists each)" if where else ""
+            lines.append(f"skipped {len(offsets):,} {kind} WAL lines{first}")
+    return lines
+
+
 def resume(folder: StrPath) -> ResumeView:
     """Read the state folder for a fresh context (see the module docstring)."""
     folder = Path(folder)
@@ -135,9 +154,7 @@ def resume(folder: StrPath) -> ResumeView:
         found = wal.Tail()
     if not files.is_regular(folder / files.WAL):
         warnings.append("no .wal in the state folder: the next step cannot be checked")
-    for bad in found.bad:
-        kind = "torn (an interrupted write)" if bad.torn else "corrupted"
-        warnings.append(f"skipped a {kind} WAL line")
+    warnings.extend(_skipped(folder / files.WAL, found.bad))
     if found.last is not None and found.last.seq > wal.LONG_WAL_LINES:
         warnings.append(
             f"the WAL has {found.last.seq} lines; run `ipse state rotate` to start a new one"

@@ -90,15 +90,31 @@ def _check_chain(scan: wal.Scan, report: StateReport) -> None:
 
 
 def _check_log(scan: wal.Scan, report: StateReport) -> None:
-    for bad in scan.bad:
-        if bad.torn:
-            report.warnings.append(f".wal:{bad.line}: torn line (an interrupted write), ignored")
+    for first, last, torn in _runs(scan.bad):
+        where = f".wal:{first}" if first == last else f".wal:{first}-{last}"
+        count = "" if first == last else f"{last - first + 1:,} "
+        lines = "line" if first == last else "lines"
+        if torn:
+            report.warnings.append(f"{where}: {count}torn {lines} (an interrupted write), ignored")
         else:
-            report.violations.append(f".wal:{bad.line}: corrupted line (checksum or format)")
+            report.violations.append(f"{where}: {count}corrupted {lines} (checksum or format)")
     if not scan.records:
         report.violations.append(".wal holds no valid record")
         return
     _check_chain(scan, report)
+
+
+def _runs(bad: list[wal.BadLine]) -> list[tuple[int, int, bool]]:
+    """Bad lines as runs of consecutive lines of one kind, (first, last, torn): a log with
+    100,000 garbage lines in a row is one violation saying so, not 100,000."""
+    runs: list[tuple[int, int, bool]] = []
+    for line in bad:
+        number = line.line or 0
+        if runs and runs[-1][2] is line.torn and runs[-1][1] + 1 == number:
+            runs[-1] = (runs[-1][0], number, line.torn)
+        else:
+            runs.append((number, number, line.torn))
+    return runs
 
 
 def _check_macs(scan: wal.Scan, key: bytes | None, report: StateReport) -> bool:

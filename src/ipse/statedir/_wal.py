@@ -23,7 +23,7 @@ from ipse._sha256 import sha256
 from ipse.errors import InputError, os_error
 from ipse.statedir import _json as state_json
 from ipse.statedir import _seal as seal
-from ipse.statedir._files import open_regular
+from ipse.statedir._files import FILE_MODE, open_regular
 
 TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
 if TYPE_CHECKING:
@@ -132,14 +132,18 @@ class Record(Plain):
 
 
 class BadLine(Plain):
-    """A line that is not a valid record; ``torn`` when it looks like an interrupted write."""
+    """A line that is not a valid record; ``torn`` when it looks like an interrupted write.
 
-    __slots__ = ("line", "raw", "torn")
+    ``line`` is its 1-based number when the log was read forward; a backward read knows its
+    byte ``offset`` instead (`line_number` turns one into the other)."""
 
-    def __init__(self, line: int | None, raw: bytes, torn: bool) -> None:
+    __slots__ = ("line", "offset", "raw", "torn")
+
+    def __init__(self, line: int | None, raw: bytes, torn: bool, offset: int | None = None) -> None:
         self.line = line
         self.raw = raw
         self.torn = torn
+        self.offset = offset
 
 
 def _is_torn(raw: bytes) -> bool:
@@ -148,6 +152,12 @@ def _is_torn(raw: bytes) -> bool:
 
 def iter_lines_reversed(path: Path) -> Iterator[bytes]:
     """The non-empty lines of a file, last first, read in blocks from the end."""
+    for _, line in lines_reversed_at(path):
+        yield line
+
+
+def lines_reversed_at(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The non-empty lines of a file with the byte offset each starts at, last first."""
     with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as handle:
         pos = handle.seek(0, os.SEEK_END)
         rest = b""
@@ -160,11 +170,29 @@ def iter_lines_reversed(path: Path) -> Iterator[bytes]:
             chunk = handle.read(size) + rest
             parts = chunk.split(b"\n")
             rest = parts[0]
+            end = pos + len(chunk)
             for part in reversed(parts[1:]):
+                end -= len(part)
                 if part:
-                    yield part
+                    yield end, part
+                end -= 1  # the newline before it
         if rest:
-            yield rest
+            yield 0, rest
+
+
+def line_number(path: Path, offset: int) -> int:
+    """The 1-based number of the line that starts at byte ``offset`` (the newlines before it
+    counted in blocks: paid only when a backward read met a bad line and names it)."""
+    newlines = 0
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as handle:
+        left = offset
+        while left > 0:
+            chunk = handle.read(min(left, _BLOCK))
+            if not chunk:
+                break
+            newlines += chunk.count(b"\n")
+            left -= len(chunk)
+    return newlines + 1
 
 
 class Tail(Plain):
@@ -182,10 +210,10 @@ def tail(path: Path, want: Callable[[Record], bool] | None = None) -> Tail:
     """Read from the end until the last valid record (and the newest one ``want`` accepts)."""
     found = Tail()
     try:
-        for raw in iter_lines_reversed(path):
+        for offset, raw in lines_reversed_at(path):
             data = decode(raw)
             if data is None:
-                found.bad.append(BadLine(None, raw, _is_torn(raw)))
+                found.bad.append(BadLine(None, raw, _is_torn(raw), offset))
                 continue
             record = Record(data, raw)
             if found.last is None:
@@ -286,7 +314,7 @@ def append(path: Path, body: dict[str, Any]) -> Record:
     newline first so it stays one bad line and never swallows the new record.
     """
     try:
-        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
     except OSError as exc:
         raise os_error(exc, "open", path) from exc
     try:

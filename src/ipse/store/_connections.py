@@ -31,6 +31,12 @@ def _private_database(path: Path) -> None:
         private_dir(path.parent)
     if str(path) == ":memory:":
         return
+    if path.exists():
+        # never open and close a database this process may hold open in SQLite: closing any
+        # descriptor of a file drops every POSIX lock the process holds on it, SQLite's too,
+        # and another process's last close would then delete the live -wal under it
+        tighten(path)
+        return
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
     except PermissionError:
