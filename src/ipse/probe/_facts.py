@@ -10,7 +10,7 @@ session read each message once. No rule names a file or a project: every pattern
 Kinds and their ``sub``-kinds:
 
 - ``artifact``: created, edited, deleted, moved (file paths), committed (messages), branched;
-- ``grit``: path, file_line, identifier (in backticks), number (with a unit), test, error,
+- ``grit``: path, file_line, url, identifier (in backticks), number (with a unit), test, error,
   command (with its exit status where the result says it);
 - ``constraint``: imperative (a human sentence with never/don't/always/must/only/...),
   invariant (a line of ``state/10_invariants.md`` beside the session);
@@ -46,6 +46,7 @@ _PATH = re.compile(
     r"(?<![\w@:/.~-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[A-Za-z_][\w.@+-]*(?![\w/])"
     r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\." + _EXT + r"(?![\w/])"
 )
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>`)\]]+", re.IGNORECASE)
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _NUMBER = re.compile(
     r"(?<![\w.])\d+(?:\.\d+)?(?:%|\s?(?:ms|µs|us|ns|s|secs?|seconds?|minutes?|mins?|hours?|"
@@ -59,7 +60,7 @@ _IMPERATIVE = re.compile(
     r"\b(?:never|don'?t|do not|always|must|only|avoid|make sure|should ?n[o']t|no more)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^\n.!?]+(?:[.!?]+|$)", re.MULTILINE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEXT = re.compile(
     r"^\s*(?:let me|let's|i'll|i will|next,?|now,? (?:i|let)|i need to|then i|i'm going to)\b",
     re.IGNORECASE,
@@ -105,6 +106,8 @@ def grit(text: str, where: str) -> Iterator[tuple[str, str]]:
     """``(sub, value)`` for every piece of grit in a text."""
     for match in _FILE_LINE.finditer(text):
         yield "file_line", match.group(0)
+    for match in _URL.finditer(text):
+        yield "url", match.group(0).rstrip(".,;:")
     for match in _PATH.finditer(text):
         value = match.group(0).rstrip(".")
         if _path_like(value):
@@ -131,8 +134,7 @@ def _path_like(value: str) -> bool:
 
 def imperatives(text: str) -> Iterator[str]:
     """The human's sentences that instruct or forbid."""
-    for match in _SENTENCE.finditer(text):
-        sentence = match.group(0).strip()
+    for sentence in _sentences(text):
         if _IMPERATIVE.search(sentence) and len(sentence) >= 8:
             yield _short(sentence)
 
@@ -242,7 +244,8 @@ class FactIndex:
 
 
 def _sentences(text: str) -> list[str]:
-    return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    """A text's sentences: split after ``.``, ``!`` or ``?`` followed by space, and at lines."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 def _extract(found: _Found, text: str, where: str, call: ToolCall | None) -> list[str]:
