@@ -102,6 +102,7 @@ def run(
         "messages": len(line.messages),
         "compactions": [c.index for c in line.compactions],
         "tokenizer": meter.counter.name,
+        "tokens": sum(meter.messages()),
     }
     every = parse_every(at)
     if every is not None:
