@@ -29,8 +29,40 @@ LOST_SHOWN = 8  # lost facts listed per strategy in text output (--json lists th
     type=click.Choice(FORMATS),
     help="Name the input format instead of detecting it.",
 )
+@click.option(
+    "--model",
+    "model_url",
+    metavar="URL",
+    help="Also ask a model questions from the demanded facts with each strategy's context.",
+)
+@click.option(
+    "--api",
+    type=click.Choice(["anthropic", "openai"]),
+    default="openai",
+    show_default=True,
+    help="The API shape of --model and --judge.",
+)
+@click.option("--model-name", default="default", show_default=True, help="The model to ask for.")
+@click.option("--judge", "judge_url", metavar="URL", help="A model that grades free answers.")
+@click.option(
+    "--questions",
+    type=click.IntRange(0, 100),
+    default=8,
+    show_default=True,
+    help="Recall questions per cut (plus one per other kind).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def probe_command(file: Path, at: str | None, fmt: str | None, as_json: bool) -> None:
+def probe_command(
+    file: Path,
+    at: str | None,
+    fmt: str | None,
+    model_url: str | None,
+    api: str,
+    model_name: str,
+    judge_url: str | None,
+    questions: int,
+    as_json: bool,
+) -> None:
     """Measure continuity: which facts the agent used after a cut each strategy keeps.
 
     Facts (files changed, paths, commands and their exit status, errors, the human's rules,
@@ -45,13 +77,21 @@ def probe_command(file: Path, at: str | None, fmt: str | None, as_json: bool) ->
       ipse probe ~/.claude/projects/myproj/4d5611e5.jsonl
       ipse probe session.jsonl --at 120 --json
       ipse probe rollout.jsonl --at every:20
+      ipse probe s.jsonl --at 40 --model https://api.anthropic.com --api anthropic \\
+        --model-name claude-sonnet-4-5
     """
-    from ipse.probe import run
+    from ipse.probe import Asker, Asking, run
+
+    asking = None
+    if model_url is not None:
+        asker = Asker(model_url, api, model_name)
+        judge = Asker(judge_url, api, model_name) if judge_url else None
+        asking = Asking(asker, judge, questions)
 
     with terminal_progress(quiet=as_json):
         load_before(file)
         source = load(file, fmt)
-        document = run(file, at, source=source)
+        document = run(file, at, source=source, asking=asking)
     if as_json:
         emit_json(document)
         return
@@ -63,6 +103,8 @@ def probe_command(file: Path, at: str | None, fmt: str | None, as_json: bool) ->
         f"compactions at {document['compactions'] or 'none'}; tokens: {document['tokenizer']})",
         style="bold",
     )
+    if "model" in document:
+        out.print(f"with a model: {document['model']['caveat']}", style="yellow")
     if "seams" in document:
         _render_seams(out, document["seams"])
         return
@@ -97,10 +139,14 @@ def _render_probe(out: Any, probe: dict[str, Any]) -> None:
             cells.append(
                 f"{k.get('in_context', 0)}+{k.get('recallable', 0)}/{k.get('demanded', 0)}"
             )
+        if "model" in s:
+            cells.append(_pct(s["model"]["score"]))
         rows.append(cells)
     columns = [("strategy", "left"), ("tokens", "right"), ("in context", "right")]
     columns += [("recallable", "right"), ("lost", "right")]
     columns += [(f"{kind} kept+recall/demanded", "right") for kind in kinds]
+    if any("model" in s for s in probe["strategies"]):
+        columns.append(("model score", "right"))
     print_table(out, f"continuity at message {probe['cut']}", columns, rows)
     for s in probe["strategies"]:
         if s["lost"]:

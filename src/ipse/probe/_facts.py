@@ -235,7 +235,9 @@ class FactIndex:
                 if request is None and block.origin == Origin.HUMAN:
                     request = Fact("task", "request", _short(block.text), ("human",), index)
                 if next_step is None and block.origin == Origin.AGENT:
-                    steps = [s for s in _sentences(block.text) if _NEXT.search(s)]
+                    steps = [
+                        s for s in _sentences(block.text) if _NEXT.search(s) and len(s.split()) >= 4
+                    ]
                     if steps:
                         next_step = Fact("task", "next_step", _short(steps[-1]), ("agent",), index)
             if request is not None and next_step is not None:

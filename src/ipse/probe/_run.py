@@ -16,10 +16,12 @@ from typing import Any
 from ipse.errors import CutError, UsageError
 from ipse.handoff import is_checkpoint
 from ipse.probe._facts import FactIndex, read_invariants
+from ipse.probe._model import CAVEAT, Asking
 from ipse.probe._score import probe
 from ipse.probe._seams import seams
 from ipse.probe._strategies import Meter
 from ipse.probe._timeline import Timeline, timeline
+from ipse.redact import redact
 from ipse.tokens import TokenCounter
 from ipse.transcript import Source, ToolCall, ToolResult, load
 
@@ -90,8 +92,10 @@ def run(
     format: str | None = None,
     counter: TokenCounter | None = None,
     source: Source | None = None,
+    asking: Asking | None = None,
 ) -> dict[str, Any]:
-    """The probe document of a session (one JSON-ready dict)."""
+    """The probe document of a session (one JSON-ready dict); with ``asking``, each strategy's
+    context is also asked questions from the demanded facts (not with ``every:K``)."""
     source = source or load(path, format)
     line = timeline(source)
     index = FactIndex(line, read_invariants(Path(path)))
@@ -104,11 +108,21 @@ def run(
         "tokenizer": meter.counter.name,
         "tokens": sum(meter.messages()),
     }
+    if asking is not None:
+        document["model"] = {
+            "url": redact(asking.asker.url),
+            "api": asking.asker.api,
+            "model": asking.asker.model,
+            "judge": redact(asking.judge.url) if asking.judge else None,
+            "caveat": CAVEAT,
+        }
     every = parse_every(at)
     if every is not None:
         document["seams"] = seams(index, meter, every)
         return document
-    document["probes"] = [probe(index, meter, cut, kind) for cut, kind in choose_cuts(line, at)]
+    document["probes"] = [
+        probe(index, meter, cut, kind, asking) for cut, kind in choose_cuts(line, at)
+    ]
     return document
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from ipse.probe._demand import demanded, rediscovery
 from ipse.probe._facts import KINDS, Fact, FactIndex
+from ipse.probe._model import Asking, answers
+from ipse.probe._questions import questions
 from ipse.probe._strategies import Context, Meter, contexts
 from ipse.redact import redact
 
@@ -71,11 +73,21 @@ def score(context: Context, demand: list[Fact]) -> dict[str, Any]:
     return out
 
 
-def probe(index: FactIndex, meter: Meter, cut: int, kind: str) -> dict[str, Any]:
-    """The probe of one cut: facts, demand, re-discovery, and every strategy's score."""
+def probe(
+    index: FactIndex, meter: Meter, cut: int, kind: str, asking: Asking | None = None
+) -> dict[str, Any]:
+    """The probe of one cut: facts, demand, re-discovery, and every strategy's score; with
+    ``asking``, every strategy's answers to the questions the demand gives."""
     facts = index.facts(cut)
     demand = demanded(index, facts, cut)
     again = rediscovery(index.timeline.messages, cut)
+    built = contexts(meter, cut)
+    strategies = [score(c, demand) for c in built]
+    if asking is not None:
+        asked = questions(index.timeline, demand, asking.recall_questions)
+        for line, context in zip(strategies, built, strict=True):
+            if context.text or context.tokens:
+                line["model"] = answers(asking, context, asked)
     return {
         "cut": cut,
         "kind": kind,
@@ -91,7 +103,7 @@ def probe(index: FactIndex, meter: Meter, cut: int, kind: str) -> dict[str, Any]
             "commands": again.commands,
             "examples": [redact(e) for e in again.examples],
         },
-        "strategies": [score(c, demand) for c in contexts(meter, cut)],
+        "strategies": strategies,
     }
 
 
