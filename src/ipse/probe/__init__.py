@@ -5,7 +5,8 @@ one job each: `timeline` (the session's messages once each, with the harness's c
 it), `FactIndex` (facts extracted per message), `demanded` and `rediscovery` (what the session
 used after a cut), `contexts` (each strategy's context after it), `probe` (the score of one
 cut), `seams` (a handoff every K turns); `questions`, `Asker` and `answers` ask a model the
-demanded facts with each strategy's context.
+demanded facts with each strategy's context; `IpseCompactor` is ipse as a compactor of the
+field's conformance kit, with a recall channel.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ipse.probe._artifacts import Artifact, artifacts, command_of, exit_status
 from ipse.probe._ask import APIS, Asker, judge
 from ipse.probe._demand import Rediscovery, demanded, rediscovery
 from ipse.probe._facts import KINDS, STANDING, WHERE, Fact, FactIndex, grit, read_invariants
+from ipse.probe._kit import IpseCompactor
 from ipse.probe._model import CAVEAT, Asking, answers
 from ipse.probe._questions import Question, questions
 from ipse.probe._run import choose_cuts, parse_every, run
@@ -36,6 +38,7 @@ __all__ = [
     "Context",
     "Fact",
     "FactIndex",
+    "IpseCompactor",
     "Meter",
     "Question",
     "Rediscovery",
