@@ -1,7 +1,8 @@
 """Continuity on every shared Claude Code, Codex and Cline session: what each strategy keeps of
 the facts the agent used next, at the session's own compaction points and at three cuts (a
 quarter, half and three quarters of its valid cuts), and the sawtooth of a handoff every K turns
-on the longest session (in tokens).
+on the longest session (in tokens), and how often to hand off: K swept over 5, 10, 20, 40 (the
+history tokens sent over all requests, the peak, and the mean continuity at the seams).
 
 Per cut: the demanded facts (cited after the cut, plus the standing rules and open task),
 re-discovery after the cut (file re-reads / command re-runs), and per strategy the share of
@@ -26,6 +27,7 @@ from ipse.probe import run
 from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
+SWEEP = (5, 10, 20, 40)
 SHOWN = ("none", "ipse", "mask-3", "mask-5", "mask-10", "truncate", "harness")
 
 
@@ -139,6 +141,19 @@ def main() -> None:
         f"  {len(requests)} requests: peak {peak:,} vs {plain:,} tokens; history sent "
         f"{sent:,} vs {sent_plain:,} ({sent / sent_plain:.2f}x)"
     )
+    print()
+    print(f"handoff frequency, {longest[1].name}: every K agent turns")
+    print(f"  {'K':>4} {'seams':>5} {'peak':>8} {'sent':>11} {'in context':>10} {'kept+rec':>8}")
+    for every in SWEEP:
+        sweep = run(longest[1], f"every:{every}")["seams"]
+        points = sweep["seams"]
+        held = [p["in_context"] for p in points if p["in_context"] is not None]
+        back = [p["kept_or_recallable"] for p in points if p["kept_or_recallable"] is not None]
+        print(
+            f"  {every:>4} {len(points):>5} {max(r['tokens'] for r in sweep['requests']):>8,} "
+            f"{sum(r['tokens'] for r in sweep['requests']):>11,} "
+            f"{sum(held) / max(1, len(held)):>9.1f}% {sum(back) / max(1, len(back)):>7.1f}%"
+        )
     print()
     ratio = probe_s / load_s
     print(f"probe time / read time, all sessions: {ratio:.1f}x ({probe_s:.1f}s / {load_s:.1f}s)")
