@@ -37,6 +37,7 @@ _COMMANDS: dict[str, str] = {
     "lint": "ipse.cli.prefix:lint_command",
     "mcp": "ipse.cli.mcp:mcp_command",
     "prefix": "ipse.cli.prefix:prefix_command",
+    "probe": "ipse.cli.probe:probe_command",
     "proxy": "ipse.cli.proxy:proxy_group",
     "report": "ipse.cli.report:report_command",
     "recall": "ipse.cli.archive:recall_command",

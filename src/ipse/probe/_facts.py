@@ -1,0 +1,300 @@
+"""Facts, extracted deterministically from a session: artifacts, grit, constraints, open task.
+
+A fact is a string as it stands in the session (a path, a command, a rule the human gave), its
+kind, and where it lives: ``human``, ``agent`` or ``harness`` text, ``notes`` (the checkpoint
+tool's call and result), ``tool_input``, ``tool_result``, ``thinking``, or ``state`` (the state
+directory's invariants). Extraction is per message and cached (`FactIndex`), so many cuts over one
+session read each message once. No rule names a file or a project: every pattern is a shape
+(a slash-separated path, ``name.ext:line``, a word ending in ``Error``, an imperative sentence).
+
+Kinds and their ``sub``-kinds:
+
+- ``artifact``: created, edited, deleted, moved (file paths), committed (messages), branched;
+- ``grit``: path, file_line, url, identifier (in backticks), number (with a unit), test, error,
+  command (with its exit status where the result says it);
+- ``constraint``: imperative (a human sentence with never/don't/always/must/only/...),
+  invariant (a line of ``state/10_invariants.md`` beside the session);
+- ``task``: request (the last human request before the cut), next_step (the agent's last
+  stated next step).
+
+Constraints and the open task are *standing*: they hold for the rest of the session whether or
+not a later message repeats them, so the demand counts them always.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipse.handoff import is_checkpoint
+from ipse.probe._artifacts import artifacts, command_of, exit_status
+from ipse.probe._timeline import Timeline, call_text
+from ipse.transcript import Message, Origin, Text, Thinking, ToolCall, ToolResult
+
+KINDS = ("artifact", "grit", "constraint", "task")
+STANDING = frozenset({"constraint", "task"})
+WHERE = ("human", "agent", "harness", "notes", "tool_input", "tool_result", "thinking", "state")
+
+_EXT = (
+    r"(?:py|pyi|rs|ts|tsx|js|jsx|mjs|go|java|kt|rb|ex|exs|erl|c|h|cc|cpp|hpp|cs|swift|php|"
+    r"md|rst|txt|json|jsonl|toml|yaml|yml|ini|cfg|lock|sh|bash|sql|html|css|scss|xml|csv|ipynb)"
+)
+_FILE_LINE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.[A-Za-z]\w{0,7}:\d+(?::\d+)?(?!\w)")
+_PATH = re.compile(
+    r"(?<![\w@:/.~-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[A-Za-z_][\w.@+-]*(?![\w/])"
+    r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\." + _EXT + r"(?![\w/])"
+)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>`)\]]+", re.IGNORECASE)
+_BACKTICK = re.compile(r"`([^`\n]{2,80})`")
+_NUMBER = re.compile(
+    r"(?<![\w.])\d+(?:\.\d+)?(?:%|\s?(?:ms|µs|us|ns|s|secs?|seconds?|minutes?|mins?|hours?|"
+    r"[KMGT]i?B|bytes?|tokens?|px|lines?|files?|tests?|calls?|rows?|x)\b)"
+)
+_TEST = re.compile(
+    r"(?<![\w/.-])(?:[\w/.-]+\.py::[\w:\[\]./-]+|test_\w+|Test[A-Z]\w*|\w+_test)(?![\w])"
+)
+_ERROR = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Panic)|(?:E|TS)\d{4})\b")
+_IMPERATIVE = re.compile(
+    r"\b(?:never|don'?t|do not|always|must|only|avoid|make sure|should ?n[o']t|no more)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_NEXT = re.compile(
+    r"^\s*(?:let me|let's|i'll|i will|next,?|now,? (?:i|let)|i need to|then i|i'm going to)\b",
+    re.IGNORECASE,
+)
+_MAX = 400  # longest fact value kept (longer sentences are cut at a word boundary)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One fact: its kind, sub-kind, the string as in the session, where it lives, and the index
+    of the message it first appears in. ``status`` is a command's exit status when known."""
+
+    kind: str
+    sub: str
+    value: str
+    where: tuple[str, ...]
+    first: int
+    status: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.sub, self.value)
+
+    @property
+    def standing(self) -> bool:
+        return self.kind in STANDING
+
+
+@dataclass
+class _Found:
+    """One message's facts: ``key -> locations``, and its command statuses."""
+
+    facts: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
+    status: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, sub: str, value: str, where: str) -> None:
+        value = value.strip()
+        if len(value) >= 2 and value not in ("./", "../", "//"):
+            self.facts.setdefault((kind, sub, value), set()).add(where)
+
+
+def grit(text: str, where: str) -> Iterator[tuple[str, str]]:
+    """``(sub, value)`` for every piece of grit in a text."""
+    for match in _FILE_LINE.finditer(text):
+        yield "file_line", match.group(0)
+    for match in _URL.finditer(text):
+        yield "url", match.group(0).rstrip(".,;:")
+    for match in _PATH.finditer(text):
+        value = match.group(0).rstrip(".")
+        if _path_like(value):
+            yield "path", value
+    if where not in ("tool_result", "tool_input"):
+        for match in _BACKTICK.finditer(text):
+            yield "identifier", match.group(1)
+    for match in _NUMBER.finditer(text):
+        yield "number", match.group(0)
+    for match in _TEST.finditer(text):
+        yield "test", match.group(0)
+    for match in _ERROR.finditer(text):
+        yield "error", match.group(0)
+
+
+def _path_like(value: str) -> bool:
+    """A path, not prose with a slash (``and/or``, ``expand/collapse``): it is rooted (``/``,
+    ``~``, ``./``), has a dotted last part, or has two slashes or more."""
+    if not any(c.isalpha() for c in value) or value.startswith(("http", "www.")):
+        return False
+    last = value.rsplit("/", 1)[-1]
+    return value.startswith(("/", "~", "./", "../")) or "." in last or value.count("/") >= 2
+
+
+def imperatives(text: str) -> Iterator[str]:
+    """The human's sentences that instruct or forbid."""
+    for sentence in _sentences(text):
+        if _IMPERATIVE.search(sentence) and len(sentence) >= 8:
+            yield _short(sentence)
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    if len(text) <= _MAX:
+        return text
+    return text[:_MAX].rsplit(" ", 1)[0]
+
+
+def _where(message: Message, block: Text | Thinking) -> str:
+    if isinstance(block, Thinking):
+        return "thinking"
+    if block.origin == Origin.HUMAN:
+        return "human"
+    if block.origin == Origin.AGENT:
+        return "agent"
+    return "harness"
+
+
+class FactIndex:
+    """The facts of every message of a timeline, extracted once, and what each message cites."""
+
+    def __init__(self, line: Timeline, invariants: Sequence[str] = ()) -> None:
+        self.timeline = line
+        self.invariants = tuple(invariants)
+        notes: set[str] = set()
+        self._found: list[_Found] = []
+        self._cites: list[frozenset[str]] = []
+        results = {
+            b.call_id: b for m in line.messages for b in m.blocks if isinstance(b, ToolResult)
+        }
+        for message in line.messages:
+            found, cites = _Found(), set()
+            for block in message.blocks:
+                if isinstance(block, ToolCall):
+                    where = "notes" if is_checkpoint(block.name) else "tool_input"
+                    if where == "notes":
+                        notes.add(block.id)
+                    text = call_text(block)
+                    values = _extract(found, text, where, block)
+                    result = results.get(block.id)
+                    command = command_of(block)
+                    if command and result is not None:
+                        status = exit_status(result)
+                        if status is not None:
+                            found.status[command.strip()] = status
+                    cites.update(values)
+                elif isinstance(block, ToolResult):
+                    where = "notes" if block.call_id in notes else "tool_result"
+                    _extract(found, block.text, where, None)
+                elif isinstance(block, Text | Thinking):
+                    where = _where(message, block)
+                    values = _extract(found, block.text, where, None)
+                    if where in ("human", "agent"):
+                        cites.update(values)
+            self._found.append(found)
+            self._cites.append(frozenset(cites))
+
+    def facts(self, cut: int) -> list[Fact]:
+        """Every fact of messages ``[0, cut)``, in order of first appearance, then kind."""
+        merged: dict[tuple[str, str, str], tuple[int, set[str]]] = {}
+        status: dict[str, int] = {}
+        for index, found in enumerate(self._found[:cut]):
+            for key, where in found.facts.items():
+                if key in merged:
+                    merged[key][1].update(where)
+                else:
+                    merged[key] = (index, set(where))
+            status.update(found.status)
+        out = [
+            Fact(k[0], k[1], k[2], _ordered(w), i, status.get(k[2]) if k[1] == "command" else None)
+            for k, (i, w) in merged.items()
+        ]
+        out.extend(
+            Fact("constraint", "invariant", _short(line), ("state",), -1)
+            for line in self.invariants
+        )
+        out.extend(self._task(cut))
+        out.sort(key=lambda f: (f.first, KINDS.index(f.kind), f.sub, f.value))
+        return out
+
+    def cited(self, start: int, end: int | None = None) -> frozenset[str]:
+        """Every value the messages ``[start, end)`` cite in tool inputs or authored text."""
+        out: set[str] = set()
+        for cites in self._cites[start:end]:
+            out.update(cites)
+        return frozenset(out)
+
+    def _task(self, cut: int) -> Iterator[Fact]:
+        messages = self.timeline.messages[:cut]
+        request = next_step = None
+        for index in range(len(messages) - 1, -1, -1):
+            for block in reversed(messages[index].blocks):
+                if not isinstance(block, Text) or not block.text.strip():
+                    continue
+                if request is None and block.origin == Origin.HUMAN:
+                    request = Fact("task", "request", _short(block.text), ("human",), index)
+                if next_step is None and block.origin == Origin.AGENT:
+                    steps = [
+                        s for s in _sentences(block.text) if _NEXT.search(s) and len(s.split()) >= 4
+                    ]
+                    if steps:
+                        next_step = Fact("task", "next_step", _short(steps[-1]), ("agent",), index)
+            if request is not None and next_step is not None:
+                break
+        yield from (f for f in (request, next_step) if f is not None)
+
+
+def _sentences(text: str) -> list[str]:
+    """A text's sentences: split after ``.``, ``!`` or ``?`` followed by space, and at lines."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _extract(found: _Found, text: str, where: str, call: ToolCall | None) -> list[str]:
+    values: list[str] = []
+    if call is not None:
+        for artifact in artifacts(call):
+            found.add("artifact", artifact.action, artifact.value, where)
+            values.append(artifact.value.strip())
+        command = command_of(call)
+        if command:
+            found.add("grit", "command", command, where)
+            values.append(command.strip())
+    for sub, value in grit(text, where):
+        found.add("grit", sub, value, where)
+        values.append(value.strip())
+    if where == "human":
+        for sentence in imperatives(text):
+            found.add("constraint", "imperative", sentence, where)
+    return values
+
+
+def _ordered(where: Iterable[str]) -> tuple[str, ...]:
+    return tuple(w for w in WHERE if w in set(where))
+
+
+def read_invariants(session: Path) -> list[str]:
+    """The invariants of a state directory beside the session (``state/10_invariants.md``), one
+    per non-empty line that is not a heading; none when there is no such file."""
+    for folder in (session.parent, session.parent.parent):
+        path = folder / "state" / "10_invariants.md"
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            return [
+                line.lstrip("-*0123456789. ").strip()
+                for line in lines
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
+    return []
+
+
+__all__ = [
+    "KINDS",
+    "STANDING",
+    "WHERE",
+    "Fact",
+    "FactIndex",
+    "grit",
+    "imperatives",
+    "read_invariants",
+]

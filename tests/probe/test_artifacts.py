@@ -1,0 +1,109 @@
+"""What a tool call did, read from its input, for the harnesses ipse reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ipse.probe import artifacts, command_of, exit_status
+from ipse.transcript import ToolCall, ToolResult
+
+
+def _call(name: str, data: Any) -> ToolCall:
+    return ToolCall("c1", name, data)
+
+
+def _found(name: str, data: Any) -> set[tuple[str, str]]:
+    return {(a.action, a.value) for a in artifacts(_call(name, data))}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        ("Write", {"file_path": "/w/a.py", "content": "x"}, {("created", "/w/a.py")}),
+        (
+            "Edit",
+            {"file_path": "/w/a.py", "old_string": "a", "new_string": "b"},
+            {("edited", "/w/a.py")},
+        ),
+        ("MultiEdit", {"file_path": "b.rs", "edits": []}, {("edited", "b.rs")}),
+        ("NotebookEdit", {"notebook_path": "n.ipynb", "new_source": ""}, {("edited", "n.ipynb")}),
+        ("write_to_file", {"path": "src/x.ts", "content": ""}, {("created", "src/x.ts")}),
+        ("replace_in_file", {"path": "src/x.ts", "diff": ""}, {("edited", "src/x.ts")}),
+        (
+            "str_replace_editor",
+            {"command": "create", "path": "/r/new.py"},
+            {("created", "/r/new.py")},
+        ),
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/r/m.py"},
+            {("edited", "/r/m.py")},
+        ),
+        ("str_replace_editor", {"command": "view", "path": "/r/m.py"}, set()),
+        ("Read", {"file_path": "/w/a.py"}, set()),
+        (
+            "apply_patch",
+            "*** Begin Patch\n*** Add File: docs/new.md\n+hi\n*** Update File: src/old.py\n@@\n"
+            "*** Move to: src/moved.py\n*** Delete File: gone.txt\n*** End Patch",
+            {
+                ("created", "docs/new.md"),
+                ("edited", "src/old.py"),
+                ("moved", "src/moved.py"),
+                ("deleted", "gone.txt"),
+            },
+        ),
+        (
+            "shell",
+            {"command": ["bash", "-lc", "apply_patch <<'EOF'\n*** Update File: a/b.py\nEOF"]},
+            {("edited", "a/b.py")},
+        ),
+        (
+            "bash",
+            {"command": "str_replace_editor create /testbed/x.py --file_text 'x'"},
+            {("created", "/testbed/x.py")},
+        ),
+        ("Bash", {"command": "pytest -q > out.txt 2>&1"}, {("created", "out.txt")}),
+        ("Bash", {"command": "echo hi >> notes/log.md"}, {("created", "notes/log.md")}),
+        ("Bash", {"command": "make 2>&1 > /dev/null"}, set()),
+        ("Bash", {"command": "echo $X > $OUT"}, set()),
+        (
+            "Bash",
+            {"command": "rm -f a.txt b.txt && touch c.txt"},
+            {("deleted", "a.txt"), ("deleted", "b.txt"), ("created", "c.txt")},
+        ),
+        ("Bash", {"command": "git mv old.py new.py"}, set()),
+        ("Bash", {"command": "mv old.py new.py"}, {("moved", "old.py"), ("moved", "new.py")}),
+        (
+            "Bash",
+            {"command": "git add -A && git commit -m 'Fix the parser'"},
+            {("committed", "Fix the parser")},
+        ),
+        ("Bash", {"command": "git checkout -b feature/x"}, {("branched", "feature/x")}),
+        ("Bash", {"command": "git switch -c topic"}, {("branched", "topic")}),
+    ],
+)
+def test_artifacts_by_shape(name: str, data: Any, expected: set[tuple[str, str]]) -> None:
+    assert _found(name, data) == expected
+
+
+def test_the_editor_verb_is_not_a_shell_command() -> None:
+    assert command_of(_call("str_replace_editor", {"command": "view", "path": "/a"})) is None
+    assert command_of(_call("Bash", {"command": "ls -la"})) == "ls -la"
+    assert command_of(_call("shell", {"command": ["bash", "-lc", "make test"]})) == "make test"
+    assert command_of(_call("exec", {"cmd": ["git", "status"]})) == "git status"
+
+
+@pytest.mark.parametrize(
+    ("text", "is_error", "status"),
+    [
+        ("Exit code: 2\nboom", False, 2),
+        ("<returncode>0</returncode>\n<output>ok</output>", False, 0),
+        ('{"output": "x", "metadata": {"exit_code": 1}}', False, 1),
+        ("all good", False, None),
+        ("Error: failed", True, 1),
+    ],
+)
+def test_exit_status_where_the_result_says(text: str, is_error: bool, status: int | None) -> None:
+    assert exit_status(ToolResult("c1", text, is_error)) == status
