@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import run
+from ipse.probe import probe_session
 from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
@@ -88,7 +88,7 @@ def main() -> None:
         started = time.perf_counter()
         source = load(path)
         loaded = time.perf_counter()
-        document = run(path, source=source)
+        document = probe_session(path, source=source)
         done = time.perf_counter()
         load_s += loaded - started
         probe_s += done - loaded
@@ -122,7 +122,7 @@ def main() -> None:
     for note in notes or ["  nowhere"]:
         print(f"  {note}")
     assert longest is not None
-    seams = run(longest[1], f"every:{args.every}")["seams"]
+    seams = probe_session(longest[1], f"every:{args.every}")["seams"]
     print()
     print(f"sawtooth, {longest[1].name}, a handoff every {args.every} agent turns:")
     names = ("seam", "no handoff", "after ipse", "authored", "dem", "kept+rec")
@@ -145,7 +145,7 @@ def main() -> None:
     print(f"handoff frequency, {longest[1].name}: every K agent turns")
     print(f"  {'K':>4} {'seams':>5} {'peak':>8} {'sent':>11} {'in context':>10} {'kept+rec':>8}")
     for every in SWEEP:
-        sweep = run(longest[1], f"every:{every}")["seams"]
+        sweep = probe_session(longest[1], f"every:{every}")["seams"]
         points = sweep["seams"]
         held = [p["in_context"] for p in points if p["in_context"] is not None]
         back = [p["kept_or_recallable"] for p in points if p["kept_or_recallable"] is not None]

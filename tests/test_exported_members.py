@@ -17,6 +17,7 @@ PACKAGES = [
     "ipse.harness",
     "ipse.mcp",
     "ipse.prefix",
+    "ipse.probe",
     "ipse.statedir",
     "ipse.store",
     "ipse.transcript",

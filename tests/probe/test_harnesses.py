@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import FactIndex, run, timeline
+from ipse.probe import FactIndex, probe_session, timeline
 from ipse.tokens import CharCounter
 from ipse.transcript import load
 from tests.probe.build import assistant, call, result, text, user, write_session
@@ -103,7 +103,7 @@ def test_a_codex_compaction_is_scored_against_what_codex_kept(tmp_path: Path) ->
     created = facts[("artifact", "created", "crates/core/src/cache.rs")]
     assert created.where == ("tool_input",)
     assert facts[("grit", "command", "cargo test -p core")].status == 101
-    document = run(path, "checkpoint", source=source, counter=CharCounter())
+    document = probe_session(path, "checkpoint", source=source, counter=CharCounter())
     [probe] = document["probes"]
     scores = {s["name"]: s for s in probe["strategies"]}
     assert scores["ipse"]["kept_or_recallable"] == 100.0
@@ -151,7 +151,7 @@ def test_a_cline_history_gives_artifacts_from_file_tools(tmp_path: Path) -> None
     ]
     path = tmp_path / "api_conversation_history.json"
     path.write_text(json.dumps(history), encoding="utf-8")
-    document = run(path, "4", format="cline", counter=CharCounter())
+    document = probe_session(path, "4", format="cline", counter=CharCounter())
     [probe] = document["probes"]
     assert document["format"] == "cline"
     assert probe["demanded"]["by_kind"]["artifact"] == 1
@@ -173,7 +173,7 @@ def test_checkpoint_notes_are_kept_by_ipse_and_lost_without_them(tmp_path: Path)
         user(result("r1", "x")),
     ]
     path = write_session(tmp_path / "s.jsonl", turns)
-    document = run(path, "checkpoint", counter=CharCounter())
+    document = probe_session(path, "checkpoint", counter=CharCounter())
     [probe] = document["probes"]
     assert probe["kind"] == "checkpoint" and probe["cut"] == 5
     scores = {s["name"]: s for s in probe["strategies"]}

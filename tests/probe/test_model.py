@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ipse.errors import IpseError
-from ipse.probe import Asker, Asking, FactIndex, demanded, questions, run, timeline
+from ipse.probe import Asker, Asking, FactIndex, demanded, probe_session, questions, timeline
 from ipse.probe._questions import BLANK, exact_score
 from ipse.tokens import CharCounter
 from ipse.transcript import load
@@ -65,7 +65,7 @@ def test_every_strategy_is_asked_and_scored_by_a_real_model(tmp_path: Path) -> N
     path = _session(tmp_path)
     with llama_server(model) as url:
         asker = Asker(url, "openai", max_tokens=24)
-        document = run(
+        document = probe_session(
             path, "19", counter=CharCounter(), asking=Asking(asker, asker, recall_questions=1)
         )
         text = run_cli("probe", str(path), "--at", "19", "--model", url, "--questions", "1")

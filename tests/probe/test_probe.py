@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import run
+from ipse.probe import probe_session
 from ipse.tokens import CharCounter
 from tests.conftest import run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session
@@ -63,7 +63,7 @@ def _strategy(probe: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_probe_at_the_compaction_scores_every_strategy(tmp_path: Path) -> None:
-    document = run(_session(tmp_path), counter=CharCounter())
+    document = probe_session(_session(tmp_path), counter=CharCounter())
     assert document["compactions"] == [19]
     probe = _probe(document, "compaction")
     assert probe["cut"] == 19
@@ -92,7 +92,7 @@ def test_a_lost_secret_is_shown_redacted(tmp_path: Path) -> None:
     turns = _turns()
     turns.insert(-1, assistant(text(f"I will connect to {SECRET_URL} again.")))
     turns.insert(-1, user(text("fine")))
-    document = run(_session_file(tmp_path, turns), "19", counter=CharCounter())
+    document = probe_session(_session_file(tmp_path, turns), "19", counter=CharCounter())
     probe = document["probes"][0]
     values = [f["value"] for s in probe["strategies"] for f in s["lost"]]
     assert any("postgresql://app:***@db.internal/prod" in v for v in values)
@@ -106,7 +106,7 @@ def _session_file(tmp_path: Path, turns: list[dict[str, Any]]) -> Path:
 def test_invariants_beside_the_session_are_standing_constraints(tmp_path: Path) -> None:
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "10_invariants.md").write_text("# Invariants\n- No network in tests\n")
-    document = run(_session(tmp_path), "checkpoint", counter=CharCounter())
+    document = probe_session(_session(tmp_path), "checkpoint", counter=CharCounter())
     probe = document["probes"][0]
     assert probe["kind"] == "compaction"
     none = _strategy(probe, "none")
@@ -114,7 +114,7 @@ def test_invariants_beside_the_session_are_standing_constraints(tmp_path: Path) 
 
 
 def test_every_k_turns_gives_a_sawtooth(tmp_path: Path) -> None:
-    document = run(_session(tmp_path), "every:3", counter=CharCounter())
+    document = probe_session(_session(tmp_path), "every:3", counter=CharCounter())
     seams = document["seams"]
     assert [p["cut"] for p in seams["seams"]] == sorted({p["cut"] for p in seams["seams"]})
     assert len(seams["seams"]) >= 3

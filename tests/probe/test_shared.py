@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.probe import run
+from ipse.probe import probe_session
 from ipse.tokens import CharCounter
 from tests.conftest import CLAUDE_CODE, SHARED_DATA, needs_shared
 
@@ -27,7 +27,7 @@ SESSIONS = [
 
 @pytest.mark.parametrize("path", SESSIONS)
 def test_ipse_keeps_or_can_recall_every_demanded_fact_the_history_holds(path: Path) -> None:
-    document = run(path, counter=CharCounter())
+    document = probe_session(path, counter=CharCounter())
     assert len(document["probes"]) >= 3
     for probe in document["probes"]:
         scores = {s["name"]: s for s in probe["strategies"]}
@@ -42,7 +42,7 @@ def test_ipse_keeps_or_can_recall_every_demanded_fact_the_history_holds(path: Pa
 
 @pytest.mark.parametrize("path", SESSIONS[:1])
 def test_the_compacted_session_is_scored_against_its_real_summary(path: Path) -> None:
-    document = run(path, "checkpoint", counter=CharCounter())
+    document = probe_session(path, "checkpoint", counter=CharCounter())
     [probe] = document["probes"]
     assert probe["kind"] == "compaction" and probe["demanded"]["total"] > 0
     harness = next(s for s in probe["strategies"] if s["name"] == "harness")

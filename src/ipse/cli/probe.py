@@ -80,7 +80,7 @@ def probe_command(
       ipse probe s.jsonl --at 40 --model https://api.anthropic.com --api anthropic \\
         --model-name claude-sonnet-4-5
     """
-    from ipse.probe import Asker, Asking, run
+    from ipse.probe import Asker, Asking, probe_session
 
     asking = None
     if model_url is not None:
@@ -91,7 +91,7 @@ def probe_command(
     with terminal_progress(quiet=as_json):
         load_before(file)
         source = load(file, fmt)
-        document = run(file, at, source=source, asking=asking)
+        document = probe_session(file, at, source=source, asking=asking)
     if as_json:
         emit_json(document)
         return

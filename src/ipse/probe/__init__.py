@@ -1,12 +1,12 @@
 """Continuity, measured: what a cut of a session keeps and loses, per fact and per strategy.
 
-`run` reads a session, cuts it where asked and scores every strategy (`ipse probe`). The parts,
-one job each: `timeline` (the session's messages once each, with the harness's compactions on
-it), `FactIndex` (facts extracted per message), `demanded` and `rediscovery` (what the session
-used after a cut), `contexts` (each strategy's context after it), `probe` (the score of one
-cut), `seams` (a handoff every K turns); `questions`, `Asker` and `answers` ask a model the
-demanded facts with each strategy's context; `IpseCompactor` is ipse as a compactor of the
-field's conformance kit, with a recall channel.
+`probe_session` reads a session, cuts it where asked and scores every strategy (`ipse probe`).
+The parts, one job each: `timeline` (the session's messages once each, with the harness's
+compactions on it), `FactIndex` (facts extracted per message), `demanded` and `rediscovery`
+(what the session used after a cut), `contexts` (each strategy's context after it), `probe`
+(the score of one cut), `seams` (a handoff every K turns); `questions`, `Asker` and `answers`
+ask a model the demanded facts with each strategy's context; `IpseCompactor` is ipse as a
+compactor of the field's conformance kit, with a recall channel.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 from ipse.probe._artifacts import Artifact, artifacts, command_of, exit_status
 from ipse.probe._ask import APIS, Asker, judge
 from ipse.probe._demand import Rediscovery, demanded, rediscovery
-from ipse.probe._facts import KINDS, STANDING, WHERE, Fact, FactIndex, grit, read_invariants
+from ipse.probe._facts import KINDS, STANDING, WHERE, FactIndex, SessionFact, grit, read_invariants
 from ipse.probe._kit import IpseCompactor
 from ipse.probe._model import CAVEAT, Asking, answers
 from ipse.probe._questions import Question, questions
-from ipse.probe._run import choose_cuts, parse_every, run
+from ipse.probe._run import choose_cuts, parse_every, probe_session
 from ipse.probe._score import probe, score
 from ipse.probe._seams import seams
 from ipse.probe._strategies import MASKS, Context, Meter, contexts
@@ -36,12 +36,12 @@ __all__ = [
     "Asking",
     "Compaction",
     "Context",
-    "Fact",
     "FactIndex",
     "IpseCompactor",
     "Meter",
     "Question",
     "Rediscovery",
+    "SessionFact",
     "Timeline",
     "answers",
     "artifacts",
@@ -55,10 +55,10 @@ __all__ = [
     "judge",
     "parse_every",
     "probe",
+    "probe_session",
     "questions",
     "read_invariants",
     "rediscovery",
-    "run",
     "score",
     "seams",
     "timeline",

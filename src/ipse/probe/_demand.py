@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ipse.probe._artifacts import command_of
-from ipse.probe._facts import Fact, FactIndex
+from ipse.probe._facts import FactIndex, SessionFact
 from ipse.transcript import Message, ToolCall
 
 _READ = re.compile(r"read|view|cat|open", re.IGNORECASE)
@@ -38,7 +38,7 @@ class Rediscovery:
         return self.files + self.commands
 
 
-def demanded(index: FactIndex, facts: Sequence[Fact], cut: int) -> list[Fact]:
+def demanded(index: FactIndex, facts: Sequence[SessionFact], cut: int) -> list[SessionFact]:
     """The facts of ``facts`` (those before ``cut``) that the session used after it."""
     cited = index.cited(cut)
     return [f for f in facts if f.standing or f.value in cited]

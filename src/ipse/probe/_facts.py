@@ -69,7 +69,7 @@ _MAX = 400  # longest fact value kept (longer sentences are cut at a word bounda
 
 
 @dataclass(frozen=True, slots=True)
-class Fact:
+class SessionFact:
     """One fact: its kind, sub-kind, the string as in the session, where it lives, and the index
     of the message it first appears in. ``status`` is a command's exit status when known."""
 
@@ -195,7 +195,7 @@ class FactIndex:
             self._found.append(found)
             self._cites.append(frozenset(cites))
 
-    def facts(self, cut: int) -> list[Fact]:
+    def facts(self, cut: int) -> list[SessionFact]:
         """Every fact of messages ``[0, cut)``, in order of first appearance, then kind."""
         merged: dict[tuple[str, str, str], tuple[int, set[str]]] = {}
         status: dict[str, int] = {}
@@ -207,11 +207,13 @@ class FactIndex:
                     merged[key] = (index, set(where))
             status.update(found.status)
         out = [
-            Fact(k[0], k[1], k[2], _ordered(w), i, status.get(k[2]) if k[1] == "command" else None)
+            SessionFact(
+                k[0], k[1], k[2], _ordered(w), i, status.get(k[2]) if k[1] == "command" else None
+            )
             for k, (i, w) in merged.items()
         ]
         out.extend(
-            Fact("constraint", "invariant", _short(line), ("state",), -1)
+            SessionFact("constraint", "invariant", _short(line), ("state",), -1)
             for line in self.invariants
         )
         out.extend(self._task(cut))
@@ -225,7 +227,7 @@ class FactIndex:
             out.update(cites)
         return frozenset(out)
 
-    def _task(self, cut: int) -> Iterator[Fact]:
+    def _task(self, cut: int) -> Iterator[SessionFact]:
         messages = self.timeline.messages[:cut]
         request = next_step = None
         for index in range(len(messages) - 1, -1, -1):
@@ -233,13 +235,15 @@ class FactIndex:
                 if not isinstance(block, Text) or not block.text.strip():
                     continue
                 if request is None and block.origin == Origin.HUMAN:
-                    request = Fact("task", "request", _short(block.text), ("human",), index)
+                    request = SessionFact("task", "request", _short(block.text), ("human",), index)
                 if next_step is None and block.origin == Origin.AGENT:
                     steps = [
                         s for s in _sentences(block.text) if _NEXT.search(s) and len(s.split()) >= 4
                     ]
                     if steps:
-                        next_step = Fact("task", "next_step", _short(steps[-1]), ("agent",), index)
+                        next_step = SessionFact(
+                            "task", "next_step", _short(steps[-1]), ("agent",), index
+                        )
             if request is not None and next_step is not None:
                 break
         yield from (f for f in (request, next_step) if f is not None)
@@ -292,8 +296,8 @@ __all__ = [
     "KINDS",
     "STANDING",
     "WHERE",
-    "Fact",
     "FactIndex",
+    "SessionFact",
     "grit",
     "imperatives",
     "read_invariants",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ipse.probe._facts import Fact
+from ipse.probe._facts import SessionFact
 from ipse.probe._timeline import Timeline, block_text
 
 AROUND = 80  # characters of context on each side of a blanked fact
@@ -34,7 +34,7 @@ class Question:
     exact: bool
 
 
-def questions(line: Timeline, demand: Sequence[Fact], limit: int = 8) -> list[Question]:
+def questions(line: Timeline, demand: Sequence[SessionFact], limit: int = 8) -> list[Question]:
     """Up to ``limit`` recall questions plus one of every other kind the demand supports."""
     out: list[Question] = []
     by_action: dict[str, list[str]] = {}
@@ -93,7 +93,7 @@ def questions(line: Timeline, demand: Sequence[Fact], limit: int = 8) -> list[Qu
     return out
 
 
-def _snippet(line: Timeline, fact: Fact) -> str | None:
+def _snippet(line: Timeline, fact: SessionFact) -> str | None:
     if not 0 <= fact.first < len(line.messages):
         return None
     for block in line.messages[fact.first].blocks:

@@ -85,7 +85,7 @@ def _checkpoint(line: Timeline) -> list[tuple[int, str]]:
     return [(last, "checkpoint")] if last is not None and last < len(line.messages) else []
 
 
-def run(
+def probe_session(
     path: str | Path,
     at: str | None = None,
     *,
@@ -126,4 +126,4 @@ def run(
     return document
 
 
-__all__ = ["QUARTERS", "choose_cuts", "parse_every", "run"]
+__all__ = ["QUARTERS", "choose_cuts", "parse_every", "probe_session"]

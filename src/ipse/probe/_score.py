@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from ipse.probe._demand import demanded, rediscovery
-from ipse.probe._facts import KINDS, Fact, FactIndex
+from ipse.probe._facts import KINDS, FactIndex, SessionFact
 from ipse.probe._model import Asking, answers
 from ipse.probe._questions import questions
 from ipse.probe._strategies import Context, Meter, contexts
@@ -24,7 +24,7 @@ def share(part: int, whole: int) -> float | None:
     return round(100.0 * part / whole, 1) if whole else None
 
 
-def fact_document(fact: Fact) -> dict[str, Any]:
+def fact_document(fact: SessionFact) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": fact.kind,
         "sub": fact.sub,
@@ -37,12 +37,12 @@ def fact_document(fact: Fact) -> dict[str, Any]:
     return out
 
 
-def score(context: Context, demand: list[Fact]) -> dict[str, Any]:
+def score(context: Context, demand: list[SessionFact]) -> dict[str, Any]:
     """One strategy's line: tokens, shares of demanded facts in context and recallable, by kind,
     and the lost facts."""
-    held: list[Fact] = []
-    recalled: list[Fact] = []
-    lost: list[Fact] = []
+    held: list[SessionFact] = []
+    recalled: list[SessionFact] = []
+    lost: list[SessionFact] = []
     for fact in demand:
         if fact.value in context.text:
             held.append(fact)
