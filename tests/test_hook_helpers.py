@@ -28,6 +28,6 @@ def test_plain_classes_compare_by_class_and_fields() -> None:
     assert section.with_body("other") == Section("10_invariants.md", "other", 1, 1, True)
     assert BadLine(1, b"x", False) != BadLine(1, b"x", True)
     assert (BadLine(1, b"x", False) == ("x",)) is False
-    assert repr(BadLine(1, b"x", False)) == "BadLine(line=1, raw=b'x', torn=False)"
+    assert repr(BadLine(1, b"x", False)) == "BadLine(line=1, offset=None, raw=b'x', torn=False)"
     with pytest.raises(TypeError):
         hash(section)

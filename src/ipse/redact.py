@@ -149,7 +149,7 @@ _CREDENTIAL_PARTS = frozenset(
 )  # fmt: skip
 # "token" but not "tokens" (max_tokens counts, it hides nothing)
 _CREDENTIAL_WORDS = re.compile(r"token(?!s)|secret|passw|apikey|signature|credential")
-_NAME_PARTS = re.compile(r"[-_.\s]+")
+_NAME_PARTS = re.compile(r"[-_.\s]++")
 
 
 def is_credential_name(name: str) -> bool:

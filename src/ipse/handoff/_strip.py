@@ -321,9 +321,10 @@ class _Builder:
         results: Mapping[str, Mapping[str, Any]],
         out: _Built,
     ) -> list[Block] | None:
-        """The blocks that stay; None when every block stays as it was (a message with no
-        content at all stays as nothing: it is one of the REPAIRABLE problems)."""
-        if not message.blocks:
+        """The blocks that stay; None when every block stays as it was. A message sent with no
+        content at all stays as nothing (one of the REPAIRABLE problems); an empty list of
+        blocks is the harness's own (Claude Code's settings-only ``system`` message) and stays."""
+        if not message.blocks and message.content_form == "none":
             return []
         kept: list[Block] = []
         changed = False
