@@ -77,6 +77,7 @@ def _free_port() -> int:
 @dataclass
 class Gateway:
     url: str
+    replica: str  # a second gateway on the same store
     home: Path
     record: Path
     log: Path
@@ -121,7 +122,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         anthropic = stack.enter_context(anthropic_upstream(["OK."]))
         openai = stack.enter_context(openai_upstream(["OK."]))
         config = REPO / "examples" / "litellm" / "config.yaml"
-        port = _free_port()
         env = dict(os.environ)
         env.pop("IPSE_DATABASE_URL", None)
         env.update(
@@ -135,25 +135,36 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
             LITELLM_LOCAL_MODEL_COST_MAP="True",
             PYTHONPATH=os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]),
         )
-        args = [binary, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
-        with log.open("wb") as out:
-            process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
+        # a second gateway on the same store (a replica, no record of its own)
+        env2 = {k: v for k, v in env.items() if k != "IPSE_LITELLM_RECORD"}
+        processes: list[tuple[subprocess.Popen[bytes], str, Path]] = []
         try:
+            for environment, logged in ((env, log), (env2, root / "litellm-2.log")):
+                port = _free_port()
+                args = [binary, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+                with logged.open("wb") as out:
+                    process = subprocess.Popen(
+                        args, env=environment, stdout=out, stderr=subprocess.STDOUT
+                    )
+                processes.append((process, f"http://127.0.0.1:{port}", logged))
             deadline = time.monotonic() + START_LIMIT
-            while not _healthy(url):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    tail = log.read_text(errors="replace")[-3000:]
-                    pytest.fail(f"the LiteLLM proxy did not start:\n{tail}")
-                time.sleep(0.5)
-            yield Gateway(url, home, record, log, anthropic, openai)
+            for process, url, logged in processes:
+                while not _healthy(url):
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        tail = logged.read_text(errors="replace")[-3000:]
+                        pytest.fail(f"the LiteLLM proxy did not start:\n{tail}")
+                    time.sleep(0.5)
+            urls = [url for _, url, _ in processes]
+            yield Gateway(urls[0], urls[1], home, record, log, anthropic, openai)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            for process, _, _ in processes:
+                process.terminate()
+            for process, _, _ in processes:
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=10)
 
 
 def _history_bytes(raw: bytes, key: str, count: int) -> bytes:
@@ -452,3 +463,47 @@ def test_usage_in_the_routes_shape(
     assert usage_of(None, dialect) is None
     if expected is not None:
         assert actual_tokens(expected) == actual_tokens(usage_of({"usage": expected}, dialect))
+
+
+def test_a_replica_on_the_same_store_sends_the_same_bytes(gateway: Gateway) -> None:
+    """The checkpoint request goes through one gateway, the next turn through another process
+    on the same store: the cut is a function of the body, so the upstream gets the same bytes,
+    and the store counts the conversation's requests from both."""
+    anthropic = pytest.importorskip("anthropic")
+    first: Any = anthropic.Anthropic(base_url=gateway.url, api_key=MASTER_KEY, max_retries=0)
+    second: Any = anthropic.Anthropic(base_url=gateway.replica, api_key=MASTER_KEY, max_retries=0)
+    model = "claude-sonnet-4-6"
+    sent_before = len(gateway.anthropic.messages_requests())
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "a replica question: what is in b.py?"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Reading b.py."},
+            {"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {"path": "b.py"}},
+            {"type": "tool_use", "id": "toolu_cp2", "name": "micro_handoff", "input": NOTES}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "b = 3\n" * 200},
+            {"type": "tool_result", "tool_use_id": "toolu_cp2", "content": "saved"}]},
+    ]  # fmt: skip
+    first.messages.create(model=model, max_tokens=100, messages=messages)
+    messages += [
+        {"role": "assistant", "content": [{"type": "text", "text": "b.py sets b."}]},
+        {"role": "user", "content": "and after the replica?"},
+    ]
+    second.messages.create(model=model, max_tokens=100, messages=messages)
+    received = [r for r in gateway.anthropic.received if r["path"].split("?")[0] == "/v1/messages"]
+    one, two = received[sent_before:]
+    for request in (one, two):
+        text = json.dumps(request["body"]["messages"])
+        assert "toolu_b" not in text and "b = 3" not in text and "toolu_cp2" in text
+        assert "Reading b.py." in _authored(request["body"]["messages"])
+    kept = len(one["body"]["messages"])
+    old = _history_bytes(one["raw"], "messages", kept)
+    assert _history_bytes(two["raw"], "messages", kept) == old
+    deadline = time.monotonic() + 60
+    while True:
+        state = _conversation(gateway, "toolu_cp2")
+        if state.requests == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert (state.requests, state.handoffs) == (2, 2)
+    _store_has_no_secret(gateway)
