@@ -6,7 +6,9 @@ on the Anthropic messages route and the OpenAI chat route. Asserts what the upst
 store and record hold (the conversation's counters, the archive, the cache analysis) and what
 they do not (any credential).
 
-The gateway starts once for the module (its start takes seconds to minutes on a small machine);
+Two gateway processes share one store, ipse's SQLite file (``IPSE_HOME``) and then PostgreSQL
+(``IPSE_DATABASE_URL``, skipped without ``IPSE_TEST_DATABASE_URL``); they start once per store
+for the module (a start takes seconds to minutes on a small machine);
 without ``litellm`` the tests skip, saying why, unless ``IPSE_REQUIRE_CLIENTS`` is set (CI)."""
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -34,7 +37,7 @@ from ipse.archive import open_archive
 from ipse.handoff import render_notes, validate
 from ipse.store import open_conversations
 from ipse.transcript import codec
-from tests.conftest import run_cli
+from tests.conftest import pg_base_url, run_cli, with_search_path
 from tests.support.anthropic_upstream import Upstream as AnthropicUpstream
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.openai_upstream import Upstream as OpenAIUpstream
@@ -83,10 +86,13 @@ class Gateway:
     log: Path
     anthropic: AnthropicUpstream
     openai: OpenAIUpstream
+    schema: str | None  # the PostgreSQL schema of the store, or None for SQLite in ``home``
 
     @property
     def store_url(self) -> str:
-        return f"sqlite:///{self.home / 'ipse.db'}"
+        if self.schema is None:
+            return f"sqlite:///{self.home / 'ipse.db'}"
+        return with_search_path(pg_base_url(), self.schema)
 
     def records(self) -> list[dict[str, Any]]:
         if not self.record.exists():
@@ -113,17 +119,43 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+@contextlib.contextmanager
+def _schema(backend: str) -> Iterator[str | None]:
+    """A fresh PostgreSQL schema for the store (dropped afterwards), or None for SQLite."""
+    if backend == "sqlite":
+        yield None
+        return
+    import psycopg
+
+    base = pg_base_url()
+    schema = "ipse_test_" + secrets.token_hex(6)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateway]:
+    """Two gateways on one store (IPSE_HOME's SQLite file, or PostgreSQL through
+    IPSE_DATABASE_URL), the first with a record file."""
     binary = _require_litellm()
     root = tmp_path_factory.mktemp("litellm")
     home, record, log = root / "home", root / "record.jsonl", root / "litellm.log"
     with contextlib.ExitStack() as stack:
+        schema = stack.enter_context(_schema(request.param))
         anthropic = stack.enter_context(anthropic_upstream(["OK."]))
         openai = stack.enter_context(openai_upstream(["OK."]))
         config = REPO / "examples" / "litellm" / "config.yaml"
         env = dict(os.environ)
         env.pop("IPSE_DATABASE_URL", None)
+        if schema is not None:
+            env["IPSE_DATABASE_URL"] = with_search_path(pg_base_url(), schema)
         env.update(
             ANTHROPIC_API_BASE=anthropic.url,
             ANTHROPIC_API_KEY=ANTHROPIC_KEY,
@@ -155,7 +187,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                         pytest.fail(f"the LiteLLM proxy did not start:\n{tail}")
                     time.sleep(0.5)
             urls = [url for _, url, _ in processes]
-            yield Gateway(urls[0], urls[1], home, record, log, anthropic, openai)
+            yield Gateway(urls[0], urls[1], home, record, log, anthropic, openai, schema)
         finally:
             for process, _, _ in processes:
                 process.terminate()
@@ -196,12 +228,32 @@ def _authored(messages: list[dict[str, Any]]) -> str:
 
 
 def _store_has_no_secret(gateway: Gateway) -> None:
+    """No credential in the store's files, its rows, the archive's payloads or the record."""
     files = [p for p in gateway.home.rglob("*") if p.is_file()] + [gateway.record]
-    assert files
-    for path in files:
-        data = path.read_bytes()
+    stored = [(path.name, path.read_bytes()) for path in files]
+    if gateway.schema is not None:
+        import psycopg
+
+        with psycopg.connect(pg_base_url(), autocommit=True) as conn:
+            tables = conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (gateway.schema,),
+            ).fetchall()
+            assert tables
+            for (table,) in tables:
+                rows = conn.execute(f'SELECT t::text FROM "{gateway.schema}"."{table}" t')
+                stored.append((table, "\n".join(r[0] for r in rows).encode()))
+    archive = open_archive(gateway.store_url)
+    try:
+        for session, _ in archive.sessions():
+            for item in archive.items(session):
+                found = archive.recall(item.id, session)
+                stored.append((f"archived {item.id}", found.call + (found.result or b"")))
+    finally:
+        archive.close()
+    for name, data in stored:
         for secret in SECRETS:
-            assert secret.encode() not in data, f"{secret[:12]}... stored in {path.name}"
+            assert secret.encode() not in data, f"{secret[:12]}... stored in {name}"
 
 
 def _conversation(gateway: Gateway, anchor: str) -> Any:
