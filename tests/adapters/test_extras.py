@@ -15,13 +15,15 @@ ADAPTERS = [
     ("ipse.adapters.langchain", "langchain", "langchain"),
     ("ipse.adapters.openai_agents", "agents", "openai-agents"),
     ("ipse.adapters.anthropic", "anthropic", "anthropic"),
+    ("ipse.adapters.litellm", "litellm", "litellm"),
 ]
 
 
 def test_importing_the_package_imports_no_framework() -> None:
     code = (
         "import sys, ipse, ipse.adapters, ipse.handoff\n"
-        "print([m for m in ('langchain', 'langgraph', 'agents', 'anthropic') if m in sys.modules])"
+        "print([m for m in ('langchain', 'langgraph', 'agents', 'anthropic', 'litellm')"
+        " if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
