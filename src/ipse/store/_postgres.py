@@ -21,6 +21,14 @@ pipeline (psycopg's pipeline mode) up to one Sync, which PostgreSQL runs as one 
 transaction; the statement's own ``WHERE`` does the fencing check, and psycopg prepares the
 statements server-side after a few uses. A read (``latest``, ``latest_version``) is one
 statement, one round trip.
+
+Only a snapshot's commit waits for the WAL flush (a disk sync). ``acquire`` and ``release``
+commit with ``synchronous_commit = off``: losing one to a server crash is harmless. A lost
+release leaves the lease to expire. A lost acquire cannot fence wrongly: the holder's
+``append`` commits durably, which flushes the WAL up to and including the acquire before it;
+if the server crashed first, the lease row no longer names that holder and token, so the
+append writes nothing (`StaleWriter`), and whoever takes the lease next gets a token and holder
+of its own.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 if TYPE_CHECKING:
     pass
 _SET_WAITS = (
-    "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)"
+    "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true),"
+    " set_config('synchronous_commit', %s, true)"
 )
 
 MAX_WAIT = 30.0  # seconds a writer waits for a lock, at most
@@ -109,11 +118,20 @@ class PostgresBackend:
             )
         return None
 
-    def _bounded_one(self, wait: float, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _bounded_one(
+        self, wait: float, sql: str, params: dict[str, Any], *, flush: bool = True
+    ) -> tuple[Any, ...] | None:
         """The first row of one lease statement run with waits bounded by ``wait`` seconds, in
-        one round trip (its own implicit transaction); `WriterConflict` when a wait ran out."""
+        one round trip (its own implicit transaction); `WriterConflict` when a wait ran out.
+
+        ``flush=False`` commits without waiting for the WAL flush (``synchronous_commit =
+        off``), for lease changes only (see the module's docstring)."""
         wait = min(MAX_WAIT, max(MIN_WAIT, wait))
-        waits = (f"{int(wait * 1000)}", f"{int((2 * wait + 5) * 1000)}")
+        waits = (
+            f"{int(wait * 1000)}",
+            f"{int((2 * wait + 5) * 1000)}",
+            "on" if flush else "off",
+        )
         try:
             with self._db.connection() as conn, conn.cursor() as cur:
                 with conn.pipeline():
@@ -182,6 +200,7 @@ class PostgresBackend:
             " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
             " RETURNING token, extract(epoch from expires_at)::float8",
             {"t": twin_id, "h": holder, "s": ttl},
+            flush=False,
         )
         if row is None:
             rows = self._one("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
@@ -228,6 +247,7 @@ class PostgresBackend:
             "UPDATE twin_leases SET expires_at = to_timestamp(0)"
             " WHERE twin_id = %(t)s AND token = %(token)s",
             {"t": lease.twin_id, "token": lease.token},
+            flush=False,
         )
 
     def append(
