@@ -9,9 +9,10 @@ release the lease. After each apply the worker appends the acknowledged write (t
 identity hash) to its log and fsyncs it before counting it, then rehydrates a random twin of
 the fleet (read the latest snapshot, render the request prefix).
 
-While they run, workers are killed with SIGKILL at random moments (``--kills`` times, about
-every ``--kill-every`` seconds) and restarted; a restarted worker resumes after the last write
-its log acknowledges. Leases live ``--ttl`` seconds, so a killed holder's twin is free again
+While they run, workers are killed with SIGKILL at random moments while they write (only a
+worker that has acknowledged a write since it started), ``--kills`` times, about every
+``--kill-every`` seconds, and restarted; a restarted worker resumes after the last write its
+log acknowledges. Leases live ``--ttl`` seconds, so a killed holder's twin is free again
 after that. Afterwards the store is checked:
 
 * forks: every twin's versions run 1..n with no gap or duplicate, and every snapshot is its
@@ -165,6 +166,11 @@ def start(args: argparse.Namespace, slot: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd)
 
 
+def _log_size(args: argparse.Namespace, slot: int) -> int:
+    path = Path(args.logs) / f"acks-{slot}.log"
+    return path.stat().st_size if path.exists() else 0
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from ipse.twin import open_store
 
@@ -174,6 +180,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     began = time.perf_counter()
     deadline = began + args.seconds
     procs = {slot: start(args, slot) for slot in range(args.workers)}
+    started_at = {slot: _log_size(args, slot) for slot in procs}
     kills = restarts = failed = 0
     next_kill = time.perf_counter() + rng.uniform(0.3, 2 * args.kill_every)
     timed_out = False
@@ -190,11 +197,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if time.perf_counter() > deadline:
                 timed_out = True
                 break
-            if kills < args.kills and time.perf_counter() >= next_kill:
-                slot = rng.choice(running)
+            writing = [s for s in running if _log_size(args, s) > started_at[s]]
+            if kills < args.kills and writing and time.perf_counter() >= next_kill:
+                slot = rng.choice(writing)  # one that has written since it (re)started
                 procs[slot].send_signal(signal.SIGKILL)
                 procs[slot].wait()
                 kills += 1
+                started_at[slot] = _log_size(args, slot)
                 procs[slot] = start(args, slot)
                 restarts += 1
                 next_kill = time.perf_counter() + rng.uniform(0.3, 2 * args.kill_every)
