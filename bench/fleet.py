@@ -237,9 +237,11 @@ def check(args: argparse.Namespace) -> dict[str, Any]:
     """Forks, lost acknowledged writes and lease waits, from the store and the logs."""
     import psycopg
 
-    from ipse.store._connections import pool_settings
+    conninfo = args.url
+    if "pool_size=" in conninfo:  # ipse's own parameter, unknown to libpq
+        from ipse.store._connections import pool_settings
 
-    conninfo, _ = pool_settings(args.url)
+        conninfo, _ = pool_settings(args.url)
     chains: dict[str, list[tuple[int, str, list[str]]]] = {}
     with psycopg.connect(conninfo) as conn, conn.cursor() as cur:
         cur.execute("SELECT twin_id, version, state_hash, body FROM twin_snapshots ORDER BY 1, 2")
