@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     procs = {slot: start(args, slot) for slot in range(args.workers)}
     started_at = {slot: _log_size(args, slot) for slot in procs}
     kills = restarts = failed = 0
-    next_kill = time.perf_counter() + rng.uniform(0.3, 2 * args.kill_every)
+    next_kill = time.perf_counter() + rng.uniform(0, 2 * args.kill_every)
     timed_out = False
     try:
         while True:
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 started_at[slot] = _log_size(args, slot)
                 procs[slot] = start(args, slot)
                 restarts += 1
-                next_kill = time.perf_counter() + rng.uniform(0.3, 2 * args.kill_every)
+                next_kill = time.perf_counter() + rng.uniform(0, 2 * args.kill_every)
             time.sleep(0.02)
     finally:
         for p in procs.values():

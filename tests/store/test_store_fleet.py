@@ -25,7 +25,7 @@ def test_fleet_under_kills_has_no_fork_and_loses_no_acknowledged_write(
 ) -> None:
     cmd = [sys.executable, str(FLEET), "--url", pg_url, "--logs", str(tmp_path), "--json"]
     cmd += ["--twins", str(TWINS), "--workers", str(WORKERS), "--writes", str(WRITES)]
-    cmd += ["--kills", str(KILLS), "--kill-every", "0.2", "--ttl", "1", "--seconds", "150"]
+    cmd += ["--kills", str(KILLS), "--kill-every", "0.05", "--ttl", "1", "--seconds", "150"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=200, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
