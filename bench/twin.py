@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ipse.store import sqlite_url
 from ipse.twin import (
     TwinConfig,
     TwinState,
@@ -191,7 +192,7 @@ def main() -> None:
             conn = sqlite3.connect(Path(tmp) / "langgraph.db", check_same_thread=False)
             saver = SqliteSaver(conn)
             saver.setup()
-        ours, theirs = alternate(f"sqlite://{Path(tmp) / 'ipse.db'}", saver, args)
+        ours, theirs = alternate(sqlite_url(Path(tmp) / "ipse.db"), saver, args)
         report(f"SQLite (n={args.n} x {args.rounds} rounds, medians)", ours, theirs)
 
     if not args.pg_url:
