@@ -8,6 +8,10 @@ times the same write-then-read of an equivalent state through LangGraph's ``Sqli
 ``PostgresSaver`` (``put`` then ``get_tuple``), and prints ratios (LangGraph time / ipse time;
 above 1 means ipse is faster). Nothing is asserted.
 
+On PostgreSQL it also times the floor under any durable write: a one-row ``INSERT`` committed
+on its own (one round trip and one WAL flush, which ipse's write and LangGraph's ``put`` both
+pay), so the write ratio can be read against what the server's disk allows.
+
     pip install -e '.[bench]'
     python bench/twin.py [--n 200] [--rounds 5] [--pg-url postgresql://postgres@127.0.0.1:5432/test]
 
@@ -31,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ipse.store import sqlite_url
 from ipse.twin import (
     TwinConfig,
     TwinState,
@@ -122,6 +127,15 @@ def pg_schema(base_url: str) -> Iterator[str]:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+def bench_floor(url: str, n: int) -> float:
+    """Mean seconds of a durable one-row INSERT in autocommit (one round trip, one WAL flush)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id SERIAL PRIMARY KEY, v TEXT)")
+        return timed(lambda i: conn.execute("INSERT INTO bench_floor (v) VALUES (%s)", ("x",)), n)
+
+
 def us(seconds: float) -> str:
     return f"{seconds * 1e6:9.1f} µs"
 
@@ -144,6 +158,12 @@ def report(name: str, ipse: dict[str, float], lg: dict[str, float] | None) -> No
     print(f"ratio read, decoding (LangGraph/ipse): {lg['read'] / ipse['decode']:6.2f}x")
     print(f"ratio write+read (LangGraph/ipse): {theirs / ours:6.2f}x")
     print(f"ratio unchanged turn vs LangGraph put: {lg['write'] / ipse['unchanged']:6.0f}x")
+    if "floor" in ipse:
+        print(f"floor: one-row INSERT commit   : {us(ipse['floor'])}  (one WAL flush)")
+        print(
+            f"ratio write / floor (ipse, LangGraph): {ipse['write'] / ipse['floor']:5.2f}x, "
+            f"{lg['write'] / ipse['floor']:5.2f}x"
+        )
 
 
 def main() -> None:
@@ -172,7 +192,7 @@ def main() -> None:
             conn = sqlite3.connect(Path(tmp) / "langgraph.db", check_same_thread=False)
             saver = SqliteSaver(conn)
             saver.setup()
-        ours, theirs = alternate(f"sqlite://{Path(tmp) / 'ipse.db'}", saver, args)
+        ours, theirs = alternate(sqlite_url(Path(tmp) / "ipse.db"), saver, args)
         report(f"SQLite (n={args.n} x {args.rounds} rounds, medians)", ours, theirs)
 
     if not args.pg_url:
@@ -198,6 +218,8 @@ def alternate(
     theirs: list[dict[str, float]] = []
     for k in range(args.rounds):
         ours.append(bench_ipse(url, args.n, f"ada-{k}"))
+        if url.startswith("postgresql"):
+            ours[-1]["floor"] = bench_floor(url, args.n)
         if saver is not None:
             theirs.append(bench_langgraph(saver, args.n, f"ada-{k}"))
     return medians(ours), (medians(theirs) if theirs else None)

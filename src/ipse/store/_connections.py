@@ -4,9 +4,16 @@
 transactions (SQLite's writer lock, held across processes). The file holds archived tool output
 and thinking, so it is created 0600 before SQLite opens it (SQLite gives its -wal and -shm files
 the database's mode), and an existing database and its -wal/-shm are tightened to 0600.
-`PostgresConnection` opens PostgreSQL through psycopg 3, imported only here and only when
-asked for. Both turn their driver's errors into `StoreError` naming the database (a PostgreSQL
-URL without its password), and let ipse's own errors pass after rolling back. URLs reach
+`PostgresConnection` reaches PostgreSQL through psycopg 3, imported only here and only when
+asked for, and borrows its connections from one pool per process and database URL
+(`PostgresPool`): every transaction takes a connection and gives it back, so threads share the
+pool and opening a store again reuses the connections already open. The pool holds at most
+``pool_size`` connections (a query parameter of the URL, removed before libpq sees it, else
+``IPSE_PG_POOL_SIZE``, else `DEFAULT_POOL_SIZE`); a borrower waits at most `POOL_WAIT` seconds
+for one to come back, then gets `StoreError`. The pool closes with the last connection object
+using it; a forked child starts its own. Both turn their driver's errors into `StoreError`
+naming the database (a PostgreSQL URL without its password), and let ipse's own errors pass
+after rolling back. URLs reach
 messages only through `ipse.redact.redact`. The twin backends and the archive share them.
 """
 
@@ -15,12 +22,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ipse.errors import IpseError, MissingExtra, StoreError
+from ipse.errors import InputError, IpseError, MissingExtra, StoreError
 from ipse.fileio import PRIVATE_FILE, private_dir, tighten
 from ipse.redact import redact
 
@@ -147,28 +156,175 @@ def psycopg_module() -> Any:
     return psycopg
 
 
-class PostgresConnection:
-    """One autocommit psycopg connection; `transaction` for atomic work."""
+DEFAULT_POOL_SIZE = 8  # connections per process and database, at most
+POOL_WAIT = 30.0  # seconds a transaction waits for a free connection, at most
+POOL_SIZE_ENV = "IPSE_PG_POOL_SIZE"
 
-    def __init__(self, url: str) -> None:
-        self.url = redact(url)  # for messages; the connection gets the real one
-        self.pg = psycopg_module()
+
+def pool_settings(url: str) -> tuple[str, int]:
+    """The URL for libpq (without ``pool_size``) and the pool's size limit.
+
+    ``pool_size`` in the URL's query wins over ``IPSE_PG_POOL_SIZE``; the default is
+    `DEFAULT_POOL_SIZE`."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "pool_size"]
+    conninfo = url
+    if given:
+        kept = [(k, v) for k, v in query if k != "pool_size"]
+        conninfo = urlunsplit(parts._replace(query=urlencode(kept)))
+    text = given[-1] if given else os.environ.get(POOL_SIZE_ENV, "")
+    if not text:
+        return conninfo, DEFAULT_POOL_SIZE
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < 1:
+        where = "pool_size in the store URL" if given else POOL_SIZE_ENV
+        raise InputError(f"{where}: must be a whole number of connections >= 1, got {text!r}")
+    return conninfo, size
+
+
+class PostgresPool:
+    """Up to ``size`` autocommit connections to one database, lent one transaction at a time.
+
+    Idle connections are reused newest first; a connection given back broken or inside a
+    transaction is closed rather than lent again. No background threads (safe across fork)."""
+
+    def __init__(self, pg: Any, url: str, conninfo: str, size: int) -> None:
+        self.pg = pg
+        self.url = redact(url)
+        self.conninfo = conninfo
+        self.size = size
+        self.users = 0
+        self._idle: list[Any] = []
+        self._open = 0  # idle and lent
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def get(self, wait: float = POOL_WAIT) -> Any:
+        """A connection: an idle one, a new one while under the limit, else wait for one."""
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while True:
+                if self._idle:
+                    return self._idle.pop()
+                if self._open < self.size:
+                    self._open += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StoreError(
+                        f"PostgreSQL {self.url}: all {self.size} pooled connections stayed busy "
+                        f"for {wait:.0f} s (raise pool_size in the URL or {POOL_SIZE_ENV})"
+                    )
+                self._cond.wait(left)
         try:
-            self.raw: Any = self.pg.connect(url, autocommit=True)
-        except self.pg.Error as exc:
-            raise postgres_error(url, exc, "cannot connect to") from exc
+            return self.pg.connect(self.conninfo, autocommit=True)
+        except BaseException as exc:
+            with self._cond:
+                self._open -= 1
+                self._cond.notify()
+            if isinstance(exc, self.pg.Error):
+                raise postgres_error(self.url, exc, "cannot connect to") from exc
+            raise
+
+    def put(self, conn: Any) -> None:
+        """Give a connection back (closed instead when broken, mid-transaction or pool closed)."""
+        idle = self.pg.pq.TransactionStatus.IDLE
+        reusable = not conn.closed and conn.info.transaction_status == idle
+        with self._cond:
+            if reusable and not self._closed:
+                self._idle.append(conn)
+            else:
+                self._open -= 1
+            self._cond.notify()
+        if not reusable or self._closed:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """A cursor inside one transaction; psycopg errors become `StoreError`."""
+    def connection(self) -> Iterator[Any]:
+        """A connection lent for the ``with`` block."""
+        conn = self.get()
         try:
-            with self.raw.transaction(), self.raw.cursor() as cur:
-                yield cur
+            yield conn
+        finally:
+            self.put(conn)
+
+    def close(self) -> None:
+        """Close the idle connections; lent ones close when given back."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+_POOLS: dict[tuple[int, str, int], PostgresPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _borrow_pool(pg: Any, url: str) -> PostgresPool:
+    conninfo, size = pool_settings(url)
+    key = (os.getpid(), conninfo, size)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = PostgresPool(pg, url, conninfo, size)
+        pool.users += 1
+        return pool
+
+
+def _return_pool(pool: PostgresPool) -> None:
+    with _POOLS_LOCK:
+        pool.users -= 1
+        if pool.users > 0:
+            return
+        for key, value in list(_POOLS.items()):
+            if value is pool:
+                del _POOLS[key]
+    pool.close()
+
+
+class PostgresConnection:
+    """A database reached through this process's pool; `transaction` for atomic work.
+
+    Opening checks the database answers (a connection is made and kept in the pool)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = redact(url)  # for messages; the pool gets the real one
+        self.pg = psycopg_module()
+        self.pool = _borrow_pool(self.pg, url)
+        self._closed = False
+        try:
+            self.pool.put(self.pool.get())
+        except BaseException:
+            self.close()
+            raise
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled autocommit connection for the ``with`` block; psycopg errors become
+        `StoreError`."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
         except IpseError:
             raise
         except self.pg.Error as exc:
             raise postgres_error(self.url, exc) from exc
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A cursor inside one transaction; psycopg errors become `StoreError`."""
+        with self.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.raw.close()
+        if not self._closed:
+            self._closed = True
+            _return_pool(self.pool)

@@ -7,12 +7,28 @@ or expired and always increments the fencing token. ``append`` is one
 only produces a snapshot row when the caller's token, holder and expiry still match on the
 server, so a taken-over writer can never add to the history, whatever its clock says.
 Times come from the server's clock. psycopg is imported lazily (extra ``ipse[postgres]``) and
-its errors are translated into `StoreError` here.
+its errors are translated into `StoreError` here. Connections come from the process's pool
+(`ipse.store._connections`), one per operation.
 
-Waits are bounded: every lease transaction sets ``lock_timeout`` and ``statement_timeout``
-(``SET LOCAL``) to about the lease's time to live (at most `MAX_WAIT` seconds), so a holder
-frozen while it holds the lease row's lock (say, inside `renew` after ``SELECT ... FOR
+Waits are bounded: every lease statement runs after a local ``lock_timeout`` and
+``statement_timeout`` of about the lease's time to live (at most `MAX_WAIT` seconds), so a
+holder frozen while it holds the lease row's lock (say, inside `renew` after ``SELECT ... FOR
 UPDATE``) makes the others wait that long and then get `WriterConflict`, never forever.
+
+Round trips: ``acquire``, ``append`` and ``release`` are one round trip each: the timeouts
+(``set_config(..., true)``, the function form of ``SET LOCAL``) and the statement travel in one
+pipeline (psycopg's pipeline mode) up to one Sync, which PostgreSQL runs as one implicit
+transaction; the statement's own ``WHERE`` does the fencing check, and psycopg prepares the
+statements server-side after a few uses. A read (``latest``, ``latest_version``) is one
+statement, one round trip.
+
+Only a snapshot's commit waits for the WAL flush (a disk sync). ``acquire`` and ``release``
+commit with ``synchronous_commit = off``: losing one to a server crash is harmless. A lost
+release leaves the lease to expire. A lost acquire cannot fence wrongly: the holder's
+``append`` commits durably, which flushes the WAL up to and including the acquire before it;
+if the server crashed first, the lease row no longer names that holder and token, so the
+append writes nothing (`StaleWriter`), and whoever takes the lease next gets a token and holder
+of its own.
 """
 
 from __future__ import annotations
@@ -32,11 +48,15 @@ from ipse.store._base import (
     check_twin_id,
     record_from_row,
 )
-from ipse.store._connections import PostgresConnection, postgres_error
+from ipse.store._connections import PostgresConnection
 from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
     pass
+_SET_WAITS = (
+    "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true),"
+    " set_config('synchronous_commit', %s, true)"
+)
 
 MAX_WAIT = 30.0  # seconds a writer waits for a lock, at most
 MIN_WAIT = 1.0
@@ -74,12 +94,56 @@ class PostgresBackend:
         self.url = redact(url)  # for messages only
         self._db = PostgresConnection(url)
         self._pg = self._db.pg
-        self._conn = self._db.raw
-        self.migrate(upto)
+        try:
+            self.migrate(upto)
+        except BaseException:
+            self._db.close()
+            raise
 
     def _tx(self) -> contextlib.AbstractContextManager[Any]:
         """One transaction; psycopg errors become `StoreError`, ipse errors roll back."""
         return self._db.transaction()
+
+    def _one(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """The rows of one statement, run on its own (one round trip)."""
+        with self._db.connection() as conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+
+    def _timed_out(self, wait: float, exc: StoreError) -> WriterConflict | None:
+        if getattr(exc.__cause__, "sqlstate", None) in _TIMED_OUT:
+            return WriterConflict(
+                f"the lease row is locked by another writer for more than {wait:.1f} s "
+                "(a writer frozen inside its transaction?); try again"
+            )
+        return None
+
+    def _bounded_one(
+        self, wait: float, sql: str, params: dict[str, Any], *, flush: bool = True
+    ) -> tuple[Any, ...] | None:
+        """The first row of one lease statement run with waits bounded by ``wait`` seconds, in
+        one round trip (its own implicit transaction); `WriterConflict` when a wait ran out.
+
+        ``flush=False`` commits without waiting for the WAL flush (``synchronous_commit =
+        off``), for lease changes only (see the module's docstring)."""
+        wait = min(MAX_WAIT, max(MIN_WAIT, wait))
+        waits = (
+            f"{int(wait * 1000)}",
+            f"{int((2 * wait + 5) * 1000)}",
+            "on" if flush else "off",
+        )
+        try:
+            with self._db.connection() as conn, conn.cursor() as cur:
+                with conn.pipeline():
+                    cur.execute(_SET_WAITS, waits)
+                    cur.execute(sql, params)
+                row = cur.fetchone() if cur.description is not None else None
+        except StoreError as exc:
+            conflict = self._timed_out(wait, exc)
+            if conflict is not None:
+                raise conflict from exc
+            raise
+        return None if row is None else tuple(row)
 
     @contextlib.contextmanager
     def _bounded(self, wait: float) -> Iterator[Any]:
@@ -93,11 +157,9 @@ class PostgresBackend:
         except WriterConflict:
             raise
         except StoreError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) in _TIMED_OUT:
-                raise WriterConflict(
-                    f"the lease row is locked by another writer for more than {wait:.1f} s "
-                    "(a writer frozen inside its transaction?); try again"
-                ) from exc
+            conflict = self._timed_out(wait, exc)
+            if conflict is not None:
+                raise conflict from exc
             raise
 
     def migrate(self, upto: Mapping[str, int] | None = None) -> list[str]:
@@ -129,23 +191,23 @@ class PostgresBackend:
     def acquire(self, twin_id: str, holder: str, ttl: float) -> Lease:
         check_twin_id(twin_id)
         ttl = check_ttl(ttl)
-        with self._bounded(ttl) as cur:
-            cur.execute(
-                "INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
-                " VALUES (%(t)s, %(h)s, 1, clock_timestamp() + make_interval(secs => %(s)s))"
-                " ON CONFLICT (twin_id) DO UPDATE SET holder = EXCLUDED.holder,"
-                " token = l.token + 1, expires_at = EXCLUDED.expires_at"
-                " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
-                " RETURNING token, extract(epoch from expires_at)::float8",
-                {"t": twin_id, "h": holder, "s": ttl},
+        row = self._bounded_one(
+            ttl,
+            "INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
+            " VALUES (%(t)s, %(h)s, 1, clock_timestamp() + make_interval(secs => %(s)s))"
+            " ON CONFLICT (twin_id) DO UPDATE SET holder = EXCLUDED.holder,"
+            " token = l.token + 1, expires_at = EXCLUDED.expires_at"
+            " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
+            " RETURNING token, extract(epoch from expires_at)::float8",
+            {"t": twin_id, "h": holder, "s": ttl},
+            flush=False,
+        )
+        if row is None:
+            rows = self._one("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
+            other = rows[0] if rows else ("another writer", "?")
+            raise WriterConflict(
+                f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
             )
-            row = cur.fetchone()
-            if row is None:
-                cur.execute("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
-                other = cur.fetchone() or ("another writer", "?")
-                raise WriterConflict(
-                    f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
-                )
         return Lease(twin_id, holder, int(row[0]), float(row[1]))
 
     def _lock_current(self, cur: Any, lease: Lease) -> None:
@@ -180,12 +242,13 @@ class PostgresBackend:
         return Lease(lease.twin_id, lease.holder, lease.token, float(expires))
 
     def release(self, lease: Lease) -> None:
-        with self._bounded(_remaining(lease)) as cur:
-            cur.execute(
-                "UPDATE twin_leases SET expires_at = to_timestamp(0)"
-                " WHERE twin_id = %s AND token = %s",
-                (lease.twin_id, lease.token),
-            )
+        self._bounded_one(
+            _remaining(lease),
+            "UPDATE twin_leases SET expires_at = to_timestamp(0)"
+            " WHERE twin_id = %(t)s AND token = %(token)s",
+            {"t": lease.twin_id, "token": lease.token},
+            flush=False,
+        )
 
     def append(
         self,
@@ -207,12 +270,10 @@ class PostgresBackend:
             "token": lease.token,
             "holder": lease.holder,
         }
-        # One statement in one (bounded) transaction: the lease row is locked (FOR UPDATE) and
-        # re-checked by the server; a concurrent takeover either waits for this insert or
-        # makes it produce no row.
-        with self._bounded(_remaining(lease)) as cur:
-            cur.execute(_APPEND, params)
-            row = cur.fetchone()
+        # One statement in one (bounded) implicit transaction, one round trip: the lease row is
+        # locked (FOR UPDATE) and re-checked by the server; a concurrent takeover either waits
+        # for this insert or makes it produce no row.
+        row = self._bounded_one(_remaining(lease), _APPEND, params)
         if row is None:
             with self._bounded(_remaining(lease)) as cur:
                 self._lock_current(cur, lease)  # raises, saying why
@@ -233,39 +294,27 @@ class PostgresBackend:
         )
 
     def latest(self, twin_id: str) -> SnapshotRecord | None:
-        with self._tx() as cur:
-            cur.execute(
-                f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s"
-                " ORDER BY version DESC LIMIT 1",
-                (twin_id,),
-            )
-            row = cur.fetchone()
-        return record_from_row(row) if row is not None else None
+        rows = self._one(
+            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s"
+            " ORDER BY version DESC LIMIT 1",
+            (twin_id,),
+        )
+        return record_from_row(rows[0]) if rows else None
 
     def latest_version(self, twin_id: str) -> int | None:
-        try:
-            with self._conn.cursor() as cur:
-                cur.execute(
-                    "SELECT MAX(version) FROM twin_snapshots WHERE twin_id = %s", (twin_id,)
-                )
-                row = cur.fetchone()
-        except self._pg.Error as exc:
-            raise postgres_error(self.url, exc) from exc
-        return None if row is None or row[0] is None else int(row[0])
+        rows = self._one("SELECT MAX(version) FROM twin_snapshots WHERE twin_id = %s", (twin_id,))
+        return None if not rows or rows[0][0] is None else int(rows[0][0])
 
     def history(self, twin_id: str) -> list[SnapshotRecord]:
-        with self._tx() as cur:
-            cur.execute(
-                f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s ORDER BY version",
-                (twin_id,),
-            )
-            rows = cur.fetchall()
+        rows = self._one(
+            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s ORDER BY version",
+            (twin_id,),
+        )
         return [record_from_row(r) for r in rows]
 
     def twins(self) -> list[str]:
-        with self._tx() as cur:
-            cur.execute("SELECT DISTINCT twin_id FROM twin_snapshots ORDER BY twin_id")
-            return [str(r[0]) for r in cur.fetchall()]
+        rows = self._one("SELECT DISTINCT twin_id FROM twin_snapshots ORDER BY twin_id")
+        return [str(r[0]) for r in rows]
 
     def close(self) -> None:
         self._db.close()
