@@ -2,9 +2,10 @@
 
 A replica can be killed at any moment (behind a load balancer, the next request of the
 conversation goes to another one). So the blocks a handoff removed are in the archive before the
-rewritten request leaves, and the request is counted in its conversation before the first byte
-of the answer goes back; only the record and the log line wait for the bookkeeping thread. An
-archive that cannot be written leaves the request as the client sent it.
+rewritten request leaves, and the request is counted in its conversation before the answer's
+last event (or, for an answer that is not a stream, its first byte) goes back; only the record
+and the log line wait for the bookkeeping thread. An archive that cannot be written leaves the
+request as the client sent it.
 """
 
 from __future__ import annotations

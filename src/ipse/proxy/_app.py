@@ -19,11 +19,15 @@ cancellation. Upstream failures before the response began become the provider's 
 with a fitting status (502 unreachable, 504 timed out); after it began, a server-sent ``error``
 event.
 
+What a replica acknowledges is stored first, so that any replica behind a load balancer can
+take the conversation's next request: what a handoff removed is in the archive before the
+rewritten request leaves, and the request is counted in the conversation store (anchor,
+counters) while it is upstream, before its answer's last event goes back (`ProxyState.ahead`).
+
 What is not on the request's path runs on one bookkeeping thread, in completion order: the
-conversation store (anchor, counters), the archive of what a handoff removed, the record file
-(credentials masked in headers, query and fields, and wherever a value the request carried turns
-up again), and the log lines (a stream's start, every end, every refusal), with the prefix cache
-model's prediction. Closing the app drains that thread, so no record is lost.
+record file (credentials masked in headers, query and fields, and wherever a value the request
+carried turns up again), and the log lines (a stream's start, every end, every refusal), with
+the prefix cache model's prediction. Closing the app drains that thread, so no record is lost.
 """
 
 from __future__ import annotations
@@ -218,8 +222,8 @@ class ProxyState:
 
     def count_ahead(self, ex: Exchange) -> Future[int | None] | None:
         """Start counting the request in its conversation (`_count`) while it goes upstream; the
-        response's first byte waits for it (`_send`): a replica killed after answering has
-        already stored what it answered."""
+        answer's end waits for it (`_relay`): a replica killed after answering has already
+        stored what it answered."""
         if ex.dialect is None:
             return None
         return self._ahead.submit(self._count_logged, ex)
@@ -443,6 +447,13 @@ class ProxyState:
             "cost_usd": round(row.cost_usd, 6),
             "cost_lost_usd": round(row.cost_lost_usd, 6),
         }
+
+
+def _counted(ex: Exchange) -> Exchange:
+    """``ex`` once its count in the store is done (its body read and its conversation keyed)."""
+    if ex.counted is not None:
+        ex.counted.result()
+    return ex
 
 
 def _read(ex: Exchange) -> None:
@@ -739,17 +750,9 @@ async def _send(
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in upstream_response.headers.raw
     ]
     ex.streaming = "text/event-stream" in upstream_response.headers.get("content-type", "")
-    if ex.counted is not None:
-        try:  # no byte of the answer before its request is counted in the store
-            await asyncio.wrap_future(ex.counted)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await upstream_response.aclose()
-            state.land(flight, ex)
-            raise
     if ex.streaming:
         json_log, at = state.config.json_log, time.time()
-        state.say(lambda: start_line(ex, at, json_log=json_log))
+        state.say(lambda: start_line(_counted(ex), at, json_log=json_log))
     done = False
 
     async def finish() -> None:
@@ -781,12 +784,18 @@ async def _relay(
     finish: Callable[[], Awaitable[None]],
 ) -> AsyncIterator[bytes]:
     """The upstream's bytes as they arrive, kept for the bookkeeping; an event stream that
-    breaks off ends with the provider's ``error`` event."""
+    breaks off ends with the provider's ``error`` event.
+
+    The answer is acknowledged only once its request is counted in the store (`count_ahead`,
+    started when the request went upstream): an event stream's last event, and the first byte
+    of any other answer, wait for that count. By a stream's end it is long done, so streaming
+    never waits for the database."""
     keep_all = state.config.record is not None
     kept = 0
     ends = _last_events(ex.provider, ex.dialect) if ex.streaming and ex.status == 200 else ()
     ended = not ends
     overlap = b""
+    gate = ex.counted
     try:
         async for chunk in upstream_response.aiter_raw():
             if ex.first_byte is None:
@@ -798,13 +807,21 @@ async def _relay(
                 window = overlap + chunk
                 ended = any(end in window for end in ends)
                 overlap = window[-32:]
+            if ended and gate is not None:
+                await asyncio.wrap_future(gate)
+                gate = None
             yield chunk
+        if gate is not None:
+            await asyncio.wrap_future(gate)
+            gate = None
         if not ended:
             ex.error = f"upstream {upstream} closed the stream before its last event"
             yield error_event(ex.provider, ex.dialect, ex.error)
     except httpx.HTTPError as exc:
         ex.error = f"upstream {upstream} failed mid-response: {_reason(exc)}"
         if ex.streaming:
+            if gate is not None:
+                await asyncio.wrap_future(gate)
             yield error_event(ex.provider, ex.dialect, ex.error)
     except BaseException:
         ex.disconnected = True
