@@ -88,6 +88,7 @@ _PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cach
 _PREVIOUS_BYTES = 128 * 1024 * 1024
 _ANCHORS_MAX = 4096  # conversations whose checkpoint anchor is kept in memory
 _SAVINGS_MAX = 128  # handoffs whose measured saving is kept (one count per checkpoint)
+STORE_WAIT = 5.0  # seconds a request waits, at most, for the store (archive, count)
 # fields of a request body that are the conversation itself, kept whole in a record
 _CONTENT_FIELDS = frozenset({"messages", "input", "system", "tools", "instructions", "prompt"})
 _NOT_CREDENTIALS = frozenset({"prompt_cache_key"})  # names that look like a credential's
@@ -710,10 +711,11 @@ async def _handoff(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) 
         # Nothing leaves the request before the archive holds it: a replica killed after
         # sending has lost nothing, and one whose archive fails sends the client's own bytes.
         try:
-            await state.ahead(partial(state.archive_all, sink.puts))
+            await asyncio.wait_for(state.ahead(partial(state.archive_all, sink.puts)), STORE_WAIT)
         except Exception as exc:
             clear_cache()  # the next request rewrites, and archives, from scratch
-            ex.handoff_error = f"not rewritten: the archive failed: {redact(str(exc))}"
+            why = redact(str(exc)) or type(exc).__name__
+            ex.handoff_error = f"not rewritten: the archive failed: {why}"
             _log.warning("ipse proxy: %s", ex.handoff_error)
             return
     ex.rewrite = rewrite
@@ -808,11 +810,11 @@ async def _relay(
                 ended = any(end in window for end in ends)
                 overlap = window[-32:]
             if ended and gate is not None:
-                await asyncio.wrap_future(gate)
+                await _acknowledged(ex)
                 gate = None
             yield chunk
         if gate is not None:
-            await asyncio.wrap_future(gate)
+            await _acknowledged(ex)
             gate = None
         if not ended:
             ex.error = f"upstream {upstream} closed the stream before its last event"
@@ -821,13 +823,24 @@ async def _relay(
         ex.error = f"upstream {upstream} failed mid-response: {_reason(exc)}"
         if ex.streaming:
             if gate is not None:
-                await asyncio.wrap_future(gate)
+                await _acknowledged(ex)
             yield error_event(ex.provider, ex.dialect, ex.error)
     except BaseException:
         ex.disconnected = True
         raise
     finally:
         await finish()
+
+
+async def _acknowledged(ex: Exchange) -> None:
+    """Wait for the request's count in the store (`ProxyState.count_ahead`), at most
+    `STORE_WAIT` seconds: a database that hangs delays answers by that much, never stops them."""
+    if ex.counted is None or ex.counted.done():
+        return
+    waiter = asyncio.wrap_future(ex.counted)
+    done, _ = await asyncio.wait({waiter}, timeout=STORE_WAIT)
+    if not done:
+        _log.warning("ipse proxy: the conversation store is slow; answering before the count")
 
 
 _LAST_EVENTS: dict[str | None, tuple[bytes, ...]] = {
