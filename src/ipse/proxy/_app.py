@@ -231,7 +231,7 @@ class ProxyState:
 
     def _count_logged(self, ex: Exchange) -> int | None:
         try:
-            _read(ex)
+            _read(ex, keep=False)
             return self._count(ex, ex.rewrite is not None and ex.rewrite.applied)
         except Exception:  # bookkeeping never takes the proxy down
             _log.exception("ipse proxy: counting the request failed")
@@ -457,19 +457,29 @@ def _counted(ex: Exchange) -> Exchange:
     return ex
 
 
-def _read(ex: Exchange) -> None:
-    """Parse the client's body and key its conversation, once (a body the handoff did not read
-    is read here, off the request's path)."""
-    if ex.dialect is None or ex.key is not None or not ex.client_body:
+def _read(ex: Exchange, *, keep: bool = True) -> None:
+    """Key the request's conversation and name its model, parsing the client's body when the
+    handoff did not (off the request's path). ``keep``: hold the parsed body for the record and
+    the analysis; without it (while the request is in flight) the parse is dropped at once, so
+    a thousand big requests in flight do not each hold their body twice."""
+    if ex.dialect is None or not ex.client_body:
         return
-    if ex.parsed is None:
+    parsed = ex.parsed
+    if parsed is None:
+        if not keep and ex.key is not None:
+            return
         try:
-            ex.parsed = jsonio.loads(ex.client_body)
+            parsed = jsonio.loads(ex.client_body)
         except (jsonio.JSONDecodeError, ValueError):
-            ex.parsed = None
-    if isinstance(ex.parsed, dict):
-        lowered = {k.lower(): v for k, v in ex.headers}
-        ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
+            parsed = None
+        if keep:
+            ex.parsed = parsed
+    if isinstance(parsed, dict):
+        if ex.key is None:
+            lowered = {k.lower(): v for k, v in ex.headers}
+            ex.key = conversation_key(lowered, parsed, ex.dialect)
+        model = parsed.get("model")
+        ex.model_hint = model if isinstance(model, str) else None
 
 
 def _json_or_text(data: bytes) -> Any:
