@@ -2,9 +2,10 @@
 
 A replica can be killed at any moment (behind a load balancer, the next request of the
 conversation goes to another one). So the blocks a handoff removed are in the archive before the
-rewritten request leaves, and the request is counted in its conversation before the first byte
-of the answer goes back; only the record and the log line wait for the bookkeeping thread. An
-archive that cannot be written leaves the request as the client sent it.
+rewritten request leaves, and the request is counted in its conversation before the answer's
+last event (or, for an answer that is not a stream, its first byte) goes back; only the record
+and the log line wait for the bookkeeping thread. An archive that cannot be written leaves the
+request as the client sent it.
 """
 
 from __future__ import annotations
@@ -86,3 +87,45 @@ def test_a_failing_archive_sends_the_clients_bytes(
         assert [i.id for i in archive.items("session:durable")] == ["toolu_a"]
     finally:
         archive.close()
+
+
+def test_a_hung_store_delays_answers_but_never_stops_them(
+    proxy_factory: ProxyFactory, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipse.proxy import _app
+
+    monkeypatch.setattr(_app, "STORE_WAIT", 0.5)
+    release = threading.Event()
+    with (
+        anthropic_upstream(["done"]) as upstream,
+        proxy_factory(upstream.url, store=pg_url) as proxy,
+    ):
+        count, archive_all = proxy.state._count, proxy.state.archive_all
+
+        def hung_count(*args: Any, **kwargs: Any) -> Any:
+            release.wait(30)
+            return count(*args, **kwargs)
+
+        def hung_archive(puts: Any) -> None:
+            release.wait(30)
+            archive_all(puts)
+
+        monkeypatch.setattr(proxy.state, "_count", hung_count)
+        monkeypatch.setattr(proxy.state, "archive_all", hung_archive)
+        try:
+            with httpx.Client(timeout=20) as client:
+                response = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
+                sent = response.request.content
+            # answered while the store still hangs: whole, and with the client's own bytes,
+            # since the archive never confirmed what the handoff would have removed
+            assert response.status_code == 200 and b"message_stop" in response.content
+            assert upstream.received[0]["raw"] == sent
+        finally:
+            release.set()
+        proxy.settle()
+    conversations = open_conversations(pg_url)
+    try:
+        state = conversations.get("session:durable")
+    finally:
+        conversations.close()
+    assert state is not None and state.requests == 1 and state.handoffs == 0

@@ -41,7 +41,8 @@ def test_a_stream_gets_a_line_when_it_starts(proxy_factory: ProxyFactory) -> Non
             httpx.Client(timeout=30) as client,
             client.stream("POST", f"{proxy.url}/v1/messages", json=body, headers=HEADERS) as r,
         ):
-            assert b"message_start" in next(r.iter_raw())
+            chunks = r.iter_raw()  # held: a discarded iterator closes the connection
+            assert b"message_start" in next(chunks)
             # the stream is still open (the upstream stalls): its start is in the log already
             log = _wait_for(proxy, "streaming")
             assert "POST /v1/messages 200 m streaming" in log  # the body is read before it

@@ -122,6 +122,9 @@ def _handler(
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length)
+            if len(raw) < length:  # the client died mid-request (a killed proxy): no request
+                self.close_connection = True
+                return
             try:
                 body = json.loads(raw) if raw else {}
             except ValueError:

@@ -19,11 +19,15 @@ cancellation. Upstream failures before the response began become the provider's 
 with a fitting status (502 unreachable, 504 timed out); after it began, a server-sent ``error``
 event.
 
+What a replica acknowledges is stored first, so that any replica behind a load balancer can
+take the conversation's next request: what a handoff removed is in the archive before the
+rewritten request leaves, and the request is counted in the conversation store (anchor,
+counters) while it is upstream, before its answer's last event goes back (`ProxyState.ahead`).
+
 What is not on the request's path runs on one bookkeeping thread, in completion order: the
-conversation store (anchor, counters), the archive of what a handoff removed, the record file
-(credentials masked in headers, query and fields, and wherever a value the request carried turns
-up again), and the log lines (a stream's start, every end, every refusal), with the prefix cache
-model's prediction. Closing the app drains that thread, so no record is lost.
+record file (credentials masked in headers, query and fields, and wherever a value the request
+carried turns up again), and the log lines (a stream's start, every end, every refusal), with
+the prefix cache model's prediction. Closing the app drains that thread, so no record is lost.
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ _PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cach
 _PREVIOUS_BYTES = 128 * 1024 * 1024
 _ANCHORS_MAX = 4096  # conversations whose checkpoint anchor is kept in memory
 _SAVINGS_MAX = 128  # handoffs whose measured saving is kept (one count per checkpoint)
+STORE_WAIT = 5.0  # seconds a request waits, at most, for the store (archive, count)
 # fields of a request body that are the conversation itself, kept whole in a record
 _CONTENT_FIELDS = frozenset({"messages", "input", "system", "tools", "instructions", "prompt"})
 _NOT_CREDENTIALS = frozenset({"prompt_cache_key"})  # names that look like a credential's
@@ -218,15 +223,15 @@ class ProxyState:
 
     def count_ahead(self, ex: Exchange) -> Future[int | None] | None:
         """Start counting the request in its conversation (`_count`) while it goes upstream; the
-        response's first byte waits for it (`_send`): a replica killed after answering has
-        already stored what it answered."""
+        answer's end waits for it (`_relay`): a replica killed after answering has already
+        stored what it answered."""
         if ex.dialect is None:
             return None
         return self._ahead.submit(self._count_logged, ex)
 
     def _count_logged(self, ex: Exchange) -> int | None:
         try:
-            _read(ex)
+            _read(ex, keep=False)
             return self._count(ex, ex.rewrite is not None and ex.rewrite.applied)
         except Exception:  # bookkeeping never takes the proxy down
             _log.exception("ipse proxy: counting the request failed")
@@ -445,19 +450,36 @@ class ProxyState:
         }
 
 
-def _read(ex: Exchange) -> None:
-    """Parse the client's body and key its conversation, once (a body the handoff did not read
-    is read here, off the request's path)."""
-    if ex.dialect is None or ex.key is not None or not ex.client_body:
+def _counted(ex: Exchange) -> Exchange:
+    """``ex`` once its count in the store is done (its body read and its conversation keyed)."""
+    if ex.counted is not None:
+        ex.counted.result()
+    return ex
+
+
+def _read(ex: Exchange, *, keep: bool = True) -> None:
+    """Key the request's conversation and name its model, parsing the client's body when the
+    handoff did not (off the request's path). ``keep``: hold the parsed body for the record and
+    the analysis; without it (while the request is in flight) the parse is dropped at once, so
+    a thousand big requests in flight do not each hold their body twice."""
+    if ex.dialect is None or not ex.client_body:
         return
-    if ex.parsed is None:
+    parsed = ex.parsed
+    if parsed is None:
+        if not keep and ex.key is not None:
+            return
         try:
-            ex.parsed = jsonio.loads(ex.client_body)
+            parsed = jsonio.loads(ex.client_body)
         except (jsonio.JSONDecodeError, ValueError):
-            ex.parsed = None
-    if isinstance(ex.parsed, dict):
-        lowered = {k.lower(): v for k, v in ex.headers}
-        ex.key = conversation_key(lowered, ex.parsed, ex.dialect)
+            parsed = None
+        if keep:
+            ex.parsed = parsed
+    if isinstance(parsed, dict):
+        if ex.key is None:
+            lowered = {k.lower(): v for k, v in ex.headers}
+            ex.key = conversation_key(lowered, parsed, ex.dialect)
+        model = parsed.get("model")
+        ex.model_hint = model if isinstance(model, str) else None
 
 
 def _json_or_text(data: bytes) -> Any:
@@ -699,10 +721,11 @@ async def _handoff(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) 
         # Nothing leaves the request before the archive holds it: a replica killed after
         # sending has lost nothing, and one whose archive fails sends the client's own bytes.
         try:
-            await state.ahead(partial(state.archive_all, sink.puts))
+            await asyncio.wait_for(state.ahead(partial(state.archive_all, sink.puts)), STORE_WAIT)
         except Exception as exc:
             clear_cache()  # the next request rewrites, and archives, from scratch
-            ex.handoff_error = f"not rewritten: the archive failed: {redact(str(exc))}"
+            why = redact(str(exc)) or type(exc).__name__
+            ex.handoff_error = f"not rewritten: the archive failed: {why}"
             _log.warning("ipse proxy: %s", ex.handoff_error)
             return
     ex.rewrite = rewrite
@@ -739,17 +762,9 @@ async def _send(
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in upstream_response.headers.raw
     ]
     ex.streaming = "text/event-stream" in upstream_response.headers.get("content-type", "")
-    if ex.counted is not None:
-        try:  # no byte of the answer before its request is counted in the store
-            await asyncio.wrap_future(ex.counted)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await upstream_response.aclose()
-            state.land(flight, ex)
-            raise
     if ex.streaming:
         json_log, at = state.config.json_log, time.time()
-        state.say(lambda: start_line(ex, at, json_log=json_log))
+        state.say(lambda: start_line(_counted(ex), at, json_log=json_log))
     done = False
 
     async def finish() -> None:
@@ -781,12 +796,18 @@ async def _relay(
     finish: Callable[[], Awaitable[None]],
 ) -> AsyncIterator[bytes]:
     """The upstream's bytes as they arrive, kept for the bookkeeping; an event stream that
-    breaks off ends with the provider's ``error`` event."""
+    breaks off ends with the provider's ``error`` event.
+
+    The answer is acknowledged only once its request is counted in the store (`count_ahead`,
+    started when the request went upstream): an event stream's last event, and the first byte
+    of any other answer, wait for that count. By a stream's end it is long done, so streaming
+    never waits for the database."""
     keep_all = state.config.record is not None
     kept = 0
     ends = _last_events(ex.provider, ex.dialect) if ex.streaming and ex.status == 200 else ()
     ended = not ends
     overlap = b""
+    gate = ex.counted
     try:
         async for chunk in upstream_response.aiter_raw():
             if ex.first_byte is None:
@@ -798,19 +819,38 @@ async def _relay(
                 window = overlap + chunk
                 ended = any(end in window for end in ends)
                 overlap = window[-32:]
+            if ended and gate is not None:
+                await _acknowledged(ex)
+                gate = None
             yield chunk
+        if gate is not None:
+            await _acknowledged(ex)
+            gate = None
         if not ended:
             ex.error = f"upstream {upstream} closed the stream before its last event"
             yield error_event(ex.provider, ex.dialect, ex.error)
     except httpx.HTTPError as exc:
         ex.error = f"upstream {upstream} failed mid-response: {_reason(exc)}"
         if ex.streaming:
+            if gate is not None:
+                await _acknowledged(ex)
             yield error_event(ex.provider, ex.dialect, ex.error)
     except BaseException:
         ex.disconnected = True
         raise
     finally:
         await finish()
+
+
+async def _acknowledged(ex: Exchange) -> None:
+    """Wait for the request's count in the store (`ProxyState.count_ahead`), at most
+    `STORE_WAIT` seconds: a database that hangs delays answers by that much, never stops them."""
+    if ex.counted is None or ex.counted.done():
+        return
+    waiter = asyncio.wrap_future(ex.counted)
+    done, _ = await asyncio.wait({waiter}, timeout=STORE_WAIT)
+    if not done:
+        _log.warning("ipse proxy: the conversation store is slow; answering before the count")
 
 
 _LAST_EVENTS: dict[str | None, tuple[bytes, ...]] = {

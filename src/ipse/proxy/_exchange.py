@@ -42,10 +42,13 @@ class Exchange:
     streaming: bool = False  # the response is an event stream
     saved_tokens: int | None = None  # what the handoff saved (set by the bookkeeping)
     counted: Future[int | None] | None = None  # the store's count of the conversation's requests
+    model_hint: str | None = None  # the body's model, while the parsed body is not kept
 
     @property
     def model(self) -> str | None:
-        model = self.parsed.get("model") if isinstance(self.parsed, dict) else None
+        if not isinstance(self.parsed, dict):
+            return self.model_hint
+        model = self.parsed.get("model")
         return model if isinstance(model, str) else None
 
     @property
