@@ -24,11 +24,11 @@ folders the harness itself reads (`paths`):
 
 Each harness sends its first request to the model with ipse's tools only when it waits for the
 server: Claude Code's entry says ``alwaysLoad`` (it holds the first prompt until the server is
-connected, capped by its 5 s connect timeout, and sends the tools' full schemas rather than
-deferring them behind tool search, so the tools array never changes mid-session); Codex's says
-``required = true`` (``codex exec`` and the TUI wait for its tools, and refuse to start, in
-one line, when the server cannot); Gemini CLI has no such key: non-interactive runs always wait
-for every server, interactive ones never do.
+connected, capped by its connect timeout, 5 s unless ``MCP_CONNECT_TIMEOUT_MS`` says otherwise,
+and sends the tools' full schemas rather than deferring them behind tool search, so the tools
+array never changes mid-session); Codex's says ``required = true`` (``codex exec`` waits for
+its tools, and refuses to start, in one line, when the server cannot); Gemini CLI has no such
+key: non-interactive runs always wait for every server, interactive ones never do.
 
 The section says what this install does: with the proxy, that tool calls and results are removed
 at checkpoints (`ipse.handoff.narration_prompt`); without it, only that notes are kept. Install
