@@ -20,7 +20,7 @@ from tests.support.clients import claude_binary
 def test_user_install_follows_claude_config_dir(
     cli: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _isolated_home: Path
 ) -> None:
-    pytest.importorskip("mcp")
+    pytest.importorskip("uvicorn")  # --proxy needs the proxy extra (the server needs none)
     home, config_dir, project = tmp_path / "home", tmp_path / "cc-config", tmp_path / "project"
     for folder in (home, config_dir, project):
         folder.mkdir()
@@ -35,6 +35,7 @@ def test_user_install_follows_claude_config_dir(
     user_config = config_dir / ".claude.json"
     entry = json.loads(user_config.read_text())["mcpServers"]["ipse"]
     assert entry["env"] == {"IPSE_HOME": str(_isolated_home)}
+    assert entry["alwaysLoad"] is True  # Claude Code waits for the tools before turn one
     assert stat.S_IMODE(user_config.stat().st_mode) == 0o600
     env = {
         "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config_dir), "PATH": "/usr/bin:/bin",

@@ -45,6 +45,9 @@ def test_codex_reads_the_installed_server(
     assert entry["transport"]["args"] == [*args, "mcp"]
     # the server files its notes in the home the proxy and the CLI use
     assert entry["transport"]["env"] == {"IPSE_HOME": str(_isolated_home)}
+    # Codex waits for a required server's tools before its first request
+    config = tomledit.parse_toml((codex_home / "config.toml").read_text())
+    assert config["mcp_servers"]["ipse"]["required"] is True
 
 
 def test_install_says_what_to_run_and_which_key_codex_sends(

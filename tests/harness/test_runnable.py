@@ -61,8 +61,7 @@ def _free_port() -> int:
     [
         ("claude-code", ["--proxy"], "uvicorn", "proxy"),
         ("codex", ["--proxy"], "starlette", "proxy"),
-        ("gemini", [], "mcp", "mcp"),
-        ("claude-code", [], "mcp", "mcp"),
+        ("claude-code", ["--proxy"], "httpx", "proxy"),
     ],
 )
 def test_install_refuses_what_cannot_run_and_names_the_extra(
@@ -84,6 +83,67 @@ def test_install_refuses_what_cannot_run_and_names_the_extra(
     assert f"'{blocked}' (extra {extra})" in lines[0]
     assert f"-m pip install '{SRC.parent}[{extra}]'" in lines[0]  # from this checkout
     assert snapshot(project, home) == before
+
+
+def _registered(agent: str, project: Path, home: Path) -> tuple[list[str], dict[str, str]]:
+    """The server command install registered for ``agent``, and the environment it adds."""
+    if agent == "codex":
+        from ipse.harness import tomledit
+
+        text = (home / ".codex" / "config.toml").read_text()
+        entry = tomledit.parse_toml(text)["mcp_servers"]["ipse"]
+    else:
+        config = project / (".mcp.json" if agent == "claude-code" else ".gemini/settings.json")
+        entry = json.loads(config.read_text())["mcpServers"]["ipse"]
+    return [entry["command"], *entry["args"]], dict(entry.get("env") or {})
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
+def test_the_stdio_server_installs_and_serves_without_the_mcp_sdk(
+    tmp_path: Path, agent: str, _isolated_home: Path
+) -> None:
+    """``ipse mcp`` over stdio answers by itself, so an install that registers only it asks for
+    no extra: without the MCP SDK install succeeds, and the command it registered answers
+    ``initialize``, ``tools/list`` and a ``micro_handoff`` call in that same environment."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    env = _blocking_env(
+        tmp_path, "mcp,mcp_types", HOME=str(home), CODEX_HOME=str(home / ".codex"),
+        IPSE_HOME=str(_isolated_home),
+    )  # fmt: skip
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    blocked = subprocess.run(
+        [sys.executable, "-c", "import mcp"], env=env, capture_output=True, text=True
+    )
+    assert blocked.returncode != 0 and "No module named 'mcp'" in blocked.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "ipse", "install", "--agent", agent],
+        env=env, cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    command, extra = _registered(agent, project, home)
+    notes = {"done": ["installed without the SDK"], "open": ["serve"]}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "micro_handoff", "arguments": notes}},
+    ]  # fmt: skip
+    served = subprocess.run(
+        command, input="".join(json.dumps(r) + "\n" for r in requests), env={**env, **extra},
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    answers = {a["id"]: a for a in map(json.loads, served.stdout.splitlines())}
+    assert set(answers) == {1, 2, 3}, served.stdout + served.stderr
+    assert answers[1]["result"]["serverInfo"]["name"] == "ipse"
+    names = {t["name"] for t in answers[2]["result"]["tools"]}
+    assert {"micro_handoff", "recall", "state_resume"} <= names
+    assert answers[3]["result"].get("isError") is not True, answers[3]
+    assert "Checkpoint checkpoint-" in answers[3]["result"]["content"][0]["text"]
 
 
 def test_without_the_proxy_extra_claude_code_refuses_the_prompt_at_once(

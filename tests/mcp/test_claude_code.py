@@ -10,10 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytest.importorskip("mcp")
-
 from ipse.archive import open_archive
 from tests.support.anthropic_upstream import Reply, anthropic_upstream
 from tests.support.clients import claude_binary
@@ -117,34 +113,48 @@ def _tool_result(messages: list[dict[str, Any]]) -> str:
     raise AssertionError("no tool result in the request")
 
 
-def test_the_first_request_already_carries_the_tools(tmp_path: Path, _isolated_home: Path) -> None:
-    # Claude Code in -p mode talks to the model as soon as it can: a server that answers late
-    # leaves its tools out of the first request (and adds them mid-session, which breaks the
-    # prompt cache). Started as `ipse install` registers it, several times in a row.
+def test_the_first_request_carries_the_tools_of_a_late_server(
+    tmp_path: Path, _isolated_home: Path
+) -> None:
+    # Claude Code starts MCP servers without waiting and defers their tools behind tool search:
+    # the first request lacked ipse's tools, and loading them later changes the tools array
+    # mid-session (the prompt cache breaks). The entry install writes says alwaysLoad: Claude
+    # Code holds the first prompt until the server is connected and sends the tools' schemas
+    # from the start. Installed with --user, as a user runs it (tool search left as it is), and
+    # started two seconds late as on a loaded machine.
     claude = claude_binary()
     env = _env(tmp_path, _isolated_home)
-    config = tmp_path / "mcp.json"
-    config.write_text(
-        json.dumps({"mcpServers": {"ipse": {"type": "stdio", "command": sys.executable,
-                                            "args": ["-m", "ipse", "mcp"], "env": {}}}})
+    env.pop("CLAUDE_CONFIG_DIR")  # user scope: ~/.claude.json under HOME
+    env.pop("ENABLE_TOOL_SEARCH", None)
+    installed = subprocess.run(
+        [sys.executable, "-m", "ipse", "install", "--agent", "claude-code", "--user"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    config = tmp_path / ".claude.json"
+    document = json.loads(config.read_text())
+    entry = document["mcpServers"]["ipse"]
+    late = tmp_path / "late-ipse"
+    late.write_text(f'#!/bin/sh\nsleep 2\nexec "{entry["command"]}" "$@"\n')
+    late.chmod(0o755)
+    entry["command"] = str(late)
+    config.write_text(json.dumps(document))
     call = {"id": "toolu_scripted_01", "name": "mcp__ipse__micro_handoff", "input": NOTES}
-    for run in range(3):
-        replies: list[Reply] = [{"text": "Checkpoint.", "tool_use": call}, "Noted."]
-        with anthropic_upstream(replies) as upstream:
-            done = subprocess.run(
-                [claude, "-p", "Record a checkpoint.", "--bare", "--mcp-config", str(config),
-                 "--strict-mcp-config", "--allowedTools", "mcp__ipse__micro_handoff"],
-                env={**env, "ANTHROPIC_BASE_URL": upstream.url, "ENABLE_TOOL_SEARCH": "false"},
-                cwd=tmp_path, capture_output=True, text=True, timeout=180,
-            )  # fmt: skip
-            requests = upstream.messages_requests()
-        assert done.returncode == 0, done.stderr
-        first = [t["name"] for t in requests[0].get("tools", [])]
-        ours = sorted(n for n in first if n.startswith("mcp__ipse__"))
-        assert ours == sorted([
-            "mcp__ipse__micro_handoff", "mcp__ipse__recall", "mcp__ipse__state_resume",
-            "mcp__ipse__state_next", "mcp__ipse__state_invariant", "mcp__ipse__state_checkpoint",
-        ]), (run, first)  # fmt: skip
-        arrays = {json.dumps(r.get("tools")) for r in requests}
-        assert len(requests) >= 2 and len(arrays) == 1, run  # the same tools in every request
+    replies: list[Reply] = [{"text": "Checkpoint.", "tool_use": call}, "Noted."]
+    with anthropic_upstream(replies) as upstream:
+        done = subprocess.run(
+            [claude, "-p", "Record a checkpoint.", "--allowedTools", "mcp__ipse__micro_handoff"],
+            env={**env, "ANTHROPIC_BASE_URL": upstream.url}, cwd=tmp_path, capture_output=True,
+            text=True, timeout=180,
+        )  # fmt: skip
+        requests = upstream.messages_requests()
+    assert done.returncode == 0, done.stderr
+    first = [t["name"] for t in requests[0].get("tools", [])]
+    ours = sorted(n for n in first if n.startswith("mcp__ipse__"))
+    assert ours == sorted([
+        "mcp__ipse__micro_handoff", "mcp__ipse__recall", "mcp__ipse__state_resume",
+        "mcp__ipse__state_next", "mcp__ipse__state_invariant", "mcp__ipse__state_checkpoint",
+    ]), first  # fmt: skip
+    arrays = {json.dumps(r.get("tools")) for r in requests}
+    assert len(requests) >= 2 and len(arrays) == 1  # the same tools in every request
+    assert "Checkpoint checkpoint-" in _tool_result(requests[-1]["messages"])

@@ -88,8 +88,10 @@ def install_command(
     .gemini/settings.json ($GEMINI_CLI_HOME/.gemini with --user) and GEMINI.md. --proxy:
     Claude Code gets ANTHROPIC_BASE_URL and hooks that start the proxy (and refuse a prompt,
     saying why, when it cannot start); Codex a model provider at the proxy (start the proxy
-    yourself: install prints the command). Refused when the extras the registered commands
-    need are not installed. Idempotent; `ipse uninstall` removes exactly what was added.
+    yourself: install prints the command); refused when the proxy's extra is not installed
+    (the server itself needs none). The entry makes Claude Code (alwaysLoad) and Codex
+    (required) wait for ipse's tools before the first request. Idempotent; `ipse uninstall`
+    removes exactly what was added.
 
     \b
     Examples:

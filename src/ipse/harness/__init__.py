@@ -5,7 +5,7 @@ session files.
 settings, the instructions file's marked block) so that uninstall leaves every file byte for
 byte as it was; the JSON (`jsonedit`) and TOML (`tomledit`) edits preserve formatting, and
 `ipse state install` uses the same edits, blocks and launcher. Install first checks that what it
-registers can run (`require`: the extras ``ipse mcp`` and the proxy import).
+registers can run (`require`: the proxy extra for ``--proxy``; the stdio server needs no extra).
 """
 
 from __future__ import annotations

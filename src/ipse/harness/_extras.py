@@ -1,5 +1,7 @@
-"""Whether what an install registers can run: the optional packages ``ipse mcp`` and the proxy
-need, looked up for the interpreter the registered commands will run (the one running install).
+"""Whether what an install registers can run: the optional packages its parts need, looked up
+for the interpreter the registered commands will run (the one running install). The stdio
+server (``ipse mcp``) needs none: it answers from the standard library (`ipse.mcp._stdio`);
+the proxy (``--proxy``) needs the proxy extra.
 
 An install that registers a server or a proxy hook whose imports fail leaves an agent that
 hangs or starts without its tools, so install refuses first, in one line naming the extra and
@@ -20,7 +22,8 @@ from pathlib import Path
 
 from ipse.errors import MissingExtra
 
-# the top-level modules each extra's part imports when it starts (pyproject.toml's extras)
+# the top-level modules each extra's part imports when it starts (pyproject.toml's extras;
+# "mcp" is for ``ipse mcp --http`` only, which install never registers)
 NEEDS: dict[str, tuple[str, ...]] = {
     "mcp": ("mcp",),
     "proxy": ("starlette", "uvicorn", "httpx"),

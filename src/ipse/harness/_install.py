@@ -22,9 +22,18 @@ folders the harness itself reads (`paths`):
   else ``~/.gemini``), edited as the JSON with comments Gemini CLI reads; instructions in
   ``GEMINI.md``. No proxy serves Gemini's API: checkpoints keep notes for ``recall``.
 
+Each harness sends its first request to the model with ipse's tools only when it waits for the
+server: Claude Code's entry says ``alwaysLoad`` (it holds the first prompt until the server is
+connected, capped by its connect timeout, 5 s unless ``MCP_CONNECT_TIMEOUT_MS`` says otherwise,
+and sends the tools' full schemas rather than deferring them behind tool search, so the tools
+array never changes mid-session); Codex's says ``required = true`` (``codex exec`` waits for
+its tools, and refuses to start, in one line, when the server cannot); Gemini CLI has no such
+key: non-interactive runs always wait for every server, interactive ones never do.
+
 The section says what this install does: with the proxy, that tool calls and results are removed
 at checkpoints (`ipse.handoff.narration_prompt`); without it, only that notes are kept. Install
-first checks that what it registers can run (`ipse.harness._extras`). The server command names
+first checks that what it registers can run (`ipse.harness._extras`): the stdio server needs
+nothing beyond ipse itself, ``proxy`` needs the proxy extra. The server command names
 this ipse by absolute path, so it works when the user's virtual environment is not active; the
 hooks, which a shell runs, are shell-quoted; ``IPSE_HOME``, when set, is passed to each, so the
 server, the hooks and the proxy use one home. Every edit keeps the file's formatting, line
@@ -188,8 +197,8 @@ def server_entry(agent: str) -> dict[str, Any]:
     command, args = launcher()
     entry: dict[str, Any] = {"command": command, "args": [*args, "mcp"]}
     env = _home_env()
-    if agent == "claude-code":
-        return {"type": "stdio", **entry, "env": env}
+    if agent == "claude-code":  # alwaysLoad: its tools in the first request (see above)
+        return {"type": "stdio", **entry, "env": env, "alwaysLoad": True}
     if env:
         entry["env"] = env
     return entry
@@ -305,6 +314,7 @@ def _codex_tables(proxy: bool, port: int) -> str:
     if env:
         pairs = ", ".join(f"{k} = {_toml_string(v)}" for k, v in env.items())
         lines.append(f"env = {{ {pairs} }}")
+    lines.append("required = true")  # Codex waits for its tools before the first request
     if proxy:
         lines += [
             "",
@@ -387,8 +397,7 @@ def install_agent(
     where = paths(agent, root, user)
     if proxy and agent == "gemini":
         raise UsageError("--proxy: Gemini CLI is not served by the ipse proxy")
-    require("mcp", "the MCP server install registers (ipse mcp)")
-    if proxy:
+    if proxy:  # (the stdio server it registers needs nothing beyond ipse itself)
         require("proxy", "--proxy (ipse proxy start)")
     comments = agent == "gemini"
     attrs: dict[str, str] = {}
