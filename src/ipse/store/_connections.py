@@ -227,7 +227,9 @@ class PostgresPool:
                 self._open -= 1
                 self._cond.notify()
             if isinstance(exc, self.pg.Error):
-                raise postgres_error(self.url, exc, "cannot connect to") from exc
+                # the URL with its password, so that the pieces of it a driver quotes back
+                # (an unescaped "@" read as a host) are masked too
+                raise postgres_error(self.conninfo, exc, "cannot connect to") from exc
             raise
 
     def put(self, conn: Any) -> None:
