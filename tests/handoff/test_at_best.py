@@ -79,6 +79,12 @@ def test_the_command_cuts_there_and_says_why(
     document = json.loads(run.stdout)
     assert document["cut"]["at"] == 5 and document["best"]["cut"] == 5
     assert "later agent turns" in document["best"]["rule"]
+    probe = CliRunner().invoke(cli, ["probe", str(path), "--at", "5", "--json"])
+    lines = {s["name"]: s for s in json.loads(probe.stdout)["probes"][0]["strategies"]}
+    chosen = document["best"]["continuity"]
+    assert chosen["in_context"] == lines["ipse"]["in_context"]
+    assert chosen["recallable"] == lines["ipse"]["recallable"]
+    assert chosen["saved_tokens"] == lines["none"]["tokens"] - lines["ipse"]["tokens"]
     shown = CliRunner().invoke(cli, ["handoff", str(path), "--at", "best"])
     assert shown.exit_code == 0, shown.output
     said = " ".join(shown.output.split())

@@ -37,6 +37,8 @@ def at_checkpoints(
     from ipse.probe import FactIndex, Meter, continuity, read_invariants, timeline
     from ipse.transcript import load
 
+    if not anchors:
+        return {}
     try:
         line = timeline(load(path, format))
     except IpseError:
