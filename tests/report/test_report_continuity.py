@@ -80,8 +80,9 @@ def test_a_request_log_has_no_continuity(tmp_path: Path) -> None:
 def test_the_lost_facts_show_on_hover_escaped_and_capped() -> None:
     lost = [
         {"kind": "grit", "sub": "path", "value": f'<script>alert("{i}")</script>'}
-        for i in range(LOST_SHOWN)
+        for i in range(LOST_SHOWN - 1)
     ]
+    lost.append({"kind": "grit", "sub": "url", "value": "postgresql://app:hunter2@db/prod"})
     continuity = {
         "cut": 7,
         "demanded": 20,
@@ -104,5 +105,6 @@ def test_the_lost_facts_show_on_hover_escaped_and_capped() -> None:
     html = _continuity_list([checkpoint])
     assert "<script>" not in html
     assert 'title="lost: path: &lt;script&gt;alert(&quot;0&quot;)&lt;/script&gt;' in html
+    assert "hunter2" not in html and "postgresql://app:***@db/prod" in html
     assert "(+3 more)" in html and f"<summary>{LOST_SHOWN + 3} lost</summary>" in html
     assert "saves 1,234 tokens" in html

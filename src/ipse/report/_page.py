@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from ipse import __version__
+from ipse.redact import redact
 from ipse.report._continuity import SHOWN
 from ipse.report._data import KINDS, Checkpoint, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
@@ -268,7 +269,7 @@ def _continuity_list(checkpoints: Sequence[Checkpoint]) -> str:
         k = c.continuity
         if k is None:
             continue
-        lost = [f"{f['sub']}: {f['value']}" for f in k["lost"]]
+        lost = [redact(f"{f['sub']}: {f['value']}") for f in k["lost"]]  # (the probe did too)
         more = k["lost_total"] - len(lost)
         if more > 0:
             lost.append(f"(+{more} more)")
