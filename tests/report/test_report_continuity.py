@@ -77,7 +77,7 @@ def test_a_request_log_has_no_continuity(tmp_path: Path) -> None:
     assert all(c["continuity"] is None for c in report["checkpoints"])
 
 
-def test_the_lost_facts_show_on_hover_escaped_and_capped() -> None:
+def test_the_lost_facts_show_on_hover_escaped_redacted_and_capped() -> None:
     lost = [
         {"kind": "grit", "sub": "path", "value": f'<script>alert("{i}")</script>'}
         for i in range(LOST_SHOWN - 1)
