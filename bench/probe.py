@@ -20,10 +20,19 @@ from __future__ import annotations
 
 import argparse
 import time
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import probe_session
+from ipse.probe import (
+    FactIndex,
+    Meter,
+    best_cut,
+    continuity,
+    probe_session,
+    read_invariants,
+    timeline,
+)
 from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
@@ -154,9 +163,40 @@ def main() -> None:
             f"{sum(r['tokens'] for r in sweep['requests']):>11,} "
             f"{sum(held) / max(1, len(held)):>9.1f}% {sum(back) / max(1, len(back)):>7.1f}%"
         )
+    best_policy(longest[1])
     print()
     ratio = probe_s / load_s
     print(f"probe time / read time, all sessions: {ratio:.1f}x ({probe_s:.1f}s / {load_s:.1f}s)")
+
+
+def best_policy(path: Path) -> None:
+    """One handoff at `--at best`'s cut against one at a quarter, half and three quarters of
+    the valid cuts: history tokens sent over all requests, and the continuity at the cut."""
+    line = timeline(load(path))
+    index = FactIndex(line, read_invariants(path))
+    meter = Meter(line)
+    found = best_cut(index, meter)
+    if found is None:
+        return
+    best, scored = found
+    sizes = meter.messages()
+    upto = [0, *accumulate(sizes)]
+    turns = line.turns()
+    plain = sum(upto[t] for t in turns)
+    valid = line.cuts()
+    fixed = [(f"{q:.0%}", valid[int(q * (len(valid) - 1))]) for q in (0.25, 0.5, 0.75)]
+    print()
+    print(f"one handoff, {path.name}: --at best ({len(scored)} turn boundaries) vs fixed cuts")
+    print(f"  {'cut':>10} {'saved':>8} {'later':>5} {'in ctx':>6} {'+rec':>5} {'sent':>8}")
+    for label, cut in [(f"best {best.cut}", best.cut), *((f"{q} {c}", c) for q, c in fixed)]:
+        c = continuity(index, meter, cut)
+        if c is None:
+            continue
+        sent = sum(upto[t] if t < cut else c.tokens_after + upto[t] - upto[cut] for t in turns)
+        print(
+            f"  {label:>10} {c.saved:>8,} {c.later_turns:>5} {c.in_context or 0:>5.1f}% "
+            f"{c.recallable or 0:>4.1f}% {sent / plain:>7.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -73,7 +73,9 @@ if TYPE_CHECKING:
     default="checkpoint",
     show_default=True,
     help="Where to cut: checkpoint (after the last micro_handoff result), now (all but an "
-    "unfinished tool exchange at the end), end (every message), or a message index.",
+    "unfinished tool exchange at the end), end (every message), a message index, or best (the "
+    "turn boundary where a handoff saves most, discounted by the demanded facts it loses: "
+    "see `ipse probe`).",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Name the input format.")
 @click.option("--thread", help="A Claude Code thread other than the main one.")
@@ -169,6 +171,8 @@ def handoff_command(
         source = load(file, fmt, thread=thread)
     for line in source.warnings:  # e.g. results whose calls are not in the file
         warn(line)
+    best = _best(source, file) if at == "best" else None
+    at = str(best["cut"]) if best else at
     options = HandoffOptions(
         at=at,
         strip=StripOptions(
@@ -205,6 +209,8 @@ def handoff_command(
     document = result.document()
     document["output"] = str(resumed[0][1]) if resumed else (str(output) if output else None)
     document["dry_run"] = dry_run
+    if best is not None:
+        document["best"] = best
     if resumed:
         document["claude_code"] = {
             "session": resumed[0][0],
@@ -223,6 +229,13 @@ def handoff_command(
         warn(result.narration.warning)
     for problem in result.report.carried_problems:
         warn(f"untouched part, as in the input: {problem}")
+
+
+def _best(source: Source, file: Path) -> dict[str, Any]:
+    """``--at best``: the cut `ipse.probe.best_of` chooses in the conversation to rewrite."""
+    from ipse.probe import best_of
+
+    return best_of(source.current(), file)
 
 
 def _open_archive(store: str | None) -> LazyArchive:
@@ -284,6 +297,18 @@ def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool
     return prompt or tool is not None or notes_file is not None
 
 
+def _best_line(best: dict[str, Any]) -> str:
+    c = best["continuity"]
+    kept = "-" if c["in_context"] is None else f"{c['in_context']:g}%"
+    recall = "-" if c["recallable"] is None else f"{c['recallable']:g}%"
+    return (
+        f"best cut: message {best['cut']} of {best['candidates']} turn boundaries scored: keeps "
+        f"{kept} of the {c['demanded']} facts the agent used next, {recall} more recallable, "
+        f"saves {c['saved_tokens']:,} tokens on each of {c['later_turns']} later turns "
+        f"(rule: {best['rule']})"
+    )
+
+
 _LABELS = {
     "messages": "messages",
     "text_blocks": "text blocks",
@@ -335,6 +360,8 @@ def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = Fals
         f"narration coverage {narr['coverage']:.0%} of {narr['removed_calls']} removed calls, "
         f"{narr['agent_tokens_per_call']:g} agent tokens per removed call"
     )
+    if "best" in document:
+        out.print(_best_line(document["best"]), markup=False)
     policy = document["policy"]
     out.print(f"policy: {'hand off' if policy['handoff'] else 'wait'} ({policy['reason']})")
     if document["output"] and document["output"] != "-":

@@ -6,13 +6,15 @@ compactions on it), `FactIndex` (facts extracted per message), `demanded` and `r
 (what the session used after a cut), `contexts` (each strategy's context after it), `probe`
 (the score of one cut), `seams` (a handoff every K turns); `questions`, `Asker` and `answers`
 ask a model the demanded facts with each strategy's context; `IpseCompactor` is ipse as a
-compactor of the field's conformance kit, with a recall channel.
+compactor of the field's conformance kit, with a recall channel; `continuity` is ipse's
+line alone at one cut (for the report) and `best_cut` the cut where a handoff pays most.
 """
 
 from __future__ import annotations
 
 from ipse.probe._artifacts import Artifact, artifacts, command_of, exit_status
 from ipse.probe._ask import APIS, Asker, judge
+from ipse.probe._best import Continuity, best_cut, best_of, continuity
 from ipse.probe._demand import Rediscovery, demanded, rediscovery
 from ipse.probe._facts import KINDS, STANDING, WHERE, FactIndex, SessionFact, grit, read_invariants
 from ipse.probe._kit import IpseCompactor
@@ -36,6 +38,7 @@ __all__ = [
     "Asking",
     "Compaction",
     "Context",
+    "Continuity",
     "FactIndex",
     "IpseCompactor",
     "Meter",
@@ -45,10 +48,13 @@ __all__ = [
     "Timeline",
     "answers",
     "artifacts",
+    "best_cut",
+    "best_of",
     "block_text",
     "choose_cuts",
     "command_of",
     "contexts",
+    "continuity",
     "demanded",
     "exit_status",
     "grit",

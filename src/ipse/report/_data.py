@@ -127,6 +127,9 @@ class Checkpoint:
     break_even_turns: int | None
     saved_tokens: int  # base-price input tokens over the rest of the session
     saved_usd: float
+    # what a handoff here keeps of the facts the agent used next (`ipse.probe.continuity`
+    # at the matching cut of the session); None where not probed
+    continuity: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,6 +140,7 @@ class Checkpoint:
             "break_even_turns": self.break_even_turns,
             "saved_tokens": self.saved_tokens,
             "saved_usd": round(self.saved_usd, 4),
+            "continuity": dict(self.continuity) if self.continuity is not None else None,
         }
 
 
@@ -199,9 +203,38 @@ def collect(
         points=points,
         summary=report.summary(),
         top_tools=_top_tools(points),
-        checkpoints=tuple(_checkpoints(points, report.provider)),
+        checkpoints=_with_continuity(
+            tuple(_checkpoints(points, report.provider)), log, path, format
+        ),
         command=command,
         warnings=tuple(report.warnings),
+    )
+
+
+def _with_continuity(
+    checkpoints: tuple[Checkpoint, ...], log: RequestLog, path: str, format: str | None
+) -> tuple[Checkpoint, ...]:
+    """The checkpoints, the `SHOWN` largest savings with what a handoff there keeps of the
+    facts the agent used next (sessions only: a log of requests is not one timeline)."""
+    if log.format in _LOGS or not checkpoints:
+        return checkpoints
+    from dataclasses import replace
+
+    from ipse.report._continuity import SHOWN, at_checkpoints
+
+    by_index = {r.index: r for r in log.requests}
+    shown = sorted(checkpoints, key=lambda c: -c.saved_usd)[:SHOWN]
+    anchors = []
+    for checkpoint in shown:
+        request = by_index.get(checkpoint.index)
+        if request is None or request.agent is not None:
+            continue
+        messages = _conversation(request).messages
+        if messages:
+            anchors.append((checkpoint.index, messages[-1]))
+    found = at_checkpoints(path, format or log.format, anchors)
+    return tuple(
+        replace(c, continuity=found[c.index]) if c.index in found else c for c in checkpoints
     )
 
 

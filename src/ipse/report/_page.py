@@ -7,10 +7,13 @@ numbers it draws (copyable, readable by a screen reader). All text from the inpu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+from typing import Any
 
 from ipse import __version__
+from ipse.redact import redact
+from ipse.report._continuity import SHOWN
 from ipse.report._data import KINDS, Checkpoint, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
 
@@ -211,7 +214,7 @@ def _handoff_section(data: ReportData) -> str:
             "would save is counted over the requests that follow it, and a "
             f"{escape(data.format)} file does not record them.</p>"
         )
-    best = sorted(data.checkpoints, key=lambda c: -c.saved_usd)[:15]
+    best = sorted(data.checkpoints, key=lambda c: -c.saved_usd)[:SHOWN]
     rows = [
         [
             str(c.index),
@@ -221,6 +224,7 @@ def _handoff_section(data: ReportData) -> str:
             _requests(c.break_even_turns) if c.break_even_turns is not None else "never",
             f"{c.saved_tokens:,}",
             f"${c.saved_usd:,.4f}",
+            _kept_cell(c.continuity),
         ]
         for c in best
     ]
@@ -239,9 +243,60 @@ def _handoff_section(data: ReportData) -> str:
                 "pays back after",
                 "saved tokens",
                 "saved",
+                "keeps / recallable",
             ],
             rows,
         )
+        + _continuity_list(best)
+    )
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{float(value):g}%"
+
+
+def _kept_cell(continuity: Mapping[str, Any] | None) -> str:
+    if continuity is None:
+        return "-"
+    return f"{_pct(continuity['in_context'])} / {_pct(continuity['recallable'])}"
+
+
+def _continuity_list(checkpoints: Sequence[Checkpoint]) -> str:
+    """One line per probed checkpoint, in request order, its lost facts on hover (the line's
+    title) and in a details element (listed for keyboards and print)."""
+    items = []
+    for c in sorted(checkpoints, key=lambda c: c.index):
+        k = c.continuity
+        if k is None:
+            continue
+        lost = [redact(f"{f['sub']}: {f['value']}") for f in k["lost"]]  # (the probe did too)
+        more = k["lost_total"] - len(lost)
+        if more > 0:
+            lost.append(f"(+{more} more)")
+        title = "lost: " + "; ".join(lost) if lost else "nothing the agent used next is lost"
+        details = (
+            f"<details><summary>{k['lost_total']} lost</summary><ul>"
+            + "".join(f"<li>{escape(line)}</li>" for line in lost)
+            + "</ul></details>"
+            if lost
+            else ""
+        )
+        items.append(
+            f'<li title="{escape(title)}">At request {c.index} (message {k["cut"]} of the '
+            f"session): a handoff here keeps {_pct(k['in_context'])} of what the agent used "
+            f"next ({k['demanded']} facts), {_pct(k['recallable'])} more is recallable, saves "
+            f"{k['saved_tokens']:,} tokens{details}</li>"
+        )
+    if not items:
+        return ""
+    return (
+        '<h3>What a handoff keeps</h3><p class="note">The facts of the session before each '
+        "checkpoint (files changed, paths, commands, errors, the human's rules, the open task) "
+        "that the agent cited after it: the share ipse's handoff keeps in context, the share "
+        "recallable from its archive, and the context tokens it saves (as <code>ipse probe "
+        "--at N</code> measures; hover or open a line for what is lost).</p><ul>"
+        + "".join(items)
+        + "</ul>"
     )
 
 
