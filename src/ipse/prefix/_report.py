@@ -138,95 +138,33 @@ class PrefixReport(msgspec.Struct):
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
-        # the totals in one pass over the rows (there is one per request); money is summed by
-        # `sum` over lists in row order, as the interpreter sums floats
-        total = read = write = uncached = lost = predicted_total = predicted_read = 0
-        recorded = actual_total = actual_read = 0
-        costs: list[float] = []
-        costs_lost: list[float] = []
-        by_cause: dict[str, dict[str, Any]] = {}
-        agents: dict[str, dict[str, Any]] = {}
-        compaction: dict[str, Any] = {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
-        cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
-        off_path = 0
-        if any(row.agent is not None for row in rows):
-            agents["main"] = {
-                "requests": 0,
-                "cost_usd": 0.0,
-                "tokens_lost": 0,
-                "cost_lost_usd": 0.0,
-            }
+        t = _Totals(rows)
         for row in rows:
-            predicted, actual = row.predicted, row.actual
-            charged = predicted if actual is None else actual  # (`charged`)
-            total += charged.cache_read + charged.cache_write + charged.uncached
-            read += charged.cache_read
-            write += charged.cache_write
-            uncached += charged.uncached
-            lost += row.lost_tokens if not row.compaction else 0
-            predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
-            predicted_read += predicted.cache_read
-            if actual is not None:
-                recorded += 1
-                actual_total += actual.cache_read + actual.cache_write + actual.uncached
-                actual_read += actual.cache_read
-            costs.append(row.cost_usd)
-            if row.agent is not None or agents:
-                slot = agents.setdefault(
-                    row.agent or "main",
-                    {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
-                )
-                slot["requests"] += 1
-                slot["cost_usd"] += row.cost_usd
-                if row.cause is not None and not row.compaction:
-                    slot["tokens_lost"] += row.lost_tokens
-                    slot["cost_lost_usd"] += row.cost_lost_usd
-            if row.cold_start:
-                cold["requests"] += 1
-                cold["tokens_written"] += charged.cache_write
-                cold["cost_usd"] += row.cost_usd
-            if row.off_path:
-                off_path += 1
-            if row.cause is None:
-                continue
-            if row.compaction:  # apart: the front it is charged against is not in the file
-                compaction["requests"] += 1
-                compaction["tokens_lost"] += row.lost_tokens
-                compaction["cost_lost_usd"] += row.cost_lost_usd
-                continue
-            costs_lost.append(row.cost_lost_usd)
-            entry = by_cause.setdefault(
-                row.cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
-            )
-            entry["requests"] += 1
-            entry["tokens_lost"] += row.lost_tokens
-            entry["cost_lost_usd"] += row.cost_lost_usd
-        for entry in [*by_cause.values(), *agents.values(), compaction, cold]:
-            for key in ("cost_lost_usd", "cost_usd"):
-                if key in entry:
-                    entry[key] = round(entry[key], 6)
-        cost = sum(costs)
+            t.add(row)
+        t.round_money()
+        cost = sum(t.costs)
+        recorded, by_cause = t.recorded, t.by_cause
         summary: dict[str, Any] = {
             "requests": len(rows),
-            "hit_rate": round(read / total, 4) if total else 0.0,
+            "hit_rate": round(t.read / t.total, 4) if t.total else 0.0,
             "predicted_hit_rate": (
-                round(predicted_read / predicted_total, 4) if predicted_total else 0.0
+                round(t.predicted_read / t.predicted_total, 4) if t.predicted_total else 0.0
             ),
             "basis": {"recorded": recorded, "modelled": len(rows) - recorded},
             "tokens": {
-                "cache_read": read,
-                "cache_write": write,
-                "uncached": uncached,
-                "lost": lost,
+                "cache_read": t.read,
+                "cache_write": t.write,
+                "uncached": t.uncached,
+                "lost": t.lost,
             },
             "cost_usd": round(cost, 6),
             "cost_ideal_usd": round(self.cost_ideal_usd, 6),
-            "cost_lost_usd": round(sum(costs_lost), 6),
+            "cost_lost_usd": round(sum(t.costs_lost), 6),
             "cost_vs_ideal": round(cost / self.cost_ideal_usd, 4) if self.cost_ideal_usd else None,
             "by_cause": {k: by_cause[k] for k in CAUSES if k in by_cause},
-            "compaction": compaction,
-            "cold_starts": cold,
-            "off_path": off_path,
+            "compaction": t.compaction,
+            "cold_starts": t.cold,
+            "off_path": t.off_path,
             "merged_records": self.merged,
             "min_tokens": self.min_tokens,
             "ttl_analysis": "modelled" if self.ttl_modelled else "skipped: times missing",
@@ -234,10 +172,12 @@ class PrefixReport(msgspec.Struct):
             "warnings": list(self.warnings),
         }
         if recorded:
-            summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
+            summary["actual_hit_rate"] = (
+                round(t.actual_read / t.actual_total, 4) if t.actual_total else 0
+            )
         summary["agreement"] = self.agreement.to_json() if self.agreement else None
-        if agents:
-            summary["by_agent"] = agents
+        if t.agents:
+            summary["by_agent"] = t.agents
         from ipse.prefix._advice import advice  # (the advice is read once, at the end)
 
         summary["advice"] = advice(self)
@@ -249,6 +189,90 @@ class PrefixReport(msgspec.Struct):
             "requests": [r.to_json() for r in self.rows],
             "summary": self.summary(),
         }
+
+
+class _Totals:
+    """The sums `PrefixReport.summary` reports, in one pass over the rows (there is one per
+    request); money is summed by `sum` over lists in row order, as the interpreter sums
+    floats."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.total = self.read = self.write = self.uncached = self.lost = 0
+        self.predicted_total = self.predicted_read = 0
+        self.recorded = self.actual_total = self.actual_read = 0
+        self.costs: list[float] = []
+        self.costs_lost: list[float] = []
+        self.by_cause: dict[str, dict[str, Any]] = {}
+        self.agents: dict[str, dict[str, Any]] = {}
+        self.compaction: dict[str, Any] = {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+        self.cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
+        self.off_path = 0
+        if any(row.agent is not None for row in rows):
+            self.agents["main"] = {
+                "requests": 0,
+                "cost_usd": 0.0,
+                "tokens_lost": 0,
+                "cost_lost_usd": 0.0,
+            }
+
+    def add(self, row: Row) -> None:
+        """One row into the totals: tokens, cost, its agent's, a cold start's, its cause's."""
+        predicted, actual = row.predicted, row.actual
+        charged = predicted if actual is None else actual  # (`charged`)
+        self.total += charged.cache_read + charged.cache_write + charged.uncached
+        self.read += charged.cache_read
+        self.write += charged.cache_write
+        self.uncached += charged.uncached
+        self.lost += row.lost_tokens if not row.compaction else 0
+        self.predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
+        self.predicted_read += predicted.cache_read
+        if actual is not None:
+            self.recorded += 1
+            self.actual_total += actual.cache_read + actual.cache_write + actual.uncached
+            self.actual_read += actual.cache_read
+        self.costs.append(row.cost_usd)
+        if row.agent is not None or self.agents:
+            self._add_agent(row)
+        if row.cold_start:
+            self.cold["requests"] += 1
+            self.cold["tokens_written"] += charged.cache_write
+            self.cold["cost_usd"] += row.cost_usd
+        if row.off_path:
+            self.off_path += 1
+        if row.cause is not None:
+            self._add_loss(row, row.cause)
+
+    def _add_agent(self, row: Row) -> None:
+        slot = self.agents.setdefault(
+            row.agent or "main",
+            {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
+        )
+        slot["requests"] += 1
+        slot["cost_usd"] += row.cost_usd
+        if row.cause is not None and not row.compaction:
+            slot["tokens_lost"] += row.lost_tokens
+            slot["cost_lost_usd"] += row.cost_lost_usd
+
+    def _add_loss(self, row: Row, cause: Cause) -> None:
+        if row.compaction:  # apart: the front it is charged against is not in the file
+            self.compaction["requests"] += 1
+            self.compaction["tokens_lost"] += row.lost_tokens
+            self.compaction["cost_lost_usd"] += row.cost_lost_usd
+            return
+        self.costs_lost.append(row.cost_lost_usd)
+        entry = self.by_cause.setdefault(
+            cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+        )
+        entry["requests"] += 1
+        entry["tokens_lost"] += row.lost_tokens
+        entry["cost_lost_usd"] += row.cost_lost_usd
+
+    def round_money(self) -> None:
+        """The money of every group, to the micro-dollar the report shows."""
+        for entry in [*self.by_cause.values(), *self.agents.values(), self.compaction, self.cold]:
+            for key in ("cost_lost_usd", "cost_usd"):
+                if key in entry:
+                    entry[key] = round(entry[key], 6)
 
 
 def _provider(requests: Sequence[Request], provider: str | None) -> str:
