@@ -667,14 +667,11 @@ class Flattener:
         appends, in one pass over its blocks (each block of a shared history is reached once,
         so nothing is memoised on the way). Shared stores are for the fast hashes only
         (`flatten`), which this uses as `hash` itself."""
+        if per_message or not is_object(message):
+            self._append_whole(store, message, i, per_message)
+            return
         build = store.build
         start = len(build.hashes)
-        if per_message or not is_object(message):
-            seg = self._message(message, per_message, memo=False)
-            self._emit(build, seg, "history", i, memo=False)
-            store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
-            store.ends.append(len(build.hashes))
-            return
         content = message.get("content")
         if not (isinstance(content, list) and content):
             content = _content_blocks(message)
@@ -721,6 +718,16 @@ class Flattener:
             if ttl is not None:
                 build.breakpoints += 1
                 store.marks.append(start + j)
+        store.ends.append(len(build.hashes))
+
+    def _append_whole(self, store: _Store, message: Any, i: int, per_message: bool) -> None:
+        """`_append_message` for a message hashed whole (``per_message``) or that is not an
+        object: through `_message` and `_emit`, unmemoised."""
+        build = store.build
+        start = len(build.hashes)
+        seg = self._message(message, per_message, memo=False)
+        self._emit(build, seg, "history", i, memo=False)
+        store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
         store.ends.append(len(build.hashes))
 
     def _role_salt(self, message: Mapping[str, Any]) -> bytes:
