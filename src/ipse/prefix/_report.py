@@ -446,7 +446,7 @@ class _PrefixIndex:
 class _Loss(NamedTuple):
     """A request's loss as the record tells it (`_Replay.against_record`)."""
 
-    agreeing: bool | None
+    agreeing: bool
     ideal_read: int
     lost: int
     cause: Cause | None
@@ -456,6 +456,20 @@ class _Loss(NamedTuple):
 class _Replay:
     """Replays the requests in order through the simulator, one `Row` each, totalling the
     ideal cost."""
+
+    __slots__ = (
+        "chain_ttl",
+        "cost_ideal",
+        "fit",
+        "index",
+        "min_tokens",
+        "per_model",
+        "price_table",
+        "provider",
+        "recorded",
+        "sim",
+        "ttl",
+    )
 
     def __init__(
         self,
@@ -505,15 +519,18 @@ class _Replay:
         if lost > 0 and slot is not None:
             cause = self._replayed_cause(request, flat, shared, slot, prediction)
         charged = prediction
-        loss = _Loss(None, ideal_read, lost, cause, None)
+        agreeing: bool | None = None
+        predicted_cause: Cause | None = None
         if actual is not None:  # the record is the truth: cost and loss from it
             charged = Prediction(
                 actual, prediction.read_positions, recorded_ttl or prediction.write_ttl
             )
-            loss = self.against_record(request, actual, prediction, ideal_read, whole, slot, cause)
-        cause = _relabelled(loss.cause, request)
+            agreeing, ideal_read, lost, cause, predicted_cause = self.against_record(
+                request, actual, prediction, ideal_read, whole, slot, cause
+            )
+        cause = _relabelled(cause, request)
         written_ttl = recorded_ttl or prediction.write_ttl
-        cost, ideal = self._costs(request, flat.model, charged, loss.ideal_read, step, written_ttl)
+        cost, ideal = self._costs(request, flat.model, charged, ideal_read, step, written_ttl)
         # A recorded request with no loss beyond the tolerance is at its ideal; so is a
         # compaction call, as far as the headline goes (its loss is totalled apart).
         at_ideal = (actual is not None and cause is None) or request.compaction
@@ -525,12 +542,12 @@ class _Replay:
             prediction.tokens,
             actual,
             cause,
-            loss.ideal_read,
-            loss.lost,
+            ideal_read,
+            lost,
             cost,
             max(0.0, cost - ideal) if cause is not None else 0.0,
-            loss.agreeing,
-            loss.predicted_cause,
+            agreeing,
+            predicted_cause,
             request.agent,
             request.compaction,
             request.off_path,
