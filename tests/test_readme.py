@@ -183,9 +183,9 @@ def test_every_extra_the_readme_installs_exists_and_comes_from_the_checkout() ->
 
 
 def test_the_print_commands_the_readme_names_in_its_text_run_as_written() -> None:
-    """``ipse handoff --print-tool`` and ``--print-prompt`` are quoted inline, with no argument."""
-    quoted = re.findall(r"`(ipse handoff --print-[a-z]+)`", README.read_text(encoding="utf-8"))
-    assert "ipse handoff --print-tool" in quoted
+    """``ipse micro-handoff tool`` and ``prompt`` are quoted inline, with no argument."""
+    quoted = re.findall(r"`(ipse micro-handoff [a-z]+)`", README.read_text(encoding="utf-8"))
+    assert "ipse micro-handoff tool" in quoted and "ipse micro-handoff prompt" in quoted
     for command in quoted:
         done = run_cli(*command.split()[1:])
-        assert done.returncode == 0 and done.stdout, (command, done.stderr)
+        assert done.returncode == 0 and done.stdout and not done.stderr, (command, done.stderr)

@@ -150,16 +150,54 @@ def test_help_has_an_example(args: list[str]) -> None:
     assert result.returncode == 0 and "Examples:" in result.stdout
 
 
-def test_print_tool_prompt_and_notes(tmp_path: Path) -> None:
-    tool = json.loads(run(["handoff", "--print-tool", "openai-chat"]).stdout)
+def test_micro_handoff_prints_tool_prompt_and_notes(tmp_path: Path) -> None:
+    tool = json.loads(run(["micro-handoff", "tool", "openai-chat"]).stdout)
     assert tool["function"]["name"] == "micro_handoff"
-    assert "Before each tool call" in run(["handoff", "--print-prompt"]).stdout
+    assert json.loads(run(["micro-handoff", "tool"]).stdout)["name"] == "micro_handoff"
+    assert "Before each tool call" in run(["micro-handoff", "prompt"]).stdout
     notes = tmp_path / "notes.json"
     notes.write_text(json.dumps({"done": ["a"], "open": ["b"]}))
     assert (
-        run(["handoff", "--render-notes", str(notes)]).stdout
+        run(["micro-handoff", "render-notes", str(notes)]).stdout
         == "Handoff notes\nDone:\n- a\nOpen:\n- b\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["--print-tool", "openai-chat"], ["tool", "openai-chat"]),
+        (["--print-tool"], ["tool"]),
+        (["--print-prompt"], ["prompt"]),
+        (["--render-notes", "NOTES"], ["render-notes", "NOTES"]),
+    ],
+)
+def test_handoff_print_options_are_deprecated_aliases(
+    tmp_path: Path, old: list[str], new: list[str]
+) -> None:
+    """The old options print exactly what the new commands do, after one notice on stderr,
+    and no longer show in the help of a command that hands off."""
+    notes = tmp_path / "notes.json"
+    notes.write_text(json.dumps({"done": ["a"], "open": ["b"]}))
+    old = [str(notes) if a == "NOTES" else a for a in old]
+    new = [str(notes) if a == "NOTES" else a for a in new]
+    before, after = run(["handoff", *old]), run(["micro-handoff", *new])
+    assert before.returncode == after.returncode == 0
+    assert before.stdout == after.stdout and before.stdout
+    assert after.stderr == ""
+    assert before.stderr.count("\n") == 1
+    assert before.stderr.startswith(f"ipse: warning: ipse handoff {old[0]} is deprecated; use `")
+    assert "ipse micro-handoff" in before.stderr
+    assert old[0] not in run(["handoff", "--help"]).stdout
+
+
+def test_micro_handoff_help_has_examples_and_bad_notes_name_the_file(tmp_path: Path) -> None:
+    assert "Examples:" in run(["micro-handoff", "--help"]).stdout
+    assert "micro-handoff" in run(["--help"]).stdout
+    notes = tmp_path / "notes.json"
+    notes.write_text(json.dumps({"done": "not a list"}))
+    result = run(["micro-handoff", "render-notes", str(notes)])
+    assert result.returncode == 2 and str(notes) in result.stderr
 
 
 def test_recall_unknown_id_exits_2() -> None:

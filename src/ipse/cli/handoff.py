@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ipse.cli._output import console, emit_json, terminal_progress, warn
-from ipse.errors import InputError, UsageError
+from ipse.cli.micro_handoff import SHAPES
+from ipse.errors import UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
+    Handoff,
     HandoffOptions,
     StripOptions,
     handoff_session,
-    narration_prompt,
-    render_notes,
     run,
-    tool_definition,
 )
 from ipse.handoff._measure import KEYS
 from ipse.tokens import load_before
@@ -94,22 +93,16 @@ if TYPE_CHECKING:
 @click.option("--no-archive", is_flag=True, help="Do not archive the removed blocks.")
 @click.option("--store", help="Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME).")
 @click.option("--session", help="Archive under this session id (default: the session's own).")
-@click.option(
-    "--print-prompt", is_flag=True, help="Print the narration system-prompt section and exit."
-)
+# Deprecated: these print and exit, they are not handoffs (now `ipse micro-handoff ...`).
+@click.option("--print-prompt", is_flag=True, hidden=True)
 @click.option(
     "--print-tool",
-    type=click.Choice(["anthropic", "openai-chat", "openai-responses"]),
+    type=click.Choice(SHAPES),
     is_flag=False,
     flag_value="anthropic",
-    help="Print the micro_handoff tool definition in this shape (alone: anthropic) and exit.",
+    hidden=True,
 )
-@click.option(
-    "--render-notes",
-    "notes_file",
-    type=click.Path(path_type=Path),
-    help="Render a micro_handoff notes JSON file as the text that stays, and exit.",
-)
+@click.option("--render-notes", "notes_file", type=click.Path(path_type=Path), hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def handoff_command(
     file: Path | None,
@@ -150,27 +143,15 @@ def handoff_command(
       ipse handoff request.json -o stripped.json --json
       ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now --to claude-code
       ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
-      ipse handoff --print-tool openai-responses
     """
     if _print_only(print_prompt, print_tool, notes_file):
         return
     if file is None:
         raise UsageError("missing FILE (see ipse handoff --help)")
-    if target == "claude-code" and output is not None:
-        raise UsageError("--to claude-code writes a session file; -o is for --to body")
-    if output is None and target == "body" and not as_json and not sys.stdout.isatty():
-        output = Path("-")  # piped: the body is the command's output, the report goes to stderr
+    output = _destination(output, target, as_json)
     to_stdout = output is not None and str(output) == "-"
     dry_run = output is None and target == "body"
-    if to_stdout and as_json:
-        raise UsageError("-o - and --json would both write to stdout; choose one")
-    if output is not None and not to_stdout and output.is_dir():
-        raise UsageError(f"{output}: is a folder; -o takes a file path")
-    with terminal_progress(quiet=as_json):
-        load_before(file)  # the report counts tokens
-        source = load(file, fmt, thread=thread)
-    for line in source.warnings:  # e.g. results whose calls are not in the file
-        warn(line)
+    source = _load_source(file, fmt, thread, quiet=as_json)
     best = _best(source, file) if at == "best" else None
     at = str(best["cut"]) if best else at
     options = HandoffOptions(
@@ -185,42 +166,103 @@ def handoff_command(
         model=model,
     )
     resumed: list[tuple[str, Path]] = []
-    write: Callable[[bytes], None] | None
-    if target == "claude-code" and source.current().dialect != "anthropic":
-        raise UsageError("--to claude-code needs an Anthropic conversation (a Claude Code session)")
-    if target == "claude-code":
-        write = _session_writer(source, (cwd or Path.cwd()).resolve(), resumed)
-    else:
-        write = _writer(output)
+    write = _target_writer(source, target, output, cwd, resumed)
     archive = None if no_archive or dry_run else _open_archive(store)
+    session = session or handoff_session(source, (checkpoint_tool,))
+    result = _hand_off(source, options, session, write, archive, str(file), quiet=as_json)
+    document = _document(result, output, dry_run, resumed)
+    if best is not None:
+        document["best"] = best
+    if as_json:
+        emit_json(document)
+    else:
+        _render(document, archiving=archive is not None, to_stderr=to_stdout)
+    _warn_after(result, dry_run=dry_run, target=target)
+
+
+def _hand_off(
+    source: Source,
+    options: HandoffOptions,
+    session: str,
+    write: Callable[[bytes], None] | None,
+    archive: LazyArchive | None,
+    file: str,
+    *,
+    quiet: bool,
+) -> Handoff:
+    """Run the handoff on the source's conversation; the archive is closed whatever happens."""
     try:
-        with terminal_progress(quiet=as_json):
-            result = run(
-                source.current(),
-                options,
-                session=session or handoff_session(source, (checkpoint_tool,)),
-                write=write,
-                archive=archive,
-                source=str(file),
+        with terminal_progress(quiet=quiet):
+            conversation = source.current()
+            return run(
+                conversation, options, session=session, write=write, archive=archive, source=file
             )
     finally:
         if archive is not None:
             archive.close()
-    document = result.document()
+
+
+def _destination(output: Path | None, target: str, as_json: bool) -> Path | None:
+    """Where the body goes (``-`` for stdout, None for nowhere), checked against the target
+    and --json: piped with no -o, the body is the command's output and the report goes to
+    stderr."""
+    if target == "claude-code" and output is not None:
+        raise UsageError("--to claude-code writes a session file; -o is for --to body")
+    if output is None and target == "body" and not as_json and not sys.stdout.isatty():
+        output = Path("-")  # piped: the body is the command's output, the report goes to stderr
+    to_stdout = output is not None and str(output) == "-"
+    if to_stdout and as_json:
+        raise UsageError("-o - and --json would both write to stdout; choose one")
+    if output is not None and not to_stdout and output.is_dir():
+        raise UsageError(f"{output}: is a folder; -o takes a file path")
+    return output
+
+
+def _load_source(file: Path, fmt: str | None, thread: str | None, *, quiet: bool) -> Source:
+    """Read the input (and the token counter the report needs); its warnings go to stderr."""
+    with terminal_progress(quiet=quiet):
+        load_before(file)  # the report counts tokens
+        source = load(file, fmt, thread=thread)
+    for line in source.warnings:  # e.g. results whose calls are not in the file
+        warn(line)
+    return source
+
+
+def _target_writer(
+    source: Source,
+    target: str,
+    output: Path | None,
+    cwd: Path | None,
+    resumed: list[tuple[str, Path]],
+) -> Callable[[bytes], None] | None:
+    """What writes the handed-off body: a new Claude Code session (its id and path go to
+    ``resumed``) or the body itself (see `_writer`)."""
+    if target == "claude-code" and source.current().dialect != "anthropic":
+        raise UsageError("--to claude-code needs an Anthropic conversation (a Claude Code session)")
+    if target == "claude-code":
+        return _session_writer(source, (cwd or Path.cwd()).resolve(), resumed)
+    return _writer(output)
+
+
+def _document(
+    result: Handoff, output: Path | None, dry_run: bool, resumed: list[tuple[str, Path]]
+) -> dict[str, Any]:
+    """The result's JSON document with where it went: the output, and the session to resume."""
+    document: dict[str, Any] = result.document()
     document["output"] = str(resumed[0][1]) if resumed else (str(output) if output else None)
     document["dry_run"] = dry_run
-    if best is not None:
-        document["best"] = best
     if resumed:
         document["claude_code"] = {
             "session": resumed[0][0],
             "path": str(resumed[0][1]),
             "resume": f"claude --resume {resumed[0][0]}",
         }
-    if as_json:
-        emit_json(document)
-    else:
-        _render(document, archiving=archive is not None, to_stderr=to_stdout)
+    return document
+
+
+def _warn_after(result: Handoff, *, dry_run: bool, target: str) -> None:
+    """The warnings that follow the report: a dry run, a body with no model, thin narration,
+    parts carried over as the input had them."""
     if dry_run:
         warn("dry run: nothing written or archived (give -o FILE, or -o - for stdout)")
     if target == "body" and result.after.model is None:
@@ -281,19 +323,19 @@ def _claude_code_version(source: Source) -> str | None:
 
 
 def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool:
-    if prompt:
-        click.echo(narration_prompt(), nl=False)
-    if tool is not None:
-        emit_json(tool_definition(tool))
-    if notes_file is not None:
-        from ipse.fileio import read_bytes
-        from ipse.transcript._jsonl import parse_json
+    """The deprecated print-and-exit options: each still prints what it did, after a notice
+    naming the command that replaces it."""
+    from ipse.cli import micro_handoff
 
-        notes: Any = parse_json(read_bytes(notes_file), notes_file)
-        try:
-            click.echo(render_notes(notes))
-        except InputError as exc:
-            raise InputError(exc.detail, path=notes_file) from exc
+    if prompt:
+        _deprecated("--print-prompt", "ipse micro-handoff prompt")
+        micro_handoff.print_prompt()
+    if tool is not None:
+        _deprecated("--print-tool", f"ipse micro-handoff tool {tool}")
+        micro_handoff.print_tool(tool)
+    if notes_file is not None:
+        _deprecated("--render-notes", "ipse micro-handoff render-notes FILE")
+        micro_handoff.print_notes(notes_file)
     return prompt or tool is not None or notes_file is not None
 
 
@@ -307,6 +349,10 @@ def _best_line(best: dict[str, Any]) -> str:
         f"saves {c['saved_tokens']:,} tokens on each of {c['later_turns']} later turns "
         f"(rule: {best['rule']})"
     )
+
+
+def _deprecated(option: str, replacement: str) -> None:
+    click.echo(f"ipse: warning: ipse handoff {option} is deprecated; use `{replacement}`", err=True)
 
 
 _LABELS = {

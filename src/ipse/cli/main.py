@@ -36,6 +36,7 @@ _COMMANDS: dict[str, str] = {
     "install": "ipse.cli.install:install_command",
     "lint": "ipse.cli.prefix:lint_command",
     "mcp": "ipse.cli.mcp:mcp_command",
+    "micro-handoff": "ipse.cli.micro_handoff:micro_handoff_group",
     "prefix": "ipse.cli.prefix:prefix_command",
     "probe": "ipse.cli.probe:probe_command",
     "proxy": "ipse.cli.proxy:proxy_group",

@@ -219,6 +219,15 @@ def _render(
     report: PrefixReport, show_values: bool = False, summary: dict[str, Any] | None = None
 ) -> None:
     out = console()
+    _render_table(out, report)
+    _render_causes(out, report, show_values)
+    summary = summary if summary is not None else report.summary()
+    _render_totals(out, summary)
+    _render_basis(out, summary)
+
+
+def _render_table(out: Any, report: PrefixReport) -> None:
+    """One row per request: the predicted tokens, the recorded read, the cause of a loss."""
     agents = any(row.agent is not None for row in report.rows)
     names: tuple[str, ...] = (
         "#",
@@ -251,6 +260,11 @@ def _render(
         for row in report.rows
     ]
     print_table(out, f"prefix cache ({report.provider})", columns, rows)
+
+
+def _render_causes(out: Any, report: PrefixReport, show_values: bool) -> None:
+    """What the table's marks mean, then each loss's cause (and each predicted one the record
+    does not charge)."""
     if any(row.off_path for row in report.rows):
         out.print("*: billed, but not on the live path (interrupted or retried)")
     if any(row.agrees is False for row in report.rows):
@@ -269,7 +283,10 @@ def _render(
                 f"{row.predicted_cause.location}, but the recorded usage shows no loss: "
                 "not charged"
             )
-    summary = summary if summary is not None else report.summary()
+
+
+def _render_totals(out: Any, summary: dict[str, Any]) -> None:
+    """The hit rate and the costs, then the loss per cause, compaction, cold starts, agents."""
     out.print(
         f"hit rate {summary['hit_rate']:.1%}"
         + (f" (recorded {summary['actual_hit_rate']:.1%})" if "actual_hit_rate" in summary else "")
@@ -298,6 +315,11 @@ def _render(
             f"  agent {agent}: {entry['requests']} request(s), cost {_money(entry['cost_usd'])}"
             f", lost {entry['tokens_lost']:,} tokens, {_money(entry['cost_lost_usd'])}"
         )
+
+
+def _render_basis(out: Any, summary: dict[str, Any]) -> None:
+    """What the numbers rest on: merged records, off-path calls, the advice, the least loss
+    reported, recorded usage and how well the prediction agrees with it, TTLs, tokens."""
     if summary["merged_records"]:
         out.print(
             f"{summary['merged_records']} record(s) without a response id belonged to the call "

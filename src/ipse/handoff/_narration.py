@@ -47,7 +47,7 @@ class Narration:
             return (
                 f"thin narration: {self.coverage:.0%} of removed calls had agent text before "
                 f"them, {self.tokens_per_call:g} agent tokens per removed call; the handoff may "
-                "forget what the tools showed (see `ipse handoff --print-prompt`)"
+                "forget what the tools showed (see `ipse micro-handoff prompt`)"
             )
         return None
 

@@ -47,13 +47,14 @@ from ipse.handoff._recognise import (
     raw_text,
     source_of,
 )
-from ipse.handoff._run import DEFAULT_MAX_TOKENS, HandoffOptions, run
+from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
 from ipse.sessions import CLAUDE_CODE_HEADER, request_session
 from ipse.transcript import Conversation, ToolCall, codec
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
+    from ipse.handoff._report import HandoffReport
 
 _CACHE_SIZE = 32
 
@@ -245,13 +246,8 @@ def rewrite_request(
         hit = _from_cache(body, raw, dialect, key_name, call_id, tool_names, opts_key, max_tokens)
         if hit is not None:
             return hit
-        failed = _FAILED.get((dialect, call_id, opts_key))
-        if (
-            failed is not None
-            and (failed.count == len(raw) or failed.settled)
-            and failed.count <= len(raw)
-            and _digest(raw, failed.count - 1) == failed.digest
-        ):
+        failed = _known_failure(raw, dialect, call_id, opts_key)
+        if failed is not None:
             return Rewrite(
                 None, anchor=call_id, checkpoint_tool=tool, reason=failed.reason, invalid=True
             )
@@ -285,26 +281,48 @@ def rewrite_request(
             reason=reason,
             invalid=True,
         )
+    return _rewritten(
+        body, raw, dialect, conversation, handoff, (call_id, tool, opts_key), max_tokens, use_cache
+    )
+
+
+def _known_failure(raw: list[Any], dialect: str, call_id: str, opts_key: str) -> _Failure | None:
+    """The remembered failure of this history, when the body only appends to it (or, for a
+    failure whose verdict a tail could still change, sends it again as it was)."""
+    failed: _Failure | None = _FAILED.get((dialect, call_id, opts_key))
+    if (
+        failed is not None
+        and (failed.count == len(raw) or failed.settled)
+        and failed.count <= len(raw)
+        and _digest(raw, failed.count - 1) == failed.digest
+    ):
+        return failed
+    return None
+
+
+def _rewritten(
+    body: Mapping[str, Any],
+    raw: list[Any],
+    dialect: str,
+    conversation: Conversation,
+    handoff: Handoff,
+    checkpoint: tuple[str, str, str],
+    max_tokens: int,
+    use_cache: bool,
+) -> Rewrite:
+    """The handoff as a rewrite of ``body``: its new prefix spliced before the raw tail (and
+    cached for the requests that append, once the checkpoint call is answered), or, where the
+    tail was re-written, the pipeline's whole body. ``checkpoint``: the call id, the tool's
+    name and the options' cache key."""
+    call_id, tool, opts_key = checkpoint
+    dialect_codec = codec(dialect)
+    key_name = dialect_codec.history_key
     report = handoff.report
     written = dialect_codec.write_body(handoff.after)[key_name]
     tail_count = _tail_items(conversation, report.cut, dialect)
     consumed = len(raw) - tail_count
     split = len(written) - tail_count
-    removed_bytes = sum(
-        len(jsonio.dumps(r.call or {})) + (len(jsonio.dumps(r.result)) if r.result else 0)
-        for r in report.removed
-    )
-    entry = _Entry(
-        consumed=consumed,
-        digest=_digest(raw, consumed),
-        with_next=consumed < len(raw),
-        prefix=tuple(written[:split]),
-        tool=tool,
-        removed_calls=report.removed_calls,
-        removed_thinking=report.removed_thinking,
-        removed_bytes=removed_bytes,
-        merged=report.merged_messages,
-    )
+    entry = _entry(raw, consumed, written[:split], tool, report)
     tail_is_raw = split >= 0 and all(
         a is b for a, b in zip(written[split:], raw[consumed:], strict=True)
     )
@@ -326,11 +344,33 @@ def rewrite_request(
         checkpoint_tool=tool,
         removed_calls=entry.removed_calls,
         removed_thinking=entry.removed_thinking,
-        removed_bytes=removed_bytes,
+        removed_bytes=entry.removed_bytes,
         merged=entry.merged,
         archived=handoff.archived,
         session=handoff.session,
         settled=settled,
+    )
+
+
+def _entry(
+    raw: list[Any], consumed: int, prefix: list[Any], tool: str, report: HandoffReport
+) -> _Entry:
+    """The cache entry of a rewritten prefix: the ``consumed`` raw items it replaces and what
+    the handoff removed from them."""
+    removed_bytes = sum(
+        len(jsonio.dumps(r.call or {})) + (len(jsonio.dumps(r.result)) if r.result else 0)
+        for r in report.removed
+    )
+    return _Entry(
+        consumed=consumed,
+        digest=_digest(raw, consumed),
+        with_next=consumed < len(raw),
+        prefix=tuple(prefix),
+        tool=tool,
+        removed_calls=report.removed_calls,
+        removed_thinking=report.removed_thinking,
+        removed_bytes=removed_bytes,
+        merged=report.merged_messages,
     )
 
 

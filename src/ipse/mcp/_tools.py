@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -358,7 +358,7 @@ def tools() -> list[Tool]:
     from ipse.handoff._notes import DESCRIPTION
     from ipse.twin._tools import TOOL_SPECS
 
-    table = [
+    return [
         Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),
         Tool(
             "recall",
@@ -369,6 +369,14 @@ def tools() -> list[Tool]:
             _RECALL_SCHEMA,
             _recall,
         ),
+        *_state_tools(),
+        *_twin_tools(TOOL_SPECS),
+    ]
+
+
+def _state_tools() -> list[Tool]:
+    """The tools that read and write the project's state directory."""
+    return [
         Tool(
             "state_resume",
             "Read the project's state directory in order (goal, invariants, next step, last "
@@ -413,6 +421,13 @@ def tools() -> list[Tool]:
             ),
             _state_checkpoint,
         ),
+    ]
+
+
+def _twin_tools(specs: Sequence[tuple[str, str, dict[str, Any]]]) -> list[Tool]:
+    """The tools of the twin: show it, one per transition (``specs``: name, description,
+    schema), and the text that rehydrates it."""
+    table = [
         Tool(
             "twin_show",
             "Show the twin's current identity state: counterparty, facts, commitments, loops.",
@@ -420,7 +435,7 @@ def tools() -> list[Tool]:
             _twin_show,
         ),
     ]
-    table.extend(Tool(f"twin_{n}", d, s, _transition(n)) for n, d, s in TOOL_SPECS)
+    table.extend(Tool(f"twin_{n}", d, s, _transition(n)) for n, d, s in specs)
     table.append(
         Tool(
             "twin_rehydrate",

@@ -303,6 +303,18 @@ def _last_assistant(messages: Sequence[Any], dialect: Codec) -> int:
     return -1
 
 
+def _last_shared_assistant(dialect: Codec, base: list[Any], count: int, own: Sequence[Any]) -> int:
+    """`_last_assistant` of a shared body: its own tail (numbered from ``count``), else the
+    shared list's first ``count`` messages (read in place, not copied)."""
+    k = _last_assistant(own, dialect)
+    if k >= 0:
+        return count + k
+    for i in range(count - 1, -1, -1):
+        if dialect.speaker(base[i]) == "assistant":
+            return i
+    return -1
+
+
 class Flattener:
     """Flattens the requests of one log, memoising every part it has seen.
 
@@ -506,48 +518,18 @@ class Flattener:
         base, count, own = body.base, body.count, body.tail
         front = body.front
         has_image = self._first_image(base, count) < count or any(map(_holds_image_in, own))
-        known = self._fronts.get((id(front), body.key, has_image))
-        if known is not None and known[0] is front:
-            _, settings, dialect, parts, front_key = known
-        else:
-            settings = self._setting_values(front, has_image)
-            dialect = body_codec(body, self.rules.provider)
-            parts = dialect.positions(front)
-            front_key = (id(parts.tools), id(parts.system_source), tuple(settings.items()))
-            self._fronts[(id(front), body.key, has_image)] = (
-                front,
-                settings,
-                dialect,
-                parts,
-                front_key,
-            )
-        key = (id(base), *front_key)
-        store = self._stores.get(key)
-        if store is None or store.base is not base:
-            store = self._new_store(base, parts, settings)
-            self._stores[key] = store
+        settings, dialect, parts, front_key = self._shared_front(body, has_image)
+        store = self._shared_store(body, parts, settings, front_key)
         build = store.build
-        for i in range(store.count, count):
-            self._append_message(store, base[i], i, parts.per_message)
-        store.count = max(store.count, count)
         n = store.ends[count - 1] if count else store.front
         marks = store.marks[: bisect.bisect_right(store.marks, n - 1)]
-        last = -1
         tail = _NO_TAIL
         end: Callable[[int], int] = store.ends.__getitem__  # the position after message i's
         if own:
             tail = self._tail(store, n, own, count, parts.per_message)
             marks.extend(tail.marks)
             end = _Ends(store.ends, count, tail.ends).__getitem__
-            for k in range(len(own) - 1, -1, -1):
-                if dialect.speaker(own[k]) == "assistant":
-                    last = count + k
-                    break
-        if last < 0:
-            for i in range(count - 1, -1, -1):
-                if dialect.speaker(base[i]) == "assistant":
-                    last = i
-                    break
+        last = _last_shared_assistant(dialect, base, count, own)
         total = n + len(tail.hashes)
         first_turn = store.front if last <= 0 else end(last - 1)
         input_from = store.front if last < 0 else end(last)
@@ -559,13 +541,7 @@ class Flattener:
         breakpoints = len(marks)
         auto = front.get("cache_control")
         if self._anthropic and auto is not None and total:
-            at = total - 1
-            while at > 0 and at < n and build.where[at][0] == "settings":
-                at -= 1
-            ttl_at = build.ttls[at] if at < n else tail.ttls[at - n]
-            if overlay.get(at, ttl_at) is None:
-                overlay[at] = "1h" if is_object(auto) and auto.get("ttl") == "1h" else "5m"
-                marks = sorted([*marks, at])
+            marks = self._automatic_breakpoint(build, tail, n, total, auto, overlay, marks)
             breakpoints += 1
         ttls: Sequence[str | None] = (
             OverlayTtls(build.ttls, n, overlay, tail.ttls)
@@ -594,6 +570,67 @@ class Flattener:
             stored=n,
             first_message=first_message,
         )
+
+    def _shared_front(
+        self, body: SharedHistory, has_image: bool
+    ) -> tuple[Any, Codec, Positions, Any]:
+        """The settings, codec and front positions of a shared body's front (everything but
+        its messages), worked out once per front object, and the key of its store."""
+        front = body.front
+        known = self._fronts.get((id(front), body.key, has_image))
+        if known is not None and known[0] is front:
+            _, settings, dialect, parts, front_key = known
+            return settings, dialect, parts, front_key
+        settings = self._setting_values(front, has_image)
+        dialect = body_codec(body, self.rules.provider)
+        parts = dialect.positions(front)
+        front_key = (id(parts.tools), id(parts.system_source), tuple(settings.items()))
+        self._fronts[(id(front), body.key, has_image)] = (
+            front,
+            settings,
+            dialect,
+            parts,
+            front_key,
+        )
+        return settings, dialect, parts, front_key
+
+    def _shared_store(
+        self, body: SharedHistory, parts: Positions, settings: Any, front_key: Any
+    ) -> _Store:
+        """The store of the list ``body`` shares, holding at least its first ``count``
+        messages' positions (each message appended the first time a body reaches it)."""
+        base, count = body.base, body.count
+        key = (id(base), *front_key)
+        store = self._stores.get(key)
+        if store is None or store.base is not base:
+            store = self._new_store(base, parts, settings)
+            self._stores[key] = store
+        for i in range(store.count, count):
+            self._append_message(store, base[i], i, parts.per_message)
+        store.count = max(store.count, count)
+        return store
+
+    def _automatic_breakpoint(
+        self,
+        build: _Build,
+        tail: _Tail,
+        n: int,
+        total: int,
+        auto: Any,
+        overlay: dict[int, str],
+        marks: list[int],
+    ) -> list[int]:
+        """Anthropic's automatic breakpoint (the body's top-level ``cache_control``) on its
+        last position that is not a setting, added to ``overlay`` and to the marks returned
+        unless a breakpoint is there already."""
+        at = total - 1
+        while at > 0 and at < n and build.where[at][0] == "settings":
+            at -= 1
+        ttl_at = build.ttls[at] if at < n else tail.ttls[at - n]
+        if overlay.get(at, ttl_at) is None:
+            overlay[at] = "1h" if is_object(auto) and auto.get("ttl") == "1h" else "5m"
+            marks = sorted([*marks, at])
+        return marks
 
     def _tail(
         self, store: _Store, n: int, messages: Sequence[Any], first: int, per_message: bool
@@ -630,14 +667,11 @@ class Flattener:
         appends, in one pass over its blocks (each block of a shared history is reached once,
         so nothing is memoised on the way). Shared stores are for the fast hashes only
         (`flatten`), which this uses as `hash` itself."""
+        if per_message or not is_object(message):
+            self._append_whole(store, message, i, per_message)
+            return
         build = store.build
         start = len(build.hashes)
-        if per_message or not is_object(message):
-            seg = self._message(message, per_message, memo=False)
-            self._emit(build, seg, "history", i, memo=False)
-            store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
-            store.ends.append(len(build.hashes))
-            return
         content = message.get("content")
         if not (isinstance(content, list) and content):
             content = _content_blocks(message)
@@ -684,6 +718,16 @@ class Flattener:
             if ttl is not None:
                 build.breakpoints += 1
                 store.marks.append(start + j)
+        store.ends.append(len(build.hashes))
+
+    def _append_whole(self, store: _Store, message: Any, i: int, per_message: bool) -> None:
+        """`_append_message` for a message hashed whole (``per_message``) or that is not an
+        object: through `_message` and `_emit`, unmemoised."""
+        build = store.build
+        start = len(build.hashes)
+        seg = self._message(message, per_message, memo=False)
+        self._emit(build, seg, "history", i, memo=False)
+        store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
         store.ends.append(len(build.hashes))
 
     def _role_salt(self, message: Mapping[str, Any]) -> bytes:

@@ -34,7 +34,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -55,7 +55,7 @@ from ipse.prefix._columns import backing
 from ipse.prefix._hashing import Flat, Flattener
 from ipse.prefix._requests import UNRECORDED_FRONT, Request
 from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
-from ipse.prefix._simulate import Prediction, Step, Tokens, simulator
+from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
 from ipse.tokens import TokenCounter, default_counter
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -138,95 +138,33 @@ class PrefixReport(msgspec.Struct):
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
-        # the totals in one pass over the rows (there is one per request); money is summed by
-        # `sum` over lists in row order, as the interpreter sums floats
-        total = read = write = uncached = lost = predicted_total = predicted_read = 0
-        recorded = actual_total = actual_read = 0
-        costs: list[float] = []
-        costs_lost: list[float] = []
-        by_cause: dict[str, dict[str, Any]] = {}
-        agents: dict[str, dict[str, Any]] = {}
-        compaction: dict[str, Any] = {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
-        cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
-        off_path = 0
-        if any(row.agent is not None for row in rows):
-            agents["main"] = {
-                "requests": 0,
-                "cost_usd": 0.0,
-                "tokens_lost": 0,
-                "cost_lost_usd": 0.0,
-            }
+        t = _Totals(rows)
         for row in rows:
-            predicted, actual = row.predicted, row.actual
-            charged = predicted if actual is None else actual  # (`charged`)
-            total += charged.cache_read + charged.cache_write + charged.uncached
-            read += charged.cache_read
-            write += charged.cache_write
-            uncached += charged.uncached
-            lost += row.lost_tokens if not row.compaction else 0
-            predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
-            predicted_read += predicted.cache_read
-            if actual is not None:
-                recorded += 1
-                actual_total += actual.cache_read + actual.cache_write + actual.uncached
-                actual_read += actual.cache_read
-            costs.append(row.cost_usd)
-            if row.agent is not None or agents:
-                slot = agents.setdefault(
-                    row.agent or "main",
-                    {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
-                )
-                slot["requests"] += 1
-                slot["cost_usd"] += row.cost_usd
-                if row.cause is not None and not row.compaction:
-                    slot["tokens_lost"] += row.lost_tokens
-                    slot["cost_lost_usd"] += row.cost_lost_usd
-            if row.cold_start:
-                cold["requests"] += 1
-                cold["tokens_written"] += charged.cache_write
-                cold["cost_usd"] += row.cost_usd
-            if row.off_path:
-                off_path += 1
-            if row.cause is None:
-                continue
-            if row.compaction:  # apart: the front it is charged against is not in the file
-                compaction["requests"] += 1
-                compaction["tokens_lost"] += row.lost_tokens
-                compaction["cost_lost_usd"] += row.cost_lost_usd
-                continue
-            costs_lost.append(row.cost_lost_usd)
-            entry = by_cause.setdefault(
-                row.cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
-            )
-            entry["requests"] += 1
-            entry["tokens_lost"] += row.lost_tokens
-            entry["cost_lost_usd"] += row.cost_lost_usd
-        for entry in [*by_cause.values(), *agents.values(), compaction, cold]:
-            for key in ("cost_lost_usd", "cost_usd"):
-                if key in entry:
-                    entry[key] = round(entry[key], 6)
-        cost = sum(costs)
+            t.add(row)
+        t.round_money()
+        cost = sum(t.costs)
+        recorded, by_cause = t.recorded, t.by_cause
         summary: dict[str, Any] = {
             "requests": len(rows),
-            "hit_rate": round(read / total, 4) if total else 0.0,
+            "hit_rate": round(t.read / t.total, 4) if t.total else 0.0,
             "predicted_hit_rate": (
-                round(predicted_read / predicted_total, 4) if predicted_total else 0.0
+                round(t.predicted_read / t.predicted_total, 4) if t.predicted_total else 0.0
             ),
             "basis": {"recorded": recorded, "modelled": len(rows) - recorded},
             "tokens": {
-                "cache_read": read,
-                "cache_write": write,
-                "uncached": uncached,
-                "lost": lost,
+                "cache_read": t.read,
+                "cache_write": t.write,
+                "uncached": t.uncached,
+                "lost": t.lost,
             },
             "cost_usd": round(cost, 6),
             "cost_ideal_usd": round(self.cost_ideal_usd, 6),
-            "cost_lost_usd": round(sum(costs_lost), 6),
+            "cost_lost_usd": round(sum(t.costs_lost), 6),
             "cost_vs_ideal": round(cost / self.cost_ideal_usd, 4) if self.cost_ideal_usd else None,
             "by_cause": {k: by_cause[k] for k in CAUSES if k in by_cause},
-            "compaction": compaction,
-            "cold_starts": cold,
-            "off_path": off_path,
+            "compaction": t.compaction,
+            "cold_starts": t.cold,
+            "off_path": t.off_path,
             "merged_records": self.merged,
             "min_tokens": self.min_tokens,
             "ttl_analysis": "modelled" if self.ttl_modelled else "skipped: times missing",
@@ -234,10 +172,12 @@ class PrefixReport(msgspec.Struct):
             "warnings": list(self.warnings),
         }
         if recorded:
-            summary["actual_hit_rate"] = round(actual_read / actual_total, 4) if actual_total else 0
+            summary["actual_hit_rate"] = (
+                round(t.actual_read / t.actual_total, 4) if t.actual_total else 0
+            )
         summary["agreement"] = self.agreement.to_json() if self.agreement else None
-        if agents:
-            summary["by_agent"] = agents
+        if t.agents:
+            summary["by_agent"] = t.agents
         from ipse.prefix._advice import advice  # (the advice is read once, at the end)
 
         summary["advice"] = advice(self)
@@ -249,6 +189,90 @@ class PrefixReport(msgspec.Struct):
             "requests": [r.to_json() for r in self.rows],
             "summary": self.summary(),
         }
+
+
+class _Totals:
+    """The sums `PrefixReport.summary` reports, in one pass over the rows (there is one per
+    request); money is summed by `sum` over lists in row order, as the interpreter sums
+    floats."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.total = self.read = self.write = self.uncached = self.lost = 0
+        self.predicted_total = self.predicted_read = 0
+        self.recorded = self.actual_total = self.actual_read = 0
+        self.costs: list[float] = []
+        self.costs_lost: list[float] = []
+        self.by_cause: dict[str, dict[str, Any]] = {}
+        self.agents: dict[str, dict[str, Any]] = {}
+        self.compaction: dict[str, Any] = {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+        self.cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
+        self.off_path = 0
+        if any(row.agent is not None for row in rows):
+            self.agents["main"] = {
+                "requests": 0,
+                "cost_usd": 0.0,
+                "tokens_lost": 0,
+                "cost_lost_usd": 0.0,
+            }
+
+    def add(self, row: Row) -> None:
+        """One row into the totals: tokens, cost, its agent's, a cold start's, its cause's."""
+        predicted, actual = row.predicted, row.actual
+        charged = predicted if actual is None else actual  # (`charged`)
+        self.total += charged.cache_read + charged.cache_write + charged.uncached
+        self.read += charged.cache_read
+        self.write += charged.cache_write
+        self.uncached += charged.uncached
+        self.lost += row.lost_tokens if not row.compaction else 0
+        self.predicted_total += predicted.cache_read + predicted.cache_write + predicted.uncached
+        self.predicted_read += predicted.cache_read
+        if actual is not None:
+            self.recorded += 1
+            self.actual_total += actual.cache_read + actual.cache_write + actual.uncached
+            self.actual_read += actual.cache_read
+        self.costs.append(row.cost_usd)
+        if row.agent is not None or self.agents:
+            self._add_agent(row)
+        if row.cold_start:
+            self.cold["requests"] += 1
+            self.cold["tokens_written"] += charged.cache_write
+            self.cold["cost_usd"] += row.cost_usd
+        if row.off_path:
+            self.off_path += 1
+        if row.cause is not None:
+            self._add_loss(row, row.cause)
+
+    def _add_agent(self, row: Row) -> None:
+        slot = self.agents.setdefault(
+            row.agent or "main",
+            {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
+        )
+        slot["requests"] += 1
+        slot["cost_usd"] += row.cost_usd
+        if row.cause is not None and not row.compaction:
+            slot["tokens_lost"] += row.lost_tokens
+            slot["cost_lost_usd"] += row.cost_lost_usd
+
+    def _add_loss(self, row: Row, cause: Cause) -> None:
+        if row.compaction:  # apart: the front it is charged against is not in the file
+            self.compaction["requests"] += 1
+            self.compaction["tokens_lost"] += row.lost_tokens
+            self.compaction["cost_lost_usd"] += row.cost_lost_usd
+            return
+        self.costs_lost.append(row.cost_lost_usd)
+        entry = self.by_cause.setdefault(
+            cause.kind, {"requests": 0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+        )
+        entry["requests"] += 1
+        entry["tokens_lost"] += row.lost_tokens
+        entry["cost_lost_usd"] += row.cost_lost_usd
+
+    def round_money(self) -> None:
+        """The money of every group, to the micro-dollar the report shows."""
+        for entry in [*self.by_cause.values(), *self.agents.values(), self.compaction, self.cold]:
+            for key in ("cost_lost_usd", "cost_usd"):
+                if key in entry:
+                    entry[key] = round(entry[key], 6)
 
 
 def _provider(requests: Sequence[Request], provider: str | None) -> str:
@@ -311,10 +335,37 @@ def _analyze(
     name = _provider(requests, provider)
     sim = simulator(name)
     table = rules(name)
-    price_table = prices()
     notes = list(warnings)
+    ttl, order = _replay_order(requests, name, notes)
+    # what each request's record says (by request index), read once
+    recorded = {r.index: actual_tokens(r.usage) for r in order}
+    chosen, label = _counter(recorded, tokenizer, counter)
+    flattener = Flattener(table, chosen)
+    flats: dict[int, Flat] = {}
+    fit = _fit_front(order, flattener, flats, recorded)
+    replay = _Replay(name, sim, recorded, fit, ttl=ttl, min_tokens=min_tokens)
+    rows: dict[int, Row] = {}
+    iterable: Iterable[Any] = progress(order) if progress is not None else order
+    for request in iterable:
+        flat = flats.pop(request.index, None) or flattener.flatten(request.body)
+        rows[request.index] = replay.row(request, flat)
+    ordered = [rows[r.index] for r in requests]
+    pairs = [(r.predicted, r.actual) for r in ordered]
+    agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
+    # (the positions and the index of every request: a one-shot command need not free them)
+    index = replay.index
+    lifetime.keep(flattener, index.index, index.seen, index.cells, rows)
+    return PrefixReport(name, ordered, agree, ttl, label, notes, replay.cost_ideal, min_tokens)
+
+
+def _replay_order(
+    requests: Sequence[Request], provider: str, notes: list[str]
+) -> tuple[bool, list[Request]]:
+    """Whether every request has a time (the TTL analysis needs it), and the order to replay
+    them in: the log's, or time order when the log is out of it. What the reader must know
+    about either, and the models' warnings, go to ``notes``."""
     for seen_model in sorted({r.model or "" for r in requests}):
-        notes.extend(_model_warnings(seen_model or None, name))
+        notes.extend(_model_warnings(seen_model or None, provider))
     ttl = all(r.time is not None for r in requests)
     if not ttl:
         missing = sum(1 for r in requests if r.time is None)
@@ -326,38 +377,30 @@ def _analyze(
     ):
         notes.append("the log is out of time order: requests replayed in time order")
         order.sort(key=lambda r: r.time or datetime.min)
-    # what each request's record says (by request index), read once
-    recorded = {r.index: actual_tokens(r.usage) for r in order}
-    chosen, label = _counter(recorded, tokenizer, counter)
-    flattener = Flattener(table, chosen)
-    # prefix hash -> a cell holding the slot in `seen` of the last request that had it; a
-    # request that extends the one before it takes over that one's cell, so only its new
-    # positions are indexed (the cost follows the new work, not the history)
-    index: dict[int, list[int]] = {}
-    cells: list[list[int]] = []
-    by_first: dict[int, int] = {}  # first message's hash -> slot in `seen`
-    by_conversation: dict[str, int] = {}  # known thread -> its last slot in `seen`
-    seen: list[tuple[Request, Flat]] = []
-    rows: dict[int, Row] = {}
-    cost_ideal = 0.0
-    flats: dict[int, Flat] = {}
-    fit = _fit_front(order, flattener, flats, recorded)
-    per_model: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
-    chain_ttl: dict[str | None, str] = {}  # thread -> the TTL its last recorded write carried
-    iterable: Iterable[Any] = progress(order) if progress is not None else order
-    for request in iterable:
-        flat = flats.pop(request.index, None) or flattener.flatten(request.body)
-        actual = recorded[request.index]
-        scale, front = 1.0, 0
-        estimate = flat.total
-        unrecorded = request.body.get("system") is UNRECORDED_FRONT
-        if unrecorded:
-            scale, front = fit
-            if actual is not None and estimate:
-                scale = max(0.0, actual.total - front) / estimate
-        elif actual is not None and estimate:
-            scale = actual.total / estimate
-        shared, slot = _best(flat, index, by_first, len(seen[-1][1].chain) if seen else 0)
+    return ttl, order
+
+
+class _PrefixIndex:
+    """The requests replayed so far, found by prefix hash, by first message and by thread: what
+    a new request could have appended to.
+
+    A prefix hash maps to a cell holding the slot in `seen` of the last request that had it; a
+    request that extends the one before it takes over that one's cell, so only its new
+    positions are indexed (the cost follows the new work, not the history)."""
+
+    __slots__ = ("by_conversation", "by_first", "cells", "index", "seen")
+
+    def __init__(self) -> None:
+        self.index: dict[int, list[int]] = {}
+        self.cells: list[list[int]] = []
+        self.by_first: dict[int, int] = {}  # first message's hash -> slot in `seen`
+        self.by_conversation: dict[str, int] = {}  # known thread -> its last slot in `seen`
+        self.seen: list[tuple[Request, Flat]] = []
+
+    def candidate(self, request: Request, flat: Flat, unrecorded: bool) -> tuple[int, int | None]:
+        """Positions shared with the request this one could have appended to, and its slot."""
+        seen = self.seen
+        shared, slot = _best(flat, self.index, self.by_first, len(seen[-1][1].chain) if seen else 0)
         if (
             slot is not None
             and unrecorded  # (a session's request: its system prompt and tools not recorded)
@@ -365,148 +408,12 @@ def _analyze(
         ):
             shared, slot = 0, None  # another agent's thread: the shared front is a placeholder
         if slot is None and request.conversation is not None:
-            slot = by_conversation.get(request.conversation)
-        sent = request.time if ttl else None  # (with ``ttl``, every request has a time)
-        # the TTL this request wrote with, as recorded; a request whose record does not say
-        # (it wrote nothing) goes on with its thread's
-        usage = request.usage
-        recorded_ttl = write_ttl(usage)
-        if recorded_ttl is None:
-            recorded_ttl = chain_ttl.get(request.conversation)
-        else:
-            chain_ttl[request.conversation] = recorded_ttl
-        step = Step(
-            request.index,
-            flat,
-            sent.timestamp() if sent is not None else None,
-            (request.response_start or sent).timestamp() if sent is not None else None,
-            scale,
-            shared,
-            front,
-            recorded_ttl,
-        )
-        prediction = sim.step(step)
-        model = flat.model
-        ideal_read = 0
-        whole = False  # the candidate's whole prefix was there to reuse
-        if slot is not None:  # what appending to the candidate would have kept
-            held = len(seen[slot][1].chain)
-            reusable = min(flat.tail, held)
-            whole = reusable == held
-            ideal_read = sim.ideal(step.tokens(reusable), step.total, model)
-        lost = max(0, ideal_read - prediction.tokens.cache_read)
-        cause = None
-        if lost > 0 and slot is not None:
-            old_request, old_flat = seen[slot]
-            position = shared if shared else divergence(flat, old_flat)
-            cause = classify(
-                Side(request.index, request.body, flat, name),
-                Side(old_request.index, old_request.body, old_flat, name),
-                position,
-                prediction.miss,
-            )
-        known = per_model.get(model)
-        if known is None:
-            known = per_model[model] = (
-                price_table.price(model, name)[0],
-                sim.rules.read_multiplier(model),
-            )
-        price, multiplier = known
-        charged = prediction
-        agreeing: bool | None = None
-        predicted_cause: Cause | None = None
-        if actual is not None:  # the record is the truth: cost and loss from it
-            charged = Prediction(
-                actual, prediction.read_positions, recorded_ttl or prediction.write_ttl
-            )
-            within = tolerance(actual)  # (once: the loss below is held to it too)
-            agreeing = agrees(prediction.tokens, actual, within)
-            recorded_lost = _recorded_ideal(
-                ideal_read,
-                _left_cached(recorded[seen[slot][0].index], sim, seen[slot][1].model)
-                if slot is not None
-                else None,
-                whole,
-            )
-            # the ideal in the record's terms: no more than this request sent
-            ideal_read = min(recorded_lost, actual.total)
-            recorded_lost = ideal_read - actual.cache_read
-            candidate = seen[slot][0] if slot is not None else None
-            diagnosis = _diagnosis(request, candidate)
-            if diagnosis is not None and diagnosis[1] is not None:  # the API counted it
-                recorded_lost = diagnosis[1]
-                ideal_read = min(actual.cache_read + recorded_lost, actual.total)
-            if recorded_lost < min_tokens:
-                predicted_cause, cause, lost = cause, None, 0
-            else:
-                lost = recorded_lost
-                if diagnosis is not None:  # the API's own word beats the inference
-                    cause = diagnosis[0]
-                elif candidate is not None and (cause is None or cause.kind == "not_served"):
-                    changed = _version_changed(request, candidate, recorded_lost)
-                    cause = (
-                        changed
-                        or cause
-                        or _not_served(request.index, candidate.index, recorded_lost)
-                    )
-        if cause is not None and request.handoff is not None and cause.kind in _CUT_CAUSES:
-            cause = _handoff_cause(request.handoff, cause)
-        if cause is not None and request.compaction:
-            cause = Cause(
-                "compaction",
-                cause.location,
-                "a compaction call: its prefix is the summary and a front the file does not "
-                f"show, not the history before it (as replayed: {cause.kind})",
-                cause.candidate,
-            )
-        rules_ = sim.rules
-        cost = _cost(
-            charged.tokens,
-            price,
-            multiplier,
-            _write_weight(charged, write_split(usage) if actual is not None else None, rules_),
-        )
-        made = charged.tokens.cache_read + charged.tokens.cache_write
-        ideal_tokens = Tokens(
-            ideal_read,
-            max(0, made - ideal_read),
-            max(0, step.total - max(made, ideal_read)),
-        )
-        ideal = _cost(
-            ideal_tokens,
-            price,
-            multiplier,
-            ideal_tokens.cache_write
-            * rules_.write_multiplier(recorded_ttl or prediction.write_ttl),
-        )
-        # A recorded request with no loss beyond the tolerance is at its ideal; so is a
-        # compaction call, as far as the headline goes (its loss is totalled apart).
-        at_ideal = (actual is not None and cause is None) or request.compaction
-        cost_ideal += cost if at_ideal else min(ideal, cost)
-        rows[request.index] = Row(
-            request.index,
-            request.time,
-            model,
-            prediction.tokens,
-            actual,
-            cause,
-            ideal_read,
-            lost,
-            cost,
-            max(0.0, cost - ideal) if cause is not None else 0.0,
-            agreeing,
-            predicted_cause,
-            request.agent,
-            request.compaction,
-            request.off_path,
-            slot is None and charged.tokens.cache_write > 0 and not request.compaction,
-            (
-                (request.time - seen[slot][0].time).total_seconds()
-                if slot is not None and request.time and seen[slot][0].time
-                else None
-            ),
-            recorded_ttl or prediction.write_ttl,
-        )
+            slot = self.by_conversation.get(request.conversation)
+        return shared, slot
+
+    def add(self, request: Request, flat: Flat) -> None:
+        """Index the request just replayed."""
+        seen, cells, index = self.seen, self.cells, self.index
         slot_now = len(seen)
         start = 0
         if seen and flat.extends(seen[-1][1]):
@@ -531,15 +438,283 @@ def _analyze(
             index[h] = cell
         first = flat.first_message
         if first is not None:
-            by_first[first] = slot_now
+            self.by_first[first] = slot_now
         if request.conversation is not None:
-            by_conversation[request.conversation] = slot_now
-    ordered = [rows[r.index] for r in requests]
-    pairs = [(r.predicted, r.actual) for r in ordered]
-    agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
-    # (the positions and the index of every request: a one-shot command need not free them)
-    lifetime.keep(flattener, index, seen, cells, rows)
-    return PrefixReport(name, ordered, agree, ttl, label, notes, cost_ideal, min_tokens)
+            self.by_conversation[request.conversation] = slot_now
+
+
+class _Loss(NamedTuple):
+    """A request's loss as the record tells it (`_Replay.against_record`)."""
+
+    agreeing: bool
+    ideal_read: int
+    lost: int
+    cause: Cause | None
+    predicted_cause: Cause | None  # the replay's cause, where the record shows no loss
+
+
+class _Replay:
+    """Replays the requests in order through the simulator, one `Row` each, totalling the
+    ideal cost."""
+
+    __slots__ = (
+        "chain_ttl",
+        "cost_ideal",
+        "fit",
+        "index",
+        "min_tokens",
+        "per_model",
+        "price_table",
+        "provider",
+        "recorded",
+        "sim",
+        "ttl",
+    )
+
+    def __init__(
+        self,
+        provider: str,
+        sim: Simulator,
+        recorded: dict[int, Tokens | None],
+        fit: tuple[float, int],
+        *,
+        ttl: bool,
+        min_tokens: int,
+    ) -> None:
+        self.provider = provider
+        self.sim = sim
+        self.recorded = recorded
+        self.fit = fit
+        self.ttl = ttl
+        self.min_tokens = min_tokens
+        self.price_table = prices()
+        self.index = _PrefixIndex()
+        self.cost_ideal = 0.0
+        self.per_model: dict[str | None, tuple[float, float]] = {}  # model -> price, read mult.
+        self.chain_ttl: dict[str | None, str] = {}  # thread -> the TTL its last write carried
+
+    def row(self, request: Request, flat: Flat) -> Row:
+        """Replay one request: what the simulator predicts, what the record says, the cause
+        of a loss, the cost and the ideal; then index it for the requests after it."""
+        actual = self.recorded[request.index]
+        unrecorded = request.body.get("system") is UNRECORDED_FRONT
+        scale, front = _scale(flat, actual, self.fit, unrecorded)
+        shared, slot = self.index.candidate(request, flat, unrecorded)
+        sent = request.time if self.ttl else None  # (with ``ttl``, every request has a time)
+        recorded_ttl = self._write_ttl(request)
+        step = Step(
+            request.index,
+            flat,
+            sent.timestamp() if sent is not None else None,
+            (request.response_start or sent).timestamp() if sent is not None else None,
+            scale,
+            shared,
+            front,
+            recorded_ttl,
+        )
+        prediction = self.sim.step(step)
+        ideal_read, whole = self._ideal_read(flat, slot, step)
+        lost = max(0, ideal_read - prediction.tokens.cache_read)
+        cause = None
+        if lost > 0 and slot is not None:
+            cause = self._replayed_cause(request, flat, shared, slot, prediction)
+        charged = prediction
+        agreeing: bool | None = None
+        predicted_cause: Cause | None = None
+        if actual is not None:  # the record is the truth: cost and loss from it
+            charged = Prediction(
+                actual, prediction.read_positions, recorded_ttl or prediction.write_ttl
+            )
+            agreeing, ideal_read, lost, cause, predicted_cause = self.against_record(
+                request, actual, prediction, ideal_read, whole, slot, cause
+            )
+        cause = _relabelled(cause, request)
+        written_ttl = recorded_ttl or prediction.write_ttl
+        cost, ideal = self._costs(request, flat.model, charged, ideal_read, step, written_ttl)
+        # A recorded request with no loss beyond the tolerance is at its ideal; so is a
+        # compaction call, as far as the headline goes (its loss is totalled apart).
+        at_ideal = (actual is not None and cause is None) or request.compaction
+        self.cost_ideal += cost if at_ideal else min(ideal, cost)
+        row = Row(
+            request.index,
+            request.time,
+            flat.model,
+            prediction.tokens,
+            actual,
+            cause,
+            ideal_read,
+            lost,
+            cost,
+            max(0.0, cost - ideal) if cause is not None else 0.0,
+            agreeing,
+            predicted_cause,
+            request.agent,
+            request.compaction,
+            request.off_path,
+            slot is None and charged.tokens.cache_write > 0 and not request.compaction,
+            self._since_candidate(request, slot),
+            written_ttl,
+        )
+        self.index.add(request, flat)
+        return row
+
+    def _since_candidate(self, request: Request, slot: int | None) -> float | None:
+        """Seconds from the candidate in ``slot`` to this request, where both have a time."""
+        if slot is None:
+            return None
+        before = self.index.seen[slot][0].time
+        if request.time and before:
+            return (request.time - before).total_seconds()
+        return None
+
+    def _write_ttl(self, request: Request) -> str | None:
+        """The TTL this request wrote with, as recorded; a request whose record does not say
+        (it wrote nothing) goes on with its thread's."""
+        recorded_ttl = write_ttl(request.usage)
+        if recorded_ttl is None:
+            return self.chain_ttl.get(request.conversation)
+        self.chain_ttl[request.conversation] = recorded_ttl
+        return recorded_ttl
+
+    def _ideal_read(self, flat: Flat, slot: int | None, step: Step) -> tuple[int, bool]:
+        """What appending to the candidate would have kept, and whether the candidate's whole
+        prefix was there to reuse."""
+        if slot is None:
+            return 0, False
+        held = len(self.index.seen[slot][1].chain)
+        reusable = min(flat.tail, held)
+        return self.sim.ideal(step.tokens(reusable), step.total, flat.model), reusable == held
+
+    def _replayed_cause(
+        self, request: Request, flat: Flat, shared: int, slot: int, prediction: Prediction
+    ) -> Cause | None:
+        """Why the replay lost what it did against the candidate in ``slot``."""
+        old_request, old_flat = self.index.seen[slot]
+        position = shared if shared else divergence(flat, old_flat)
+        return classify(
+            Side(request.index, request.body, flat, self.provider),
+            Side(old_request.index, old_request.body, old_flat, self.provider),
+            position,
+            prediction.miss,
+        )
+
+    def against_record(
+        self,
+        request: Request,
+        actual: Tokens,
+        prediction: Prediction,
+        ideal_read: int,
+        whole: bool,
+        slot: int | None,
+        cause: Cause | None,
+    ) -> _Loss:
+        """The loss in the record's terms: the ideal no more than this request sent nor than
+        the candidate's record left cached, the API's own count and cause where it gives them;
+        a loss under ``min_tokens`` is none (the replay's cause is kept as predicted)."""
+        seen = self.index.seen
+        within = tolerance(actual)  # (once: the loss below is held to it too)
+        agreeing = agrees(prediction.tokens, actual, within)
+        recorded_lost = _recorded_ideal(
+            ideal_read,
+            _left_cached(self.recorded[seen[slot][0].index], self.sim, seen[slot][1].model)
+            if slot is not None
+            else None,
+            whole,
+        )
+        # the ideal in the record's terms: no more than this request sent
+        ideal_read = min(recorded_lost, actual.total)
+        recorded_lost = ideal_read - actual.cache_read
+        candidate = seen[slot][0] if slot is not None else None
+        diagnosis = _diagnosis(request, candidate)
+        if diagnosis is not None and diagnosis[1] is not None:  # the API counted it
+            recorded_lost = diagnosis[1]
+            ideal_read = min(actual.cache_read + recorded_lost, actual.total)
+        if recorded_lost < self.min_tokens:
+            return _Loss(agreeing, ideal_read, 0, None, cause)
+        if diagnosis is not None:  # the API's own word beats the inference
+            cause = diagnosis[0]
+        elif candidate is not None and (cause is None or cause.kind == "not_served"):
+            changed = _version_changed(request, candidate, recorded_lost)
+            cause = changed or cause or _not_served(request.index, candidate.index, recorded_lost)
+        return _Loss(agreeing, ideal_read, recorded_lost, cause, None)
+
+    def _price(self, model: str | None) -> tuple[float, float]:
+        """The model's input price and read multiplier (looked up once per model)."""
+        known = self.per_model.get(model)
+        if known is None:
+            known = self.per_model[model] = (
+                self.price_table.price(model, self.provider)[0],
+                self.sim.rules.read_multiplier(model),
+            )
+        return known
+
+    def _costs(
+        self,
+        request: Request,
+        model: str | None,
+        charged: Prediction,
+        ideal_read: int,
+        step: Step,
+        written_ttl: str | None,
+    ) -> tuple[float, float]:
+        """What the request cost as charged, and what it would have cost at its ideal read
+        (its writes at ``written_ttl``'s price)."""
+        price, multiplier = self._price(model)
+        rules_ = self.sim.rules
+        actual = self.recorded[request.index]
+        cost = _cost(
+            charged.tokens,
+            price,
+            multiplier,
+            _write_weight(
+                charged, write_split(request.usage) if actual is not None else None, rules_
+            ),
+        )
+        made = charged.tokens.cache_read + charged.tokens.cache_write
+        ideal_tokens = Tokens(
+            ideal_read,
+            max(0, made - ideal_read),
+            max(0, step.total - max(made, ideal_read)),
+        )
+        ideal = _cost(
+            ideal_tokens,
+            price,
+            multiplier,
+            ideal_tokens.cache_write * rules_.write_multiplier(written_ttl),
+        )
+        return cost, ideal
+
+
+def _scale(
+    flat: Flat, actual: Tokens | None, fit: tuple[float, int], unrecorded: bool
+) -> tuple[float, int]:
+    """The factor from the request's estimates to its recorded tokens, and the tokens of a
+    front the log does not record (``fit``, `_fit_front`)."""
+    scale, front = 1.0, 0
+    estimate = flat.total
+    if unrecorded:
+        scale, front = fit
+        if actual is not None and estimate:
+            scale = max(0.0, actual.total - front) / estimate
+    elif actual is not None and estimate:
+        scale = actual.total / estimate
+    return scale, front
+
+
+def _relabelled(cause: Cause | None, request: Request) -> Cause | None:
+    """A cause as the request's kind reads it: a cut at a handoff is the handoff's; a
+    compaction call's prefix is its summary, not the history before it."""
+    if cause is not None and request.handoff is not None and cause.kind in _CUT_CAUSES:
+        cause = _handoff_cause(request.handoff, cause)
+    if cause is not None and request.compaction:
+        cause = Cause(
+            "compaction",
+            cause.location,
+            "a compaction call: its prefix is the summary and a front the file does not "
+            f"show, not the history before it (as replayed: {cause.kind})",
+            cause.candidate,
+        )
+    return cause
 
 
 def _left_cached(recorded: Tokens | None, sim: Any, model: str | None) -> int | None:

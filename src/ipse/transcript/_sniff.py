@@ -71,27 +71,34 @@ def body_dialect(body: Mapping[str, Any]) -> Dialect:
     for message in messages if isinstance(messages, list) else ():
         if not isinstance(message, Mapping):
             continue
-        role = message.get("role")
-        if role == "system":
+        if message.get("role") == "system":
             system_messages += 1
-        elif role in ("developer", "tool", "function"):
-            score -= 3
-        if "tool_calls" in message or "tool_call_id" in message or "reasoning_content" in message:
-            score -= 3
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping):
-                    if block.get("type") in _ANTHROPIC_BLOCKS or "cache_control" in block:
-                        score += 3
-                    elif block.get("type") in _OPENAI_PARTS:
-                        score -= 3
+        score += _message_score(message)
     if system_messages and score <= 0:
         score -= 3
     if score == 0:
         model = str(body.get("model", "")).lower()
         return "anthropic" if "claude" in model else "openai-chat"
     return "anthropic" if score > 0 else "openai-chat"
+
+
+def _message_score(message: Mapping[str, Any]) -> int:
+    """What one message says (`body_dialect`'s score): OpenAI's roles, call fields and content
+    parts count against Anthropic, Anthropic's blocks and cache marks for it."""
+    score = 0
+    if message.get("role") in ("developer", "tool", "function"):
+        score -= 3
+    if "tool_calls" in message or "tool_call_id" in message or "reasoning_content" in message:
+        score -= 3
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, Mapping):
+                if block.get("type") in _ANTHROPIC_BLOCKS or "cache_control" in block:
+                    score += 3
+                elif block.get("type") in _OPENAI_PARTS:
+                    score -= 3
+    return score
 
 
 # How many JSONL records detection reads before giving up on finding a decisive one.

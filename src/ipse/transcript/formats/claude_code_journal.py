@@ -170,95 +170,130 @@ def read_journal(
 ) -> dict[str, JournaledRequest]:
     """Every journaled request by id (``known_messages``: the session's own messages, to
     resolve hashes that have no blob)."""
-    shapes: dict[str, Mapping[str, Any]] = {}
-    fronts: dict[str, tuple[Mapping[str, Any], list[Any] | None, list[Any] | None]] = {}
-    systems: dict[bytes, list[Any]] = {}  # one object per distinct marked system prompt
-    # (the system list, its marks' JSON) -> the system list, the prompt those marks place:
-    # most requests mark the same blocks, and copying a long prompt per request adds up
-    placed: dict[tuple[int, bytes], tuple[list[Any], list[Any]]] = {}
-    blobs: dict[str, Any] = {}
-    for message in known_messages:
-        blobs.setdefault(message_hash(message), message)
-    stripped: dict[str, Any] = {}  # key -> the message without cache_control (one object)
-    out: dict[str, JournaledRequest] = {}
-    previous: tuple[list[Any], int] | None = ([], 0)
-    views = _Views()  # the requests whose messages the previous request's list holds
-    changes = _Changes()
-    ordinal = 0
+    reader = _JournalReader(known_messages)
     for record in records:
         data = record.data
         kind = data.get("type")
         if kind == "api-request-shape":
-            key = _key(data.get("shapeHash"))
-            shape = data.get("shape")
-            if key is not None and isinstance(shape, Mapping):
-                shapes[key] = shape
+            reader.shape(data)
         elif kind == "api-request-blob":
-            key = _key(data.get("hash"))
-            if key is not None and isinstance(data.get("message"), Mapping):
-                blobs[key] = data["message"]
-                stripped.pop(key, None)
+            reader.blob(data)
         elif kind == "api-request" and isinstance(data.get("id"), str):
-            shape_key = _key(data.get("shapeHash")) or ""
-            shape = shapes.get(shape_key)
-            system: list[Any] | None = None
-            tools: list[Any] | None = None
-            if shape is not None:
-                front = fronts.get(shape_key)
-                if front is None or front[0] is not shape:  # one list per shape, not per request
-                    front = (shape, _list(shape.get("system")), _list(shape.get("tools")))
-                    fronts[shape_key] = front
-                system, tools = front[1], front[2]
-            ordinal += 1
-            history = _history(data, previous, blobs, stripped, views)
-            if history is not None:  # only the kept messages stay changed
-                keep = data.get("keep", 0)
-                changes.drop_from(keep if isinstance(keep, int) else 0, ordinal)
-            marks = data.get("cacheControl")
-            if system is not None and isinstance(marks, list) and _marks(marks, "system"):
-                system = _marked_system(system, marks, placed, systems)  # (where, alone)
-            message_marks: tuple[Any, ...] = ()
-            breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
-            if history is not None and _marks(marks, "messages"):
-                message_marks = tuple(
-                    m
-                    for m in marks or ()
-                    if isinstance(m, Mapping)
-                    and isinstance(m.get("path"), list)
-                    and m["path"][:1] == ["messages"]
-                )
-            params = data.get("params")
-            request = out[data["id"]] = JournaledRequest(
-                data["id"],
-                system,
-                tools,
-                params if isinstance(params, Mapping) else {},
-                history[0] if history is not None else None,
-                record.line,
-                history[1] if history is not None else 0,
-                message_marks,
-                breakpoints,
-                changes,
-                ordinal,
-            )
-            if message_marks:
-                assert history is not None
-                sent = _Sent(request)
-                object.__setattr__(
-                    request, "breakpoints", _plain_breakpoints(message_marks, sent, history[1])
-                )
-                # placing a mark on a string content makes it a list, and a later request
-                # that keeps the message keeps it as this one sent it
-                for i, message in _placed(sent, history[1], message_marks).items():
-                    plain = _without_cache_control(message)
-                    if plain != sent[i]:
-                        changes.add(i, ordinal, plain)
-            if history is not None:
-                if previous is None or history[0] is not previous[0]:
-                    views = _Views()  # a list of its own: no earlier request holds it
-                views.add(request)
-            previous = history
-    return out
+            reader.request(data, record.line)
+    return reader.out
+
+
+class _JournalReader:
+    """The state `read_journal` keeps between records: the shapes and blobs seen so far, the
+    previous request's message list and the requests that view it, and the changes to
+    messages that later requests keep."""
+
+    def __init__(self, known_messages: Iterable[Mapping[str, Any]]) -> None:
+        self.shapes: dict[str, Mapping[str, Any]] = {}
+        self.fronts: dict[str, tuple[Mapping[str, Any], list[Any] | None, list[Any] | None]] = {}
+        self.systems: dict[bytes, list[Any]] = {}  # one object per distinct marked system prompt
+        # (the system list, its marks' JSON) -> the system list, the prompt those marks place:
+        # most requests mark the same blocks, and copying a long prompt per request adds up
+        self.placed: dict[tuple[int, bytes], tuple[list[Any], list[Any]]] = {}
+        self.blobs: dict[str, Any] = {}
+        for message in known_messages:
+            self.blobs.setdefault(message_hash(message), message)
+        self.stripped: dict[str, Any] = {}  # key -> the message without cache_control (one object)
+        self.out: dict[str, JournaledRequest] = {}
+        self.previous: tuple[list[Any], int] | None = ([], 0)
+        self.views = _Views()  # the requests whose messages the previous request's list holds
+        self.changes = _Changes()
+        self.ordinal = 0
+
+    def shape(self, data: Mapping[str, Any]) -> None:
+        key = _key(data.get("shapeHash"))
+        shape = data.get("shape")
+        if key is not None and isinstance(shape, Mapping):
+            self.shapes[key] = shape
+
+    def blob(self, data: Mapping[str, Any]) -> None:
+        key = _key(data.get("hash"))
+        if key is not None and isinstance(data.get("message"), Mapping):
+            self.blobs[key] = data["message"]
+            self.stripped.pop(key, None)
+
+    def _front(self, data: Mapping[str, Any]) -> tuple[list[Any] | None, list[Any] | None]:
+        """The system prompt and tools of the request's shape (one list per shape, not per
+        request), or none when the shape is unknown."""
+        shape_key = _key(data.get("shapeHash")) or ""
+        shape = self.shapes.get(shape_key)
+        if shape is None:
+            return None, None
+        front = self.fronts.get(shape_key)
+        if front is None or front[0] is not shape:  # one list per shape, not per request
+            front = (shape, _list(shape.get("system")), _list(shape.get("tools")))
+            self.fronts[shape_key] = front
+        return front[1], front[2]
+
+    def request(self, data: Mapping[str, Any], line: int) -> None:
+        """One journaled request: its front, its messages (resolved from the previous list and
+        the blobs), the marks it placed."""
+        system, tools = self._front(data)
+        self.ordinal += 1
+        ordinal, changes = self.ordinal, self.changes
+        history = _history(data, self.previous, self.blobs, self.stripped, self.views)
+        if history is not None:  # only the kept messages stay changed
+            keep = data.get("keep", 0)
+            changes.drop_from(keep if isinstance(keep, int) else 0, ordinal)
+        marks = data.get("cacheControl")
+        if system is not None and isinstance(marks, list) and _marks(marks, "system"):
+            system = _marked_system(system, marks, self.placed, self.systems)  # (where, alone)
+        message_marks: tuple[Any, ...] = ()
+        breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = ()
+        if history is not None and _marks(marks, "messages"):
+            message_marks = _message_marks(marks)
+        params = data.get("params")
+        request = self.out[data["id"]] = JournaledRequest(
+            data["id"],
+            system,
+            tools,
+            params if isinstance(params, Mapping) else {},
+            history[0] if history is not None else None,
+            line,
+            history[1] if history is not None else 0,
+            message_marks,
+            breakpoints,
+            changes,
+            ordinal,
+        )
+        if message_marks:
+            assert history is not None
+            self._place_marks(request, message_marks, history[1])
+        if history is not None:
+            if self.previous is None or history[0] is not self.previous[0]:
+                self.views = _Views()  # a list of its own: no earlier request holds it
+            self.views.add(request)
+        self.previous = history
+
+    def _place_marks(
+        self, request: JournaledRequest, message_marks: tuple[Any, ...], count: int
+    ) -> None:
+        """The request's breakpoints on its messages; a message a mark changed is recorded
+        as changed, for the later requests that keep it."""
+        sent = _Sent(request)
+        object.__setattr__(request, "breakpoints", _plain_breakpoints(message_marks, sent, count))
+        # placing a mark on a string content makes it a list, and a later request
+        # that keeps the message keeps it as this one sent it
+        for i, message in _placed(sent, count, message_marks).items():
+            plain = _without_cache_control(message)
+            if plain != sent[i]:
+                self.changes.add(i, request.ordinal, plain)
+
+
+def _message_marks(marks: Any) -> tuple[Any, ...]:
+    """The request's cache marks on its messages (``path`` under ``messages``)."""
+    return tuple(
+        m
+        for m in marks or ()
+        if isinstance(m, Mapping)
+        and isinstance(m.get("path"), list)
+        and m["path"][:1] == ["messages"]
+    )
 
 
 def _marked_system(

@@ -277,6 +277,34 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
     join the live one, is read as the live path of the records up to it (`_as_if_last`). A
     response whose request holds a record `request_thread` would send through the neutral
     model is left out."""
+    at_end, inside, seen = _live_records(thread)
+    place, candidates, parts = _unheld_responses(records, at_end, inside, seen)
+    out: list[OffPathCall] = []
+    for number, record in candidates:
+        branch, joins = _branch(record, place, at_end, inside)
+        own = _messages(branch)
+        if own is None:
+            continue
+        if joins is not None and _self_contained(branch, own, parts):
+            segment, upto = joins
+            live = thread.segments[segment]
+            if upto < len(live) and _answered_before(live[upto - 1], live[upto], record.line):
+                upto += 1  # the results of its calls, written before it: sent with it
+            if not own or not _would_merge(live[upto - 1], own[0]):
+                out.append(OffPathCall(segment, upto, tuple(own), record_meta(record)))
+                continue
+        rebuilt = _as_if_last(records, number)
+        if rebuilt is not None:
+            out.append(OffPathCall(None, 0, tuple(rebuilt), record_meta(record)))
+    return out
+
+
+def _live_records(
+    thread: RequestThread,
+) -> tuple[dict[str, tuple[int, int]], set[str], set[str]]:
+    """Where the live path's records are: each live message's last record -> (segment, count
+    of messages up to it), the other records of live messages, and the response ids the live
+    path holds."""
     at_end: dict[str, tuple[int, int]] = {}  # a live message's last record -> (segment, count)
     inside: set[str] = set()  # the other records of live messages
     seen: set[str] = set()
@@ -291,6 +319,18 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
                 value = meta.get(field)
                 if isinstance(value, str):
                     seen.add(value)
+    return at_end, inside, seen
+
+
+def _unheld_responses(
+    records: Sequence[SessionRecord],
+    at_end: Mapping[str, tuple[int, int]],
+    inside: set[str],
+    seen: set[str],
+) -> tuple[dict[str, SessionRecord], list[tuple[int, SessionRecord]], dict[str, int]]:
+    """Every record by uuid; the billed responses (usage, a real model) the live path does not
+    hold, one per response id, with their place in ``records`` (``seen`` gets their ids); and
+    how many records each response id has."""
     place: dict[str, SessionRecord] = {}
     candidates: list[tuple[int, SessionRecord]] = []
     parts: dict[str, int] = {}  # response id -> its records
@@ -311,37 +351,33 @@ def _off_path(thread: RequestThread, records: Sequence[SessionRecord]) -> list[O
             continue
         seen.add(key)
         candidates.append((number, record))
-    out: list[OffPathCall] = []
-    for number, record in candidates:
-        branch: list[SessionRecord] = []
-        at: Any = record.parent
-        walked: set[str] = set()
-        joins: tuple[int, int] | None = None
-        while type(at) is str and at in place and at not in walked:
-            if at in at_end:
-                joins = at_end[at]
-                break
-            if at in inside:
-                break  # from inside a live message: rebuilt whole, below
-            walked.add(at)
-            branch.append(place[at])
-            at = place[at].parent
-        branch.reverse()
-        own = _messages(branch)
-        if own is None:
-            continue
-        if joins is not None and _self_contained(branch, own, parts):
-            segment, upto = joins
-            live = thread.segments[segment]
-            if upto < len(live) and _answered_before(live[upto - 1], live[upto], record.line):
-                upto += 1  # the results of its calls, written before it: sent with it
-            if not own or not _would_merge(live[upto - 1], own[0]):
-                out.append(OffPathCall(segment, upto, tuple(own), record_meta(record)))
-                continue
-        rebuilt = _as_if_last(records, number)
-        if rebuilt is not None:
-            out.append(OffPathCall(None, 0, tuple(rebuilt), record_meta(record)))
-    return out
+    return place, candidates, parts
+
+
+def _branch(
+    record: SessionRecord,
+    place: Mapping[str, SessionRecord],
+    at_end: Mapping[str, tuple[int, int]],
+    inside: set[str],
+) -> tuple[list[SessionRecord], tuple[int, int] | None]:
+    """The records of a response's own branch, oldest first, walked back along its parents
+    to the live path, and where it joins it (the end of a live message: segment, count);
+    None when it starts inside a live message, or never reaches the live path."""
+    branch: list[SessionRecord] = []
+    at: Any = record.parent
+    walked: set[str] = set()
+    joins: tuple[int, int] | None = None
+    while type(at) is str and at in place and at not in walked:
+        if at in at_end:
+            joins = at_end[at]
+            break
+        if at in inside:
+            break  # from inside a live message: rebuilt whole (`_as_if_last`)
+        walked.add(at)
+        branch.append(place[at])
+        at = place[at].parent
+    branch.reverse()
+    return branch, joins
 
 
 def _as_if_last(records: Sequence[SessionRecord], number: int) -> list[RequestMessage] | None:
