@@ -14,6 +14,7 @@ from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.errors import InputError, UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
+    MEASURE_KEYS,
     HandoffOptions,
     StripOptions,
     handoff_session,
@@ -22,7 +23,6 @@ from ipse.handoff import (
     run,
     tool_definition,
 )
-from ipse.handoff._measure import KEYS
 from ipse.tokens import load_before
 from ipse.transcript import FORMATS, Source, load
 
@@ -274,7 +274,7 @@ def _print_only(prompt: bool, tool: str | None, notes_file: Path | None) -> bool
         emit_json(tool_definition(tool))
     if notes_file is not None:
         from ipse.fileio import read_bytes
-        from ipse.transcript._jsonl import parse_json
+        from ipse.transcript import parse_json
 
         notes: Any = parse_json(read_bytes(notes_file), notes_file)
         try:
@@ -320,7 +320,7 @@ def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = Fals
     )
     for column in ("", "before", "after", "saving"):
         table.add_column(column, justify="left" if not column else "right")
-    for key in KEYS:
+    for key in MEASURE_KEYS:
         old, new = document["before"][key], document["after"][key]
         cut = f"{100.0 * (old - new) / old:.1f}%" if old and key != "authored_chars" else ""
         table.add_row(_LABELS[key], f"{old:,}", f"{new:,}", cut)

@@ -193,8 +193,7 @@ def checkpoint_command(message: str, hook: str | None, folder: Path, as_json: bo
       ipse state checkpoint "tokenizer done; all unit tests pass"
       ipse state checkpoint --hook claude-code "context compaction"   (a PreCompact hook)
     """
-    from ipse.statedir import checkpoint
-    from ipse.statedir._files import WAL
+    from ipse.statedir import WAL, checkpoint
 
     if hook is not None:
         if not (folder / WAL).is_file():

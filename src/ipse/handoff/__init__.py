@@ -21,9 +21,9 @@ from ipse.handoff._checkpoint import (
     record_checkpoint,
 )
 from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
-from ipse.handoff._measure import handoff_document, measure, tokens_saved
+from ipse.handoff._measure import MEASURE_KEYS, handoff_document, measure, tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
-from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
+from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
 from ipse.handoff._recognise import (
     CHECKPOINT_TOOLS,
@@ -54,7 +54,9 @@ __all__ = [
     "CHECKPOINT_TOOL",
     "CHECKPOINT_TOOLS",
     "DEFAULT_MAX_TOKENS",
+    "DESCRIPTION",
     "MARKER",
+    "MEASURE_KEYS",
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",

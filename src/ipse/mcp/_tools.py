@@ -354,9 +354,8 @@ def offered(settings: Settings) -> list[Tool]:
 
 def tools() -> list[Tool]:
     """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
-    from ipse.handoff import SCHEMA
-    from ipse.handoff._notes import DESCRIPTION
-    from ipse.twin._tools import TOOL_SPECS
+    from ipse.handoff import DESCRIPTION, SCHEMA
+    from ipse.twin import TOOL_SPECS
 
     table = [
         Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),

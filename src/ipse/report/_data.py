@@ -26,9 +26,17 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import IpseError
 from ipse.handoff import CHECKPOINT_TOOL, RATES, CacheRates, break_even, is_checkpoint
-from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests, rules
-from ipse.prefix._growing import SharedHistory
-from ipse.prefix._requests import UNRECORDED_FRONT
+from ipse.prefix import (
+    UNRECORDED_FRONT,
+    PrefixReport,
+    Request,
+    RequestLog,
+    SharedHistory,
+    analyze,
+    prices,
+    read_requests,
+    rules,
+)
 from ipse.tokens import default_counter, tokenizer_label
 from ipse.transcript import (
     FORMAT_TABLE,
@@ -37,11 +45,14 @@ from ipse.transcript import (
     Message,
     Shape,
     Text,
+    TokenTally,
     ToolCall,
+    block_kind,
+    body_codec,
+    codec,
+    counted_text,
+    detect,
 )
-from ipse.transcript._codec import body_codec, codec
-from ipse.transcript._sniff import detect
-from ipse.transcript._stats import TokenTally, block_kind, block_text
 from ipse.transcript.formats.openai_responses import read_item
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -224,7 +235,7 @@ def _conversation_only(path: str, name: str, command: str) -> ReportData:
             call_name, result_of = _call_and_result(block)
             tool = call_name if result_of is None else names.get(result_of, _UNKNOWN_TOOL)
             if tool is not None:
-                tools[tool] = tools.get(tool, 0) + tally.count(block_text(block))
+                tools[tool] = tools.get(tool, 0) + tally.count(counted_text(block))
     point = Point(
         index=0,
         time=None,
@@ -332,7 +343,7 @@ class _Composition:
             return None
         for _, _, blocks in groups:
             for block in blocks:
-                count = self._tally.count(block_text(block))
+                count = self._tally.count(counted_text(block))
                 kind = block_kind(block)
                 kinds[kind] = kinds.get(kind, 0) + count
                 answered = _call_and_result(block)[1]
@@ -395,7 +406,7 @@ class _Composition:
         cached = self._messages.get(key)
         if cached is None:
             cached = [
-                (block_kind(b), self._tally.count(block_text(b)), *_call_and_result(b))
+                (block_kind(b), self._tally.count(counted_text(b)), *_call_and_result(b))
                 for b in message.blocks
             ]
             self._messages[key] = cached
@@ -469,7 +480,7 @@ class _History:
                 entries.append(
                     (
                         block_kind(block),
-                        tally.count(block_text(block)),
+                        tally.count(counted_text(block)),
                         call_name if result_of is None else tools[i, result_of],
                         isinstance(block, Text) and block.origin.value == "human",
                     )
@@ -603,7 +614,7 @@ def _raw_messages(request: Request) -> list[Any]:
 
 def _identity(block: Any) -> Any:
     """What tells a block apart: its provider dict, else (a string content) its text."""
-    return block.raw if block.raw is not None else block_text(block)
+    return block.raw if block.raw is not None else counted_text(block)
 
 
 def _digest(value: Any) -> bytes:
