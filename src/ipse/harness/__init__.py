@@ -14,7 +14,6 @@ from ipse.harness._blocks import add_block, find_block, remove_block
 from ipse.harness._extras import NotRunnable, install_command, require
 from ipse.harness._install import (
     AGENTS,
-    DEFAULT_PORT,
     NOTES_ONLY,
     PROXY_URL,
     Change,
@@ -41,7 +40,6 @@ from ipse.harness._sessions import (
 
 __all__ = [
     "AGENTS",
-    "DEFAULT_PORT",
     "NOTES_ONLY",
     "PROXY_URL",
     "Change",

@@ -247,9 +247,9 @@ def _state_invariant(settings: Settings, args: dict[str, Any]) -> dict[str, Any]
 
 
 def _state_checkpoint(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.statedir import checkpoint
+    from ipse.statedir import log_transition
 
-    record = checkpoint(_folder(settings), args["message"])
+    record = log_transition(_folder(settings), args["message"])
     return _record(settings, record, f"checkpoint logged (WAL line {record.seq})")
 
 

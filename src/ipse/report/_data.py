@@ -58,7 +58,7 @@ from ipse.transcript.formats.openai_responses import read_item
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
 
 # What fills the context, in drawing order (bottom to top).
-KINDS = (
+CONTEXT_KINDS = (
     "not_recorded",
     "system",
     "tools",
@@ -128,7 +128,7 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Checkpoint:
+class HandoffSaving:
     """What a handoff at one natural checkpoint (a new human turn) would have saved."""
 
     index: int
@@ -162,7 +162,7 @@ class ReportData:
     points: tuple[Point, ...]
     summary: Mapping[str, Any]
     top_tools: tuple[tuple[str, int], ...]
-    checkpoints: tuple[Checkpoint, ...]
+    checkpoints: tuple[HandoffSaving, ...]
     command: str
     warnings: tuple[str, ...] = field(default=())
     # why the input has no requests to replay (a harness file that records one conversation,
@@ -227,7 +227,7 @@ def _conversation_only(path: str, name: str, command: str) -> ReportData:
     tally = TokenTally(default_counter())
     tally.add_front(conversation)
     tally.add_messages(conversation.messages)
-    composition = {kind: tally.by_kind.get(kind, 0) for kind in KINDS}
+    composition = {kind: tally.by_kind.get(kind, 0) for kind in CONTEXT_KINDS}
     names = _call_names(conversation.messages)
     tools: dict[str, int] = {}
     for message in conversation.messages:
@@ -307,7 +307,7 @@ class _Composition:
         history = self.history(request)
         summed = self._summed(request, history) if history is not None else None
         if history is not None and summed is not None:
-            kinds = dict.fromkeys(KINDS, 0)
+            kinds = dict.fromkeys(CONTEXT_KINDS, 0)
             for name, count in self._front(request, history.front).items():
                 kinds[name] += count
             by_kind, shared_tools = summed
@@ -315,7 +315,7 @@ class _Composition:
                 kinds[name] += count
             return kinds, shared_tools
         conversation = _conversation(request)
-        kinds = dict.fromkeys(KINDS, 0)
+        kinds = dict.fromkeys(CONTEXT_KINDS, 0)
         tools: dict[str, int] = {}
         for name, count in self._front(request, conversation).items():
             kinds[name] += count
@@ -733,7 +733,7 @@ def _top_tools(points: Sequence[Point], limit: int = 12) -> tuple[tuple[str, int
     return tuple(sorted(last.items(), key=lambda item: (-item[1], item[0]))[:limit])
 
 
-def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[Checkpoint]:
+def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[HandoffSaving]:
     """At each new human turn: what a handoff there would have saved over the requests that
     follow it, up to the next compaction, handoff or reset (which removes those tokens anyway).
 
@@ -761,7 +761,7 @@ def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[Checkpoint]
             gone = min(removable, after.context_tokens) * after.read_multiplier
             saved_tokens += gone
             saved_usd += min(gone * after.price_usd, after.cost_usd)
-        yield Checkpoint(
+        yield HandoffSaving(
             index=point.index,
             tokens_now=tokens_now,
             removable=removable,
@@ -783,4 +783,4 @@ def _segment_ends(points: Sequence[Point]) -> list[int]:
     return ends
 
 
-__all__ = ["KINDS", "Checkpoint", "Point", "ReportData", "collect"]
+__all__ = ["CONTEXT_KINDS", "HandoffSaving", "Point", "ReportData", "collect"]

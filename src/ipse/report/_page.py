@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from ipse import __version__
-from ipse.report._data import KINDS, Checkpoint, Point, ReportData
+from ipse.report._data import CONTEXT_KINDS, HandoffSaving, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
 
 _NAMES = {
@@ -106,7 +106,7 @@ def _header(data: ReportData) -> str:
     )
 
 
-def _best_saving(checkpoints: Sequence[Checkpoint]) -> str:
+def _best_saving(checkpoints: Sequence[HandoffSaving]) -> str:
     if not checkpoints:
         return "-"
     best = max(checkpoints, key=lambda c: c.saved_usd)
@@ -138,7 +138,7 @@ def _composition_section(data: ReportData, labels: Sequence[str]) -> str:
     points = data.points
     layers = [
         Series(_NAMES[kind], f"k-{kind}", [p.composition.get(kind, 0) for p in points])
-        for kind in KINDS
+        for kind in CONTEXT_KINDS
         if any(p.composition.get(kind, 0) for p in points)
     ]
     chart = stacked_bars("What fills the context, per request (tokens)", layers, labels)
@@ -254,7 +254,7 @@ OPEN_TABLE_ROWS = 1000
 
 
 def _numbers_section(points: Sequence[Point]) -> str:
-    kinds = [k for k in KINDS if any(p.composition.get(k, 0) for p in points)]
+    kinds = [k for k in CONTEXT_KINDS if any(p.composition.get(k, 0) for p in points)]
     head = [
         "request",
         "model",
