@@ -109,7 +109,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 
 def _session_conversation(settings: Settings) -> Any:
     """The Claude Code session this server runs in, when its file can be found; else None."""
-    from ipse.harness import claude_code_session_file
+    from ipse.transcript import claude_code_session_file
 
     session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
     path = claude_code_session_file(session, settings.cwd)

@@ -20,6 +20,7 @@ if _typing.TYPE_CHECKING:
     from ipse.transcript._jsonl import BAD_LINE, NOT_AN_OBJECT, parse_json, read_text_bytes
     from ipse.transcript._links import check_links
     from ipse.transcript._load import Source, load, read_conversation
+    from ipse.transcript._locations import claude_code_session_file, claude_config_dir
     from ipse.transcript._model import (
         Block,
         Conversation,
@@ -58,6 +59,7 @@ _MODULES = {
     "_jsonl": ("BAD_LINE", "NOT_AN_OBJECT", "parse_json", "read_text_bytes"),
     "_links": ("check_links",),
     "_load": ("Source", "load", "read_conversation"),
+    "_locations": ("claude_code_session_file", "claude_config_dir"),
     "_model": (
         "Block",
         "Conversation",
@@ -116,6 +118,8 @@ __all__ = [
     "body_codec",
     "body_dialect",
     "check_links",
+    "claude_code_session_file",
+    "claude_config_dir",
     "codec",
     "counted_text",
     "detect",
