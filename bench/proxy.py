@@ -5,8 +5,8 @@ Anthropic-style event stream (``--events`` events, ``--gap`` ms apart, usage in
 ``message_start``). The proxy is ``python -m ipse proxy`` in its own process, pointed at it.
 Measured in one run:
 
-0. The library alone: `ipse.handoff.rewrite_request` on the 1 MB body, first and later requests,
-   against an orjson parse and dump of the same body.
+0. The library alone: `ipse.handoff.wire.rewrite_request` on the 1 MB body, first and later
+   requests, against an orjson parse and dump of the same body.
 1. Latency, sequential requests, direct vs through the proxy: time to first byte and total, p50
    and p99; a small pass-through body, and a 1 MB body holding a checkpoint call (the proxy
    hands it off: the first request of the conversation reads and strips it, later ones reuse the
@@ -249,7 +249,7 @@ def library(rounds: int) -> dict[str, float]:
     """`rewrite_request` on the 1 MB body in this process: the first request of a checkpoint
     (read, strip, verify) and the later ones (the cached prefix, new tail spliced on), against
     an orjson parse and dump of the same body (what any JSON-handling proxy pays)."""
-    from ipse.handoff import clear_cache, rewrite_request
+    from ipse.handoff.wire import clear_cache, rewrite_request
 
     data = big_body()
     clear_cache()

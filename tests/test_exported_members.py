@@ -1,5 +1,6 @@
-"""Every package's ``__all__`` is sorted and names exactly what it makes public: no imported
-helper (``Path``, ``Mapping``, ``InputError``...) leaks out, and nothing public is left unlisted."""
+"""Every package's (and public module's) ``__all__`` is sorted and names exactly what it makes
+public: no imported helper (``Path``, ``Mapping``, ``InputError``...) leaks out, nothing public
+is left unlisted, and no two packages give one name two meanings."""
 
 from __future__ import annotations
 import __future__
@@ -13,11 +14,16 @@ PACKAGES = [
     "ipse",
     "ipse.adapters",
     "ipse.archive",
+    "ipse.cli",
     "ipse.handoff",
+    "ipse.handoff.wire",
     "ipse.harness",
     "ipse.mcp",
     "ipse.prefix",
     "ipse.probe",
+    "ipse.proxy",
+    "ipse.report",
+    "ipse.sessions",
     "ipse.statedir",
     "ipse.store",
     "ipse.transcript",
@@ -26,12 +32,16 @@ PACKAGES = [
 
 
 def _public(module: types.ModuleType) -> set[str]:
-    """The names a reader sees: not underscored, not a submodule, not ``from __future__``."""
+    """The names a reader sees: not underscored, not a submodule, not ``from __future__``; in a
+    plain module (not a package's ``__init__``, which holds only what it exports), not what it
+    imports from outside ipse for its own use either (``Mapping``, ``Any``)."""
+    package = hasattr(module, "__path__")
     return {
         name
         for name in dir(module)
         if not name.startswith("_")
-        and not isinstance(getattr(module, name), types.ModuleType | __future__._Feature)
+        and not isinstance(value := getattr(module, name), types.ModuleType | __future__._Feature)
+        and (package or str(getattr(value, "__module__", "ipse")).startswith("ipse"))
     }
 
 

@@ -178,7 +178,7 @@ def test_state_and_twin_text_with_a_lone_surrogate_is_refused_by_the_library(
 ) -> None:
     """What the MCP tools (and any caller) hand the library directly: a lone surrogate (a
     tool call's JSON escape ``\\ud800``) is one `InputError`, and nothing is written."""
-    from ipse.statedir import add_invariant, checkpoint, init, set_next
+    from ipse.statedir import add_invariant, init, log_transition, set_next
     from ipse.twin._state import TwinState
     from ipse.twin._transitions import apply_op
 
@@ -194,7 +194,7 @@ def test_state_and_twin_text_with_a_lone_surrogate_is_refused_by_the_library(
         lambda: set_next(folder, "\ud800"),
         lambda: add_invariant(folder, "x\ud800", "r"),
         lambda: add_invariant(folder, "x", "\udc80"),
-        lambda: checkpoint(folder, "\ud800 done"),
+        lambda: log_transition(folder, "\ud800 done"),
     ):
         with pytest.raises(InputError, match="not valid UTF-8"):
             call()

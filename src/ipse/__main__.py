@@ -1,5 +1,5 @@
 """``python -m ipse``: the same command line as the ``ipse`` script."""
 
-from ipse.cli._entry import entry
+from ipse.cli import entry
 
 entry()

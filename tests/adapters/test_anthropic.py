@@ -19,7 +19,8 @@ from anthropic import Anthropic, AsyncAnthropic
 
 from ipse.adapters.anthropic import HandoffMiddleware, keep_handed_off
 from ipse.archive import open_archive
-from ipse.handoff import render_notes, rewrite_request, tool_definition
+from ipse.handoff import render_notes, tool_definition
+from ipse.handoff.wire import rewrite_request
 from tests.support.anthropic_upstream import anthropic_upstream
 
 NOTES = {"done": ["read setup.cfg"], "open": ["bump the version"]}

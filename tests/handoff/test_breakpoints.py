@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ipse import jsonio
-from ipse.handoff import rewrite_request, validate
+from ipse.handoff import validate
 from ipse.handoff._strip import CONTINUED
+from ipse.handoff.wire import rewrite_request
 from ipse.transcript import codec
 from tests.handoff.build import assistant, call, result, text, thinking, user
 from tests.handoff.test_properties import anthropic_bodies

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ipse.handoff._measure import KEYS
+from ipse.handoff import MEASURE_KEYS
 from ipse.transcript import load
 from ipse.transcript._model import ToolCall, ToolResult
 from tests.conftest import BIG_SESSION, OPENAI_TRAJ, SHARED, CliResult, run_cli
@@ -35,7 +35,7 @@ def test_handoff_json_document(tmp_path: Path) -> None:
         "narration_coverage",
         "archived",
     }
-    assert set(document["before"]) == set(document["after"]) == set(KEYS)
+    assert set(document["before"]) == set(document["after"]) == set(MEASURE_KEYS)
     assert document["authored_preserved"] is True
     assert document["before"]["authored_chars"] == document["after"]["authored_chars"]
     assert document["after"]["bytes"] == out.stat().st_size

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ipse import jsonio
-from ipse.handoff import clear_cache
+from ipse.handoff.wire import clear_cache
 from ipse.proxy import ProxyConfig, RunningProxy, Upstream, start_in_thread
 from tests.support.llama import llama_server, model_path
 

@@ -79,7 +79,7 @@ def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> N
 
 
 def test_the_text_log_line_names_tokens_saved() -> None:
-    from ipse.handoff import Rewrite
+    from ipse.handoff.wire import Rewrite
     from ipse.proxy._exchange import Exchange
     from ipse.proxy._record import log_line
 

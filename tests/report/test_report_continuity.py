@@ -11,7 +11,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from ipse.cli.main import cli
-from ipse.report import Checkpoint
+from ipse.report import HandoffSaving
 from ipse.report._continuity import LOST_SHOWN
 from ipse.report._page import _continuity_list
 from tests.probe.build import assistant, call, result, text, user, write_session
@@ -92,7 +92,7 @@ def test_the_lost_facts_show_on_hover_escaped_redacted_and_capped() -> None:
         "lost_total": LOST_SHOWN + 3,
         "lost": lost,
     }
-    checkpoint = Checkpoint(
+    checkpoint = HandoffSaving(
         index=4,
         tokens_now=100,
         removable=50,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ipse.errors import InputError, UsageError
-from ipse.statedir import add_invariant, checkpoint, init, set_next
+from ipse.statedir import add_invariant, init, log_transition, set_next
 from ipse.statedir._ops import NO_NEXT
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import git, wal_records
@@ -98,7 +98,7 @@ def test_the_revision_follows_new_commits_and_packed_refs(state: Path) -> None:
 def test_checkpoint_is_one_wal_line(state: Path, run_ipse: RunIpse) -> None:
     done = run_ipse("state", "checkpoint", "tokenizer done", cwd=state.parent)
     assert done.returncode == 0
-    checkpoint(state, "second")
+    log_transition(state, "second")
     assert [r["text"] for r in wal_records(state)[-2:]] == ["tokenizer done", "second"]
 
 

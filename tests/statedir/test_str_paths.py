@@ -13,7 +13,7 @@ def test_a_whole_cycle_with_str_paths(repo: Path) -> None:
     statedir.init(folder, "Port the parser", "all parser tests pass")
     statedir.set_next(folder, "write the lexer")
     statedir.add_invariant(folder, "no regex in the lexer", "too slow on long inputs")
-    statedir.checkpoint(folder, "lexer skeleton in place")
+    statedir.log_transition(folder, "lexer skeleton in place")
     (repo / "lexer.py").write_text("def lex(): ...\n")
     receipt = statedir.stamp(folder, "the lexer exists", [str(repo / "lexer.py")])
 

@@ -14,7 +14,7 @@ from tests.support.sql import raw_exec
 from ipse.errors import StoreError
 from ipse.store import MigrationStep, open_backend, register
 from ipse.store._migrations import _REGISTRY, registered
-from ipse.twin._tables import STEPS
+from ipse.store._tables import STEPS
 
 TWIN_STEPS = [("twin", s.number, s.name) for s in STEPS]
 
@@ -214,8 +214,10 @@ def second_url(url: str, tmp_path: Path) -> Iterator[str]:
 
 def test_a_fresh_schema_equals_one_migrated_step_by_step(url: str, second_url: str) -> None:
     from ipse.archive._schema import ensure_registered
+    from ipse.store._tables import ensure_registered as ensure_snapshot_tables
 
     ensure_registered()
+    ensure_snapshot_tables()
     components = registered()
     assert set(components) >= {"twin", "archive"}
     open_backend(url).close()  # every step at once

@@ -4,7 +4,7 @@
 (``Anthropic(middleware=[HandoffMiddleware()])``, ``AsyncAnthropic(...)`` or
 ``client.with_middleware(...)``), it sees every request body the SDK is about to send and hands
 the ones for ``/v1/messages`` and ``/v1/messages/count_tokens`` off exactly as the proxy does,
-with the same library call (`ipse.handoff.rewrite_request`): the newest call of the checkpoint
+with the same library call (`ipse.handoff.wire.rewrite_request`): the newest call of the checkpoint
 tool is the cut, the rewrite is a pure function of the history (byte-stable from one request to
 the next, so the prompt cache keeps the prefix), the thinking of the kept turns goes on models
 that bind thinking to its prefix, and what was removed goes to the archive. ``messages.create``
@@ -36,14 +36,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("anthropic", "anthropic") from exc
 
 from ipse.archive import ArchiveSink, LazyArchive
-from ipse.handoff import (
-    CHECKPOINT_TOOLS,
-    DEFAULT_MAX_TOKENS,
-    Rewrite,
-    StripOptions,
-    conversation_key,
-    rewrite_request,
-)
+from ipse.handoff import CHECKPOINT_TOOLS, DEFAULT_MAX_TOKENS, StripOptions
+from ipse.handoff.wire import Rewrite, conversation_key, rewrite_request
 
 log = _notes.logger(__name__)
 
@@ -67,7 +61,7 @@ class HandoffMiddleware(Middleware):
     ``archive``: True (the default) archives what was removed in the default store
     (``IPSE_HOME`` or ``IPSE_DATABASE_URL``, opened on the first removal), a sink archives
     there, None or False archives nothing; ``session`` names the archive session (by default
-    each conversation's own key, as the proxy keys it: `ipse.handoff.conversation_key`).
+    each conversation's own key, as the proxy keys it: `ipse.handoff.wire.conversation_key`).
     ``tool_names`` are the checkpoint tool's names (``mcp__<server>__<name>`` is recognised
     too). ``last`` is the outcome for the most recent request that named a history."""
 

@@ -3,7 +3,7 @@
 `IpseHandoff` is a LiteLLM ``CustomLogger``: listed in the gateway's own ``config.yaml``
 (``litellm_settings: callbacks: ipse.adapters.litellm.handoff``, or a module of yours that makes
 an instance with other settings), its ``async_pre_call_hook`` hands each request off exactly as
-``ipse proxy`` does, with the same library call (`ipse.handoff.rewrite_request`): on the OpenAI
+``ipse proxy`` does, with the same library call (`ipse.handoff.wire.rewrite_request`): on the OpenAI
 chat route (``/v1/chat/completions``) and the Anthropic messages route (``/v1/messages``,
 ``count_tokens`` aside) the newest call of the checkpoint tool (``micro_handoff``, or
 ``mcp__<server>__micro_handoff``) is the cut, the tool traffic before it goes, every authored
@@ -21,7 +21,7 @@ format ``ipse prefix`` and ``ipse report`` read. The store is ipse's own (``IPSE
 ``IPSE_DATABASE_URL``, or ``store=``). No header is kept anywhere, and the body keys that carry
 credentials or LiteLLM's own metadata are left out of what is stored.
 
-The thinking rule for models that bind thinking to its prefix (`ipse.handoff.binds_thinking`)
+The thinking rule for models that bind thinking to its prefix (`ipse.handoff.wire.binds_thinking`)
 reads the model name the client asked for: a gateway alias that hides the Claude model's name
 keeps the thinking of the kept turns.
 """
@@ -51,13 +51,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("litellm", "litellm") from exc
 
-from ipse.handoff import (
-    CHECKPOINT_TOOLS,
-    Rewrite,
-    StripOptions,
-    conversation_key,
-    rewrite_request,
-)
+from ipse.handoff import CHECKPOINT_TOOLS, StripOptions
+from ipse.handoff.wire import Rewrite, conversation_key, rewrite_request
 
 log = _notes.logger("ipse.litellm")
 

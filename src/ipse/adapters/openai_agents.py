@@ -45,10 +45,10 @@ from ipse.handoff import (
     HandoffOptions,
     StripOptions,
     render_notes,
-    rewrite_request,
     run,
     tool_definition,
 )
+from ipse.handoff.wire import rewrite_request
 from ipse.transcript import codec
 
 log = _notes.logger(__name__)
@@ -120,9 +120,9 @@ def input_filter(
     *, tool: str = CHECKPOINT_TOOL, strip: StripOptions | None = None
 ) -> Callable[[CallModelData[Any]], ModelInputData]:
     """A ``RunConfig(call_model_input_filter=...)`` that sends every model call its input handed
-    off at the newest checkpoint, as the proxy does (`ipse.handoff.rewrite_request`: byte-stable,
-    each checkpoint's rewrite done once and reused), so the calls after a checkpoint within the
-    same run see the short history too. It changes what is sent, not what is stored, and
+    off at the newest checkpoint, as the proxy does (`ipse.handoff.wire.rewrite_request`:
+    byte-stable, each checkpoint's rewrite done once and reused), so the calls after a checkpoint
+    within the same run see the short history too. It changes what is sent, not what is stored, and
     archives nothing (`HandoffSession` stores and archives)."""
 
     def apply(data: CallModelData[Any]) -> ModelInputData:

@@ -14,7 +14,7 @@ recorded).
 
 from __future__ import annotations
 
-from ipse.store._migrations import MigrationStep, register
+from ipse.store import MigrationStep, register
 
 COMPONENT = "archive"
 

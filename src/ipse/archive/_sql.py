@@ -21,7 +21,7 @@ from ipse.archive._base import Archivable, Item, Recalled, preview
 from ipse.archive._blobs import CODEC, address, compress, decompress, payload
 from ipse.errors import InputError, StoreError, UsageError
 from ipse.redact import redact
-from ipse.store._connections import PostgresConnection, SqliteConnection
+from ipse.store import PostgresConnection, SqliteConnection
 
 _ITEM_COLUMNS = "session, item_id, kind, tool, preview, size, position"
 

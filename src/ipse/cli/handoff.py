@@ -15,13 +15,13 @@ from ipse.cli.micro_handoff import SHAPES
 from ipse.errors import UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
+    MEASURE_KEYS,
     Handoff,
     HandoffOptions,
     StripOptions,
     handoff_session,
     run,
 )
-from ipse.handoff._measure import KEYS
 from ipse.tokens import load_before
 from ipse.transcript import FORMATS, Source, load
 
@@ -391,7 +391,7 @@ def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = Fals
     )
     for column in ("", "before", "after", "saving"):
         table.add_column(column, justify="left" if not column else "right")
-    for key in KEYS:
+    for key in MEASURE_KEYS:
         old, new = document["before"][key], document["after"][key]
         cut = f"{100.0 * (old - new) / old:.1f}%" if old and key != "authored_chars" else ""
         table.add_row(_LABELS[key], f"{old:,}", f"{new:,}", cut)

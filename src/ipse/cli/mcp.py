@@ -56,9 +56,9 @@ def mcp_command(
     from ipse.mcp import Settings, default_session, serve_http, serve_stdio
 
     if port is not None:
-        from ipse.mcp._server import _sdk
+        from ipse.mcp import require_sdk
 
-        _sdk()  # a missing extra is one line before anything starts
+        require_sdk()  # a missing extra is one line before anything starts
     settings = Settings(
         session=session or default_session(),
         state_dir=state_dir,

@@ -22,13 +22,11 @@ from ipse.cli._output import (
     warn,
 )
 from ipse.errors import CheckFailed, InputError, UsageError
-from ipse.prefix._report import MIN_TOKENS, PrefixReport, analyze
-from ipse.prefix._requests import read_requests
-from ipse.prefix._rules import PROVIDERS
+from ipse.prefix import MIN_TOKENS, PROVIDERS, PrefixReport, analyze, read_requests
 from ipse.transcript import FORMATS
 
 if TYPE_CHECKING:
-    from ipse.prefix._lint import Finding
+    from ipse.prefix import Finding
 
 _FORMAT = click.option(
     "--format",
@@ -163,7 +161,7 @@ def _watch(
     """``--watch``: one line per new break in the session files under ``folder``."""
     import time
 
-    from ipse.prefix._watch import Watcher, default_folders
+    from ipse.prefix import Watcher, default_folders
 
     folders = [folder] if folder is not None else default_folders()
     if not folders or not all(f.exists() for f in folders):
@@ -386,7 +384,7 @@ def lint_command(
       ipse lint request.json
       ipse lint captured/ --json
     """
-    from ipse.prefix._lint import lint  # (the linter's modules only for this command)
+    from ipse.prefix import lint  # (the linter's modules only for this command)
 
     log = read_requests(request, fmt)
     for line in log.warnings:

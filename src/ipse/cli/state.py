@@ -193,14 +193,13 @@ def checkpoint_command(message: str, hook: str | None, folder: Path, as_json: bo
       ipse state checkpoint "tokenizer done; all unit tests pass"
       ipse state checkpoint --hook claude-code "context compaction"   (a PreCompact hook)
     """
-    from ipse.statedir import checkpoint
-    from ipse.statedir._files import WAL
+    from ipse.statedir import WAL, log_transition
 
     if hook is not None:
         if not (folder / WAL).is_file():
             return
         message += _hook_trigger()
-    record = checkpoint(folder, message)
+    record = log_transition(folder, message)
     if as_json:
         emit_json(_record_json(record))
     elif hook is None:

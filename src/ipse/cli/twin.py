@@ -192,7 +192,7 @@ def _read_jsonl(path: str) -> list[Any]:
 
 
 def _operations_epilog() -> str:
-    from ipse.twin._tools import usage_lines
+    from ipse.twin import usage_lines
 
     return '\b\nOperations (one JSON object per line, {"op": NAME, ARG: value, ...}):\n' + (
         "\n".join(f"  {line}" for line in usage_lines())

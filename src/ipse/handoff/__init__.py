@@ -2,7 +2,7 @@
 
 `strip` rewrites the part before a cut (pure, deterministic, idempotent); `validate` holds the
 provider's rules every output is checked against; `verify` proves nothing authored was lost;
-`rewrite_request` hands off a request on the wire (the proxy's call); `notes` defines the
+`wire` hands off a request on the wire (the proxy's and the SDK hooks' call); `notes` defines the
 checkpoint tool and renders its notes; `checkpoint` stores them in the archive by session;
 `narration` measures whether the agent narrated enough for the handoff to keep what it knew;
 `policy` says when a handoff pays off; `recognise` knows a checkpoint call in every shape a
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ipse.errors import CutError
 from ipse.handoff._checkpoint import (
-    CHECKPOINT_KIND,
     Checkpoint,
     Drop,
     checkpoint_id,
@@ -21,9 +20,9 @@ from ipse.handoff._checkpoint import (
     record_checkpoint,
 )
 from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
-from ipse.handoff._measure import handoff_document, measure, tokens_saved
+from ipse.handoff._measure import MEASURE_KEYS, handoff_document, measure, tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
-from ipse.handoff._notes import SCHEMA, check_notes, render_notes, tool_definition
+from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
 from ipse.handoff._recognise import (
     CHECKPOINT_TOOLS,
@@ -34,14 +33,8 @@ from ipse.handoff._recognise import (
 )
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._rewrite import (
-    SESSION_HEADER,
-    Rewrite,
-    binds_thinking,
     checkpoint_calls,
-    clear_cache,
-    conversation_key,
     is_checkpoint,
-    rewrite_request,
 )
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._session import handoff_session, recorded_session, source_session
@@ -50,15 +43,15 @@ from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
 from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
 
 __all__ = [
-    "CHECKPOINT_KIND",
     "CHECKPOINT_TOOL",
     "CHECKPOINT_TOOLS",
     "DEFAULT_MAX_TOKENS",
+    "DESCRIPTION",
     "MARKER",
+    "MEASURE_KEYS",
     "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
-    "SESSION_HEADER",
     "CacheRates",
     "Checkpoint",
     "CutError",
@@ -73,11 +66,9 @@ __all__ = [
     "Problem",
     "ProblemCode",
     "Removed",
-    "Rewrite",
     "StripOptions",
     "Verdict",
     "authored_chars",
-    "binds_thinking",
     "breadcrumb",
     "break_even",
     "check_notes",
@@ -86,8 +77,6 @@ __all__ = [
     "checkpoint_items",
     "checkpoint_name",
     "checkpoint_tool_of",
-    "clear_cache",
-    "conversation_key",
     "decide",
     "handoff_document",
     "handoff_session",
@@ -100,7 +89,6 @@ __all__ = [
     "recorded_session",
     "render_notes",
     "resolve_cut",
-    "rewrite_request",
     "run",
     "source_session",
     "strip",

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ipse.transcript._model import Block, Message, Text, ToolResult
+from ipse.transcript import Block, Message, Text, ToolResult
 
 
 def marker(block: Block, key: str, *, nested: bool = False) -> Any:

@@ -33,7 +33,7 @@ from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
 from ipse.handoff._notes import check_notes, render_notes
 from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._strip import StripOptions, strip
-from ipse.transcript._model import Conversation, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript import Conversation, Text, Thinking, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveStore, Item
@@ -139,7 +139,7 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
     conversation is empty or cannot be handed off."""
     from ipse.errors import IpseError
     from ipse.tokens import default_counter
-    from ipse.transcript._stats import TokenTally
+    from ipse.transcript import TokenTally
 
     found: ToolCall | None = None
     position = len(conversation.messages)

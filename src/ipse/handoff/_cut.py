@@ -24,7 +24,7 @@ from typing import Literal, TypeAlias
 
 from ipse.errors import CutError, UsageError
 from ipse.handoff._recognise import CHECKPOINT_TOOL, checkpoint_tool_of
-from ipse.transcript._model import Conversation, Message, ToolCall, ToolResult
+from ipse.transcript import Conversation, Message, ToolCall, ToolResult
 
 At: TypeAlias = int | str | None
 CutKind: TypeAlias = Literal["checkpoint", "index", "now", "end"]

@@ -14,11 +14,9 @@ from ipse import jsonio
 from ipse.handoff._narration import Narration
 from ipse.handoff._report import HandoffReport
 from ipse.handoff._verify import Verdict, authored_chars
-from ipse.transcript import write
-from ipse.transcript._model import Conversation, Text, Thinking, ToolCall, ToolResult
-from ipse.transcript._stats import TokenTally
+from ipse.transcript import Conversation, Text, Thinking, TokenTally, ToolCall, ToolResult, write
 
-KEYS = (
+MEASURE_KEYS = (
     "messages",
     "text_blocks",
     "tool_calls",
@@ -36,8 +34,8 @@ def body_bytes(conversation: Conversation) -> bytes:
 
 
 def measure(conversation: Conversation, tally: TokenTally) -> dict[str, int]:
-    """Counts of one conversation, keyed as `KEYS`."""
-    counts = dict.fromkeys(KEYS, 0)
+    """Counts of one conversation, keyed as `MEASURE_KEYS`."""
+    counts = dict.fromkeys(MEASURE_KEYS, 0)
     counts["messages"] = len(conversation.messages)
     for _, _, block in conversation.blocks():
         if isinstance(block, Text):
@@ -113,4 +111,4 @@ def handoff_document(
     }
 
 
-__all__ = ["KEYS", "body_bytes", "handoff_document", "measure", "saving", "tokens_saved"]
+__all__ = ["MEASURE_KEYS", "body_bytes", "handoff_document", "measure", "saving", "tokens_saved"]

@@ -16,8 +16,7 @@ from importlib import resources
 from typing import Any
 
 from ipse.handoff._report import HandoffReport
-from ipse.transcript._model import Conversation, Origin, Text, ToolCall
-from ipse.transcript._stats import TokenTally
+from ipse.transcript import Conversation, Origin, Text, TokenTally, ToolCall
 
 MIN_COVERAGE = 0.5  # below this share of narrated calls, warn
 MIN_TOKENS_PER_CALL = 15.0  # below this many agent tokens per removed call, warn

@@ -15,7 +15,7 @@ from typing import Any
 
 from ipse.errors import InputError
 from ipse.handoff._cut import CHECKPOINT_TOOL
-from ipse.transcript._codec import codec
+from ipse.transcript import codec
 
 DESCRIPTION = (
     "Record a checkpoint. Your tool calls, their results and your thinking before this point "

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ipse._names import Names
-from ipse.transcript._model import Text, ToolCall, ToolResult
+from ipse.transcript import Text, ToolCall, ToolResult
 
 CHECKPOINT_TOOL = "micro_handoff"
 CHECKPOINT_TOOLS: tuple[str, ...] = (CHECKPOINT_TOOL,)

@@ -64,7 +64,7 @@ class Handoff:
     @cached_property
     def _tally(self) -> Any:
         from ipse.tokens import default_counter
-        from ipse.transcript._stats import TokenTally
+        from ipse.transcript import TokenTally
 
         return TokenTally(default_counter())
 

@@ -37,7 +37,7 @@ from ipse.sessions import (
     request_session,
     session_key,
 )
-from ipse.transcript._model import Conversation, ToolCall, ToolResult
+from ipse.transcript import Conversation, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ipse.transcript import Source

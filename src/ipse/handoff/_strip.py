@@ -39,9 +39,9 @@ from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, results_by_call,
 from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
-from ipse.transcript._codec import Codec, codec
-from ipse.transcript._model import (
+from ipse.transcript import (
     Block,
+    Codec,
     Conversation,
     Message,
     Origin,
@@ -50,6 +50,7 @@ from ipse.transcript._model import (
     Thinking,
     ToolCall,
     ToolResult,
+    codec,
 )
 
 SEPARATOR = "\n\n"

@@ -21,7 +21,7 @@ from typing import Literal, TypeAlias, get_args
 
 from ipse._names import Names
 from ipse.errors import UsageError
-from ipse.transcript._model import Conversation, Message, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, ToolResult
 
 ProblemCode: TypeAlias = Literal[
     "no_messages",

@@ -17,8 +17,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
-from ipse.transcript._codec import codec
-from ipse.transcript._model import Conversation, Message, Text, ToolCall, ToolResult
+from ipse.transcript import Conversation, Message, Text, ToolCall, ToolResult, codec
 
 
 @dataclass(frozen=True, slots=True)

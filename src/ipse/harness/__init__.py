@@ -1,5 +1,5 @@
-"""Agent harnesses: registering ipse with Claude Code, Codex and Gemini CLI, and finding their
-session files.
+"""Agent harnesses: registering ipse with Claude Code, Codex and Gemini CLI (where a harness
+keeps its session files is the readers' business: `ipse.transcript.claude_code_session_file`).
 
 `install_agent` / `uninstall_agent` edit each harness's own files (MCP server entries, hooks, proxy
 settings, the instructions file's marked block) so that uninstall leaves every file byte for
@@ -14,7 +14,6 @@ from ipse.harness._blocks import add_block, find_block, remove_block
 from ipse.harness._extras import NotRunnable, install_command, require
 from ipse.harness._install import (
     AGENTS,
-    DEFAULT_PORT,
     NOTES_ONLY,
     PROXY_URL,
     Change,
@@ -34,22 +33,15 @@ from ipse.harness._install import (
     server_entry,
     uninstall_agent,
 )
-from ipse.harness._sessions import (
-    claude_code_session_file,
-    claude_config_dir,
-)
 
 __all__ = [
     "AGENTS",
-    "DEFAULT_PORT",
     "NOTES_ONLY",
     "PROXY_URL",
     "Change",
     "NotRunnable",
     "Paths",
     "add_block",
-    "claude_code_session_file",
-    "claude_config_dir",
     "claude_user_config",
     "codex_home",
     "find_block",

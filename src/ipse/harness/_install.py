@@ -62,7 +62,7 @@ from ipse.fileio import atomic_write
 from ipse.harness import jsonedit, tomledit
 from ipse.harness._blocks import add_block, find_block, remove_block
 from ipse.harness._extras import require
-from ipse.harness._sessions import claude_config_dir
+from ipse.transcript import claude_config_dir
 
 AGENTS = ("claude-code", "codex", "gemini")
 DEFAULT_PORT = 8765

@@ -17,6 +17,7 @@ if _typing.TYPE_CHECKING:
         build_server,
         call,
         one_line,
+        require_sdk,
         serve_http,
         serve_stdio,
     )
@@ -27,6 +28,7 @@ _WHERE = {
     "build_server": "ipse.mcp._server",
     "call": "ipse.mcp._server",
     "one_line": "ipse.mcp._server",
+    "require_sdk": "ipse.mcp._server",
     "serve_http": "ipse.mcp._server",
     "serve_stdio": "ipse.mcp._server",
     "RECALL_CHARS": "ipse.mcp._tools",
@@ -61,6 +63,7 @@ __all__ = [
     "call",
     "default_session",
     "one_line",
+    "require_sdk",
     "serve_http",
     "serve_stdio",
     "tools",

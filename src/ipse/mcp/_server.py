@@ -30,7 +30,7 @@ INSTRUCTIONS = instructions(twin=True)
 log = logging.getLogger("ipse.mcp")
 
 
-def _sdk() -> Any:
+def require_sdk() -> Any:
     try:
         import mcp_types
         from mcp.server import Server
@@ -107,7 +107,7 @@ def build_server(settings: Settings | None = None) -> Server[Any]:
     """The MCP server for ``settings`` (not yet running)."""
     from ipse import __version__
 
-    server_class, types = _sdk()
+    server_class, types = require_sdk()
     chosen = settings or Settings()
     table = table_for(chosen)
     listing = [

@@ -109,7 +109,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 
 def _session_conversation(settings: Settings) -> Any:
     """The Claude Code session this server runs in, when its file can be found; else None."""
-    from ipse.harness import claude_code_session_file
+    from ipse.transcript import claude_code_session_file
 
     session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
     path = claude_code_session_file(session, settings.cwd)
@@ -247,9 +247,9 @@ def _state_invariant(settings: Settings, args: dict[str, Any]) -> dict[str, Any]
 
 
 def _state_checkpoint(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.statedir import checkpoint
+    from ipse.statedir import log_transition
 
-    record = checkpoint(_folder(settings), args["message"])
+    record = log_transition(_folder(settings), args["message"])
     return _record(settings, record, f"checkpoint logged (WAL line {record.seq})")
 
 
@@ -354,9 +354,8 @@ def offered(settings: Settings) -> list[Tool]:
 
 def tools() -> list[Tool]:
     """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
-    from ipse.handoff import SCHEMA
-    from ipse.handoff._notes import DESCRIPTION
-    from ipse.twin._tools import TOOL_SPECS
+    from ipse.handoff import DESCRIPTION, SCHEMA
+    from ipse.twin import TOOL_SPECS
 
     return [
         Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),

@@ -29,8 +29,7 @@ from ipse.prefix._columns import Column, InputWhere, OverlayTtls, backing
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._rules import Rules
 from ipse.tokens import TokenCounter
-from ipse.transcript._codec import Codec, Positions, body_codec
-from ipse.transcript._stats import without_payloads
+from ipse.transcript import Codec, Positions, body_codec, without_payloads
 
 # (layer, first index, second index): tools (tool, -1), system (block, -1), settings (n, -1),
 # history / input (message, block).

@@ -45,13 +45,21 @@ from ipse import jsonio, lifetime
 from ipse.errors import InputError, os_error
 from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
-from ipse.transcript import WRITABLE_FORMATS, Shape, format_named
-from ipse.transcript._codec import body_codec, codec
-from ipse.transcript._jsonl import parse_json, read_text_bytes
-from ipse.transcript._links import check_links
-from ipse.transcript._sniff import body_dialect, detect, record_format
-from ipse.transcript._time import parse_time
-from ipse.transcript._write import write
+from ipse.transcript import (
+    WRITABLE_FORMATS,
+    Shape,
+    body_codec,
+    body_dialect,
+    check_links,
+    codec,
+    detect,
+    format_named,
+    parse_json,
+    parse_time,
+    read_text_bytes,
+    record_format,
+    write,
+)
 from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession, read_session
 from ipse.transcript.formats.claude_code_journal import (
     JournaledRequest,
@@ -154,7 +162,7 @@ def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> lis
             raise InputError("a request body must be a JSON object", path=p)
         requests = [Request(0, body, _provider_of(name), source=str(p))]
     elif name in WRITABLE_FORMATS:  # a harness file holding one conversation: its request
-        from ipse.transcript._load import load  # (the loader knows every reader: on use)
+        from ipse.transcript import load  # (the loader knows every reader: on use)
 
         conversation = load(p, name).current()
         body = write(conversation)

@@ -2,16 +2,16 @@
 
 A local HTTP proxy for the Anthropic Messages and OpenAI Chat Completions / Responses APIs
 (extra ``ipse[proxy]``: Starlette, uvicorn, httpx). Requests that hold a call of the checkpoint
-tool are handed off with the library (`ipse.handoff.rewrite_request`) before they go upstream;
+tool are handed off with the library (`ipse.handoff.wire.rewrite_request`) before they go upstream;
 everything else passes byte for byte; responses stream back as they arrive. See `create_app`
-(the ASGI app), `serve` (foreground), `start_in_thread`, `probe` (does one answer?) and
+(the ASGI app), `serve` (foreground), `start_in_thread`, `health_document` (does one answer?) and
 `identify` (is the one that answers this user's own?).
 The HTTP stack is imported only when an app is created.
 """
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+import typing as _typing
 
 from ipse.proxy._config import (
     ANTHROPIC_UPSTREAM,
@@ -24,7 +24,17 @@ from ipse.proxy._config import (
     is_loopback,
 )
 from ipse.proxy._owner import Listener, foreign_listeners, identify, proxy_process
-from ipse.proxy._serve import RunningProxy, bind, probe, serve, start_in_thread, warn_if_exposed
+from ipse.proxy._serve import (
+    RunningProxy,
+    bind,
+    health_document,
+    serve,
+    start_in_thread,
+    warn_if_exposed,
+)
+
+if _typing.TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Any:
@@ -47,9 +57,9 @@ __all__ = [
     "bind",
     "create_app",
     "foreign_listeners",
+    "health_document",
     "identify",
     "is_loopback",
-    "probe",
     "proxy_process",
     "serve",
     "start_in_thread",

@@ -2,7 +2,7 @@
 
 One Starlette route takes every path. A ``POST`` to a route whose body ipse understands
 (Anthropic ``/v1/messages`` and ``/v1/messages/count_tokens``, OpenAI ``.../chat/completions``
-and ``.../responses``) is handed to `ipse.handoff.rewrite_request` when its bytes name a
+and ``.../responses``) is handed to `ipse.handoff.wire.rewrite_request` when its bytes name a
 checkpoint tool; every other request, and every body the handoff leaves alone, goes upstream
 byte for byte. The response streams back as it arrives (``aiter_raw``: nothing is buffered or
 decoded), through one shared `httpx.AsyncClient`.
@@ -48,7 +48,7 @@ from typing import Any, TextIO
 
 from ipse import __version__, _notes, jsonio
 from ipse.errors import MissingExtra
-from ipse.handoff import Rewrite, clear_cache, conversation_key, rewrite_request
+from ipse.handoff.wire import Rewrite, clear_cache, conversation_key, rewrite_request
 from ipse.proxy._config import ProxyConfig, Upstream
 from ipse.proxy._exchange import Exchange, Flight, InFlight
 from ipse.proxy._owner import prove, secret

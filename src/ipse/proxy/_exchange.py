@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipse.handoff import Rewrite
+from ipse.handoff.wire import Rewrite
 from ipse.proxy._wire import Provider
 
 

@@ -111,10 +111,10 @@ class Listener:
 
 def identify(url: str, port: int, *, timeout: float = 2.0, home: Path | None = None) -> Listener:
     """Ask what answers at ``url`` (on ``port``) and check that it is this user's own proxy."""
-    from ipse.proxy._serve import probe
+    from ipse.proxy._serve import health_document
 
     nonce = new_nonce()
-    health = probe(url, timeout=timeout, nonce=nonce)
+    health = health_document(url, timeout=timeout, nonce=nonce)
     if health is None:
         return Listener(None, False, "no ipse proxy answers")
     others = foreign_listeners(port)

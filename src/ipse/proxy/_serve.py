@@ -1,5 +1,5 @@
 """Running the proxy: in the foreground (`serve`), in a thread (`start_in_thread`), and probing
-whether an ipse proxy already answers on an address (`probe`).
+whether an ipse proxy already answers on an address (`health_document`).
 
 The socket is bound here, before uvicorn starts, so an address in use is one clear error rather
 than a server log line; binding beyond loopback is allowed when asked and said out loud.
@@ -132,7 +132,9 @@ def start_in_thread(config: ProxyConfig, *, log_stream: TextIO | None = None) ->
     return RunningProxy(url, server, thread, sock)
 
 
-def probe(url: str, timeout: float = 2.0, *, nonce: str | None = None) -> dict[str, Any] | None:
+def health_document(
+    url: str, timeout: float = 2.0, *, nonce: str | None = None
+) -> dict[str, Any] | None:
     """The health document of whatever answers at ``url`` as an ipse proxy, or None.
 
     It says nothing about whose process that is (any local user may answer so): before trusting
@@ -153,4 +155,4 @@ def probe(url: str, timeout: float = 2.0, *, nonce: str | None = None) -> dict[s
     return None
 
 
-__all__ = ["RunningProxy", "bind", "probe", "serve", "start_in_thread", "warn_if_exposed"]
+__all__ = ["RunningProxy", "bind", "health_document", "serve", "start_in_thread", "warn_if_exposed"]

@@ -7,14 +7,19 @@ self-contained page. `write_report` does both and writes the page atomically.
 
 from __future__ import annotations
 
-from pathlib import Path
+import typing as _typing
 
-from ipse.report._data import KINDS, Checkpoint, Point, ReportData, collect
+from ipse.report._data import CONTEXT_KINDS, HandoffSaving, Point, ReportData, collect
 from ipse.report._page import render
+
+if _typing.TYPE_CHECKING:
+    from pathlib import Path
 
 
 def write_report(data: ReportData, output: str | Path) -> int:
     """Write the page for ``data`` to ``output``; the number of bytes written."""
+    from pathlib import Path
+
     from ipse.fileio import atomic_write
 
     # a lone surrogate from the session (a model's output cut inside an emoji) shows as its
@@ -24,4 +29,12 @@ def write_report(data: ReportData, output: str | Path) -> int:
     return len(page)
 
 
-__all__ = ["KINDS", "Checkpoint", "Point", "ReportData", "collect", "render", "write_report"]
+__all__ = [
+    "CONTEXT_KINDS",
+    "HandoffSaving",
+    "Point",
+    "ReportData",
+    "collect",
+    "render",
+    "write_report",
+]

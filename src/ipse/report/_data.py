@@ -26,9 +26,17 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import IpseError
 from ipse.handoff import CHECKPOINT_TOOL, RATES, CacheRates, break_even, is_checkpoint
-from ipse.prefix import PrefixReport, Request, RequestLog, analyze, prices, read_requests, rules
-from ipse.prefix._growing import SharedHistory
-from ipse.prefix._requests import UNRECORDED_FRONT
+from ipse.prefix import (
+    UNRECORDED_FRONT,
+    PrefixReport,
+    Request,
+    RequestLog,
+    SharedHistory,
+    analyze,
+    prices,
+    read_requests,
+    rules,
+)
 from ipse.tokens import default_counter, tokenizer_label
 from ipse.transcript import (
     FORMAT_TABLE,
@@ -37,17 +45,20 @@ from ipse.transcript import (
     Message,
     Shape,
     Text,
+    TokenTally,
     ToolCall,
+    block_kind,
+    body_codec,
+    codec,
+    counted_text,
+    detect,
 )
-from ipse.transcript._codec import body_codec, codec
-from ipse.transcript._sniff import detect
-from ipse.transcript._stats import TokenTally, block_kind, block_text
 from ipse.transcript.formats.openai_responses import read_item
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
 
 # What fills the context, in drawing order (bottom to top).
-KINDS = (
+CONTEXT_KINDS = (
     "not_recorded",
     "system",
     "tools",
@@ -117,7 +128,7 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Checkpoint:
+class HandoffSaving:
     """What a handoff at one natural checkpoint (a new human turn) would have saved."""
 
     index: int
@@ -155,7 +166,7 @@ class ReportData:
     points: tuple[Point, ...]
     summary: Mapping[str, Any]
     top_tools: tuple[tuple[str, int], ...]
-    checkpoints: tuple[Checkpoint, ...]
+    checkpoints: tuple[HandoffSaving, ...]
     command: str
     warnings: tuple[str, ...] = field(default=())
     # why the input has no requests to replay (a harness file that records one conversation,
@@ -212,8 +223,8 @@ def collect(
 
 
 def _with_continuity(
-    checkpoints: tuple[Checkpoint, ...], log: RequestLog, path: str, format: str | None
-) -> tuple[Checkpoint, ...]:
+    checkpoints: tuple[HandoffSaving, ...], log: RequestLog, path: str, format: str | None
+) -> tuple[HandoffSaving, ...]:
     """The checkpoints, the `SHOWN` largest savings with what a handoff there keeps of the
     facts the agent used next (sessions only: a log of requests is not one timeline)."""
     if log.format in _LOGS or not checkpoints:
@@ -249,7 +260,7 @@ def _conversation_only(path: str, name: str, command: str) -> ReportData:
     tally = TokenTally(default_counter())
     tally.add_front(conversation)
     tally.add_messages(conversation.messages)
-    composition = {kind: tally.by_kind.get(kind, 0) for kind in KINDS}
+    composition = {kind: tally.by_kind.get(kind, 0) for kind in CONTEXT_KINDS}
     names = _call_names(conversation.messages)
     tools: dict[str, int] = {}
     for message in conversation.messages:
@@ -257,7 +268,7 @@ def _conversation_only(path: str, name: str, command: str) -> ReportData:
             call_name, result_of = _call_and_result(block)
             tool = call_name if result_of is None else names.get(result_of, _UNKNOWN_TOOL)
             if tool is not None:
-                tools[tool] = tools.get(tool, 0) + tally.count(block_text(block))
+                tools[tool] = tools.get(tool, 0) + tally.count(counted_text(block))
     point = Point(
         index=0,
         time=None,
@@ -329,7 +340,7 @@ class _Composition:
         history = self.history(request)
         summed = self._summed(request, history) if history is not None else None
         if history is not None and summed is not None:
-            kinds = dict.fromkeys(KINDS, 0)
+            kinds = dict.fromkeys(CONTEXT_KINDS, 0)
             for name, count in self._front(request, history.front).items():
                 kinds[name] += count
             by_kind, shared_tools = summed
@@ -337,7 +348,7 @@ class _Composition:
                 kinds[name] += count
             return kinds, shared_tools
         conversation = _conversation(request)
-        kinds = dict.fromkeys(KINDS, 0)
+        kinds = dict.fromkeys(CONTEXT_KINDS, 0)
         tools: dict[str, int] = {}
         for name, count in self._front(request, conversation).items():
             kinds[name] += count
@@ -365,7 +376,7 @@ class _Composition:
             return None
         for _, _, blocks in groups:
             for block in blocks:
-                count = self._tally.count(block_text(block))
+                count = self._tally.count(counted_text(block))
                 kind = block_kind(block)
                 kinds[kind] = kinds.get(kind, 0) + count
                 answered = _call_and_result(block)[1]
@@ -428,7 +439,7 @@ class _Composition:
         cached = self._messages.get(key)
         if cached is None:
             cached = [
-                (block_kind(b), self._tally.count(block_text(b)), *_call_and_result(b))
+                (block_kind(b), self._tally.count(counted_text(b)), *_call_and_result(b))
                 for b in message.blocks
             ]
             self._messages[key] = cached
@@ -502,7 +513,7 @@ class _History:
                 entries.append(
                     (
                         block_kind(block),
-                        tally.count(block_text(block)),
+                        tally.count(counted_text(block)),
                         call_name if result_of is None else tools[i, result_of],
                         isinstance(block, Text) and block.origin.value == "human",
                     )
@@ -636,7 +647,7 @@ def _raw_messages(request: Request) -> list[Any]:
 
 def _identity(block: Any) -> Any:
     """What tells a block apart: its provider dict, else (a string content) its text."""
-    return block.raw if block.raw is not None else block_text(block)
+    return block.raw if block.raw is not None else counted_text(block)
 
 
 def _digest(value: Any) -> bytes:
@@ -755,7 +766,7 @@ def _top_tools(points: Sequence[Point], limit: int = 12) -> tuple[tuple[str, int
     return tuple(sorted(last.items(), key=lambda item: (-item[1], item[0]))[:limit])
 
 
-def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[Checkpoint]:
+def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[HandoffSaving]:
     """At each new human turn: what a handoff there would have saved over the requests that
     follow it, up to the next compaction, handoff or reset (which removes those tokens anyway).
 
@@ -783,7 +794,7 @@ def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[Checkpoint]
             gone = min(removable, after.context_tokens) * after.read_multiplier
             saved_tokens += gone
             saved_usd += min(gone * after.price_usd, after.cost_usd)
-        yield Checkpoint(
+        yield HandoffSaving(
             index=point.index,
             tokens_now=tokens_now,
             removable=removable,
@@ -805,4 +816,4 @@ def _segment_ends(points: Sequence[Point]) -> list[int]:
     return ends
 
 
-__all__ = ["KINDS", "Checkpoint", "Point", "ReportData", "collect"]
+__all__ = ["CONTEXT_KINDS", "HandoffSaving", "Point", "ReportData", "collect"]

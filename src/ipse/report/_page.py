@@ -14,7 +14,7 @@ from typing import Any
 from ipse import __version__
 from ipse.redact import redact
 from ipse.report._continuity import SHOWN
-from ipse.report._data import KINDS, Checkpoint, Point, ReportData
+from ipse.report._data import CONTEXT_KINDS, HandoffSaving, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars
 
 _NAMES = {
@@ -109,7 +109,7 @@ def _header(data: ReportData) -> str:
     )
 
 
-def _best_saving(checkpoints: Sequence[Checkpoint]) -> str:
+def _best_saving(checkpoints: Sequence[HandoffSaving]) -> str:
     if not checkpoints:
         return "-"
     best = max(checkpoints, key=lambda c: c.saved_usd)
@@ -141,7 +141,7 @@ def _composition_section(data: ReportData, labels: Sequence[str]) -> str:
     points = data.points
     layers = [
         Series(_NAMES[kind], f"k-{kind}", [p.composition.get(kind, 0) for p in points])
-        for kind in KINDS
+        for kind in CONTEXT_KINDS
         if any(p.composition.get(kind, 0) for p in points)
     ]
     chart = stacked_bars("What fills the context, per request (tokens)", layers, labels)
@@ -261,7 +261,7 @@ def _kept_cell(continuity: Mapping[str, Any] | None) -> str:
     return f"{_pct(continuity['in_context'])} / {_pct(continuity['recallable'])}"
 
 
-def _continuity_list(checkpoints: Sequence[Checkpoint]) -> str:
+def _continuity_list(checkpoints: Sequence[HandoffSaving]) -> str:
     """One line per probed checkpoint, in request order, its lost facts on hover (the line's
     title) and in a details element (listed for keyboards and print)."""
     items = []
@@ -309,7 +309,7 @@ OPEN_TABLE_ROWS = 1000
 
 
 def _numbers_section(points: Sequence[Point]) -> str:
-    kinds = [k for k in KINDS if any(p.composition.get(k, 0) for p in points)]
+    kinds = [k for k in CONTEXT_KINDS if any(p.composition.get(k, 0) for p in points)]
     head = [
         "request",
         "model",

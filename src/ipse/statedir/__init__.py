@@ -4,7 +4,7 @@ canary, and the hooks that make an agent re-read it after compaction.
 A small folder in the repository (``state/`` by default), read in a fixed order at start and
 again right after every compaction, turns compaction into a hot restart. Modules, one job each:
 `files` (layout, reading order, lock), `wal` (the log), `gitinfo`, `ops` (init, invariant,
-next, checkpoint), `resume` and `budget` (reading it back), `receipts`, `verify`, `rotate`,
+next, log a transition), `resume` and `budget` (reading it back), `receipts`, `verify`, `rotate`,
 `canary`, `install`.
 
 The names below are imported on first use: the SessionStart hook (``ipse state resume --hook``)
@@ -22,7 +22,7 @@ if _TYPE_CHECKING:
     from ipse.statedir._canary import CanaryResult, canary
     from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
     from ipse.statedir._install import Change, install, uninstall
-    from ipse.statedir._ops import add_invariant, checkpoint, explain, init, set_next
+    from ipse.statedir._ops import add_invariant, explain, init, log_transition, set_next
     from ipse.statedir._receipts import check_receipts, stamp
     from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
     from ipse.statedir._rotate import rotate
@@ -37,7 +37,7 @@ _MODULES = {
     "_wal": ("Record",),
     "_budget": ("Section", "fit"),
     "_verify": ("StateReport", "verify_state"),
-    "_ops": ("add_invariant", "checkpoint", "explain", "init", "set_next"),
+    "_ops": ("add_invariant", "explain", "init", "log_transition", "set_next"),
     "_receipts": ("check_receipts", "stamp"),
     "_rotate": ("rotate",),
 }
@@ -63,12 +63,12 @@ __all__ = [
     "add_invariant",
     "canary",
     "check_receipts",
-    "checkpoint",
     "explain",
     "fit",
     "hook_json",
     "init",
     "install",
+    "log_transition",
     "resume",
     "rotate",
     "set_next",

@@ -308,7 +308,7 @@ def set_next(folder: StrPath, text: str) -> wal.Record:
     return record
 
 
-def checkpoint(folder: StrPath, message: str, kind: str = "checkpoint") -> wal.Record:
+def log_transition(folder: StrPath, message: str, kind: str = "checkpoint") -> wal.Record:
     """Log one state transition."""
     folder = Path(folder)
     _need_text(message, "the checkpoint message")

@@ -11,6 +11,7 @@ counters) on the same database.
 from __future__ import annotations
 
 from ipse.store._base import Lease, SnapshotBackend, SnapshotRecord
+from ipse.store._connections import PostgresConnection, SqliteConnection
 from ipse.store._conversations import (
     ConversationState,
     ConversationStore,
@@ -27,9 +28,11 @@ __all__ = [
     "Lease",
     "MemoryConversations",
     "MigrationStep",
+    "PostgresConnection",
     "SnapshotBackend",
     "SnapshotRecord",
     "SqlConversations",
+    "SqliteConnection",
     "default_url",
     "open_backend",
     "open_conversations",

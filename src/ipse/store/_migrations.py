@@ -1,8 +1,9 @@
 """Ordered schema migrations, recorded in the database, shared by every component.
 
-Each component (the twin tables here; the archive of removed blocks later) registers its own
-ordered list of named steps with `register`. Opening a store applies every pending step of
-every registered component, in order, inside one transaction that holds the database's writer
+Each component (the snapshot tables, the conversations, the archive of removed blocks) registers
+its own ordered list of named steps with `register`, explicitly, before it opens a store; nothing
+registers by being imported. Opening a store applies every pending step of every registered
+component, in order, inside one transaction that holds the database's writer
 lock (``BEGIN IMMEDIATE`` on SQLite, an advisory transaction lock on PostgreSQL), so processes
 opening the same database at once apply each step exactly once. Applied steps are recorded in
 ``ipse_migrations (component, step, name, applied_at)``; a recorded name that differs from the
@@ -54,7 +55,6 @@ def register(component: str, steps: Sequence[MigrationStep]) -> None:
 
 def registered() -> dict[str, tuple[MigrationStep, ...]]:
     """Every registered component and its steps, in registration order."""
-    _ensure_builtin()
     return dict(_REGISTRY)
 
 
@@ -82,8 +82,3 @@ def plan(
                 "ipse does not know; upgrade ipse"
             )
     return todo
-
-
-def _ensure_builtin() -> None:
-    """Import the built-in components so their steps are registered."""
-    import ipse.twin._tables  # noqa: F401

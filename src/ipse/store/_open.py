@@ -15,6 +15,7 @@ from pathlib import Path
 from ipse.errors import InputError, NoStore
 from ipse.redact import redact
 from ipse.store._base import SnapshotBackend
+from ipse.store._tables import ensure_registered
 
 
 def default_url(*, create: bool = True) -> str:
@@ -63,6 +64,7 @@ def open_backend(
         from ipse.store._memory import MemoryBackend
 
         return MemoryBackend()
+    ensure_registered()  # the snapshot tables the SQL backends query
     if url.startswith("sqlite:"):
         from ipse.store._sqlite import SqliteBackend
 

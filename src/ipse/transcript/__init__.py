@@ -16,7 +16,11 @@ if _typing.TYPE_CHECKING:
         Shape,
         format_named,
     )
+    from ipse.transcript._inspect import inspect_report, message_rows
+    from ipse.transcript._jsonl import BAD_LINE, NOT_AN_OBJECT, parse_json, read_text_bytes
+    from ipse.transcript._links import check_links
     from ipse.transcript._load import Source, load, read_conversation
+    from ipse.transcript._locations import claude_code_session_file, claude_config_dir
     from ipse.transcript._model import (
         Block,
         Conversation,
@@ -30,8 +34,10 @@ if _typing.TYPE_CHECKING:
         ToolDef,
         ToolResult,
     )
-    from ipse.transcript._sniff import body_dialect, detect
+    from ipse.transcript._sniff import body_dialect, detect, record_format
+    from ipse.transcript._stats import TokenTally, block_kind, counted_text, without_payloads
     from ipse.transcript._thread import Segment, Thread
+    from ipse.transcript._time import parse_time
     from ipse.transcript._write import ensure_writable, write
     from ipse.transcript.formats.claude_code import ClaudeCodeSession
     from ipse.transcript.formats.http_log import Exchange
@@ -49,7 +55,11 @@ _MODULES = {
         "Shape",
         "format_named",
     ),
+    "_inspect": ("inspect_report", "message_rows"),
+    "_jsonl": ("BAD_LINE", "NOT_AN_OBJECT", "parse_json", "read_text_bytes"),
+    "_links": ("check_links",),
     "_load": ("Source", "load", "read_conversation"),
+    "_locations": ("claude_code_session_file", "claude_config_dir"),
     "_model": (
         "Block",
         "Conversation",
@@ -63,8 +73,10 @@ _MODULES = {
         "ToolDef",
         "ToolResult",
     ),
-    "_sniff": ("body_dialect", "detect"),
+    "_sniff": ("body_dialect", "detect", "record_format"),
+    "_stats": ("TokenTally", "block_kind", "counted_text", "without_payloads"),
     "_thread": ("Segment", "Thread"),
+    "_time": ("parse_time",),
     "_write": ("ensure_writable", "write"),
     "formats.claude_code": ("ClaudeCodeSession",),
     "formats.http_log": ("Exchange",),
@@ -75,9 +87,11 @@ __getattr__, __dir__ = _lazy.exports("ipse.transcript", _MODULES, globals())
 
 
 __all__ = [
+    "BAD_LINE",
     "DIALECTS",
     "FORMATS",
     "FORMAT_TABLE",
+    "NOT_AN_OBJECT",
     "WRITABLE_FORMATS",
     "Block",
     "ClaudeCodeSession",
@@ -96,16 +110,29 @@ __all__ = [
     "Text",
     "Thinking",
     "Thread",
+    "TokenTally",
     "ToolCall",
     "ToolDef",
     "ToolResult",
+    "block_kind",
     "body_codec",
     "body_dialect",
+    "check_links",
+    "claude_code_session_file",
+    "claude_config_dir",
     "codec",
+    "counted_text",
     "detect",
     "ensure_writable",
     "format_named",
+    "inspect_report",
     "load",
+    "message_rows",
+    "parse_json",
+    "parse_time",
     "read_conversation",
+    "read_text_bytes",
+    "record_format",
+    "without_payloads",
     "write",
 ]

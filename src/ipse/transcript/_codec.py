@@ -159,7 +159,7 @@ class Codec(Protocol):
     @property
     def thinking_binds(self) -> bool:
         """Whether a thinking block can be bound to the prefix before it (on the models that
-        bind: `ipse.handoff.binds_thinking`), so a changed history must drop it."""
+        bind: `ipse.handoff.wire.binds_thinking`), so a changed history must drop it."""
         ...
 
     def raw_items(self, message: Message) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from ipse.tokens import TokenCounter, tokenizer_label
 from ipse.transcript._load import Source
 from ipse.transcript._model import Conversation, Message, ToolCall
-from ipse.transcript._stats import TokenTally, block_kind, block_text, message_counts, shares
+from ipse.transcript._stats import TokenTally, block_kind, counted_text, message_counts, shares
 
 
 def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
@@ -84,7 +84,7 @@ def message_rows(conversation: Conversation, counter: TokenCounter) -> list[dict
             "index": index,
             "role": message.role,
             "holds": _holds(message),
-            "tokens": sum(counter.count(block_text(block)) for block in message.blocks),
+            "tokens": sum(counter.count(counted_text(block)) for block in message.blocks),
         }
         for index, message in enumerate(conversation.messages)
     ]

@@ -61,7 +61,7 @@ def block_kind(block: Block) -> str:
     return "other"
 
 
-def block_text(block: Block) -> str:
+def counted_text(block: Block) -> str:
     """The text whose tokens a block is counted as."""
     if isinstance(block, Text):
         return block.text
@@ -72,7 +72,7 @@ def block_text(block: Block) -> str:
     if isinstance(block, ToolResult):
         if isinstance(block.content, str):
             return block.content
-        return "\n".join(block_text(b) for b in block.content)
+        return "\n".join(counted_text(b) for b in block.content)
     if isinstance(block, Thinking):
         return block.text
     return _other_text(block)
@@ -120,12 +120,12 @@ class TokenTally:
     def add_messages(self, messages: Iterable[Message]) -> None:
         for message in messages:
             for block in message.blocks:
-                self.by_kind[block_kind(block)] += self.count(block_text(block))
+                self.by_kind[block_kind(block)] += self.count(counted_text(block))
 
     def add_front(self, conversation: Conversation) -> None:
         """The system prompt and the tool definitions."""
         for block in conversation.system:
-            self.by_kind["system"] += self.count(block_text(block))
+            self.by_kind["system"] += self.count(counted_text(block))
         for tool in conversation.tools:
             self.by_kind["tools"] += self.count(_json(tool.raw) if tool.raw else tool.name)
 

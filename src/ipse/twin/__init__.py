@@ -17,7 +17,14 @@ from ipse.twin._rehydrate import Rehydration, rehydrate, render_context
 from ipse.twin._schema import dump_state, export_state, load_snapshot
 from ipse.twin._state import CURRENT_SCHEMA, Counterparty, Fact, Loop, TwinState
 from ipse.twin._store import Snapshot, TwinStore, maybe_snapshot, open_store
-from ipse.twin._tools import Dispatched, anthropic_tools, dispatch, openai_tools
+from ipse.twin._tools import (
+    TOOL_SPECS,
+    Dispatched,
+    anthropic_tools,
+    dispatch,
+    openai_tools,
+    usage_lines,
+)
 from ipse.twin._transitions import (
     apply_op,
     close_loop,
@@ -33,6 +40,7 @@ from ipse.twin._turn import Turn, apply_turn, default_holder, init_twin
 
 __all__ = [
     "CURRENT_SCHEMA",
+    "TOOL_SPECS",
     "Applied",
     "Counterparty",
     "DecayPolicy",
@@ -76,5 +84,6 @@ __all__ = [
     "set_counterparty",
     "state_hash",
     "supersede_fact",
+    "usage_lines",
     "use_fact",
 ]

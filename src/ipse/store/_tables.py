@@ -1,4 +1,8 @@
-"""The twin tables' migration steps: leases (one writer per twin) and snapshot history.
+"""The snapshot backends' tables: leases (one writer per twin) and snapshot history.
+
+The SQL backends (`_sqlite`, `_postgres`) query these tables, so their steps live here and
+`open_backend` registers them before it opens one (`ensure_registered`); they are recorded under
+the component name ``twin``, as released.
 
 Step 1 is the first schema: leases and an append-only snapshot table. Step 2 adds the
 ``notes`` column (why facts left a snapshot, e.g. relevance decay). New steps are appended,
@@ -9,6 +13,8 @@ never edited, once released. Bodies are stored as JSON text, byte for byte as wr
 from __future__ import annotations
 
 from ipse.store._migrations import MigrationStep, register
+
+COMPONENT = "twin"
 
 STEPS: tuple[MigrationStep, ...] = (
     MigrationStep(
@@ -46,4 +52,7 @@ STEPS: tuple[MigrationStep, ...] = (
     ),
 )
 
-register("twin", STEPS)
+
+def ensure_registered() -> None:
+    """Register the snapshot tables' steps (idempotent); called when a backend is opened."""
+    register(COMPONENT, STEPS)

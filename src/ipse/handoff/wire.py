@@ -1,0 +1,29 @@
+"""The micro-handoff on the wire: a provider request's bytes in, the handed-off bytes out.
+
+What a proxy or an SDK hook calls, not what a reader of transcripts needs: `rewrite_request`
+hands off a request body at its newest checkpoint call (`Rewrite` says what it did);
+`conversation_key` is the key a request's conversation is cached and counted under (the
+harness's session header, `SESSION_HEADER` for Claude Code, else the body); `binds_thinking`
+says whether a model binds thinking to its prefix; `clear_cache` forgets the cached rewritten
+prefixes (for measuring the cold path).
+"""
+
+from __future__ import annotations
+
+from ipse.handoff._rewrite import (
+    SESSION_HEADER,
+    Rewrite,
+    binds_thinking,
+    clear_cache,
+    conversation_key,
+    rewrite_request,
+)
+
+__all__ = [
+    "SESSION_HEADER",
+    "Rewrite",
+    "binds_thinking",
+    "clear_cache",
+    "conversation_key",
+    "rewrite_request",
+]
