@@ -16,11 +16,9 @@ back.
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 import orjson
@@ -109,20 +107,3 @@ def _std_dumps(value: Any, option: int | None, default: Any, *, ascii_only: bool
         return text.encode("utf-8")
     except UnicodeEncodeError:  # deep and holding lone surrogates: those as escapes
         return _std_dumps(value, option, default, ascii_only=True)
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many parsed documents are kept alive.
-
-    Parsed JSON holds no reference cycles, but every container it allocates counts towards a
-    collection, and each full collection walks everything kept so far: reading a large session
-    or log with the collector running costs about twice the parse.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

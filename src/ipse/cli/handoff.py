@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.errors import InputError, UsageError
 from ipse.handoff import (
@@ -167,6 +168,7 @@ def handoff_command(
     with terminal_progress(quiet=as_json):
         load_before(file)  # the report counts tokens
         source = load(file, fmt, thread=thread)
+    lifetime.keep(source)  # (a one-shot command need not free it object by object)
     for line in source.warnings:  # e.g. results whose calls are not in the file
         warn(line)
     options = HandoffOptions(
