@@ -15,9 +15,13 @@ from tests.support.openai_upstream import openai_upstream
 
 SOURCE = Path(ipse.__file__).resolve().parents[1]
 OURS = [
-    "micro_handoff", "recall", "state_resume", "state_next", "state_invariant",
+    "micro_handoff",
+    "recall",
+    "state_resume",
+    "state_next",
+    "state_invariant",
     "state_checkpoint",
-]  # fmt: skip
+]
 
 
 def test_the_first_request_already_carries_the_tools(tmp_path: Path, _isolated_home: Path) -> None:
@@ -43,8 +47,12 @@ def test_the_first_request_already_carries_the_tools(tmp_path: Path, _isolated_h
             }
             done = subprocess.run(
                 [codex, "exec", "--skip-git-repo-check", "Say hi."],
-                env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
-            )  # fmt: skip
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
             bodies = upstream.bodies("/responses")
         assert done.returncode == 0, done.stderr
         first = bodies[0].get("tools", [])

@@ -19,8 +19,13 @@ from tests.proxy.conftest import ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.openai_upstream import openai_upstream
 
-WORDS = ["please fix the bug in a.py", "I will look at a.py first", "found it: an off-by-one",
-         "continuing after the checkpoint", "thanks, and add a test"]  # fmt: skip
+WORDS = [
+    "please fix the bug in a.py",
+    "I will look at a.py first",
+    "found it: an off-by-one",
+    "continuing after the checkpoint",
+    "thanks, and add a test",
+]
 
 
 def _history_bytes(raw: bytes, key: str, count: int) -> bytes:
@@ -38,25 +43,39 @@ def _authored(messages: list[dict[str, Any]]) -> list[str]:
         if isinstance(content, str):
             out.append(content)
         elif isinstance(content, list):
-            out += [b["text"] for b in content if b.get("type") in ("text", "input_text",
-                                                                    "output_text")]  # fmt: skip
+            out += [
+                b["text"] for b in content if b.get("type") in ("text", "input_text", "output_text")
+            ]
     return out
 
 
 def _tool_ids(messages: list[dict[str, Any]]) -> list[str]:
-    return [b["id"] for m in messages if isinstance(m.get("content"), list)
-            for b in m["content"] if b.get("type") == "tool_use"]  # fmt: skip
+    return [
+        b["id"]
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
 
 
 def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
     replies: list[Any] = [
-        {"text": WORDS[1], "tool_use": {"id": "toolu_read", "name": "Read",
-                                        "input": {"path": "a.py"}}},
-        {"text": WORDS[2], "tool_use": {"id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-                                        "input": {"notes": "bug is an off-by-one in a.py"}}},
+        {
+            "text": WORDS[1],
+            "tool_use": {"id": "toolu_read", "name": "Read", "input": {"path": "a.py"}},
+        },
+        {
+            "text": WORDS[2],
+            "tool_use": {
+                "id": "toolu_cp",
+                "name": "mcp__ipse__micro_handoff",
+                "input": {"notes": "bug is an off-by-one in a.py"},
+            },
+        },
         WORDS[3],
         "done",
-    ]  # fmt: skip
+    ]
     with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-secret-key")
         model = "claude-opus-5-5"
@@ -120,8 +139,12 @@ def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -
         assert validate(conversation) == []
         ids = _tool_ids(body["messages"])
         assert "toolu_read" not in ids and "toolu_cp" in ids
-        assert not any(b.get("type") == "thinking" for m in body["messages"]
-                       if isinstance(m["content"], list) for b in m["content"])  # fmt: skip
+        assert not any(
+            b.get("type") == "thinking"
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+        )
         text = "\n".join(_authored(body["messages"]))
         assert all(w in text for w in WORDS[: 3 if request is after_cp else 5])
     # the rewritten prefix is byte-identical from one request to the next
@@ -156,11 +179,13 @@ def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -
 def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
     replies: list[Any] = [
         {"text": "", "tool_call": {"id": "call_ls", "name": "bash", "arguments": '{"c":"ls"}'}},
-        {"text": "noted", "tool_call": {"id": "call_cp", "name": "micro_handoff",
-                                        "arguments": '{"notes":"n"}'}},
+        {
+            "text": "noted",
+            "tool_call": {"id": "call_cp", "name": "micro_handoff", "arguments": '{"notes":"n"}'},
+        },
         "continuing",
         "done",
-    ]  # fmt: skip
+    ]
     with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
         client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-openai-secret")
         messages: list[dict[str, Any]] = [
@@ -169,18 +194,31 @@ def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> 
         ]
         for n in range(4):
             if n % 2:
-                chunks = list(client.chat.completions.create(
-                    model="gpt-x", messages=messages, stream=True,
-                    stream_options={"include_usage": True}))  # fmt: skip
+                chunks = list(
+                    client.chat.completions.create(
+                        model="gpt-x",
+                        messages=messages,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                    )
+                )
                 text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
                 calls = [
                     tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or []
                 ]
                 message: dict[str, Any] = {"role": "assistant", "content": text or None}
                 if calls:
-                    message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                        "name": c.function.name, "arguments": c.function.arguments}}
-                        for c in calls]  # fmt: skip
+                    message["tool_calls"] = [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.function.name,
+                                "arguments": c.function.arguments,
+                            },
+                        }
+                        for c in calls
+                    ]
             else:
                 done = client.chat.completions.create(model="gpt-x", messages=messages)
                 message = done.choices[0].message.model_dump(exclude_none=True)
@@ -205,10 +243,12 @@ def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> 
 def test_openai_responses_checkpoint(proxy_factory: ProxyFactory) -> None:
     replies: list[Any] = [
         {"text": "", "tool_call": {"id": "call_ls", "name": "bash", "arguments": "{}"}},
-        {"text": "", "tool_call": {"id": "call_cp", "name": "micro_handoff",
-                                   "arguments": '{"notes":"n"}'}},
+        {
+            "text": "",
+            "tool_call": {"id": "call_cp", "name": "micro_handoff", "arguments": '{"notes":"n"}'},
+        },
         "continuing",
-    ]  # fmt: skip
+    ]
     with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
         client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-openai-secret")
         items: list[Any] = [{"role": "user", "content": WORDS[0]}]
@@ -221,8 +261,9 @@ def test_openai_responses_checkpoint(proxy_factory: ProxyFactory) -> None:
             for item in response.output:
                 items.append(item.model_dump(exclude_none=True))
                 if item.type == "function_call":
-                    items.append({"type": "function_call_output", "call_id": item.call_id,
-                                  "output": "out"})  # fmt: skip
+                    items.append(
+                        {"type": "function_call_output", "call_id": item.call_id, "output": "out"}
+                    )
         assert response.output_text == "continuing"
         proxy.settle()
     sent = upstream.bodies("/responses")
@@ -238,11 +279,17 @@ def test_nothing_rewritten_without_a_checkpoint(proxy_factory: ProxyFactory) -> 
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k")
         messages = [
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "t1", "name": "micro_handoff_not", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                          "content": "ok"}]},
-        ]  # fmt: skip
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "micro_handoff_not", "input": {}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        ]
         client.messages.create(model="m", max_tokens=5, messages=messages)
         proxy.settle()
     got = upstream.received[-1]["body"]["messages"]
@@ -258,8 +305,10 @@ def test_json_log_lines(proxy_factory: ProxyFactory) -> None:
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-json-log")
         messages: list[dict[str, Any]] = [{"role": "user", "content": "first " * 300}]
         reply = client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
-        messages += [{"role": "assistant", "content": reply.content[0].text},
-                     {"role": "user", "content": "second"}]  # fmt: skip
+        messages += [
+            {"role": "assistant", "content": reply.content[0].text},
+            {"role": "user", "content": "second"},
+        ]
         client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
         proxy.settle()
         lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]

@@ -43,11 +43,31 @@ def llama_server(model: Path) -> Iterator[str]:
     """A running llama-server (its base URL), healthy before it is yielded, stopped after."""
     port = free_port()
     process = subprocess.Popen(
-        [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "-c", "8192", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--seed", "1",
-         "--jinja"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            str(LLAMA_SERVER),
+            "-m",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            "8192",
+            "-np",
+            "1",
+            "-t",
+            "1",
+            "-n",
+            "48",
+            "--temp",
+            "0",
+            "--seed",
+            "1",
+            "--jinja",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
