@@ -16,6 +16,7 @@ from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.clients import claude_binary
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool_heavy.jsonl"
+HANDOFF = ["--at", "end", "--to", "claude-code", "--cwd"]  # (then the project folder)
 
 
 def _normalised(content: Any) -> list[dict[str, Any]]:
@@ -37,20 +38,7 @@ def test_claude_code_resumes_the_handed_off_session(tmp_path: Path) -> None:
     }
     original = EXAMPLE.read_bytes()
     made = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ipse",
-            "handoff",
-            str(EXAMPLE),
-            "--at",
-            "end",
-            "--to",
-            "claude-code",
-            "--cwd",
-            str(project),
-            "--json",
-        ],
+        [sys.executable, "-m", "ipse", "handoff", str(EXAMPLE), *HANDOFF, str(project), "--json"],
         env=env,
         capture_output=True,
         text=True,

@@ -5,17 +5,19 @@ whose rewritten prefix is byte-identical from one request to the next."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import openai
+import pytest
 
 from ipse import jsonio
 from ipse.archive import open_archive
 from ipse.handoff import validate
 from ipse.store import open_conversations
 from ipse.transcript import codec
-from tests.proxy.conftest import ProxyFactory
+from tests.proxy.conftest import ProxyFactory, proxies
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.openai_upstream import openai_upstream
 
@@ -59,81 +61,99 @@ def _tool_ids(messages: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
-    replies: list[Any] = [
-        {
-            "text": WORDS[1],
-            "tool_use": {"id": "toolu_read", "name": "Read", "input": {"path": "a.py"}},
+@dataclass(frozen=True)
+class Turns:
+    """What one Anthropic SDK conversation through the proxy left: the requests the upstream
+    received (the turn before the checkpoint, the one that answers it, one more, and the
+    ``count_tokens`` of the last), the proxy's records and log lines, and its store."""
+
+    sent: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    log: str
+    store: str
+
+    @property
+    def before(self) -> dict[str, Any]:
+        return self.sent[1]
+
+    @property
+    def after_cp(self) -> dict[str, Any]:
+        return self.sent[2]
+
+    @property
+    def after_more(self) -> dict[str, Any]:
+        return self.sent[3]
+
+    @property
+    def count(self) -> dict[str, Any]:
+        return self.sent[4]
+
+
+_REPLIES: list[Any] = [
+    {"text": WORDS[1], "tool_use": {"id": "toolu_read", "name": "Read", "input": {"path": "a.py"}}},
+    {
+        "text": WORDS[2],
+        "tool_use": {
+            "id": "toolu_cp",
+            "name": "mcp__ipse__micro_handoff",
+            "input": {"notes": "bug is an off-by-one in a.py"},
         },
-        {
-            "text": WORDS[2],
-            "tool_use": {
-                "id": "toolu_cp",
-                "name": "mcp__ipse__micro_handoff",
-                "input": {"notes": "bug is an off-by-one in a.py"},
-            },
-        },
-        WORDS[3],
-        "done",
-    ]
-    with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
+    },
+    WORDS[3],
+    "done",
+]
+
+
+def _result(call: str, content: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call, "content": content}],
+    }
+
+
+@pytest.fixture(scope="module")
+def turns(tmp_path_factory: pytest.TempPathFactory) -> Turns:
+    """A checkpoint, then more turns, streamed and not, from the official SDK."""
+    proxy_factory = proxies(tmp_path_factory.mktemp("wire"))
+    with anthropic_upstream(_REPLIES) as upstream, proxy_factory(upstream.url) as proxy:
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-secret-key")
         model = "claude-opus-5-5"
         messages: list[dict[str, Any]] = [{"role": "user", "content": WORDS[0]}]
 
-        def turn(stream: bool) -> Any:
+        def turn(stream: bool, thinking: str | None = None) -> None:
             if stream:
                 with client.messages.stream(model=model, max_tokens=100, messages=messages) as s:
-                    return s.get_final_message()
-            return client.messages.create(model=model, max_tokens=100, messages=messages)
+                    reply = s.get_final_message()
+            else:
+                reply = client.messages.create(model=model, max_tokens=100, messages=messages)
+            # the client sends thinking back, as Claude Code does on a preserved-thinking model
+            sent = (
+                [{"type": "thinking", "thinking": thinking, "signature": "sig"}] if thinking else []
+            )
+            messages.append(
+                {"role": "assistant", "content": [*sent, *(b.model_dump() for b in reply.content)]}
+            )
 
-        first = turn(False)
-        # the client sends thinking back, as Claude Code does on a preserved-thinking model
-        thinking = {"type": "thinking", "thinking": "read the file", "signature": "sig1"}
-        messages.append(
-            {"role": "assistant", "content": [thinking, *[b.model_dump() for b in first.content]]}
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_read", "content": "x = 1\n" * 400}
-                ],
-            }
-        )
-        second = turn(True)
-        messages.append({"role": "assistant", "content": [b.model_dump() for b in second.content]})
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": "toolu_cp",
-                        "content": "checkpoint saved",
-                    }
-                ],
-            }
-        )
-        third = turn(True)  # the first request with an answered checkpoint call
-        later = {"type": "thinking", "thinking": "now the test", "signature": "sig2"}
-        messages.append(
-            {"role": "assistant", "content": [later, *[b.model_dump() for b in third.content]]}
-        )
+        turn(False, thinking="read the file")
+        messages.append(_result("toolu_read", "x = 1\n" * 400))
+        turn(True)
+        messages.append(_result("toolu_cp", "checkpoint saved"))
+        turn(True, thinking="now the test")  # the first request with an answered checkpoint call
         messages.append({"role": "user", "content": WORDS[4]})
         turn(False)
-        counted = client.messages.count_tokens(model=model, messages=messages)
-        assert counted.input_tokens > 0
+        assert client.messages.count_tokens(model=model, messages=messages[:-1]).input_tokens > 0
         proxy.settle()
-        received = upstream.received
-        records = proxy.records()
-        log = proxy.log.getvalue()
+        sent = [r for r in upstream.received if r["path"].startswith("/v1/messages")]
+        return Turns(sent, proxy.records(), proxy.log.getvalue(), proxy.store)
 
-    sent = [r for r in received if r["path"].startswith("/v1/messages")]
-    assert len(sent) == 5
-    before, after_cp, after_more, count = sent[1], sent[2], sent[3], sent[4]
-    assert "toolu_read" in _tool_ids(before["body"]["messages"])  # no checkpoint yet: untouched
-    for request in (after_cp, after_more, count):
+
+def test_the_request_before_the_checkpoint_is_untouched(turns: Turns) -> None:
+    assert len(turns.sent) == 5
+    assert "toolu_read" in _tool_ids(turns.before["body"]["messages"])
+
+
+def test_every_request_after_the_checkpoint_is_valid_and_handed_off(turns: Turns) -> None:
+    for request in (turns.after_cp, turns.after_more, turns.count):
         body = request["body"]
         conversation = codec("anthropic").read_body(body)
         assert validate(conversation) == []
@@ -146,29 +166,41 @@ def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -
             for b in m["content"]
         )
         text = "\n".join(_authored(body["messages"]))
-        assert all(w in text for w in WORDS[: 3 if request is after_cp else 5])
-    # the rewritten prefix is byte-identical from one request to the next
-    kept = len(after_cp["body"]["messages"])
-    old = _history_bytes(after_cp["raw"], "messages", kept)
-    assert _history_bytes(after_more["raw"], "messages", kept) == old
-    # count_tokens got the same rewrite as the turn it counts
-    assert count["body"]["messages"] == after_more["body"]["messages"]
-    # credentials reach the upstream and nothing else
-    headers = {k.lower(): v for k, v in after_cp["headers"].items()}
+        assert all(w in text for w in WORDS[: 3 if request is turns.after_cp else 5])
+
+
+def test_the_rewritten_prefix_is_byte_identical_from_one_request_to_the_next(turns: Turns) -> None:
+    kept = len(turns.after_cp["body"]["messages"])
+    old = _history_bytes(turns.after_cp["raw"], "messages", kept)
+    assert _history_bytes(turns.after_more["raw"], "messages", kept) == old
+
+
+def test_count_tokens_gets_the_same_rewrite_as_the_turn_it_counts(turns: Turns) -> None:
+    assert turns.count["body"]["messages"] == turns.after_more["body"]["messages"]
+
+
+def test_credentials_reach_the_upstream_and_nothing_else(turns: Turns) -> None:
+    headers = {k.lower(): v for k, v in turns.after_cp["headers"].items()}
     assert "sk-ant-secret-key" in (headers.get("x-api-key"), headers.get("authorization", "")[7:])
     assert headers["accept-encoding"] == "identity"
-    raw_record = b"\n".join(jsonio.dumps(r) for r in records)
-    assert b"sk-ant-secret-key" not in raw_record and "sk-ant-secret-key" not in log
-    assert len(records) == 5 and sum(1 for r in records if "client_request" in r) == 3
-    assert "handoff at toolu_cp" in log
-    # what was removed is in the archive; the conversation's anchor and counters in the store
-    archive = open_archive(proxy.store)
+    raw_record = b"\n".join(jsonio.dumps(r) for r in turns.records)
+    assert b"sk-ant-secret-key" not in raw_record and "sk-ant-secret-key" not in turns.log
+
+
+def test_the_records_and_the_log_tell_the_handoff(turns: Turns) -> None:
+    assert len(turns.records) == 5
+    assert sum(1 for r in turns.records if "client_request" in r) == 3
+    assert "handoff at toolu_cp" in turns.log
+
+
+def test_what_was_removed_is_archived_and_the_anchor_stored(turns: Turns) -> None:
+    archive = open_archive(turns.store)
     try:
         recalled = archive.recall("toolu_read")
         assert b"a.py" in recalled.call and recalled.result is not None
     finally:
         archive.close()
-    store = open_conversations(proxy.store)
+    store = open_conversations(turns.store)
     try:
         [state] = store.conversations()
         assert state.anchor == "toolu_cp" and state.requests == 5 and state.handoffs == 3
