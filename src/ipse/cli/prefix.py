@@ -364,7 +364,7 @@ def lint_command(
       ipse lint request.json
       ipse lint captured/ --json
     """
-    from ipse.prefix._lint import lint  # (the linter's modules only for this command)
+    from ipse.prefix._lint import lint
 
     log = read_requests(request, fmt)
     for line in log.warnings:
