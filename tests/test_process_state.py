@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from ipse import jsonio
 from ipse.cli import _lifetime
 from ipse.handoff import HandoffOptions, run
 from ipse.prefix import analyze, read_requests
@@ -85,3 +86,28 @@ def test_load_replay_and_handoff_leave_the_interpreter_alone(
     assert gc.isenabled()
     assert atexit._ncallbacks() == exits
     assert _lifetime._kept == []
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "\ud800"  # (a lone surrogate: orjson refuses it, the standard library writes it)
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_writing_what_orjson_refuses_leaves_the_recursion_limit_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The interpreter's recursion limit is every thread's: a proxy writing such documents from
+    several threads would leave it wherever the last one put it back."""
+    set_to: list[int] = []
+    monkeypatch.setattr(sys, "setrecursionlimit", set_to.append)
+    assert jsonio.dumps(_nested(300)) == b"[" * 300 + b'"\\ud800"' + b"]" * 300
+    assert set_to == []
+
+
+def test_a_document_deeper_than_the_limit_is_written_and_the_limit_put_back() -> None:
+    limit = sys.getrecursionlimit()
+    depth = limit + 500
+    assert jsonio.dumps(_nested(depth)) == b"[" * depth + b'"\\ud800"' + b"]" * depth
+    assert sys.getrecursionlimit() == limit
