@@ -35,10 +35,11 @@ def exports(
     return getattr_, dir_
 
 
-def public(modules: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """A lazy package's ``__all__``: every name of its ``modules`` table, in the order ruff keeps
-    ``__all__`` in (CONSTANTS, then Classes, then functions), so each name is written once."""
-    names = [name for held in modules.values() for name in held]
+def public(modules: Mapping[str, tuple[str, ...]], *eager: str) -> list[str]:
+    """A lazy package's ``__all__``: every name of its ``modules`` table, and the ``eager`` names
+    it imports itself, in the order ruff keeps ``__all__`` in (CONSTANTS, then Classes, then
+    functions), so each lazy name is written once for the run time."""
+    names = [*eager, *(name for held in modules.values() for name in held)]
     return sorted(
         names, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
     )
