@@ -51,12 +51,25 @@ def items(rounds: int) -> list[dict[str, Any]]:
     for r in range(rounds):
         out.append({"role": "user", "content": f"Round {r}: please look at module {r}."})
         for k in range(4):
-            out.append({"type": "function_call", "call_id": f"c{r}-{k}", "name": "read",
-                        "arguments": f'{{"path":"m{r}/{k}.py"}}'})  # fmt: skip
-            out.append({"type": "function_call_output", "call_id": f"c{r}-{k}",
-                        "output": "x = 1\n" * 40})  # fmt: skip
-        out.append({"type": "function_call", "call_id": f"h{r}", "name": "micro_handoff",
-                    "arguments": '{"done":["step"],"open":["next"]}'})  # fmt: skip
+            out.append(
+                {
+                    "type": "function_call",
+                    "call_id": f"c{r}-{k}",
+                    "name": "read",
+                    "arguments": f'{{"path":"m{r}/{k}.py"}}',
+                }
+            )
+            out.append(
+                {"type": "function_call_output", "call_id": f"c{r}-{k}", "output": "x = 1\n" * 40}
+            )
+        out.append(
+            {
+                "type": "function_call",
+                "call_id": f"h{r}",
+                "name": "micro_handoff",
+                "arguments": '{"done":["step"],"open":["next"]}',
+            }
+        )
         out.append({"type": "function_call_output", "call_id": f"h{r}", "output": "notes"})
         out.append({"role": "assistant", "content": [{"type": "output_text", "text": "fine"}]})
     return out
@@ -89,10 +102,13 @@ def main() -> None:
     baseline = best(lambda: run(conversation, options, session="bench"), args.repeat)
     idle = best(lambda: newest_checkpoint(handed), args.repeat)
     print(f"LangChain, {len(messages)} messages:")
-    print(f"  hand_off {adapter * 1e3:.1f} ms; ipse.handoff.run alone {baseline * 1e3:.1f} ms; "
-          f"ratio {adapter / baseline:.2f}")  # fmt: skip
-    print(f"  nothing to do (newest_checkpoint) {idle * 1e6:.1f} us; "
-          f"{idle / baseline:.5f} of a run")  # fmt: skip
+    print(
+        f"  hand_off {adapter * 1e3:.1f} ms; ipse.handoff.run alone {baseline * 1e3:.1f} ms; "
+        f"ratio {adapter / baseline:.2f}"
+    )
+    print(
+        f"  nothing to do (newest_checkpoint) {idle * 1e6:.1f} us; {idle / baseline:.5f} of a run"
+    )
 
     raw = items(args.rounds)
     responses = codec("openai-responses")
@@ -102,8 +118,10 @@ def main() -> None:
         lambda: run(read_once, HandoffOptions(at="checkpoint"), session="bench"), args.repeat
     )
     print(f"OpenAI Agents SDK, {len(raw)} items:")
-    print(f"  hand_off_items {agents * 1e3:.1f} ms; ipse.handoff.run alone "
-          f"{agents_base * 1e3:.1f} ms; ratio {agents / agents_base:.2f}")  # fmt: skip
+    print(
+        f"  hand_off_items {agents * 1e3:.1f} ms; ipse.handoff.run alone "
+        f"{agents_base * 1e3:.1f} ms; ratio {agents / agents_base:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,13 +38,24 @@ from tests.support.generated import SESSION, _time, _uuid
 from bigsession import compile_ipse, report
 from ipse.transcript.formats.claude_code_journal import message_hash
 
-_USAGE = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0,
-          "cache_creation_input_tokens": 0}  # fmt: skip
+_USAGE = {
+    "input_tokens": 10,
+    "output_tokens": 5,
+    "cache_read_input_tokens": 0,
+    "cache_creation_input_tokens": 0,
+}
 
 
 def _record(kind: str, n: int, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
-    return {"type": kind, "uuid": _uuid(n), "parentUuid": parent, "sessionId": SESSION,
-            "isSidechain": False, "timestamp": _time(n), "message": message}  # fmt: skip
+    return {
+        "type": kind,
+        "uuid": _uuid(n),
+        "parentUuid": parent,
+        "sessionId": SESSION,
+        "isSidechain": False,
+        "timestamp": _time(n),
+        "message": message,
+    }
 
 
 def one_response() -> Iterator[dict[str, Any]]:
@@ -52,8 +63,13 @@ def one_response() -> Iterator[dict[str, Any]]:
     parent = _uuid(0)
     for n in range(1, 10**8, 2):
         call = {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"n": n}}
-        answer = {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
-                  "content": [call], "usage": _USAGE}  # fmt: skip
+        answer = {
+            "id": "msg_1",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [call],
+            "usage": _USAGE,
+        }
         yield _record("assistant", n, parent, answer)
         result = {"type": "tool_result", "tool_use_id": call["id"], "content": f"output {n}"}
         yield _record("user", n + 1, _uuid(n), {"role": "user", "content": [result]})
@@ -61,8 +77,11 @@ def one_response() -> Iterator[dict[str, Any]]:
 
 
 def replace_last() -> Iterator[dict[str, Any]]:
-    yield {"type": "api-request-shape", "shapeHash": "s0",
-           "shape": {"system": [{"type": "text", "text": "Be brief."}], "tools": []}}  # fmt: skip
+    yield {
+        "type": "api-request-shape",
+        "shapeHash": "s0",
+        "shape": {"system": [{"type": "text", "text": "Be brief."}], "tools": []},
+    }
     sent: list[dict[str, Any]] = []  # the messages of the request before
     reply: dict[str, Any] | None = None  # and its answer
     parent: str | None = None
@@ -77,11 +96,18 @@ def replace_last() -> Iterator[dict[str, Any]]:
         for message in tail:
             yield {"type": "api-request-blob", "hash": message_hash(message), "message": message}
         sent = [*sent[:keep], *tail]
-        marks = [{"path": ["messages", len(sent) - 1, "content", 0],
-                  "value": {"type": "ephemeral"}}]  # fmt: skip
-        yield {"type": "api-request", "id": f"req_{t}", "shapeHash": "s0",
-               "params": {"model": "claude-sonnet-4-5", "max_tokens": 100}, "keep": keep,
-               "tail": [message_hash(m) for m in tail], "cacheControl": marks}  # fmt: skip
+        marks = [
+            {"path": ["messages", len(sent) - 1, "content", 0], "value": {"type": "ephemeral"}}
+        ]
+        yield {
+            "type": "api-request",
+            "id": f"req_{t}",
+            "shapeHash": "s0",
+            "params": {"model": "claude-sonnet-4-5", "max_tokens": 100},
+            "keep": keep,
+            "tail": [message_hash(m) for m in tail],
+            "cacheControl": marks,
+        }
         reply = {"role": "assistant", "content": [{"type": "text", "text": f"reply {t}"}]}
         answer = {"id": f"msg_{t}", "model": "claude-sonnet-4-5", "usage": _USAGE, **reply}
         yield {**_record("assistant", 2 * t + 1, parent, answer), "requestRef": f"req_{t}"}

@@ -67,7 +67,7 @@ def instructions(args: list[str], env: dict[str, str], cwd: Path) -> int:
 PHASES = ("start", "read", "thread", "requests", "replay", "json")
 _PHASES = """import os, sys
 path, stop = sys.argv[1], sys.argv[2]
-from ipse.jsonio import no_gc
+import gc
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
 import orjson
@@ -75,19 +75,19 @@ def done(step):
     if step == stop:
         os._exit(0)
 done("start")
-with no_gc():
-    session = _requests.read_session(path)
-    done("read")
-    thread = _requests.request_thread(session)
-    done("thread")
-    _requests.read_session = lambda *args, **kwargs: session
-    _requests.request_thread = lambda *args, **kwargs: thread
-    log = _requests.read_requests(path)
-    done("requests")
-    report = analyze(log.requests, warnings=log.warnings)
-    done("replay")
-    orjson.dumps(report.to_json())
-    done("json")
+gc.disable()  # (as the command line does for a one-shot command)
+session = _requests.read_session(path)
+done("read")
+thread = _requests.request_thread(session)
+done("thread")
+_requests.read_session = lambda *args, **kwargs: session
+_requests.request_thread = lambda *args, **kwargs: thread
+log = _requests.read_requests(path)
+done("requests")
+report = analyze(log.requests, warnings=log.warnings)
+done("replay")
+orjson.dumps(report.to_json())
+done("json")
 """
 
 

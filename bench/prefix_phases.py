@@ -27,6 +27,8 @@ import gc
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -36,7 +38,6 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bigsession import generate, parse
-from ipse.jsonio import no_gc
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
 from ipse.transcript.formats.claude_code import read_session
@@ -47,6 +48,19 @@ def _given(value: Any, *args: Any, **kwargs: Any) -> Any:
     """A step of `read_requests` (reading the session, building its thread) answering with
     what was built before it."""
     return value
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """The collector off while parsed records pile up, as the command line runs a one-shot
+    command (the library leaves the collector to its caller)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def phases(path: Path) -> dict[str, float]:

@@ -49,14 +49,30 @@ HEADERS = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
 
 
 def _events(count: int) -> list[bytes]:
-    usage = {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0,
-             "cache_creation_input_tokens": 0}  # fmt: skip
-    start = {"type": "message_start", "message": {"id": "m", "type": "message",
-             "role": "assistant", "model": "bench", "content": [], "stop_reason": None,
-             "usage": usage}}  # fmt: skip
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "bench",
+            "content": [],
+            "stop_reason": None,
+            "usage": usage,
+        },
+    }
     out = [b"event: message_start\ndata: " + orjson.dumps(start) + b"\n\n"]
-    delta = {"type": "content_block_delta", "index": 0,
-             "delta": {"type": "text_delta", "text": "word "}}  # fmt: skip
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": "word "},
+    }
     out += [b"event: content_block_delta\ndata: " + orjson.dumps(delta) + b"\n\n"] * count
     out.append(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
     return out
@@ -138,12 +154,21 @@ def big_body(size: int = 1_000_000) -> bytes:
     else:
         turn = [
             {"role": "user", "content": "work on it"},
-            {"role": "assistant", "content": [{"type": "text", "text": "reading"},
-             {"type": "tool_use", "id": "toolu_x", "name": "Read", "input": {"p": "a"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x",
-             "content": "line\n" * 2000}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "reading"},
+                    {"type": "tool_use", "id": "toolu_x", "name": "Read", "input": {"p": "a"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_x", "content": "line\n" * 2000}
+                ],
+            },
             {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
-        ]  # fmt: skip
+        ]
         base = {"model": "claude-bench", "max_tokens": 16, "system": "bench"}
     messages: list[Any] = []
     n = 0
@@ -157,13 +182,24 @@ def big_body(size: int = 1_000_000) -> bytes:
         messages.append({"role": "assistant", "content": "ok"})
     messages += [
         {"role": "user", "content": "checkpoint now"},
-        {"role": "assistant", "content": [{"type": "text", "text": "saving"},
-         {"type": "tool_use", "id": "toolu_cp", "name": "micro_handoff",
-          "input": {"notes": "all of the above"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_cp",
-         "content": "saved"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "saving"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_cp",
+                    "name": "micro_handoff",
+                    "input": {"notes": "all of the above"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_cp", "content": "saved"}],
+        },
         {"role": "assistant", "content": "continuing"},
-    ]  # fmt: skip
+    ]
     while len(orjson.dumps(messages)) < size:
         copy_ = orjson.loads(orjson.dumps(turn).replace(b"toolu_", b"toolu_%d_" % n))
         if copy_[0]["role"] == messages[-1]["role"]:
@@ -267,8 +303,11 @@ def library(rounds: int) -> dict[str, float]:
         started = time.perf_counter()
         orjson.dumps(orjson.loads(data))
         baseline.append((time.perf_counter() - started) * 1000)
-    return {"cold_ms": cold, "warm_p50_ms": statistics.median(warm),
-            "baseline_p50_ms": statistics.median(baseline)}  # fmt: skip
+    return {
+        "cold_ms": cold,
+        "warm_p50_ms": statistics.median(warm),
+        "baseline_p50_ms": statistics.median(baseline),
+    }
 
 
 # ----------------------------------------------------------------------------------- memory
@@ -300,8 +339,11 @@ def memory(proxied: str, pid: int, requests: int) -> dict[str, float]:
     before = _rss_kib(pid)
     asyncio.run(_many(proxied + "/v1/messages", body, requests))
     after = _rss_kib(pid)
-    return {"rss_after_1000_mib": before / 1024, "rss_after_more_mib": after / 1024,
-            "growth_ratio": after / before if before else 0.0}  # fmt: skip
+    return {
+        "rss_after_1000_mib": before / 1024,
+        "rss_after_more_mib": after / 1024,
+        "growth_ratio": after / before if before else 0.0,
+    }
 
 
 # -------------------------------------------------------------------------------------- main
@@ -335,21 +377,35 @@ def main() -> None:
     home = tempfile.mkdtemp(prefix="ipse-bench-proxy-")
     env = {**os.environ, "IPSE_HOME": home}
     proxy = subprocess.Popen(
-        [sys.executable, "-m", "ipse", "proxy", "--port", str(proxy_port),
-         "--anthropic-upstream", direct, "--store", f"sqlite:///{home}/ipse.db",
-         *args.proxy_arg],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ipse",
+            "proxy",
+            "--port",
+            str(proxy_port),
+            "--anthropic-upstream",
+            direct,
+            "--store",
+            f"sqlite:///{home}/ipse.db",
+            *args.proxy_arg,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     proxied = f"http://127.0.0.1:{proxy_port}"
     try:
         _wait(proxied + "/ipse/health")
         parts = set(args.parts.split(","))
         if "library" in parts:
             lib = library(args.rounds)
-            print(f"rewrite_request, 1 MB body: first {lib['cold_ms']:.1f} ms, then p50 "
-                  f"{lib['warm_p50_ms']:.2f} ms (orjson parse + dump of it: "
-                  f"{lib['baseline_p50_ms']:.2f} ms, ratio "
-                  f"{lib['warm_p50_ms'] / lib['baseline_p50_ms']:.2f})")  # fmt: skip
+            print(
+                f"rewrite_request, 1 MB body: first {lib['cold_ms']:.1f} ms, then p50 "
+                f"{lib['warm_p50_ms']:.2f} ms (orjson parse + dump of it: "
+                f"{lib['baseline_p50_ms']:.2f} ms, ratio "
+                f"{lib['warm_p50_ms'] / lib['baseline_p50_ms']:.2f})"
+            )
         print(f"upstream: {args.events} events, {args.gap} ms apart; {args.rounds} rounds")
         bodies = (("pass-through", small_body()), ("1 MB handoff", big_body()))
         for name, body in bodies if "latency" in parts else ():
@@ -358,18 +414,24 @@ def main() -> None:
             for what in ("ttfb", "total"):
                 for q in ("p50", "p99"):
                     d, p = result[f"direct_{what}_{q}"], result[f"proxy_{what}_{q}"]
-                    print(f"  {what:5} {q}: direct {d:7.2f} ms  proxy {p:7.2f} ms  "
-                          f"added {p - d:+6.2f} ms  ratio {p / d:5.2f}")  # fmt: skip
+                    print(
+                        f"  {what:5} {q}: direct {d:7.2f} ms  proxy {p:7.2f} ms  "
+                        f"added {p - d:+6.2f} ms  ratio {p / d:5.2f}"
+                    )
         if "throughput" in parts:
             result = throughput(direct, proxied, args.seconds, 50)
             print(f"\n50 concurrent streaming clients, {args.seconds:.0f} s each:")
-            print(f"  direct {result['direct_rps']:.0f} req/s  proxy {result['proxy_rps']:.0f}"
-                  f" req/s  ratio {result['ratio']:.2f} (target >= 0.9)")  # fmt: skip
+            print(
+                f"  direct {result['direct_rps']:.0f} req/s  proxy {result['proxy_rps']:.0f}"
+                f" req/s  ratio {result['ratio']:.2f} (target >= 0.9)"
+            )
         if "memory" in parts:
             mem = memory(proxied, proxy.pid, args.requests)
-            print(f"\nproxy memory: {mem['rss_after_1000_mib']:.1f} MiB after 1,000 requests, "
-                  f"{mem['rss_after_more_mib']:.1f} MiB after {args.requests:,} more "
-                  f"(ratio {mem['growth_ratio']:.2f})")  # fmt: skip
+            print(
+                f"\nproxy memory: {mem['rss_after_1000_mib']:.1f} MiB after 1,000 requests, "
+                f"{mem['rss_after_more_mib']:.1f} MiB after {args.requests:,} more "
+                f"(ratio {mem['growth_ratio']:.2f})"
+            )
     finally:
         proxy.terminate()
         proxy.wait(timeout=30)

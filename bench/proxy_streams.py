@@ -42,15 +42,31 @@ HEADERS = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
 
 def _expected(marker: str, events: int) -> list[bytes]:
     """The event stream the upstream makes for ``marker`` (the client's own bytes)."""
-    usage = {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0,
-             "cache_creation_input_tokens": 0}  # fmt: skip
-    start = {"type": "message_start", "message": {"id": f"msg_{marker}", "type": "message",
-             "role": "assistant", "model": "bench", "content": [], "stop_reason": None,
-             "usage": usage}}  # fmt: skip
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": f"msg_{marker}",
+            "type": "message",
+            "role": "assistant",
+            "model": "bench",
+            "content": [],
+            "stop_reason": None,
+            "usage": usage,
+        },
+    }
     out = [b"event: message_start\ndata: " + orjson.dumps(start) + b"\n\n"]
     for n in range(events):
-        delta = {"type": "content_block_delta", "index": 0,
-                 "delta": {"type": "text_delta", "text": f"{marker}:{n} "}}  # fmt: skip
+        delta = {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": f"{marker}:{n} "},
+        }
         out.append(b"event: content_block_delta\ndata: " + orjson.dumps(delta) + b"\n\n")
     out.append(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
     return out
@@ -119,18 +135,44 @@ def _body(marker: str, checkpoint: bool) -> bytes:
     messages: list[dict[str, Any]] = [{"role": "user", "content": f"start {marker}"}]
     if checkpoint:
         messages += [
-            {"role": "assistant", "content": [{"type": "text", "text": "reading"},
-             {"type": "tool_use", "id": f"toolu_r{marker}", "name": "Read", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_r{marker}",
-             "content": f"contents of {marker} " * 200}]},
-            {"role": "assistant", "content": [{"type": "text", "text": "saving"},
-             {"type": "tool_use", "id": f"toolu_c{marker}", "name": "micro_handoff",
-              "input": {"notes": f"notes {marker}"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_c{marker}",
-             "content": "saved"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "reading"},
+                    {"type": "tool_use", "id": f"toolu_r{marker}", "name": "Read", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_r{marker}",
+                        "content": f"contents of {marker} " * 200,
+                    }
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "saving"},
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_c{marker}",
+                        "name": "micro_handoff",
+                        "input": {"notes": f"notes {marker}"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_c{marker}", "content": "saved"}
+                ],
+            },
             {"role": "assistant", "content": "continuing"},
             {"role": "user", "content": f"go on {marker}"},
-        ]  # fmt: skip
+        ]
     body = {"model": "claude-bench", "max_tokens": 16, "stream": True, "messages": messages}
     return orjson.dumps(body)
 
@@ -213,15 +255,30 @@ def main() -> None:
     store, schema = _store_url(args.store, home)
     env = {**os.environ, "IPSE_HOME": home}
     proxy = subprocess.Popen(
-        [sys.executable, "-m", "ipse", "proxy", "--port", str(proxy_port),
-         "--anthropic-upstream", direct, "--store", store, "--no-analysis"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ipse",
+            "proxy",
+            "--port",
+            str(proxy_port),
+            "--anthropic-upstream",
+            direct,
+            "--store",
+            store,
+            "--no-analysis",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     proxied = f"http://127.0.0.1:{proxy_port}"
     try:
         _wait(proxied + "/ipse/health")
-        print(f"{args.streams} concurrent streams x {args.rounds} rounds, {args.events} events "
-              f"{args.gap} ms apart, store: {args.store}")  # fmt: skip
+        print(
+            f"{args.streams} concurrent streams x {args.rounds} rounds, {args.events} events "
+            f"{args.gap} ms apart, store: {args.store}"
+        )
         totals = {"direct": [0, 0.0], "proxy": [0, 0.0]}
         for r in range(args.rounds):
             for name, base in (("direct", direct), ("proxy", proxied)):
@@ -230,8 +287,10 @@ def main() -> None:
                 )
                 totals[name][0] += exact
                 totals[name][1] += seconds
-                print(f"  round {r + 1} {name:6}: {exact}/{args.streams} clients got exactly "
-                      f"their own bytes, {seconds:.2f} s")  # fmt: skip
+                print(
+                    f"  round {r + 1} {name:6}: {exact}/{args.streams} clients got exactly "
+                    f"their own bytes, {seconds:.2f} s"
+                )
         # the bookkeeping drains on a clean stop: then the store has every conversation
         proxy.terminate()
         proxy.wait(timeout=120)
@@ -239,9 +298,11 @@ def main() -> None:
         expected = args.streams * args.rounds
         wanted = args.rounds * len(range(0, args.streams, 4))
         d, p = totals["direct"], totals["proxy"]
-        print(f"exact: direct {d[0]}/{expected}, proxy {p[0]}/{expected}; conversations in the "
-              f"store {booked}/{expected} (handoffs {handoffs}/{wanted}); wall time "
-              f"proxy/direct {p[1] / d[1]:.2f}")  # fmt: skip
+        print(
+            f"exact: direct {d[0]}/{expected}, proxy {p[0]}/{expected}; conversations in the "
+            f"store {booked}/{expected} (handoffs {handoffs}/{wanted}); wall time "
+            f"proxy/direct {p[1] / d[1]:.2f}"
+        )
         if p[0] != expected or booked != expected or handoffs != wanted:
             raise SystemExit(1)
     finally:

@@ -95,8 +95,10 @@ def main() -> None:
     print(f"never answered:            {len(spread_run.failed)}")
     print(f"identical rewrites:        {identical}/{copies} requests the upstream got")
     print(f"conversations all counted: {counted}/{streams}")
-    print(f"archived blocks:           {len(items)} (single replica {len(single_items)},"
-          f" same set: {items == single_items}), blobs {blobs}, distinct {distinct}")  # fmt: skip
+    print(
+        f"archived blocks:           {len(items)} (single replica {len(single_items)},"
+        f" same set: {items == single_items}), blobs {blobs}, distinct {distinct}"
+    )
     print(f"wall time, replicas / single: {spread_run.wall / single.wall:.2f}x")
     ok = (
         single.exact == total

@@ -60,8 +60,10 @@ async def main() -> None:
         print(result.final_output)
         if session.last is not None:
             report = session.last.report
-            print(f"handoff: {report.removed_calls} tool calls removed, "
-                  f"{report.removed_thinking} reasoning items")  # fmt: skip
+            print(
+                f"handoff: {report.removed_calls} tool calls removed, "
+                f"{report.removed_thinking} reasoning items"
+            )
 
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ def test_one_shot_commands_run_without_the_cyclic_collector(
     monkeypatch.setattr(sys, "argv", ["ipse", *argv])
     monkeypatch.setattr(cli_main, "main", lambda: seen.append(gc.isenabled()))
     monkeypatch.setattr(cli_main, "default_sigpipe", lambda: None)  # this process keeps its own
-    monkeypatch.setattr("ipse.lifetime._kept", None)  # (restored: nothing kept after this test)
+    monkeypatch.setattr("ipse.cli._lifetime._kept", None)  # (restored: nothing kept after it)
     try:
         cli_main.entry()
     finally:

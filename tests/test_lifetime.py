@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ipse import lifetime
+from ipse.cli import _lifetime as lifetime
 from ipse.cli.main import cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -35,10 +35,10 @@ def no_exit(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         ended.append(code)
         raise _Ended(code)
 
-    monkeypatch.setattr("ipse.lifetime.os._exit", fake_exit)
+    monkeypatch.setattr("ipse.cli._lifetime.os._exit", fake_exit)
     monkeypatch.setattr(lifetime, "_kept", None)
     # (threads other tests left running in this process are not this test's)
-    monkeypatch.setattr("ipse.lifetime.threading.active_count", lambda: 1)
+    monkeypatch.setattr("ipse.cli._lifetime.threading.active_count", lambda: 1)
     yield ended
 
 
@@ -54,7 +54,7 @@ def test_finish_flushes_output_runs_exit_handlers_and_keeps_the_code(tmp_path: P
         """
         import atexit, sys
         from pathlib import Path
-        from ipse import lifetime
+        from ipse.cli import _lifetime as lifetime
 
         lifetime.arm()
         lifetime.keep([{"big": "x" * 1000} for _ in range(1000)])
@@ -83,7 +83,7 @@ def test_keep_does_nothing_unless_armed(no_exit: list[int]) -> None:
 def test_a_running_thread_gets_an_ordinary_exit(
     no_exit: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ipse.lifetime.threading.active_count", _active_count)
+    monkeypatch.setattr("ipse.cli._lifetime.threading.active_count", _active_count)
     release = threading.Event()
     worker = threading.Thread(target=release.wait)
     worker.start()

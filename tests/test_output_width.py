@@ -34,8 +34,11 @@ def test_the_real_executable_piped_is_not_wrapped() -> None:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     done = subprocess.run(
         [sys.executable, "-m", "ipse", "inspect", str(EXAMPLE_SESSION)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert _note_line(done.stdout).rstrip().endswith("is not public)")
 
@@ -57,19 +60,25 @@ def test_a_terminal_encoding_without_the_characters_gets_escapes(tmp_path: objec
     messages: list[object] = [{"role": "user", "content": "日本語"}]
     for n in range(260):  # a long table of messages
         messages += [
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": f"t{n}", "name": "検索", "input": {}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"t{n}", "content": "ok"}]},
-        ]  # fmt: skip
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{n}", "name": "検索", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "ok"}],
+            },
+        ]
     path = folder / "body.json"
     path.write_text(json.dumps({"model": "claude-sonnet-4-5", "messages": messages}))
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env["PYTHONIOENCODING"] = "latin-1"
     done = subprocess.run(
         [sys.executable, "-m", "ipse", "inspect", str(path), "--messages"],
-        capture_output=True, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     text = done.stdout.decode("latin-1")
     assert "\\u691c\\u7d22" in text  # the tool's name, escaped

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from ipse import _lazy
 from ipse.errors import (
     CheckFailed,
     CutError,
@@ -27,8 +28,6 @@ from ipse.errors import (
 
 _TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
 if _TYPE_CHECKING:
-    from typing import Any as _Any
-
     from ipse.transcript import (
         Conversation,
         Message,
@@ -46,8 +45,8 @@ if _TYPE_CHECKING:
 
 # Names served from ipse.transcript, imported on first use: a command that never reads a
 # conversation (a SessionStart hook) does not pay for the readers of every format.
-_LAZY = frozenset(
-    {
+_MODULES = {
+    "transcript": (
         "Conversation",
         "Message",
         "Origin",
@@ -60,48 +59,24 @@ _LAZY = frozenset(
         "load",
         "read_conversation",
         "write",
-    }
-)
+    )
+}
 
+__getattr__, __dir__ = _lazy.exports("ipse", _MODULES, globals())
 
-def __getattr__(name: str) -> _Any:
-    if name in _LAZY:
-        import ipse.transcript
-
-        value = getattr(ipse.transcript, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'ipse' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY)
-
-
-__all__ = [
+__all__ = _lazy.public(
+    _MODULES,
     "CheckFailed",
-    "Conversation",
     "CutError",
     "InputError",
     "InvalidConversation",
     "IpseError",
-    "Message",
     "MissingExtra",
-    "Origin",
-    "Other",
     "PrefixEdit",
     "StaleWriter",
     "StoreError",
-    "Text",
-    "Thinking",
-    "ToolCall",
-    "ToolDef",
-    "ToolResult",
     "UnknownFormat",
     "UsageError",
     "WriterConflict",
     "__version__",
-    "load",
-    "read_conversation",
-    "write",
-]
+)

@@ -16,11 +16,11 @@ back.
 
 from __future__ import annotations
 
-import gc
+import functools
 import json
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
 import orjson
@@ -86,43 +86,40 @@ def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:
 
 # Levels the standard library may recurse while writing a deep document (each a small C frame).
 _WRITE_RECURSION = 5000
+_DEEPER = threading.Lock()
 
 
 def _std_dumps(value: Any, option: int | None, default: Any, *, ascii_only: bool) -> bytes:
     flags = option or 0
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _WRITE_RECURSION))
+    encode = functools.partial(
+        json.dumps,
+        value,
+        ensure_ascii=ascii_only,
+        separators=(",", ": ") if flags & OPT_INDENT_2 else (",", ":"),
+        indent=2 if flags & OPT_INDENT_2 else None,
+        sort_keys=bool(flags & OPT_SORT_KEYS),
+        default=default,
+    )
     try:
-        text = json.dumps(
-            value,
-            ensure_ascii=ascii_only,
-            separators=(",", ": ") if flags & OPT_INDENT_2 else (",", ":"),
-            indent=2 if flags & OPT_INDENT_2 else None,
-            sort_keys=bool(flags & OPT_SORT_KEYS),
-            default=default,
-        )
+        text = encode()
     except RecursionError:
-        raise InputError("nested too deeply to write as JSON") from None
-    finally:
-        sys.setrecursionlimit(limit)
+        text = _deeper(encode)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # deep and holding lone surrogates: those as escapes
         return _std_dumps(value, option, default, ascii_only=True)
 
 
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many parsed documents are kept alive.
-
-    Parsed JSON holds no reference cycles, but every container it allocates counts towards a
-    collection, and each full collection walks everything kept so far: reading a large session
-    or log with the collector running costs about twice the parse.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _deeper(encode: Callable[[], str]) -> str:
+    """``encode()`` once more with room to recurse: the interpreter's limit, which every thread
+    shares, is raised for this call alone and one caller at a time, so concurrent writers
+    always put it back as they found it (documents within the limit never touch it)."""
+    with _DEEPER:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _WRITE_RECURSION))
+        try:
+            return encode()
+        except RecursionError:
+            raise InputError("nested too deeply to write as JSON") from None
+        finally:
+            sys.setrecursionlimit(limit)

@@ -51,8 +51,13 @@ REPO = Path(__file__).parents[2]
 SRC = REPO / "src"
 START_LIMIT = 240.0  # seconds for the gateway to answer its health check
 NOTES = {"done": ["found the off-by-one in a.py"], "open": ["add a test"]}
-WORDS = ["please fix the bug in a.py", "I will read a.py first", "found it: an off-by-one",
-         "fixed; next the test", "thanks, add the test now"]  # fmt: skip
+WORDS = [
+    "please fix the bug in a.py",
+    "I will read a.py first",
+    "found it: an off-by-one",
+    "fixed; next the test",
+    "thanks, add the test now",
+]
 
 
 def _require_litellm() -> str:
@@ -372,8 +377,11 @@ def test_openai_chat_route(gateway: Gateway) -> None:
     sent_before = len(gateway.openai.bodies("/chat/completions"))
 
     def call(cid: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return {"id": cid, "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+        return {
+            "id": cid,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
 
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You fix bugs."},
@@ -418,8 +426,11 @@ def test_openai_chat_route(gateway: Gateway) -> None:
     assert [r["request"]["url"] for r in records] == ["/v1/chat/completions"] * 2
     for entry in records:
         assert entry["ipse"]["handoff"]["checkpoint_tool"] == "micro_handoff"
-        assert entry["ipse"]["cache"]["actual"] == {"cache_read": 0, "cache_write": 0,
-                                                     "uncached": 10}  # fmt: skip
+        assert entry["ipse"]["cache"]["actual"] == {
+            "cache_read": 0,
+            "cache_write": 0,
+            "uncached": 10,
+        }
     state = _conversation(gateway, "call_cp")
     assert (state.requests, state.handoffs, state.removed_calls) == (2, 2, 2)
     _store_has_no_secret(gateway)
@@ -451,15 +462,20 @@ def test_the_hook_in_process_keeps_litellm_fields_and_skips_count_tokens(
     hook = IpseHandoff(store=f"sqlite:///{tmp_path / 'ipse.db'}", record=tmp_path / "r.jsonl")
     messages = [
         {"role": "user", "content": WORDS[0]},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                      "content": "z"}]},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t2", "name": "micro_handoff", "input": NOTES}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2",
-                                      "content": "saved"}]},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "z"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t2", "name": "micro_handoff", "input": NOTES}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "saved"}],
+        },
+    ]
     marker = object()
     data: dict[str, Any] = {
         "model": "claude-sonnet-4-6",
@@ -489,20 +505,35 @@ def test_the_hook_in_process_keeps_litellm_fields_and_skips_count_tokens(
     ("usage", "dialect", "expected"),
     [
         # LiteLLM's usage for an Anthropic model: prompt_tokens counts the reads and writes
-        ({"prompt_tokens": 1210, "completion_tokens": 3, "cache_read_input_tokens": 1000,
-          "cache_creation_input_tokens": 200,
-          "prompt_tokens_details": {"cached_tokens": 1000}}, "anthropic",
-         {"input_tokens": 10, "cache_read_input_tokens": 1000,
-          "cache_creation_input_tokens": 200}),
-        ({"prompt_tokens": 1024, "prompt_tokens_details": {"cached_tokens": 512}},
-         "openai-chat", {"prompt_tokens": 1024, "prompt_tokens_details": {"cached_tokens": 512}}),
+        (
+            {
+                "prompt_tokens": 1210,
+                "completion_tokens": 3,
+                "cache_read_input_tokens": 1000,
+                "cache_creation_input_tokens": 200,
+                "prompt_tokens_details": {"cached_tokens": 1000},
+            },
+            "anthropic",
+            {
+                "input_tokens": 10,
+                "cache_read_input_tokens": 1000,
+                "cache_creation_input_tokens": 200,
+            },
+        ),
+        (
+            {"prompt_tokens": 1024, "prompt_tokens_details": {"cached_tokens": 512}},
+            "openai-chat",
+            {"prompt_tokens": 1024, "prompt_tokens_details": {"cached_tokens": 512}},
+        ),
         # a provider's own Anthropic usage passes as it is
-        ({"input_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 0},
-         "anthropic",
-         {"input_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 0}),
+        (
+            {"input_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 0},
+            "anthropic",
+            {"input_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 0},
+        ),
         ({"completion_tokens": 3}, "anthropic", None),
     ],
-)  # fmt: skip
+)
 def test_usage_in_the_routes_shape(
     monkeypatch: pytest.MonkeyPatch, usage: dict[str, Any], dialect: str, expected: Any
 ) -> None:
@@ -528,14 +559,22 @@ def test_a_replica_on_the_same_store_sends_the_same_bytes(gateway: Gateway) -> N
     sent_before = len(gateway.anthropic.messages_requests())
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "a replica question: what is in b.py?"},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Reading b.py."},
-            {"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {"path": "b.py"}},
-            {"type": "tool_use", "id": "toolu_cp2", "name": "micro_handoff", "input": NOTES}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_b", "content": "b = 3\n" * 200},
-            {"type": "tool_result", "tool_use_id": "toolu_cp2", "content": "saved"}]},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading b.py."},
+                {"type": "tool_use", "id": "toolu_b", "name": "Read", "input": {"path": "b.py"}},
+                {"type": "tool_use", "id": "toolu_cp2", "name": "micro_handoff", "input": NOTES},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "b = 3\n" * 200},
+                {"type": "tool_result", "tool_use_id": "toolu_cp2", "content": "saved"},
+            ],
+        },
+    ]
     first.messages.create(model=model, max_tokens=100, messages=messages)
     messages += [
         {"role": "assistant", "content": [{"type": "text", "text": "b.py sets b."}]},

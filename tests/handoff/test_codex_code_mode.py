@@ -66,27 +66,54 @@ def _events(body: dict[str, Any], step: int, model: str) -> list[dict[str, Any]]
     call_id, source = _next(body)
     if source is not None:
         item: dict[str, Any] = {
-            "type": "custom_tool_call", "id": f"ctc_{step}", "status": "completed",
-            "call_id": call_id, "name": "exec", "input": source,
-        }  # fmt: skip
+            "type": "custom_tool_call",
+            "id": f"ctc_{step}",
+            "status": "completed",
+            "call_id": call_id,
+            "name": "exec",
+            "input": source,
+        }
     else:
-        item = {"type": "message", "id": f"msg_{step}", "status": "completed",
-                "role": "assistant", "content": [{"type": "output_text", "text": "Done.",
-                                                  "annotations": []}]}  # fmt: skip
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-             "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": 13}  # fmt: skip
-    response = {"id": f"resp_{step}", "object": "response", "created_at": 0, "model": model,
-                "status": "completed", "output": [item], "usage": usage}  # fmt: skip
+        item = {
+            "type": "message",
+            "id": f"msg_{step}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+        }
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 13,
+    }
+    response = {
+        "id": f"resp_{step}",
+        "object": "response",
+        "created_at": 0,
+        "model": model,
+        "status": "completed",
+        "output": [item],
+        "usage": usage,
+    }
     started = {**response, "status": "in_progress", "output": [], "usage": None}
     return [
         {"type": "response.created", "sequence_number": 0, "response": started},
-        {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
-         "item": {**item, "status": "in_progress"}},
-        {"type": "response.output_item.done", "sequence_number": 2, "output_index": 0,
-         "item": item},
+        {
+            "type": "response.output_item.added",
+            "sequence_number": 1,
+            "output_index": 0,
+            "item": {**item, "status": "in_progress"},
+        },
+        {
+            "type": "response.output_item.done",
+            "sequence_number": 2,
+            "output_index": 0,
+            "item": item,
+        },
         {"type": "response.completed", "sequence_number": 3, "response": response},
-    ]  # fmt: skip
+    ]
 
 
 @contextmanager
@@ -134,12 +161,20 @@ def test_the_checkpoint_through_exec_is_found_and_keyed_by_codex_session(tmp_pat
             f"env = {{ {', '.join(f'{k} = {json.dumps(v)}' for k, v in server_env.items())} }}\n"
             'default_tools_approval_mode = "approve"\nstartup_timeout_sec = 60\n'
         )
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-               "CODEX_HOME": str(home / ".codex"), "OPENAI_API_KEY": "sk-test"}  # fmt: skip
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "CODEX_HOME": str(home / ".codex"),
+            "OPENAI_API_KEY": "sk-test",
+        }
         done = subprocess.run(
             [codex, "exec", "--skip-git-repo-check", "-C", str(work), "Read notes.txt."],
-            env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     assert _next(received[-1]["body"]) == ("msg_done", None), done.stderr[-3000:]
     assert all(r["headers"]["session-id"] == received[0]["headers"]["session-id"] for r in received)
@@ -178,8 +213,15 @@ def test_the_checkpoint_through_exec_is_found_and_keyed_by_codex_session(tmp_pat
     # ipse handoff on the rollout Codex wrote: the same cut, the same session key, and the
     # removed items found already archived there
     rollout = next((home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
-    args = ["handoff", str(rollout), "-o", str(tmp_path / "out.json"), "--json",
-            "--store", f"sqlite:///{ipse_home / 'ipse.db'}"]  # fmt: skip
+    args = [
+        "handoff",
+        str(rollout),
+        "-o",
+        str(tmp_path / "out.json"),
+        "--json",
+        "--store",
+        f"sqlite:///{ipse_home / 'ipse.db'}",
+    ]
     ran = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert ran.exit_code == 0, ran.output
     document = json.loads(ran.stdout)

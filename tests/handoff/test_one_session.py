@@ -137,8 +137,10 @@ def test_ipse_handoff_on_the_rollout_files_under_the_same_key(home: Path) -> Non
             }
         ]
         answer = said["text"] if recorded else "Checkpoint recorded."
-        lines += [{"timestamp": "2026-12-01T10:00:01Z", "type": "response_item", "payload": i}
-                  for i in _codex_body(answer)["input"]]  # fmt: skip
+        lines += [
+            {"timestamp": "2026-12-01T10:00:01Z", "type": "response_item", "payload": i}
+            for i in _codex_body(answer)["input"]
+        ]
         rollout.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
         args = ["handoff", str(rollout), "-o", str(home / "out.json"), "--json"]
         done = CliRunner().invoke(cli, args, catch_exceptions=False)
@@ -165,10 +167,16 @@ def test_the_mcp_server_takes_codex_session_from_the_call(home: Path) -> None:
 
     meta = {
         "callId": "call_ck1",
-        "x-codex-turn-metadata": {"session_id": CODEX_SESSION, "thread_id": CODEX_SESSION,
-                                  "turn_id": "t1", "codex_version": "0.169.0"},
-        "threadId": CODEX_SESSION, "sessionId": CODEX_SESSION, "progressToken": 1,
-    }  # fmt: skip
+        "x-codex-turn-metadata": {
+            "session_id": CODEX_SESSION,
+            "thread_id": CODEX_SESSION,
+            "turn_id": "t1",
+            "codex_version": "0.169.0",
+        },
+        "threadId": CODEX_SESSION,
+        "sessionId": CODEX_SESSION,
+        "progressToken": 1,
+    }
     fresh = Settings(session=mcp_session({}), cwd=home)
     assert for_call(fresh, meta).session == f"session:{CODEX_SESSION}"
     given = Settings(session="mine", cwd=home)

@@ -165,14 +165,22 @@ def _claude_code_session(path: Path) -> None:
         if kind == "assistant":
             message["id"] = f"msg_{n}"
         return {
-            "type": kind, "uuid": f"u{n}", "parentUuid": f"u{parent}" if parent else None,
-            "sessionId": "4d5611e5-0000-4000-8000-000000000001", "cwd": "/p",
-            "timestamp": f"2026-12-01T10:00:0{n}Z", "message": message,
-        }  # fmt: skip
+            "type": kind,
+            "uuid": f"u{n}",
+            "parentUuid": f"u{parent}" if parent else None,
+            "sessionId": "4d5611e5-0000-4000-8000-000000000001",
+            "cwd": "/p",
+            "timestamp": f"2026-12-01T10:00:0{n}Z",
+            "message": message,
+        }
 
     use = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}
-    notes = {"type": "tool_use", "id": "toolu_2", "name": "mcp__ipse__micro_handoff",
-             "input": NOTES}  # fmt: skip
+    notes = {
+        "type": "tool_use",
+        "id": "toolu_2",
+        "name": "mcp__ipse__micro_handoff",
+        "input": NOTES,
+    }
     records = [
         record(1, "user", "Fix the parser.", None),
         record(2, "assistant", [use], 1),
@@ -188,12 +196,21 @@ def _claude_code_session(path: Path) -> None:
 
 def _rollout(path: Path, checkpoint: list[dict[str, Any]]) -> None:
     lines: list[dict[str, Any]] = [
-        {"timestamp": "2026-12-01T10:00:00Z", "type": "session_meta",
-         "payload": {"id": "019c8a53-0000-7000-8000-000000000001", "cwd": "/p",
-                     "base_instructions": {"text": "You are Codex."}}},
-        {"timestamp": "2026-12-01T10:00:00Z", "type": "turn_context",
-         "payload": {"model": "gpt-5.6-codex"}},
-    ]  # fmt: skip
+        {
+            "timestamp": "2026-12-01T10:00:00Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "019c8a53-0000-7000-8000-000000000001",
+                "cwd": "/p",
+                "base_instructions": {"text": "You are Codex."},
+            },
+        },
+        {
+            "timestamp": "2026-12-01T10:00:00Z",
+            "type": "turn_context",
+            "payload": {"model": "gpt-5.6-codex"},
+        },
+    ]
     for item in _body(checkpoint)["input"]:
         lines.append(
             {"timestamp": "2026-12-01T10:00:01Z", "type": "response_item", "payload": item}
@@ -219,9 +236,10 @@ def test_ipse_handoff_finds_a_codex_checkpoint(tmp_path: Path, shape: str) -> No
     _rollout(rollout, SHAPES[shape])
     out = tmp_path / "out.json"
     done = CliRunner().invoke(
-        cli, ["handoff", str(rollout), "-o", str(out), "--no-archive", "--json"],
+        cli,
+        ["handoff", str(rollout), "-o", str(out), "--no-archive", "--json"],
         catch_exceptions=False,
-    )  # fmt: skip
+    )
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["cut"]["kind"] == "checkpoint"
     items = orjson.loads(out.read_bytes())["input"]

@@ -66,30 +66,60 @@ def codex_bodies(draw: st.DrawFn) -> dict[str, Any]:
             items.append(_message(draw, "user", ids))
         for _ in range(draw(st.integers(0, 2))):
             if draw(st.booleans()):
-                items.append({"type": "reasoning", "id": f"rs_{next(ids)}", "summary": [],
-                              "encrypted_content": "gAAAA"})  # fmt: skip
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": f"rs_{next(ids)}",
+                        "summary": [],
+                        "encrypted_content": "gAAAA",
+                    }
+                )
             if draw(st.booleans()):
                 items.append(_message(draw, "assistant", ids))
             call = f"call_{next(ids)}"
-            items.append({"type": "function_call", "id": f"fc_{next(ids)}", "call_id": call,
-                          "name": "exec_command", "arguments": '{"cmd":"ls"}'})  # fmt: skip
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{next(ids)}",
+                    "call_id": call,
+                    "name": "exec_command",
+                    "arguments": '{"cmd":"ls"}',
+                }
+            )
             items.append({"type": "function_call_output", "call_id": call, "output": "a.py"})
         items.append(_message(draw, "assistant", ids))
     call = f"call_{next(ids)}"
     if draw(st.booleans()):
-        items.append({"type": "custom_tool_call", "id": f"ctc_{next(ids)}", "call_id": call,
-                      "name": "exec", "input": "await tools.mcp__ipse__micro_handoff({done: [], "
-                      "open: []});"})  # fmt: skip
+        items.append(
+            {
+                "type": "custom_tool_call",
+                "id": f"ctc_{next(ids)}",
+                "call_id": call,
+                "name": "exec",
+                "input": "await tools.mcp__ipse__micro_handoff({done: [], open: []});",
+            }
+        )
         items.append({"type": "custom_tool_call_output", "call_id": call, "output": "done"})
     else:
-        items.append({"type": "function_call", "id": f"fc_{next(ids)}", "call_id": call,
-                      "name": "mcp__ipse__micro_handoff",
-                      "arguments": '{"done":[],"open":[]}'})  # fmt: skip
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{next(ids)}",
+                "call_id": call,
+                "name": "mcp__ipse__micro_handoff",
+                "arguments": '{"done":[],"open":[]}',
+            }
+        )
         items.append({"type": "function_call_output", "call_id": call, "output": "recorded"})
     for _ in range(draw(st.integers(0, 2))):
         items.append(_message(draw, draw(st.sampled_from(["assistant", "user"])), ids))
-    return {"model": "gpt-5.6-codex", "instructions": "You are Codex.", "input": items,
-            "stream": True, "store": False}  # fmt: skip
+    return {
+        "model": "gpt-5.6-codex",
+        "instructions": "You are Codex.",
+        "input": items,
+        "stream": True,
+        "store": False,
+    }
 
 
 def _check_responses(body: dict[str, Any]) -> None:
@@ -122,22 +152,49 @@ def test_responses_bodies_keep_every_item_they_do_not_lose(
 
 def test_the_prompt_stays_its_own_message_with_its_parts() -> None:
     """The case Codex hit: AGENTS.md and the human's prompt are neighbouring user messages."""
-    agents = {"type": "message", "role": "user", "content": [
-        {"type": "input_text", "text": "# AGENTS.md instructions for /p"},
-        {"type": "input_text", "text": "<INSTRUCTIONS>be brief</INSTRUCTIONS>"}]}  # fmt: skip
-    prompt = {"type": "message", "role": "user", "content": [
-        {"type": "input_text", "text": "Fix the parser."}]}  # fmt: skip
-    said = {"type": "message", "id": "msg_1", "role": "assistant", "content": [
-        {"type": "output_text", "text": "Reading it.", "annotations": []}]}  # fmt: skip
-    body = {"model": "gpt-5.6-codex", "input": [
-        agents, prompt, said,
-        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "exec_command",
-         "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": "x"},
-        {"type": "function_call", "id": "fc_2", "call_id": "c2",
-         "name": "mcp__ipse__micro_handoff", "arguments": '{"done":[],"open":[]}'},
-        {"type": "function_call_output", "call_id": "c2", "output": "recorded"},
-    ]}  # fmt: skip
+    agents = {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "# AGENTS.md instructions for /p"},
+            {"type": "input_text", "text": "<INSTRUCTIONS>be brief</INSTRUCTIONS>"},
+        ],
+    }
+    prompt = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "Fix the parser."}],
+    }
+    said = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Reading it.", "annotations": []}],
+    }
+    body = {
+        "model": "gpt-5.6-codex",
+        "input": [
+            agents,
+            prompt,
+            said,
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "c1",
+                "name": "exec_command",
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": "x"},
+            {
+                "type": "function_call",
+                "id": "fc_2",
+                "call_id": "c2",
+                "name": "mcp__ipse__micro_handoff",
+                "arguments": '{"done":[],"open":[]}',
+            },
+            {"type": "function_call_output", "call_id": "c2", "output": "recorded"},
+        ],
+    }
     clear_cache()
     out = rewrite_request(body, "openai-responses", use_cache=False)
     assert out.body is not None

@@ -16,6 +16,7 @@ from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.clients import claude_binary
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool_heavy.jsonl"
+HANDOFF = ["--at", "end", "--to", "claude-code", "--cwd"]  # (then the project folder)
 
 
 def _normalised(content: Any) -> list[dict[str, Any]]:
@@ -37,10 +38,12 @@ def test_claude_code_resumes_the_handed_off_session(tmp_path: Path) -> None:
     }
     original = EXAMPLE.read_bytes()
     made = subprocess.run(
-        [sys.executable, "-m", "ipse", "handoff", str(EXAMPLE), "--at", "end",
-         "--to", "claude-code", "--cwd", str(project), "--json"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "ipse", "handoff", str(EXAMPLE), *HANDOFF, str(project), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     document = json.loads(made.stdout)
     session_id = document["claude_code"]["session"]
@@ -55,8 +58,11 @@ def test_claude_code_resumes_the_handed_off_session(tmp_path: Path) -> None:
         resumed = subprocess.run(
             [claude, "-p", "What did we do?", "--resume", session_id, "--bare", "--tools", ""],
             env={**env, "ANTHROPIC_BASE_URL": upstream.url},
-            cwd=project, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert resumed.returncode == 0, resumed.stderr
         assert "Resumed." in resumed.stdout
         sent = upstream.messages_requests()[-1]["messages"]
@@ -69,8 +75,9 @@ def test_claude_code_resumes_the_handed_off_session(tmp_path: Path) -> None:
         assert got[-1]["role"] == "assistant"
         got = got[:-1]
     assert got == expected
-    authored = [b.text for m in load(EXAMPLE).current().messages for b in m.blocks
-                if isinstance(b, Text)]  # fmt: skip
+    authored = [
+        b.text for m in load(EXAMPLE).current().messages for b in m.blocks if isinstance(b, Text)
+    ]
     carried = "\n".join(b["text"] for m in history for b in _normalised(m["content"]))
     for text in authored:
         for line in text.splitlines():

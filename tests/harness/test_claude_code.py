@@ -29,8 +29,10 @@ def test_user_install_follows_claude_config_dir(
     done = cli("install", "--agent", "claude-code", "--user", "--proxy", cwd=project)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in config_dir.iterdir()) == [
-        ".claude.json", "CLAUDE.md", "settings.json",
-    ]  # fmt: skip
+        ".claude.json",
+        "CLAUDE.md",
+        "settings.json",
+    ]
     assert list(home.iterdir()) == []  # nothing split off into the home folder
     user_config = config_dir / ".claude.json"
     entry = json.loads(user_config.read_text())["mcpServers"]["ipse"]
@@ -38,14 +40,21 @@ def test_user_install_follows_claude_config_dir(
     assert entry["alwaysLoad"] is True  # Claude Code waits for the tools before turn one
     assert stat.S_IMODE(user_config.stat().st_mode) == 0o600
     env = {
-        "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config_dir), "PATH": "/usr/bin:/bin",
-        "ANTHROPIC_API_KEY": "sk-ant-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+        "PATH": "/usr/bin:/bin",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
-    }  # fmt: skip
+    }
     listed = subprocess.run(
-        [claude_binary(), "mcp", "list"], env=env, cwd=project, capture_output=True, text=True,
+        [claude_binary(), "mcp", "list"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
         timeout=180,
-    )  # fmt: skip
+    )
     assert listed.returncode == 0, listed.stderr
     line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("ipse:")), "")
     assert "Connected" in line, listed.stdout

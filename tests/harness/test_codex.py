@@ -22,9 +22,13 @@ def _codex(
 ) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "CODEX_HOME": str(codex_home)}
     return subprocess.run(
-        ["timeout", timeout, codex_binary(), *args], env=env, cwd=home, capture_output=True,
-        text=True, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        ["timeout", timeout, codex_binary(), *args],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_codex_reads_the_installed_server(
@@ -112,9 +116,14 @@ def test_after_codex_rewrote_its_config_uninstall_removes_all_of_ipse(
     # --strict-config refuses a field this Codex does not know; a valid config gets to the
     # session header (and then waits for the proxy, which this test does not start)
     checked = _codex(
-        codex_home, tmp_path, "exec", "--strict-config", "--skip-git-repo-check", "hi",
+        codex_home,
+        tmp_path,
+        "exec",
+        "--strict-config",
+        "--skip-git-repo-check",
+        "hi",
         timeout="15",
-    )  # fmt: skip
+    )
     output = checked.stdout + checked.stderr
     assert "provider: ipse" in output, output
 

@@ -34,9 +34,13 @@ def test_gemini_connects_to_the_installed_server(
     node = os.path.dirname(shutil.which("node") or "/usr/bin/node")
     env = {"HOME": str(home), "PATH": f"/usr/bin:/bin:{node}"}  # no virtual environment
     listed = subprocess.run(
-        [gemini, "mcp", "list"], env=env, cwd=project, capture_output=True, text=True,
+        [gemini, "mcp", "list"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert listed.returncode == 0, listed.stderr
     output = listed.stdout + listed.stderr
     line = next((ln for ln in output.splitlines() if "ipse:" in ln), output)
@@ -81,9 +85,13 @@ def test_settings_with_comments_are_edited_as_gemini_reads_them(
     trusted = {str(project.resolve()): "TRUST_FOLDER"}
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
     listed = subprocess.run(
-        [gemini, "mcp", "list"], env=_gemini_env(home), cwd=project, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+        [gemini, "mcp", "list"],
+        env=_gemini_env(home),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert _connected(listed), listed.stdout + listed.stderr
     assert cli("uninstall", "--agent", "gemini", cwd=project).returncode == 0
     assert settings.read_bytes() == original
@@ -103,16 +111,20 @@ def test_user_install_follows_gemini_cli_home(
     assert sorted(p.name for p in (gemini_home / ".gemini").iterdir()) == [
         "GEMINI.md",
         "settings.json",
-    ]  # fmt: skip (and its notes say so)
+    ]  # (and its notes say so)
     assert list(home.iterdir()) == []
     notes = cli("install", "--agent", "gemini", "--user", "--json", cwd=project).stdout
     assert "only in trusted folders" in notes  # user-level servers too, Gemini CLI says
     trusted = {str(project.resolve()): "TRUST_FOLDER"}
     (gemini_home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
     listed = subprocess.run(
-        [gemini, "mcp", "list"], env=_gemini_env(home, GEMINI_CLI_HOME=str(gemini_home)),
-        cwd=project, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [gemini, "mcp", "list"],
+        env=_gemini_env(home, GEMINI_CLI_HOME=str(gemini_home)),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert _connected(listed), listed.stdout + listed.stderr
 
 

@@ -190,16 +190,31 @@ def test_the_proxy_hook_is_shell_quoted(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("IPSE_HOME", str(home))
     command = proxy_hook(9100)["hooks"][0]["command"]
     assert shlex.split(command) == [
-        f"IPSE_HOME={home}", str(python), "-m", "ipse", "proxy", "start", "--port", "9100",
+        f"IPSE_HOME={home}",
+        str(python),
+        "-m",
+        "ipse",
+        "proxy",
+        "start",
+        "--port",
+        "9100",
         ">/dev/null",
-    ]  # fmt: skip
+    ]
     monkeypatch.delenv("IPSE_HOME")
     command = proxy_hook()["hooks"][0]["command"]
     assert shlex.split(command) == [str(python), "-m", "ipse", "proxy", "start", ">/dev/null"]
     words = shlex.split(prompt_hook()["hooks"][0]["command"])
     assert words[:3] == [str(python), "-S", "-c"] and '"127.0.0.1", 8765' in words[3]
-    assert words[4:] == ["2>/dev/null", "||", str(python), "-m", "ipse", "proxy", "start",
-                         ">/dev/null"]  # fmt: skip
+    assert words[4:] == [
+        "2>/dev/null",
+        "||",
+        str(python),
+        "-m",
+        "ipse",
+        "proxy",
+        "start",
+        ">/dev/null",
+    ]
 
 
 def test_another_base_url_is_refused_and_nothing_is_written(
@@ -283,12 +298,15 @@ def test_a_base_url_the_user_set_to_the_proxy_stays(cli: CliRun, homes: tuple[Pa
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.dictionaries(st.sampled_from(["model", "env", "hooks", "mcpServers", "theme", "x"]),
-                    st.none() | st.integers() | st.text(max_size=5) | st.just({}), max_size=4),
+    st.dictionaries(
+        st.sampled_from(["model", "env", "hooks", "mcpServers", "theme", "x"]),
+        st.none() | st.integers() | st.text(max_size=5) | st.just({}),
+        max_size=4,
+    ),
     st.sampled_from([{"indent": 2}, {"indent": 4}, {"indent": "\t"}, {"indent": None}]),
     st.booleans(),
     st.sampled_from(["claude-code", "gemini", "codex"]),
-)  # fmt: skip
+)
 def test_install_then_uninstall_on_generated_files(
     existing: dict[str, Any], style: dict[str, Any], newline: bool, agent: str
 ) -> None:
@@ -357,9 +375,14 @@ def test_a_blank_config_comes_back_blank(
 
 @pytest.mark.parametrize(
     ("agent", "proxy"),
-    [("codex", False), ("codex", True), ("claude-code", False), ("claude-code", True),
-     ("gemini", False)],
-)  # fmt: skip
+    [
+        ("codex", False),
+        ("codex", True),
+        ("claude-code", False),
+        ("claude-code", True),
+        ("gemini", False),
+    ],
+)
 def test_the_instructions_say_what_this_install_does(
     cli: CliRun, homes: tuple[Path, Path], agent: str, proxy: bool
 ) -> None:
@@ -382,8 +405,17 @@ def test_upstreams_go_into_the_hooks_quoted_and_come_out_on_uninstall(
     _write(settings, SETTINGS_STYLES["pretty"])
     before = snapshot(project, home)
     gateway = "http://gw.local:8080/a b$(x)"
-    done = cli("install", "--agent", "claude-code", "--proxy", "--port", "9300",
-               "--anthropic-upstream", gateway, cwd=project)  # fmt: skip
+    done = cli(
+        "install",
+        "--agent",
+        "claude-code",
+        "--proxy",
+        "--port",
+        "9300",
+        "--anthropic-upstream",
+        gateway,
+        cwd=project,
+    )
     assert done.returncode == 0, done.stderr
     hooks = json.loads(settings.read_text())["hooks"]
     words = shlex.split(hooks["SessionStart"][0]["hooks"][0]["command"])

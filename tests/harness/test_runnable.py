@@ -75,8 +75,12 @@ def test_install_refuses_what_cannot_run_and_names_the_extra(
     before = snapshot(project, home)
     done = subprocess.run(
         [sys.executable, "-m", "ipse", "install", "--agent", agent, *flags],
-        env=env, cwd=project, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -160,25 +164,53 @@ def test_without_the_proxy_extra_claude_code_refuses_the_prompt_at_once(
     env = {**os.environ, "HOME": str(home), "IPSE_HOME": str(_isolated_home)}
     env.pop("CLAUDE_CONFIG_DIR", None)
     installed = subprocess.run(
-        [sys.executable, "-m", "ipse", "install", "--agent", "claude-code", "--proxy",
-         "--port", str(port)],
-        env=env, cwd=project, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ipse",
+            "install",
+            "--agent",
+            "claude-code",
+            "--proxy",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert installed.returncode == 0, installed.stderr
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert settings["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{port}"
     assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit"}
     run_env = _blocking_env(
-        tmp_path, "uvicorn", HOME=str(home), IPSE_HOME=str(_isolated_home),
-        ANTHROPIC_API_KEY="sk-ant-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        tmp_path,
+        "uvicorn",
+        HOME=str(home),
+        IPSE_HOME=str(_isolated_home),
+        ANTHROPIC_API_KEY="sk-ant-test",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
-    )  # fmt: skip
+    )
     run_env.pop("CLAUDE_CONFIG_DIR", None)
     done = subprocess.run(
-        [claude, "-p", "Say hello.", "--output-format", "stream-json", "--verbose",
-         "--strict-mcp-config"],
-        env=run_env, cwd=project, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+        [
+            claude,
+            "-p",
+            "Say hello.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--strict-mcp-config",
+        ],
+        env=run_env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     retries = [e for e in events if e.get("subtype") == "api_retry"]
     assert retries == [], "Claude Code retried a proxy that is not there"
@@ -209,22 +241,41 @@ def test_the_hooks_start_the_proxy_and_stay_out_of_the_context(
 
     def ipse(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "ipse", *args], env=env, cwd=project, capture_output=True,
-            text=True, timeout=120,
-        )  # fmt: skip
+            [sys.executable, "-m", "ipse", *args],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     with anthropic_upstream(["Hello from the model."]) as upstream:
-        installed = ipse("install", "--agent", "claude-code", "--proxy", "--port", str(port),
-                         "--anthropic-upstream", upstream.url)  # fmt: skip
+        installed = ipse(
+            "install",
+            "--agent",
+            "claude-code",
+            "--proxy",
+            "--port",
+            str(port),
+            "--anthropic-upstream",
+            upstream.url,
+        )
         assert installed.returncode == 0, installed.stderr
         assert ipse("proxy", "status", "--port", str(port)).returncode != 0  # not yet running
         try:
             done = subprocess.run(
                 [claude, "-p", "Say hello.", "--strict-mcp-config"],
-                env={**env, "ANTHROPIC_API_KEY": "sk-ant-test", "DISABLE_AUTOUPDATER": "1",
-                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
-                cwd=project, capture_output=True, text=True, timeout=240,
-            )  # fmt: skip
+                env={
+                    **env,
+                    "ANTHROPIC_API_KEY": "sk-ant-test",
+                    "DISABLE_AUTOUPDATER": "1",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                },
+                cwd=project,
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
             status = ipse("proxy", "status", "--port", str(port), "--json")
         finally:
             ipse("proxy", "stop", "--port", str(port))

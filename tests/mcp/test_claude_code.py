@@ -41,15 +41,23 @@ def test_claude_code_lists_the_installed_server_as_connected(
     env.pop("CLAUDE_CONFIG_DIR")  # user scope: ~/.claude.json under HOME
     installed = subprocess.run(
         [sys.executable, "-m", "ipse", "install", "--agent", "claude-code", "--user"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert installed.returncode == 0, installed.stderr
     bare = {k: v for k, v in env.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     bare["PATH"] = "/usr/bin:/bin"  # the user's environment is not active
     listed = subprocess.run(
-        [claude, "mcp", "list"], env=bare, cwd=tmp_path, capture_output=True, text=True,
+        [claude, "mcp", "list"],
+        env=bare,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert listed.returncode == 0, listed.stderr
     line = next(ln for ln in listed.stdout.splitlines() if ln.startswith("ipse:"))
     assert "Connected" in line, listed.stdout
@@ -63,18 +71,35 @@ def test_claude_code_calls_micro_handoff_and_the_notes_are_stored(
     config = tmp_path / "mcp.json"
     command = [sys.executable, "-m", "ipse", "mcp"]
     config.write_text(
-        json.dumps({"mcpServers": {"ipse": {"type": "stdio", "command": command[0],
-                                            "args": command[1:], "env": {}}}})
-    )  # fmt: skip
+        json.dumps(
+            {
+                "mcpServers": {
+                    "ipse": {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
+                }
+            }
+        )
+    )
     call = {"id": "toolu_scripted_01", "name": "mcp__ipse__micro_handoff", "input": NOTES}
     replies: list[Reply] = [{"text": "Checkpoint.", "tool_use": call}, "Noted."]
     with anthropic_upstream(replies) as upstream:
         done = subprocess.run(
-            [claude, "-p", "Record a checkpoint.", "--bare", "--mcp-config", str(config),
-             "--strict-mcp-config", "--allowedTools", "mcp__ipse__micro_handoff"],
+            [
+                claude,
+                "-p",
+                "Record a checkpoint.",
+                "--bare",
+                "--mcp-config",
+                str(config),
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__ipse__micro_handoff",
+            ],
             env={**env, "ANTHROPIC_BASE_URL": upstream.url, "ENABLE_TOOL_SEARCH": "false"},
-            cwd=tmp_path, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         requests = upstream.messages_requests()
     assert done.returncode == 0, done.stderr
     assert "Noted." in done.stdout
@@ -128,8 +153,12 @@ def test_the_first_request_carries_the_tools_of_a_late_server(
     env.pop("ENABLE_TOOL_SEARCH", None)
     installed = subprocess.run(
         [sys.executable, "-m", "ipse", "install", "--agent", "claude-code", "--user"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert installed.returncode == 0, installed.stderr
     config = tmp_path / ".claude.json"
     document = json.loads(config.read_text())
@@ -144,17 +173,26 @@ def test_the_first_request_carries_the_tools_of_a_late_server(
     with anthropic_upstream(replies) as upstream:
         done = subprocess.run(
             [claude, "-p", "Record a checkpoint.", "--allowedTools", "mcp__ipse__micro_handoff"],
-            env={**env, "ANTHROPIC_BASE_URL": upstream.url}, cwd=tmp_path, capture_output=True,
-            text=True, timeout=180,
-        )  # fmt: skip
+            env={**env, "ANTHROPIC_BASE_URL": upstream.url},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         requests = upstream.messages_requests()
     assert done.returncode == 0, done.stderr
     first = [t["name"] for t in requests[0].get("tools", [])]
     ours = sorted(n for n in first if n.startswith("mcp__ipse__"))
-    assert ours == sorted([
-        "mcp__ipse__micro_handoff", "mcp__ipse__recall", "mcp__ipse__state_resume",
-        "mcp__ipse__state_next", "mcp__ipse__state_invariant", "mcp__ipse__state_checkpoint",
-    ]), first  # fmt: skip
+    assert ours == sorted(
+        [
+            "mcp__ipse__micro_handoff",
+            "mcp__ipse__recall",
+            "mcp__ipse__state_resume",
+            "mcp__ipse__state_next",
+            "mcp__ipse__state_invariant",
+            "mcp__ipse__state_checkpoint",
+        ]
+    ), first
     arrays = {json.dumps(r.get("tools")) for r in requests}
     assert len(requests) >= 2 and len(arrays) == 1  # the same tools in every request
     assert "Checkpoint checkpoint-" in _tool_result(requests[-1]["messages"])

@@ -19,9 +19,13 @@ from tests.support.openai_upstream import openai_upstream
 
 SOURCE = Path(ipse.__file__).resolve().parents[1]
 OURS = [
-    "micro_handoff", "recall", "state_resume", "state_next", "state_invariant",
+    "micro_handoff",
+    "recall",
+    "state_resume",
+    "state_next",
+    "state_invariant",
     "state_checkpoint",
-]  # fmt: skip
+]
 LATE_S = 2  # how late the server starts
 
 
@@ -57,8 +61,12 @@ def test_the_first_request_carries_the_tools_of_a_late_server(
         )
         installed = subprocess.run(
             [sys.executable, "-m", "ipse", "install", "--agent", "codex", "--user"],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert installed.returncode == 0, installed.stderr
         command, _ = launcher()
         text = config.read_text()
@@ -67,8 +75,12 @@ def test_the_first_request_carries_the_tools_of_a_late_server(
         config.write_text(text.replace(json.dumps(command), json.dumps(str(late)), 1))
         done = subprocess.run(
             [codex, "exec", "--strict-config", "--skip-git-repo-check", "Say hi."],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         bodies = upstream.bodies("/responses")
     assert done.returncode == 0, done.stderr
     first = bodies[0].get("tools", [])
@@ -84,8 +96,12 @@ def test_a_server_that_cannot_start_stops_codex_saying_why(
     # one line naming the server (rather than a session that silently lacks them)
     codex_home = tmp_path / "codex"
     codex_home.mkdir()
-    env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(codex_home),
-           "OPENAI_API_KEY": "sk-test"}  # fmt: skip
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "CODEX_HOME": str(codex_home),
+        "OPENAI_API_KEY": "sk-test",
+    }
     with openai_upstream(["Hi."]) as upstream:
         config = codex_home / "config.toml"
         config.write_text(
@@ -95,8 +111,12 @@ def test_a_server_that_cannot_start_stops_codex_saying_why(
         )
         installed = subprocess.run(
             [sys.executable, "-m", "ipse", "install", "--agent", "codex", "--user"],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert installed.returncode == 0, installed.stderr
         command, _ = launcher()
         broken = tmp_path / "broken-ipse"
@@ -105,8 +125,12 @@ def test_a_server_that_cannot_start_stops_codex_saying_why(
         config.write_text(config.read_text().replace(json.dumps(command), json.dumps(str(broken))))
         done = subprocess.run(
             [codex_binary(), "exec", "--strict-config", "--skip-git-repo-check", "Say hi."],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         bodies = upstream.bodies("/responses")
     assert done.returncode != 0
     assert "required MCP servers failed to initialize: ipse" in done.stderr, done.stderr[-2000:]

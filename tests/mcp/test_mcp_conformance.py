@@ -73,7 +73,7 @@ MODERN = [
     _request(8, "tools/list", {"_meta": FUTURE}),
     _request(9, "initialize", INIT),
     _request(10, "nothing/here", {"_meta": ENVELOPE}),
-]  # fmt: skip
+]
 
 
 def _answers(argv: list[str], messages: list[dict[str, Any]], cwd: Path) -> list[Any]:
@@ -81,9 +81,13 @@ def _answers(argv: list[str], messages: list[dict[str, Any]], cwd: Path) -> list
     home = cwd / "home"
     env = {**os.environ, "IPSE_HOME": str(home), "IPSE_SESSION": "conformance"}
     process = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        cwd=cwd, env=env,
-    )  # fmt: skip
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env,
+    )
     assert process.stdin is not None and process.stdout is not None
     answers = []
     try:

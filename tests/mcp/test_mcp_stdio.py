@@ -38,9 +38,12 @@ class Spawned:
         env = {**os.environ, "IPSE_SESSION": "stdio-s"}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ipse", "mcp", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=env,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+        )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -94,8 +97,10 @@ def test_the_tool_list_is_the_same_bytes_every_time(tmp_path: Path) -> None:
             server.send(b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}' % n)
             line = server.raw()
             arrays.append(line[line.index(b'"tools":') : line.rindex(b"}}")])
-            server.send(b'{"jsonrpc":"2.0","id":"c%d","method":"tools/call","params":'
-                        b'{"name":"recall","arguments":{"id":"x"}}}' % n)  # fmt: skip
+            server.send(
+                b'{"jsonrpc":"2.0","id":"c%d","method":"tools/call","params":'
+                b'{"name":"recall","arguments":{"id":"x"}}}' % n
+            )
             server.raw()
     assert len(set(arrays)) == 1
     assert arrays[0] == b'"tools":' + wire_tools(twin=False)
@@ -103,14 +108,26 @@ def test_the_tool_list_is_the_same_bytes_every_time(tmp_path: Path) -> None:
 
 BAD = [
     # a lone surrogate in an argument, in the id, in the method, in a key
-    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall",'
-     b'"arguments":{"id":"\\ud800"}}}', 1, "result"),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall",'
+        b'"arguments":{"id":"\\ud800"}}}',
+        1,
+        "result",
+    ),
     (b'{"jsonrpc":"2.0","id":"\\udfff","method":"ping"}', "\udfff", "result"),
     (b'{"jsonrpc":"2.0","id":2,"method":"tools/\\ud800"}', 2, "error"),
-    (b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"state_next",'
-     b'"arguments":{"text":"a\\ud83d"}}}', 3, "result"),
-    (b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"\\ud800",'
-     b'"arguments":{"\\udc00":1}}}', 4, "result"),
+    (
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"state_next",'
+        b'"arguments":{"text":"a\\ud83d"}}}',
+        3,
+        "result",
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"\\ud800",'
+        b'"arguments":{"\\udc00":1}}}',
+        4,
+        "result",
+    ),
     # bytes that are not UTF-8, JSON that is not JSON, shapes that are not requests
     (b'{"jsonrpc":"2.0","id":5,"method":"ping","x":"\xff\xfe"}', 5, "error"),
     (b'{"jsonrpc":"2.0","id":6,"method":"ping"', 6, "error"),
@@ -123,7 +140,7 @@ BAD = [
     (b'{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":1}}', 10, "error"),
     (b'{"jsonrpc":"2.0","id":11,"method":"resources/list"}', 11, "error"),
     (b'{"jsonrpc":"2.0","id":12,"method":"ping","params":' + b"[" * 100_000, 12, "error"),
-]  # fmt: skip
+]
 
 
 def test_every_request_gets_an_answer(tmp_path: Path) -> None:
@@ -222,8 +239,12 @@ class _Lines:
 def test_a_long_argument_comes_back_cut_and_costs_one_pass(tmp_path: Path) -> None:
     with spawned(tmp_path) as server:
         long_id = "a" * 80_000
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "recall", "arguments": {"id": long_id}}}  # fmt: skip
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"id": long_id}},
+        }
         server.send(json.dumps(call).encode(), PING)
         first = server.answer()
         second = server.answer()
@@ -237,10 +258,19 @@ def test_parallel_twin_calls_all_apply_once(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'twins.db'}"
     with spawned(tmp_path, "--twin", "ada", "--store", store) as server:
         calls = [
-            json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
-                "name": "twin_make_commitment", "arguments": {"text": f"promise {n}"}}}).encode()
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": n,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "twin_make_commitment",
+                        "arguments": {"text": f"promise {n}"},
+                    },
+                }
+            ).encode()
             for n in range(15)
-        ]  # fmt: skip
+        ]
         server.send(*calls)  # all at once: the server runs them in parallel threads
         answers = [server.answer() for _ in calls]
     errors = [a["result"]["content"][0]["text"] for a in answers if a["result"]["isError"]]

@@ -48,16 +48,24 @@ def test_the_request_after_the_mcp_checkpoint_is_handed_off(
 
     claude = claude_binary()
     replies: list[Any] = [
-        {"text": "Reading the file.",
-         "tool_use": {"id": "toolu_read1", "name": "Read", "input": {"file_path": "/etc/x"}}},
-        {"text": "The file holds the parser settings; saving a checkpoint.",
-         "tool_use": {"id": "toolu_cp1", "name": "mcp__ipse__micro_handoff", "input": NOTES}},
+        {
+            "text": "Reading the file.",
+            "tool_use": {"id": "toolu_read1", "name": "Read", "input": {"file_path": "/etc/x"}},
+        },
+        {
+            "text": "The file holds the parser settings; saving a checkpoint.",
+            "tool_use": {"id": "toolu_cp1", "name": "mcp__ipse__micro_handoff", "input": NOTES},
+        },
         "All done.",
-    ]  # fmt: skip
+    ]
     with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
         config = tmp_path / "mcp.json"
-        server = {"type": "stdio", "command": sys.executable,
-                  "args": ["-m", "ipse", "mcp", "--archive", proxy.store], "env": {}}  # fmt: skip
+        server = {
+            "type": "stdio",
+            "command": sys.executable,
+            "args": ["-m", "ipse", "mcp", "--archive", proxy.store],
+            "env": {},
+        }
         config.write_text(json.dumps({"mcpServers": {"ipse": server}}))
         env = {
             **os.environ,
@@ -71,11 +79,25 @@ def test_the_request_after_the_mcp_checkpoint_is_handed_off(
             "IPSE_HOME": str(_isolated_home),
         }
         done = subprocess.run(
-            [claude, "-p", "Read the file and report.", "--bare", "--tools", "",
-             "--mcp-config", str(config), "--strict-mcp-config",
-             "--allowedTools", "mcp__ipse__micro_handoff"],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240,
-        )  # fmt: skip
+            [
+                claude,
+                "-p",
+                "Read the file and report.",
+                "--bare",
+                "--tools",
+                "",
+                "--mcp-config",
+                str(config),
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__ipse__micro_handoff",
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert done.returncode == 0, done.stderr
         assert "All done." in done.stdout
         proxy.settle()
@@ -86,8 +108,11 @@ def test_the_request_after_the_mcp_checkpoint_is_handed_off(
     assert _tool_uses(after) == ["toolu_cp1"]  # the read and its result are gone
     assert validate(codec("anthropic").read_body(after)) == []
     text = json.dumps(after["messages"])
-    for said in ("Read the file and report.", "Reading the file.",
-                 "The file holds the parser settings; saving a checkpoint."):  # fmt: skip
+    for said in (
+        "Read the file and report.",
+        "Reading the file.",
+        "The file holds the parser settings; saving a checkpoint.",
+    ):
         assert said in text
     session = "session:" + json.loads(after["metadata"]["user_id"])["session_id"]
     archive = open_archive(proxy.store)

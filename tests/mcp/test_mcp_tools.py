@@ -114,25 +114,38 @@ def _tool_session() -> dict[str, Any]:
                 "content": [
                     {"type": "thinking", "thinking": "read it first", "signature": "sig"},
                     {"type": "text", "text": "I will read the parser."},
-                    {"type": "tool_use", "id": "toolu_read1", "name": "Read", "input": {
-                        "file_path": "/work/p/parser.py"}},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_read1",
+                        "name": "Read",
+                        "input": {"file_path": "/work/p/parser.py"},
+                    },
                 ],
             },
             {
                 "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": "toolu_read1",
-                             "content": "def parse(text):\n    return text.split()\n" * 40}],
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_read1",
+                        "content": "def parse(text):\n    return text.split()\n" * 40,
+                    }
+                ],
             },
             {
                 "role": "assistant",
                 "content": [
                     {"type": "text", "text": "The parser splits on whitespace; done."},
-                    {"type": "tool_use", "id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-                     "input": NOTES},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_cp",
+                        "name": "mcp__ipse__micro_handoff",
+                        "input": NOTES,
+                    },
                 ],
             },
         ],
-    }  # fmt: skip
+    }
 
 
 def test_micro_handoff_says_what_the_next_request_drops(
@@ -222,8 +235,9 @@ def test_twin_tools_apply_show_and_rehydrate(twin_store: str, tmp_path: Path) ->
     assert rehydrated["cold"] is False and rehydrated["text"].startswith("# Resuming")
     config = tmp_path / "twin.toml"
     config.write_text('id = "ada"\nrole = "You are Ada, Acme support."\n')
-    with_role = Settings(session="s", cwd=tmp_path, store_url=twin_store, twin="ada",
-                         twin_config=config)  # fmt: skip
+    with_role = Settings(
+        session="s", cwd=tmp_path, store_url=twin_store, twin="ada", twin_config=config
+    )
     prefix = call(with_role, "twin_rehydrate", {"format": "anthropic"}).structured_content
     system = prefix["prefix"]["system"]
     assert system[0]["text"] == "You are Ada, Acme support."

@@ -73,8 +73,7 @@ def test_the_server_lists_and_calls_tools(
             bad = await client.call_tool("micro_handoff", {"done": ["a"]})
             following = await client.call_tool("state_next", {"text": "write the tokenizer"})
             twin = await client.call_tool("twin_show", {})
-            return {"names": names, "handoff": handoff, "bad": bad, "next": following,
-                    "twin": twin}  # fmt: skip
+            return {"names": names, "handoff": handoff, "bad": bad, "next": following, "twin": twin}
 
     with served(transport, tmp_path, _isolated_home) as target:
         got = anyio.run(main, target)
@@ -85,7 +84,7 @@ def test_the_server_lists_and_calls_tools(
         "state_next",
         "state_invariant",
         "state_checkpoint",
-    ]  # fmt: skip  (no twin: the twin_* tools could only fail, so they are not offered)
+    ]  # (no twin: the twin_* tools could only fail, so they are not offered)
     assert not got["handoff"].is_error
     assert got["handoff"].structured_content["session"] == "stdio-session"
     assert got["bad"].is_error and "missing argument 'open'" in got["bad"].content[0].text
@@ -217,12 +216,23 @@ def test_over_http_every_request_gets_an_answer(tmp_path: Path, _isolated_home: 
             b'"arguments":{"id":"\\ud800"},"_meta":' + envelope + b"}}"
         )
         surrogate = _answer(httpx.post(url, content=call, headers=modern, timeout=30))
-        long_call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "recall", "arguments": {"id": "a" * 80_000}, "_meta": MODERN}}  # fmt: skip
+        long_call = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"id": "a" * 80_000}, "_meta": MODERN},
+        }
         long = _answer(httpx.post(url, json=long_call, headers=modern, timeout=30))
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         started = httpx.post(url, json=init, headers=HEADERS, timeout=30)
         session = {
             **HEADERS,

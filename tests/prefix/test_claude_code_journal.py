@@ -42,14 +42,22 @@ def test_prefix_rebuilds_the_requests_claude_code_sent(tmp_path: Path) -> None:
         env["ANTHROPIC_BASE_URL"] = upstream.url
         first = subprocess.run(
             [claude, "-p", "hello there", "--tools", ""],
-            env=env, cwd=project, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert first.returncode == 0, first.stderr
         (session,) = (tmp_path / ".claude" / "projects").glob("*/*.jsonl")
         second = subprocess.run(
             [claude, "-p", "and again", "--resume", session.stem, "--tools", ""],
-            env=env, cwd=project, capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert second.returncode == 0, second.stderr
         sent = upstream.messages_requests()
     types = {json.loads(line).get("type") for line in session.read_text().splitlines()}

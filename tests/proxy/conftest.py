@@ -58,6 +58,12 @@ ProxyFactory = Callable[..., AbstractContextManager[Proxy]]
 
 @pytest.fixture
 def proxy_factory(tmp_path: Path) -> ProxyFactory:
+    return proxies(tmp_path)
+
+
+def proxies(tmp_path: Path) -> ProxyFactory:
+    """Proxies that write under ``tmp_path`` (for a fixture of a wider scope than a test's)."""
+
     @contextmanager
     def make(
         anthropic: str = NOWHERE, openai: str = NOWHERE, store: str | None = None, **options: Any

@@ -81,8 +81,9 @@ def test_concurrent_puts_store_each_block_once(pg_url: str) -> None:
     assert not any(t.is_alive() for t in threads), "a put never returned"
     assert errors == []
     with psycopg.connect(pg_url, autocommit=True) as pg:
-        items = pg.execute("SELECT session, item_id, count(*) FROM archive_items"
-                           " GROUP BY session, item_id").fetchall()  # fmt: skip
+        items = pg.execute(
+            "SELECT session, item_id, count(*) FROM archive_items GROUP BY session, item_id"
+        ).fetchall()
         blobs = pg.execute("SELECT count(*), count(DISTINCT sha256) FROM archive_blobs").fetchone()
     used = {s for s, _, _ in items}
     assert all(n == 1 for _, _, n in items)

@@ -30,22 +30,55 @@ def _marks(messages: list[dict[str, Any]]) -> list[tuple[int, int, Any]]:
 def test_the_upstream_receives_the_breakpoints(proxy_factory: ProxyFactory) -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "please fix the bug in a.py"}]},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "read it", "signature": "s1", "cache_control": MARK},
-            {"type": "text", "text": "I will look at a.py first"},
-            {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"path": "a.py"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_read",
-                                      "content": "x = 1\n" * 200, "cache_control": MARK}]},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "found it: an off-by-one"},
-            {"type": "tool_use", "id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-             "input": {"notes": "off-by-one in a.py"}, "cache_control": MARK}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_cp",
-                                      "content": "checkpoint saved"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": "read it",
+                    "signature": "s1",
+                    "cache_control": MARK,
+                },
+                {"type": "text", "text": "I will look at a.py first"},
+                {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"path": "a.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_read",
+                    "content": "x = 1\n" * 200,
+                    "cache_control": MARK,
+                }
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "found it: an off-by-one"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_cp",
+                    "name": "mcp__ipse__micro_handoff",
+                    "input": {"notes": "off-by-one in a.py"},
+                    "cache_control": MARK,
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_cp", "content": "checkpoint saved"}
+            ],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "continuing"}]},
-        {"role": "user", "content": [{"type": "text", "text": "and add a test",
-                                      "cache_control": MARK}]},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "and add a test", "cache_control": MARK}],
+        },
+    ]
     with (
         anthropic_upstream(["ok", "ok"]) as upstream,
         proxy_factory(upstream.url, json_log=True) as proxy,
@@ -85,10 +118,21 @@ def test_the_text_log_line_names_tokens_saved() -> None:
 
     rewrite = Rewrite({"messages": []}, anchor="toolu_cp", removed_calls=2, cached=True)
     ex = Exchange(
-        method="POST", path="/v1/messages", query="", provider="anthropic", dialect="anthropic",
-        key=None, headers=[], status=200, parsed={"model": "claude-sonnet-4-6"},
-        rewrite=rewrite, client_body=b"x" * 5000, sent_body=b"x" * 1000, started=0.0,
-        finished=0.5, saved_tokens=1234,
-    )  # fmt: skip
+        method="POST",
+        path="/v1/messages",
+        query="",
+        provider="anthropic",
+        dialect="anthropic",
+        key=None,
+        headers=[],
+        status=200,
+        parsed={"model": "claude-sonnet-4-6"},
+        rewrite=rewrite,
+        client_body=b"x" * 5000,
+        sent_body=b"x" * 1000,
+        started=0.0,
+        finished=0.5,
+        saved_tokens=1234,
+    )
     line = log_line(ex, None, None, None, json_log=False)
     assert "saved 1234 tokens, 4000 bytes (cached prefix)" in line

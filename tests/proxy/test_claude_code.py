@@ -34,11 +34,22 @@ def test_claude_code_through_the_proxy_to_llama(
     claude = claude_binary()
     with proxy_factory(llama) as proxy:
         done = subprocess.run(
-            [claude, "-p", "Say hi.", "--bare", "--system-prompt", "Answer in three words.",
-             "--tools", ""],
-            env=_env(tmp_path, proxy.url), cwd=tmp_path, capture_output=True, text=True,
+            [
+                claude,
+                "-p",
+                "Say hi.",
+                "--bare",
+                "--system-prompt",
+                "Answer in three words.",
+                "--tools",
+                "",
+            ],
+            env=_env(tmp_path, proxy.url),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
             timeout=240,
-        )  # fmt: skip
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip()
         proxy.settle()
@@ -55,19 +66,29 @@ def test_claude_code_through_the_proxy_to_llama(
 def test_claude_code_request_is_handed_off(proxy_factory: ProxyFactory, tmp_path: Path) -> None:
     claude = claude_binary()
     replies: list[Any] = [
-        {"text": "Reading the file.",
-         "tool_use": {"id": "toolu_read1", "name": "Read", "input": {"file_path": "/etc/x"}}},
-        {"text": "Saving a checkpoint.",
-         "tool_use": {"id": "toolu_cp1", "name": "micro_handoff",
-                      "input": {"notes": "the file was read"}}},
+        {
+            "text": "Reading the file.",
+            "tool_use": {"id": "toolu_read1", "name": "Read", "input": {"file_path": "/etc/x"}},
+        },
+        {
+            "text": "Saving a checkpoint.",
+            "tool_use": {
+                "id": "toolu_cp1",
+                "name": "micro_handoff",
+                "input": {"notes": "the file was read"},
+            },
+        },
         "All done.",
-    ]  # fmt: skip
+    ]
     with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
         done = subprocess.run(
             [claude, "-p", "Read the file and report.", "--bare", "--tools", ""],
-            env=_env(tmp_path, proxy.url), cwd=tmp_path, capture_output=True, text=True,
+            env=_env(tmp_path, proxy.url),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
             timeout=240,
-        )  # fmt: skip
+        )
         assert done.returncode == 0, done.stderr
         assert "All done." in done.stdout
         proxy.settle()
@@ -80,8 +101,13 @@ def test_claude_code_request_is_handed_off(proxy_factory: ProxyFactory, tmp_path
     assert [m for m in after["messages"] if m["role"] == "system"] == [
         m for m in before["messages"] if m["role"] == "system"
     ]
-    ids = [b.get("id") for m in after["messages"] if isinstance(m["content"], list)
-           for b in m["content"] if b.get("type") == "tool_use"]  # fmt: skip
+    ids = [
+        b.get("id")
+        for m in after["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
     assert ids == ["toolu_cp1"]
     assert validate(codec("anthropic").read_body(after)) == []
     text = str(after["messages"])

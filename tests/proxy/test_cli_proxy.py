@@ -25,8 +25,11 @@ def _port() -> int:
 def _ipse(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ipse", *args],
-        capture_output=True, text=True, timeout=60, env=os.environ.copy(),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ.copy(),
+    )
 
 
 def test_start_is_idempotent_and_stop_stops(_isolated_home: Path) -> None:
@@ -86,26 +89,37 @@ def test_exposed_address_warns(capsys: object) -> None:
 
 def test_start_with_other_upstreams_says_so_or_restarts(_isolated_home: Path) -> None:
     port = str(_port())
-    first = _ipse("proxy", "start", "--port", port, "--anthropic-upstream", "http://127.0.0.1:9",
-                  "--json")  # fmt: skip
+    first = _ipse(
+        "proxy", "start", "--port", port, "--anthropic-upstream", "http://127.0.0.1:9", "--json"
+    )
     assert first.returncode == 0, first.stderr
     pid = json.loads(first.stdout)["pid"]
     try:
         # a hook's plain start accepts the running proxy, whatever its settings
         plain = _ipse("proxy", "start", "--port", port, "--json")
         assert plain.returncode == 0 and json.loads(plain.stdout)["pid"] == pid
-        same = _ipse("proxy", "start", "--port", port, "--anthropic-upstream",
-                     "http://127.0.0.1:9", "--json")  # fmt: skip
+        same = _ipse(
+            "proxy", "start", "--port", port, "--anthropic-upstream", "http://127.0.0.1:9", "--json"
+        )
         assert same.returncode == 0 and json.loads(same.stdout)["started"] is False
-        other = _ipse("proxy", "start", "--port", port, "--anthropic-upstream",
-                      "http://127.0.0.1:10/x")  # fmt: skip
+        other = _ipse(
+            "proxy", "start", "--port", port, "--anthropic-upstream", "http://127.0.0.1:10/x"
+        )
         assert other.returncode == 2
         assert "other settings" in other.stderr and "--restart" in other.stderr
         assert "anthropic http://127.0.0.1:9" in other.stderr
         url = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{url}/ipse/health").json()["pid"] == pid  # left alone
-        restarted = _ipse("proxy", "start", "--port", port, "--anthropic-upstream",
-                          "http://127.0.0.1:10/x", "--restart", "--json")  # fmt: skip
+        restarted = _ipse(
+            "proxy",
+            "start",
+            "--port",
+            port,
+            "--anthropic-upstream",
+            "http://127.0.0.1:10/x",
+            "--restart",
+            "--json",
+        )
         assert restarted.returncode == 0, restarted.stderr
         new = json.loads(restarted.stdout)
         assert new["started"] is True and new["pid"] != pid

@@ -22,8 +22,11 @@ from tests.proxy.conftest import ProxyFactory
 from tests.proxy.test_shared_store import HISTORY
 from tests.support.anthropic_upstream import anthropic_upstream
 
-HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01",
-           "x-claude-code-session-id": "durable"}  # fmt: skip
+HEADERS = {
+    "x-api-key": "k",
+    "anthropic-version": "2023-06-01",
+    "x-claude-code-session-id": "durable",
+}
 BODY: dict[str, Any] = {"model": "m", "max_tokens": 5, "messages": HISTORY, "stream": True}
 
 

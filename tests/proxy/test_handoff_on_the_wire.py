@@ -5,22 +5,29 @@ whose rewritten prefix is byte-identical from one request to the next."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import openai
+import pytest
 
 from ipse import jsonio
 from ipse.archive import open_archive
 from ipse.handoff import validate
 from ipse.store import open_conversations
 from ipse.transcript import codec
-from tests.proxy.conftest import ProxyFactory
+from tests.proxy.conftest import ProxyFactory, proxies
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.openai_upstream import openai_upstream
 
-WORDS = ["please fix the bug in a.py", "I will look at a.py first", "found it: an off-by-one",
-         "continuing after the checkpoint", "thanks, and add a test"]  # fmt: skip
+WORDS = [
+    "please fix the bug in a.py",
+    "I will look at a.py first",
+    "found it: an off-by-one",
+    "continuing after the checkpoint",
+    "thanks, and add a test",
+]
 
 
 def _history_bytes(raw: bytes, key: str, count: int) -> bytes:
@@ -38,114 +45,162 @@ def _authored(messages: list[dict[str, Any]]) -> list[str]:
         if isinstance(content, str):
             out.append(content)
         elif isinstance(content, list):
-            out += [b["text"] for b in content if b.get("type") in ("text", "input_text",
-                                                                    "output_text")]  # fmt: skip
+            out += [
+                b["text"] for b in content if b.get("type") in ("text", "input_text", "output_text")
+            ]
     return out
 
 
 def _tool_ids(messages: list[dict[str, Any]]) -> list[str]:
-    return [b["id"] for m in messages if isinstance(m.get("content"), list)
-            for b in m["content"] if b.get("type") == "tool_use"]  # fmt: skip
+    return [
+        b["id"]
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
 
 
-def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
-    replies: list[Any] = [
-        {"text": WORDS[1], "tool_use": {"id": "toolu_read", "name": "Read",
-                                        "input": {"path": "a.py"}}},
-        {"text": WORDS[2], "tool_use": {"id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-                                        "input": {"notes": "bug is an off-by-one in a.py"}}},
-        WORDS[3],
-        "done",
-    ]  # fmt: skip
-    with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
+@dataclass(frozen=True)
+class Turns:
+    """What one Anthropic SDK conversation through the proxy left: the requests the upstream
+    received (the turn before the checkpoint, the one that answers it, one more, and the
+    ``count_tokens`` of the last), the proxy's records and log lines, and its store."""
+
+    sent: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    log: str
+    store: str
+
+    @property
+    def before(self) -> dict[str, Any]:
+        return self.sent[1]
+
+    @property
+    def after_cp(self) -> dict[str, Any]:
+        return self.sent[2]
+
+    @property
+    def after_more(self) -> dict[str, Any]:
+        return self.sent[3]
+
+    @property
+    def count(self) -> dict[str, Any]:
+        return self.sent[4]
+
+
+_REPLIES: list[Any] = [
+    {"text": WORDS[1], "tool_use": {"id": "toolu_read", "name": "Read", "input": {"path": "a.py"}}},
+    {
+        "text": WORDS[2],
+        "tool_use": {
+            "id": "toolu_cp",
+            "name": "mcp__ipse__micro_handoff",
+            "input": {"notes": "bug is an off-by-one in a.py"},
+        },
+    },
+    WORDS[3],
+    "done",
+]
+
+
+def _result(call: str, content: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call, "content": content}],
+    }
+
+
+@pytest.fixture(scope="module")
+def turns(tmp_path_factory: pytest.TempPathFactory) -> Turns:
+    """A checkpoint, then more turns, streamed and not, from the official SDK."""
+    proxy_factory = proxies(tmp_path_factory.mktemp("wire"))
+    with anthropic_upstream(_REPLIES) as upstream, proxy_factory(upstream.url) as proxy:
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-secret-key")
         model = "claude-opus-5-5"
         messages: list[dict[str, Any]] = [{"role": "user", "content": WORDS[0]}]
 
-        def turn(stream: bool) -> Any:
+        def turn(stream: bool, thinking: str | None = None) -> None:
             if stream:
                 with client.messages.stream(model=model, max_tokens=100, messages=messages) as s:
-                    return s.get_final_message()
-            return client.messages.create(model=model, max_tokens=100, messages=messages)
+                    reply = s.get_final_message()
+            else:
+                reply = client.messages.create(model=model, max_tokens=100, messages=messages)
+            # the client sends thinking back, as Claude Code does on a preserved-thinking model
+            sent = (
+                [{"type": "thinking", "thinking": thinking, "signature": "sig"}] if thinking else []
+            )
+            messages.append(
+                {"role": "assistant", "content": [*sent, *(b.model_dump() for b in reply.content)]}
+            )
 
-        first = turn(False)
-        # the client sends thinking back, as Claude Code does on a preserved-thinking model
-        thinking = {"type": "thinking", "thinking": "read the file", "signature": "sig1"}
-        messages.append(
-            {"role": "assistant", "content": [thinking, *[b.model_dump() for b in first.content]]}
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_read", "content": "x = 1\n" * 400}
-                ],
-            }
-        )
-        second = turn(True)
-        messages.append({"role": "assistant", "content": [b.model_dump() for b in second.content]})
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": "toolu_cp",
-                        "content": "checkpoint saved",
-                    }
-                ],
-            }
-        )
-        third = turn(True)  # the first request with an answered checkpoint call
-        later = {"type": "thinking", "thinking": "now the test", "signature": "sig2"}
-        messages.append(
-            {"role": "assistant", "content": [later, *[b.model_dump() for b in third.content]]}
-        )
+        turn(False, thinking="read the file")
+        messages.append(_result("toolu_read", "x = 1\n" * 400))
+        turn(True)
+        messages.append(_result("toolu_cp", "checkpoint saved"))
+        turn(True, thinking="now the test")  # the first request with an answered checkpoint call
         messages.append({"role": "user", "content": WORDS[4]})
         turn(False)
-        counted = client.messages.count_tokens(model=model, messages=messages)
-        assert counted.input_tokens > 0
+        assert client.messages.count_tokens(model=model, messages=messages[:-1]).input_tokens > 0
         proxy.settle()
-        received = upstream.received
-        records = proxy.records()
-        log = proxy.log.getvalue()
+        sent = [r for r in upstream.received if r["path"].startswith("/v1/messages")]
+        return Turns(sent, proxy.records(), proxy.log.getvalue(), proxy.store)
 
-    sent = [r for r in received if r["path"].startswith("/v1/messages")]
-    assert len(sent) == 5
-    before, after_cp, after_more, count = sent[1], sent[2], sent[3], sent[4]
-    assert "toolu_read" in _tool_ids(before["body"]["messages"])  # no checkpoint yet: untouched
-    for request in (after_cp, after_more, count):
+
+def test_the_request_before_the_checkpoint_is_untouched(turns: Turns) -> None:
+    assert len(turns.sent) == 5
+    assert "toolu_read" in _tool_ids(turns.before["body"]["messages"])
+
+
+def test_every_request_after_the_checkpoint_is_valid_and_handed_off(turns: Turns) -> None:
+    for request in (turns.after_cp, turns.after_more, turns.count):
         body = request["body"]
         conversation = codec("anthropic").read_body(body)
         assert validate(conversation) == []
         ids = _tool_ids(body["messages"])
         assert "toolu_read" not in ids and "toolu_cp" in ids
-        assert not any(b.get("type") == "thinking" for m in body["messages"]
-                       if isinstance(m["content"], list) for b in m["content"])  # fmt: skip
+        assert not any(
+            b.get("type") == "thinking"
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+        )
         text = "\n".join(_authored(body["messages"]))
-        assert all(w in text for w in WORDS[: 3 if request is after_cp else 5])
-    # the rewritten prefix is byte-identical from one request to the next
-    kept = len(after_cp["body"]["messages"])
-    old = _history_bytes(after_cp["raw"], "messages", kept)
-    assert _history_bytes(after_more["raw"], "messages", kept) == old
-    # count_tokens got the same rewrite as the turn it counts
-    assert count["body"]["messages"] == after_more["body"]["messages"]
-    # credentials reach the upstream and nothing else
-    headers = {k.lower(): v for k, v in after_cp["headers"].items()}
+        assert all(w in text for w in WORDS[: 3 if request is turns.after_cp else 5])
+
+
+def test_the_rewritten_prefix_is_byte_identical_from_one_request_to_the_next(turns: Turns) -> None:
+    kept = len(turns.after_cp["body"]["messages"])
+    old = _history_bytes(turns.after_cp["raw"], "messages", kept)
+    assert _history_bytes(turns.after_more["raw"], "messages", kept) == old
+
+
+def test_count_tokens_gets_the_same_rewrite_as_the_turn_it_counts(turns: Turns) -> None:
+    assert turns.count["body"]["messages"] == turns.after_more["body"]["messages"]
+
+
+def test_credentials_reach_the_upstream_and_nothing_else(turns: Turns) -> None:
+    headers = {k.lower(): v for k, v in turns.after_cp["headers"].items()}
     assert "sk-ant-secret-key" in (headers.get("x-api-key"), headers.get("authorization", "")[7:])
     assert headers["accept-encoding"] == "identity"
-    raw_record = b"\n".join(jsonio.dumps(r) for r in records)
-    assert b"sk-ant-secret-key" not in raw_record and "sk-ant-secret-key" not in log
-    assert len(records) == 5 and sum(1 for r in records if "client_request" in r) == 3
-    assert "handoff at toolu_cp" in log
-    # what was removed is in the archive; the conversation's anchor and counters in the store
-    archive = open_archive(proxy.store)
+    raw_record = b"\n".join(jsonio.dumps(r) for r in turns.records)
+    assert b"sk-ant-secret-key" not in raw_record and "sk-ant-secret-key" not in turns.log
+
+
+def test_the_records_and_the_log_tell_the_handoff(turns: Turns) -> None:
+    assert len(turns.records) == 5
+    assert sum(1 for r in turns.records if "client_request" in r) == 3
+    assert "handoff at toolu_cp" in turns.log
+
+
+def test_what_was_removed_is_archived_and_the_anchor_stored(turns: Turns) -> None:
+    archive = open_archive(turns.store)
     try:
         recalled = archive.recall("toolu_read")
         assert b"a.py" in recalled.call and recalled.result is not None
     finally:
         archive.close()
-    store = open_conversations(proxy.store)
+    store = open_conversations(turns.store)
     try:
         [state] = store.conversations()
         assert state.anchor == "toolu_cp" and state.requests == 5 and state.handoffs == 3
@@ -156,11 +211,13 @@ def test_anthropic_sdk_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -
 def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> None:
     replies: list[Any] = [
         {"text": "", "tool_call": {"id": "call_ls", "name": "bash", "arguments": '{"c":"ls"}'}},
-        {"text": "noted", "tool_call": {"id": "call_cp", "name": "micro_handoff",
-                                        "arguments": '{"notes":"n"}'}},
+        {
+            "text": "noted",
+            "tool_call": {"id": "call_cp", "name": "micro_handoff", "arguments": '{"notes":"n"}'},
+        },
         "continuing",
         "done",
-    ]  # fmt: skip
+    ]
     with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
         client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-openai-secret")
         messages: list[dict[str, Any]] = [
@@ -169,18 +226,31 @@ def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> 
         ]
         for n in range(4):
             if n % 2:
-                chunks = list(client.chat.completions.create(
-                    model="gpt-x", messages=messages, stream=True,
-                    stream_options={"include_usage": True}))  # fmt: skip
+                chunks = list(
+                    client.chat.completions.create(
+                        model="gpt-x",
+                        messages=messages,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                    )
+                )
                 text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
                 calls = [
                     tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or []
                 ]
                 message: dict[str, Any] = {"role": "assistant", "content": text or None}
                 if calls:
-                    message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                        "name": c.function.name, "arguments": c.function.arguments}}
-                        for c in calls]  # fmt: skip
+                    message["tool_calls"] = [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.function.name,
+                                "arguments": c.function.arguments,
+                            },
+                        }
+                        for c in calls
+                    ]
             else:
                 done = client.chat.completions.create(model="gpt-x", messages=messages)
                 message = done.choices[0].message.model_dump(exclude_none=True)
@@ -205,10 +275,12 @@ def test_openai_chat_checkpoint_then_more_turns(proxy_factory: ProxyFactory) -> 
 def test_openai_responses_checkpoint(proxy_factory: ProxyFactory) -> None:
     replies: list[Any] = [
         {"text": "", "tool_call": {"id": "call_ls", "name": "bash", "arguments": "{}"}},
-        {"text": "", "tool_call": {"id": "call_cp", "name": "micro_handoff",
-                                   "arguments": '{"notes":"n"}'}},
+        {
+            "text": "",
+            "tool_call": {"id": "call_cp", "name": "micro_handoff", "arguments": '{"notes":"n"}'},
+        },
         "continuing",
-    ]  # fmt: skip
+    ]
     with openai_upstream(replies) as upstream, proxy_factory(openai=upstream.url) as proxy:
         client: Any = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-openai-secret")
         items: list[Any] = [{"role": "user", "content": WORDS[0]}]
@@ -221,8 +293,9 @@ def test_openai_responses_checkpoint(proxy_factory: ProxyFactory) -> None:
             for item in response.output:
                 items.append(item.model_dump(exclude_none=True))
                 if item.type == "function_call":
-                    items.append({"type": "function_call_output", "call_id": item.call_id,
-                                  "output": "out"})  # fmt: skip
+                    items.append(
+                        {"type": "function_call_output", "call_id": item.call_id, "output": "out"}
+                    )
         assert response.output_text == "continuing"
         proxy.settle()
     sent = upstream.bodies("/responses")
@@ -238,11 +311,17 @@ def test_nothing_rewritten_without_a_checkpoint(proxy_factory: ProxyFactory) -> 
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k")
         messages = [
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "t1", "name": "micro_handoff_not", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                          "content": "ok"}]},
-        ]  # fmt: skip
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "micro_handoff_not", "input": {}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        ]
         client.messages.create(model="m", max_tokens=5, messages=messages)
         proxy.settle()
     got = upstream.received[-1]["body"]["messages"]
@@ -258,8 +337,10 @@ def test_json_log_lines(proxy_factory: ProxyFactory) -> None:
         client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-json-log")
         messages: list[dict[str, Any]] = [{"role": "user", "content": "first " * 300}]
         reply = client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
-        messages += [{"role": "assistant", "content": reply.content[0].text},
-                     {"role": "user", "content": "second"}]  # fmt: skip
+        messages += [
+            {"role": "assistant", "content": reply.content[0].text},
+            {"role": "user", "content": "second"},
+        ]
         client.messages.create(model="claude-opus-5", max_tokens=5, messages=messages)
         proxy.settle()
         lines = [json.loads(line) for line in proxy.log.getvalue().splitlines()]

@@ -86,21 +86,42 @@ def test_each_upstream_error_is_said_once(
 def test_the_saving_is_one_number_in_the_log_and_the_record(proxy_factory: ProxyFactory) -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "please fix the bug in a.py"},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "I will look at a.py first"},
-            {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"p": "a.py"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_read",
-             "content": "\n".join(f"line {n}: x = {n}" for n in range(200))}]},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "found it"},
-            {"type": "tool_use", "id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-             "input": {"notes": "off-by-one in a.py"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_cp", "content": "saved"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I will look at a.py first"},
+                {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"p": "a.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_read",
+                    "content": "\n".join(f"line {n}: x = {n}" for n in range(200)),
+                }
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "found it"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_cp",
+                    "name": "mcp__ipse__micro_handoff",
+                    "input": {"notes": "off-by-one in a.py"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_cp", "content": "saved"}],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "continuing"}]},
         {"role": "user", "content": "and add a test"},
-    ]  # fmt: skip
+    ]
     body = {"model": "claude-sonnet-4-6", "max_tokens": 5, "messages": history}
     with anthropic_upstream(["ok"]) as upstream, proxy_factory(upstream.url, json_log=True) as p:
         assert httpx.post(f"{p.url}/v1/messages", json=body, headers=HEADERS).status_code == 200
@@ -109,9 +130,11 @@ def test_the_saving_is_one_number_in_the_log_and_the_record(proxy_factory: Proxy
         [entry] = p.records()
         sent = upstream.received[-1]["body"]
     read = codec("anthropic").read_body
-    expected = {"tokens": tokens_saved(read(body), read(sent)),
-                "bytes": len(json.dumps(body, separators=(",", ":")))
-                - len(json.dumps(sent, separators=(",", ":")))}  # fmt: skip
+    expected = {
+        "tokens": tokens_saved(read(body), read(sent)),
+        "bytes": len(json.dumps(body, separators=(",", ":")))
+        - len(json.dumps(sent, separators=(",", ":"))),
+    }
     assert expected["tokens"] > 200
     assert line["handoff"]["saved"] == entry["ipse"]["handoff"]["saved"] == expected
     assert "removed_bytes" not in entry["ipse"]["handoff"]  # no second, different byte count

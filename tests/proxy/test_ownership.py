@@ -55,8 +55,11 @@ def _port() -> int:
 def _ipse(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ipse", *args],
-        capture_output=True, text=True, timeout=90, env=os.environ.copy(),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=os.environ.copy(),
+    )
 
 
 @contextmanager

@@ -36,7 +36,10 @@ def test_anthropic_sdk(llama: str, proxy_factory: ProxyFactory) -> None:
         records = proxy.records()
         log = proxy.log.getvalue()
     assert [r["request"]["url"] for r in records] == [
-        "/v1/messages", "/v1/messages", "/v1/messages/count_tokens"]  # fmt: skip
+        "/v1/messages",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+    ]
     # the second identical request reads its prefix from the server's cache
     second = records[1]["ipse"]["analysis"]
     assert second["actual"]["cache_read"] > 0

@@ -44,11 +44,13 @@ def test_record_is_read_by_inspect_prefix_and_report(
 ) -> None:
     replies: list[Any] = [
         {"text": "checking", "tool_use": {"id": "toolu_1", "name": "Bash", "input": {"c": "ls"}}},
-        {"text": "saving", "tool_use": {"id": "toolu_cp", "name": "micro_handoff",
-                                        "input": {"notes": "n"}}},
+        {
+            "text": "saving",
+            "tool_use": {"id": "toolu_cp", "name": "micro_handoff", "input": {"notes": "n"}},
+        },
         "continuing",
         "done",
-    ]  # fmt: skip
+    ]
     with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
         _session(proxy.url)
         proxy.settle()

@@ -13,16 +13,31 @@ from tests.support.anthropic_upstream import anthropic_upstream
 
 HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "fix it"},
-    {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_a", "name": "Bash", "input": {"c": "make"}}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a",
-                                  "content": "error " * 100}]},
-    {"role": "assistant", "content": [
-        {"type": "text", "text": "saving"},
-        {"type": "tool_use", "id": "toolu_cp", "name": "micro_handoff", "input": {"notes": "n"}}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_cp",
-                                  "content": "ok"}]},
-]  # fmt: skip
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_a", "name": "Bash", "input": {"c": "make"}}],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "error " * 100}],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "saving"},
+            {
+                "type": "tool_use",
+                "id": "toolu_cp",
+                "name": "micro_handoff",
+                "input": {"notes": "n"},
+            },
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_cp", "content": "ok"}],
+    },
+]
 
 
 def test_two_proxies_share_a_postgres_store(proxy_factory: ProxyFactory, pg_url: str) -> None:

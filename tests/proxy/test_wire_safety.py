@@ -31,8 +31,16 @@ from ipse.redact import redact_query
 from tests.proxy.conftest import Proxy, ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
 
-SECRETS = ("s3cr3t-key", "s3cr3t-apikey", "s3cr3t-access", "s3cr3t-sig", "s3cr3t-pw",
-           "s3cr3t-header", "s3cr3t-field", "s3cr3t-meta")  # fmt: skip
+SECRETS = (
+    "s3cr3t-key",
+    "s3cr3t-apikey",
+    "s3cr3t-access",
+    "s3cr3t-sig",
+    "s3cr3t-pw",
+    "s3cr3t-header",
+    "s3cr3t-field",
+    "s3cr3t-meta",
+)
 QUERY = (
     "beta=true&key=s3cr3t-key&api-key=s3cr3t-apikey&access_token=s3cr3t-access"
     "&X-Amz-Signature=s3cr3t-sig&password=s3cr3t-pw"
@@ -78,15 +86,28 @@ def test_no_credential_reaches_the_record_or_either_log(proxy_factory: ProxyFact
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["key", "api_key", "api-key", "token", "access_token", "sig",
-                             "signature", "password", "secret", "client_secret", "apiKey"]),
+            st.sampled_from(
+                [
+                    "key",
+                    "api_key",
+                    "api-key",
+                    "token",
+                    "access_token",
+                    "sig",
+                    "signature",
+                    "password",
+                    "secret",
+                    "client_secret",
+                    "apiKey",
+                ]
+            ),
             st.text("abcXYZ019-_.~", min_size=3, max_size=12),
         ),
         min_size=1,
         max_size=5,
     ),
     st.lists(st.sampled_from(["beta=true", "stream=1", "a=b"]), max_size=3),
-)  # fmt: skip
+)
 def test_every_credential_parameter_is_masked(
     secrets: list[tuple[str, str]], plain: list[str]
 ) -> None:
@@ -107,8 +128,11 @@ def _raw(proxy: Proxy, path: str) -> tuple[int, dict[str, Any]]:
     try:
         data = json.dumps(BODY).encode()
         connection.putrequest("POST", path, skip_accept_encoding=True)
-        for name, value in {**HEADERS, "content-type": "application/json",
-                            "content-length": str(len(data))}.items():  # fmt: skip
+        for name, value in {
+            **HEADERS,
+            "content-type": "application/json",
+            "content-length": str(len(data)),
+        }.items():
             connection.putheader(name, value)
         connection.endheaders(data)
         response = connection.getresponse()
@@ -143,15 +167,38 @@ def test_paths_that_leave_the_prefix_are_refused(proxy_factory: ProxyFactory) ->
         assert log.count(" 400 refused: the path leaves") == len(ESCAPES)
 
 
-SEGMENTS = ["..", ".", "%2e%2e", "%2E.", ".%2e", "%2e", "v1", "a", "", "..%2f..", "%2f",
-            "%5c..", "\\..", "%252e%252e", "messages", "%25", "b%2fc"]  # fmt: skip
+SEGMENTS = [
+    "..",
+    ".",
+    "%2e%2e",
+    "%2E.",
+    ".%2e",
+    "%2e",
+    "v1",
+    "a",
+    "",
+    "..%2f..",
+    "%2f",
+    "%5c..",
+    "\\..",
+    "%252e%252e",
+    "messages",
+    "%25",
+    "b%2fc",
+]
 
 
 def _as_an_upstream_reads(path: str) -> str:
     """Decode once, then what may still read as a dot or separator, then resolve the dots."""
     reading = unquote(path)
-    for code, char in (("%2e", "."), ("%2E", "."), ("%2f", "/"), ("%2F", "/"), ("%5c", "/"),
-                       ("%5C", "/")):  # fmt: skip
+    for code, char in (
+        ("%2e", "."),
+        ("%2E", "."),
+        ("%2f", "/"),
+        ("%2F", "/"),
+        ("%5c", "/"),
+        ("%5C", "/"),
+    ):
         reading = reading.replace(code, char)
     return posixpath.normpath(reading.replace("\\", "/"))
 

@@ -47,16 +47,26 @@ def _point(index: int, draw: Any) -> Point:
     price = draw(st.sampled_from([0.25e-6, 3e-6, 15e-6]))
     read = draw(st.sampled_from([0.025, 0.1, 0.5]))
     return Point(
-        index=index, time=None, model=None, context_tokens=context,
+        index=index,
+        time=None,
+        model=None,
+        context_tokens=context,
         composition=dict(zip(("tool_calls", "tool_results", "thinking"), parts, strict=True)),
         tool_tokens={draw(st.sampled_from(["Read", "mcp__ipse__micro_handoff"])): parts[0]},
-        cache_read=context, cache_write=0, uncached=0, cache_source="recorded", cause=None,
-        cause_detail=None, lost_tokens=0, cost_lost_usd=0.0,
+        cache_read=context,
+        cache_write=0,
+        uncached=0,
+        cache_source="recorded",
+        cause=None,
+        cause_detail=None,
+        lost_tokens=0,
+        cost_lost_usd=0.0,
         marker=draw(st.sampled_from([None, None, None, "compaction", "reset", "handoff"])),
         human_turn=draw(st.booleans()),
         cost_usd=context * read * price,  # the least a request can cost: all of it cached
-        price_usd=price, read_multiplier=read,
-    )  # fmt: skip
+        price_usd=price,
+        read_multiplier=read,
+    )
 
 
 @st.composite
@@ -85,32 +95,47 @@ def _reset_log(path: Path) -> Path:
     bodies = [list(messages)]
     for n in range(5):
         call = {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"n": n}}
-        messages += [{"role": "assistant", "content": [call]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}",
-                                                   "content": big}]}]  # fmt: skip
+        messages += [
+            {"role": "assistant", "content": [call]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": big}],
+            },
+        ]
         bodies.append(list(messages))
-    messages += [{"role": "assistant", "content": "Read them all."},
-                 {"role": "user", "content": "Good; now the other test."}]  # fmt: skip
+    messages += [
+        {"role": "assistant", "content": "Read them all."},
+        {"role": "user", "content": "Good; now the other test."},
+    ]
     bodies.append(list(messages))
     fresh: list[dict[str, Any]] = [{"role": "user", "content": "A new task."}]
     for n in range(300):
         bodies.append(list(fresh))
-        fresh += [{"role": "assistant", "content": f"step {n}"},
-                  {"role": "user", "content": "go on"}]  # fmt: skip
+        fresh += [
+            {"role": "assistant", "content": f"step {n}"},
+            {"role": "user", "content": "go on"},
+        ]
     lines = []
     seen = 0
     for n, messages in enumerate(bodies):
         body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": messages}
         size = len(json.dumps(messages)) // 4
         read = seen if size >= seen else 0
-        usage = {"input_tokens": 3, "cache_read_input_tokens": read,
-                 "cache_creation_input_tokens": max(size - read - 3, 0)}  # fmt: skip
+        usage = {
+            "input_tokens": 3,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": max(size - read - 3, 0),
+        }
         seen = size
-        lines.append(json.dumps({
-            "time": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z",
-            "request": {"url": "https://api.anthropic.com/v1/messages", "body": body},
-            "response": {"status": 200, "body": {"usage": usage}},
-        }))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "time": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z",
+                    "request": {"url": "https://api.anthropic.com/v1/messages", "body": body},
+                    "response": {"status": 200, "body": {"usage": usage}},
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -152,11 +177,17 @@ def test_handoffs_the_proxy_made_are_shown_and_the_kept_call_is_not_offered(
 ) -> None:
     replies: list[Any] = [
         {"text": "reading", "tool_use": {"id": "toolu_1", "name": "Read", "input": {"p": "a"}}},
-        {"text": "saving", "tool_use": {"id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-                                        "input": {"notes": "the file says a"}}},
+        {
+            "text": "saving",
+            "tool_use": {
+                "id": "toolu_cp",
+                "name": "mcp__ipse__micro_handoff",
+                "input": {"notes": "the file says a"},
+            },
+        },
         "noted",
         "done",
-    ]  # fmt: skip
+    ]
     with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
         messages: list[dict[str, Any]] = [{"role": "user", "content": "read the file"}]
         with httpx.Client(base_url=proxy.url, timeout=30) as client:

@@ -20,8 +20,12 @@ def test_open_without_a_browser_says_so(tmp_path: Path) -> None:
     env["PATH"] = str(Path(sys.executable).parent)  # no xdg-open, no browser on it
     done = subprocess.run(
         [sys.executable, "-m", "ipse", "report", str(log), "-o", str(page), "--open"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert page.exists()
     lines = done.stderr.strip().splitlines()

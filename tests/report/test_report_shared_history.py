@@ -84,13 +84,17 @@ def _views(messages: list[Any], counts: list[int]) -> RequestLog:
 
 
 def _call(call_id: str, name: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name,
-                                              "input": {"n": 1}}]}  # fmt: skip
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": call_id, "name": name, "input": {"n": 1}}],
+    }
 
 
 def _result(call_id: str, text: str = "out") -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id,
-                                         "content": text}]}  # fmt: skip
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+    }
 
 
 GO = {"role": "user", "content": "go"}

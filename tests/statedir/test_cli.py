@@ -18,9 +18,18 @@ COMMANDS = sorted(state_group.commands)
 
 def test_the_group_has_every_command() -> None:
     assert COMMANDS == [
-        "canary", "checkpoint", "init", "install", "invariant", "next", "resume", "rotate",
-        "stamp", "uninstall", "verify",
-    ]  # fmt: skip
+        "canary",
+        "checkpoint",
+        "init",
+        "install",
+        "invariant",
+        "next",
+        "resume",
+        "rotate",
+        "stamp",
+        "uninstall",
+        "verify",
+    ]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

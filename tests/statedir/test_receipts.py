@@ -30,9 +30,15 @@ def test_stamp_binds_the_claim_to_hashes_and_head(
     state: Path, artifact: Path, run_ipse: RunIpse
 ) -> None:
     done = run_ipse(
-        "state", "stamp", "all tests pass", "--artifact", "out.log", "--git", "--json",
+        "state",
+        "stamp",
+        "all tests pass",
+        "--artifact",
+        "out.log",
+        "--git",
+        "--json",
         cwd=state.parent,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     receipt = as_json(done)
     digest = hashlib.sha256(b"142 passed\n").hexdigest()

@@ -181,9 +181,14 @@ def test_the_hook_is_silent_without_a_state_folder(tmp_path: Path, run_ipse: Run
 def test_the_precompact_hook_logs_a_checkpoint(state: Path, run_ipse: RunIpse) -> None:
     payload = json.dumps({"hook_event_name": "PreCompact", "trigger": "auto"})
     done = run_ipse(
-        "state", "checkpoint", "--hook", "claude-code", "context compaction",
-        cwd=state.parent, input=payload,
-    )  # fmt: skip
+        "state",
+        "checkpoint",
+        "--hook",
+        "claude-code",
+        "context compaction",
+        cwd=state.parent,
+        input=payload,
+    )
     assert done.returncode == 0, done.stderr
     last = wal.tail(state / ".wal").last
     assert last is not None and last.text == "context compaction (PreCompact auto)"

@@ -45,8 +45,13 @@ class Upstream:
 
 Reply = str | dict[str, Any]
 Replies = Sequence[Reply] | Callable[[dict[str, Any]], Reply]
-_ERRORS = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
-           500: "api_error", 529: "overloaded_error"}  # fmt: skip
+_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 
 
 def _spec(reply: Reply) -> dict[str, Any]:
@@ -59,32 +64,67 @@ def _events(
     spec = _spec(reply)
     text = spec.get("text", "")
     tool = spec.get("tool_use")
-    usage = {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0,
-             "cache_creation_input_tokens": 0}  # fmt: skip
-    yield "message_start", {"type": "message_start", "message": {
-        "id": message_id, "type": "message", "role": "assistant", "model": model,
-        "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}  # fmt: skip
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        },
+    )
     index = 0
     if text or not tool:
-        yield "content_block_start", {"type": "content_block_start", "index": 0,
-                                      "content_block": {"type": "text", "text": ""}}  # fmt: skip
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
         yield "ping", {"type": "ping"}
-        yield "content_block_delta", {"type": "content_block_delta", "index": 0,
-                                      "delta": {"type": "text_delta", "text": text}}  # fmt: skip
+        yield (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        )
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
         index = 1
     if tool:
         block = {"type": "tool_use", "id": tool["id"], "name": tool["name"], "input": {}}
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": block}  # fmt: skip
+        yield (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": block},
+        )
         delta = {"type": "input_json_delta", "partial_json": json.dumps(tool["input"])}
-        yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                      "delta": delta}  # fmt: skip
+        yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     stop = "tool_use" if tool else "end_turn"
-    yield "message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": stop, "stop_sequence": None},
-                            "usage": {"output_tokens": 3}}  # fmt: skip
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 3},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -207,9 +247,16 @@ def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict
     if spec.get("tool_use"):
         content.append({"type": "tool_use", **spec["tool_use"]})
     stop = "tool_use" if spec.get("tool_use") else "end_turn"
-    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": stop,
-            "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3}}  # fmt: skip
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 3},
+    }
 
 
 @contextmanager

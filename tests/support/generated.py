@@ -74,9 +74,15 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
             content = turn.text if t % 3 == 0 else [{"type": "text", "text": turn.text}]
         user = {"role": "user", "content": content}
         yield {
-            "parentUuid": parent, "isSidechain": False, "type": "user", "message": user,
-            "uuid": _uuid(n), "timestamp": _time(n), "sessionId": SESSION, "version": "2.1.332",
-        }  # fmt: skip
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": "user",
+            "message": user,
+            "uuid": _uuid(n),
+            "timestamp": _time(n),
+            "sessionId": SESSION,
+            "version": "2.1.332",
+        }
         parent = _uuid(n)
         messages = [*sent, user]
         hashes = [*sent_hashes, message_hash(user)]
@@ -99,13 +105,19 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
                         {"type": "text", "text": "Be brief. " * 40},
                     ],
                     "tools": [
-                        {"name": "Bash", "description": "Run a command " * 10,
-                         "input_schema": {"type": "object"}},
-                        {"name": f"Tool{turn.shape}", "description": "x",
-                         "input_schema": {"type": "object"}},
+                        {
+                            "name": "Bash",
+                            "description": "Run a command " * 10,
+                            "input_schema": {"type": "object"},
+                        },
+                        {
+                            "name": f"Tool{turn.shape}",
+                            "description": "x",
+                            "input_schema": {"type": "object"},
+                        },
                     ],
                 },
-            }  # fmt: skip
+            }
         for h, m in zip(hashes, messages, strict=True):
             if h not in blobs and (m is not user or turn.blob):
                 blobs.add(h)
@@ -124,35 +136,68 @@ def journaled_records(turns: list[Turn], *, size: int = 0) -> Iterator[dict[str,
         if turn.ttl:
             marker["ttl"] = turn.ttl
         marks: list[dict[str, Any]] = [
-            {"path": ["messages", len(messages) - 1, "content", 0 if isinstance(last, str)
-                      else len(last) - 1], "value": marker},
-        ]  # fmt: skip
+            {
+                "path": [
+                    "messages",
+                    len(messages) - 1,
+                    "content",
+                    0 if isinstance(last, str) else len(last) - 1,
+                ],
+                "value": marker,
+            },
+        ]
         if turn.system_mark:
             marks.insert(0, {"path": ["system", 1], "value": {"type": "ephemeral", "ttl": "1h"}})
         marks += [{"path": path, "value": {"type": "ephemeral"}} for path in turn.marks]
         ref = f"req_{t:06d}"
         yield {
-            "type": "api-request", "id": ref, "shapeHash": f"shape{turn.shape}",
-            "params": {"model": "claude-sonnet-4-5", "max_tokens": 32000,
-                       "thinking": {"type": "enabled", "budget_tokens": 1024}},
-            "keep": keep, "tail": tail, "cacheControl": marks,
-        }  # fmt: skip
+            "type": "api-request",
+            "id": ref,
+            "shapeHash": f"shape{turn.shape}",
+            "params": {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 32000,
+                "thinking": {"type": "enabled", "budget_tokens": 1024},
+            },
+            "keep": keep,
+            "tail": tail,
+            "cacheControl": marks,
+        }
         n += 1
         answer: list[dict[str, Any]] = [{"type": "text", "text": f"Answer {t}: {turn.text}"}]
         if t + 1 < len(turns) and turns[t + 1].tool:
             answer.append(
-                {"type": "tool_use", "id": f"toolu_{t:06d}", "name": "Bash",
-                 "input": {"command": f"echo {t}"}}
-            )  # fmt: skip
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{t:06d}",
+                    "name": "Bash",
+                    "input": {"command": f"echo {t}"},
+                }
+            )
         yield {
-            "parentUuid": parent, "isSidechain": False, "type": "assistant",
-            "message": {"model": "claude-sonnet-4-5", "id": f"msg_{t:06d}", "type": "message",
-                        "role": "assistant", "content": answer, "stop_reason": "end_turn",
-                        "usage": {"input_tokens": 3 + t, "cache_read_input_tokens": 100 * t,
-                                  "cache_creation_input_tokens": 50, "output_tokens": 9}},
-            "requestRef": ref, "uuid": _uuid(n), "timestamp": _time(n), "sessionId": SESSION,
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": "assistant",
+            "message": {
+                "model": "claude-sonnet-4-5",
+                "id": f"msg_{t:06d}",
+                "type": "message",
+                "role": "assistant",
+                "content": answer,
+                "stop_reason": "end_turn",
+                "usage": {
+                    "input_tokens": 3 + t,
+                    "cache_read_input_tokens": 100 * t,
+                    "cache_creation_input_tokens": 50,
+                    "output_tokens": 9,
+                },
+            },
+            "requestRef": ref,
+            "uuid": _uuid(n),
+            "timestamp": _time(n),
+            "sessionId": SESSION,
             "version": "2.1.332",
-        }  # fmt: skip
+        }
         parent = _uuid(n)
         reply = {"role": "assistant", "content": answer}
         sent = [*messages, reply]

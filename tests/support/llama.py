@@ -19,6 +19,8 @@ from tests.conftest import SHARED_DATA
 
 LLAMA_SERVER = SHARED_DATA.parent / "tools" / "llama-server"
 REQUIRE_CLIENTS = os.environ.get("IPSE_REQUIRE_CLIENTS", "") not in ("", "0")
+# an 8k context, one slot, one thread, short deterministic answers
+_FLAGS = ["-c", "8192", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--seed", "1", "--jinja"]
 
 
 def model_path() -> Path:
@@ -43,11 +45,10 @@ def llama_server(model: Path) -> Iterator[str]:
     """A running llama-server (its base URL), healthy before it is yielded, stopped after."""
     port = free_port()
     process = subprocess.Popen(
-        [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "-c", "8192", "-np", "1", "-t", "1", "-n", "48", "--temp", "0", "--seed", "1",
-         "--jinja"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), *_FLAGS],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -46,8 +46,12 @@ def _spec(reply: Reply) -> dict[str, Any]:
 
 
 def _chat_usage() -> dict[str, Any]:
-    return {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13,
-            "prompt_tokens_details": {"cached_tokens": 0}}  # fmt: skip
+    return {
+        "prompt_tokens": 10,
+        "completion_tokens": 3,
+        "total_tokens": 13,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
 
 
 def _chat(reply: Reply, model: str) -> dict[str, Any]:
@@ -55,32 +59,61 @@ def _chat(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": spec.get("text") or None}
     call = spec.get("tool_call")
     if call:
-        message["tool_calls"] = [{"id": call["id"], "type": "function",
-                                  "function": {"name": call["name"],
-                                               "arguments": call["arguments"]}}]  # fmt: skip
-    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if call else "stop"}],
-            "usage": _chat_usage()}  # fmt: skip
+        message["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
+        ]
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}
+        ],
+        "usage": _chat_usage(),
+    }
 
 
 def _chat_chunks(reply: Reply, model: str, usage: bool) -> Iterator[dict[str, Any]]:
     spec = _spec(reply)
-    base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
-            "model": model}  # fmt: skip
-    yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                "finish_reason": None}]}  # fmt: skip
+    base = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+    }
+    yield {
+        **base,
+        "choices": [
+            {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+        ],
+    }
     if spec.get("text"):
-        yield {**base, "choices": [{"index": 0, "delta": {"content": spec["text"]},
-                                    "finish_reason": None}]}  # fmt: skip
+        yield {
+            **base,
+            "choices": [{"index": 0, "delta": {"content": spec["text"]}, "finish_reason": None}],
+        }
     call = spec.get("tool_call")
     if call:
-        delta = {"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
-                                 "function": {"name": call["name"],
-                                              "arguments": call["arguments"]}}]}  # fmt: skip
+        delta = {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]},
+                }
+            ]
+        }
         yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-    yield {**base, "choices": [{"index": 0, "delta": {},
-                                "finish_reason": "tool_calls" if call else "stop"}]}  # fmt: skip
+    yield {
+        **base,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if call else "stop"}],
+    }
     if usage:
         yield {**base, "choices": [], "usage": _chat_usage()}
 
@@ -92,26 +125,59 @@ def _response(
     output: list[dict[str, Any]] = []
     tail = f"_{serial:04d}" if serial else ""
     if spec.get("text") or not (spec.get("tool_call") or spec.get("custom_tool_call")):
-        output.append({"type": "message", "id": f"msg_scripted{tail}", "status": "completed",
-                       "role": "assistant",
-                       "content": [{"type": "output_text", "text": spec.get("text", ""),
-                                    "annotations": []}]})  # fmt: skip
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_scripted{tail}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "text": spec.get("text", ""), "annotations": []}
+                ],
+            }
+        )
     call = spec.get("tool_call")
     if call:
-        output.append({"type": "function_call", "id": f"fc_scripted{tail}", "call_id": call["id"],
-                       "name": call["name"], "arguments": call["arguments"],
-                       "status": "completed"})  # fmt: skip
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_scripted{tail}",
+                "call_id": call["id"],
+                "name": call["name"],
+                "arguments": call["arguments"],
+                "status": "completed",
+            }
+        )
     custom = spec.get("custom_tool_call")
     if custom:
-        output.append({"type": "custom_tool_call", "id": f"ctc_scripted{tail}",
-                       "call_id": custom["id"], "name": custom["name"],
-                       "input": custom["input"], "status": "completed"})  # fmt: skip
-    return {"id": f"resp_scripted{tail}", "object": "response", "created_at": 0, "status": status,
-            "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
-            "tools": [],
-            "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": 13}}  # fmt: skip
+        output.append(
+            {
+                "type": "custom_tool_call",
+                "id": f"ctc_scripted{tail}",
+                "call_id": custom["id"],
+                "name": custom["name"],
+                "input": custom["input"],
+                "status": "completed",
+            }
+        )
+    return {
+        "id": f"resp_scripted{tail}",
+        "object": "response",
+        "created_at": 0,
+        "status": status,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 3,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 13,
+        },
+    }
 
 
 def _response_events(
@@ -131,32 +197,67 @@ def _response_events(
             added["content"] = []
         if item["type"] == "custom_tool_call":
             added["input"] = ""
-        yield "response.output_item.added", {"type": "response.output_item.added",
-                                             "sequence_number": n, "output_index": index,
-                                             "item": added}  # fmt: skip
+        yield (
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "sequence_number": n,
+                "output_index": index,
+                "item": added,
+            },
+        )
         if item["type"] == "message":
             n += 1
-            yield "response.output_text.delta", {"type": "response.output_text.delta",
-                                                 "sequence_number": n, "item_id": item["id"],
-                                                 "output_index": index, "content_index": 0,
-                                                 "delta": item["content"][0]["text"],
-                                                 "logprobs": []}  # fmt: skip
+            yield (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": n,
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": item["content"][0]["text"],
+                    "logprobs": [],
+                },
+            )
         if item["type"] == "custom_tool_call":
             n += 1
-            yield "response.custom_tool_call_input.delta", {
-                "type": "response.custom_tool_call_input.delta", "sequence_number": n,
-                "item_id": item["id"], "output_index": index, "delta": item["input"]}  # fmt: skip
+            yield (
+                "response.custom_tool_call_input.delta",
+                {
+                    "type": "response.custom_tool_call_input.delta",
+                    "sequence_number": n,
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "delta": item["input"],
+                },
+            )
             n += 1
-            yield "response.custom_tool_call_input.done", {
-                "type": "response.custom_tool_call_input.done", "sequence_number": n,
-                "item_id": item["id"], "output_index": index, "input": item["input"]}  # fmt: skip
+            yield (
+                "response.custom_tool_call_input.done",
+                {
+                    "type": "response.custom_tool_call_input.done",
+                    "sequence_number": n,
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "input": item["input"],
+                },
+            )
         n += 1
-        yield "response.output_item.done", {"type": "response.output_item.done",
-                                            "sequence_number": n, "output_index": index,
-                                            "item": item}  # fmt: skip
+        yield (
+            "response.output_item.done",
+            {
+                "type": "response.output_item.done",
+                "sequence_number": n,
+                "output_index": index,
+                "item": item,
+            },
+        )
     n += 1
-    yield "response.completed", {"type": "response.completed", "sequence_number": n,
-                                 "response": final}  # fmt: skip
+    yield (
+        "response.completed",
+        {"type": "response.completed", "sequence_number": n, "response": final},
+    )
 
 
 def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandler]:
@@ -199,8 +300,12 @@ def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandle
                 else:
                     self._json(200, _response(reply, model, serial=serial))
             else:
-                error = {"message": f"no route {path}", "type": "invalid_request_error",
-                         "param": None, "code": None}  # fmt: skip
+                error = {
+                    "message": f"no route {path}",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
                 self._json(404, {"error": error})
 
         def _json(self, status: int, document: dict[str, Any]) -> None:

@@ -113,9 +113,21 @@ def replicas(
             port = free_port()
             log = folder / f"replica-{n + 1}.log"
             with log.open("wb") as out:
-                command = [sys.executable, "-m", "ipse", "proxy", "--host", "127.0.0.1",
-                           "--port", str(port), "--anthropic-upstream", upstream,
-                           "--store", store, "--no-analysis"]  # fmt: skip
+                command = [
+                    sys.executable,
+                    "-m",
+                    "ipse",
+                    "proxy",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--anthropic-upstream",
+                    upstream,
+                    "--store",
+                    store,
+                    "--no-analysis",
+                ]
                 process = subprocess.Popen(
                     command,
                     stdout=out,
@@ -214,15 +226,26 @@ def body(conversation: int, turn: int) -> bytes:
         arguments = {"notes": f"notes of {conversation}"} if checkpoint else {"cmd": f"make {i}"}
         output = "saved" if checkpoint else f"output {conversation}.{i} " * 40
         messages += [
-            {"role": "assistant", "content": [{"type": "text", "text": f"step {i}"},
-             {"type": "tool_use", "id": call_id, "name": name, "input": arguments}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id,
-             "content": output}]},
-        ]  # fmt: skip
-    document = {"model": MODEL, "max_tokens": 64, "stream": True,
-                "system": f"you are agent {conversation}",
-                "metadata": {"user_id": marker(conversation, turn)},
-                "messages": messages}  # fmt: skip
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"step {i}"},
+                    {"type": "tool_use", "id": call_id, "name": name, "input": arguments},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}],
+            },
+        ]
+    document = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "stream": True,
+        "system": f"you are agent {conversation}",
+        "metadata": {"user_id": marker(conversation, turn)},
+        "messages": messages,
+    }
     return orjson.dumps(document)
 
 
@@ -261,14 +284,22 @@ class Outcome:
 
 
 async def _one(
-    client: httpx.AsyncClient, url: str, conversation: int, turn: int, outcome: Outcome,
-    retries: int, deadline: float,
-) -> bool:  # fmt: skip
+    client: httpx.AsyncClient,
+    url: str,
+    conversation: int,
+    turn: int,
+    outcome: Outcome,
+    retries: int,
+    deadline: float,
+) -> bool:
     own = expected(conversation, turn)
     content = body(conversation, turn)
-    headers = {"x-api-key": "sk-replicas", "anthropic-version": "2023-06-01",
-               "content-type": "application/json",
-               "x-claude-code-session-id": session(conversation)}  # fmt: skip
+    headers = {
+        "x-api-key": "sk-replicas",
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+        "x-claude-code-session-id": session(conversation),
+    }
     for _ in range(retries + 1):
         if time.monotonic() > deadline:
             break

@@ -244,32 +244,54 @@ def swe_agent_classic_traj() -> dict[str, Any]:
     code block (``thought``, ``action``), and the environment's answer comes back as a
     ``user`` item. A demonstration (``is_demo``) precedes the task statement."""
     history: list[dict[str, Any]] = [
-        {"role": "system", "content": "SETTING: You are an autonomous programmer...",
-         "agent": "primary"},
-        {"role": "user", "content": "Here is a demonstration of how to correctly accomplish "
-         "this task.\n--- DEMONSTRATION ---\n...\n--- END OF DEMONSTRATION ---",
-         "agent": "primary", "is_demo": True},
+        {
+            "role": "system",
+            "content": "SETTING: You are an autonomous programmer...",
+            "agent": "primary",
+        },
+        {
+            "role": "user",
+            "content": "Here is a demonstration of how to correctly accomplish "
+            "this task.\n--- DEMONSTRATION ---\n...\n--- END OF DEMONSTRATION ---",
+            "agent": "primary",
+            "is_demo": True,
+        },
         {"role": "user", "content": CLASSIC_TASK, "agent": "primary"},
-    ]  # fmt: skip
+    ]
     steps = []
     for thought, action, observation in zip(
         CLASSIC_THOUGHTS, CLASSIC_ACTIONS, CLASSIC_OBSERVATIONS, strict=True
     ):
         response = f"{thought}\n```\n{action}\n```"
         history.append(
-            {"role": "assistant", "content": response, "thought": thought,
-             "action": action + "\n", "agent": "primary"}
-        )  # fmt: skip
+            {
+                "role": "assistant",
+                "content": response,
+                "thought": thought,
+                "action": action + "\n",
+                "agent": "primary",
+            }
+        )
         history.append({"role": "user", "content": observation, "agent": "primary"})
-        steps.append({"response": response, "thought": thought, "action": action + "\n",
-                      "observation": observation, "state": "{}"})  # fmt: skip
+        steps.append(
+            {
+                "response": response,
+                "thought": thought,
+                "action": action + "\n",
+                "observation": observation,
+                "state": "{}",
+            }
+        )
     return {
         "environment": "swe_main",
         "trajectory": steps,
         "history": history,
-        "info": {"exit_status": "submitted", "submission": CLASSIC_OBSERVATIONS[-1],
-                 "model_stats": {"api_calls": 4}},
-    }  # fmt: skip
+        "info": {
+            "exit_status": "submitted",
+            "submission": CLASSIC_OBSERVATIONS[-1],
+            "model_stats": {"api_calls": 4},
+        },
+    }
 
 
 def mini_swe_agent_traj(*, with_model: bool = True) -> dict[str, Any]:
@@ -576,38 +598,76 @@ def gemini_061_session_jsonl() -> list[dict[str, Any]]:
         return f"2026-03-02T10:00:{n:02d}.000Z"
 
     def call(n: int, name: str, args: dict[str, Any], output: str) -> dict[str, Any]:
-        response = {"functionResponse": {"id": f"{name}-{n}", "name": name,
-                                         "response": {"output": output}}}  # fmt: skip
-        return {"id": f"{name}-{n}", "name": name, "args": args, "result": [response],
-                "status": "success", "timestamp": stamp(n), "displayName": name,
-                "description": "", "renderOutputAsMarkdown": False}  # fmt: skip
+        response = {
+            "functionResponse": {"id": f"{name}-{n}", "name": name, "response": {"output": output}}
+        }
+        return {
+            "id": f"{name}-{n}",
+            "name": name,
+            "args": args,
+            "result": [response],
+            "status": "success",
+            "timestamp": stamp(n),
+            "displayName": name,
+            "description": "",
+            "renderOutputAsMarkdown": False,
+        }
 
     calls = [
         call(3, "read_file", {"file_path": "README.md"}, "# proj\nA parser."),
         call(6, "read_file", {"file_path": "parser.py"}, "def parse(): ..."),
     ]
-    context = {"id": "env-8c1b", "timestamp": stamp(1), "type": "user",
-               "content": [{"text": SESSION_CONTEXT}]}  # fmt: skip
+    context = {
+        "id": "env-8c1b",
+        "timestamp": stamp(1),
+        "type": "user",
+        "content": [{"text": SESSION_CONTEXT}],
+    }
     tokens = {"input": 847, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 867}
     records: list[dict[str, Any]] = [
-        {"sessionId": "6f0c", "projectHash": "9a7e", "startTime": stamp(0),
-         "lastUpdated": stamp(0), "kind": "main"},
+        {
+            "sessionId": "6f0c",
+            "projectHash": "9a7e",
+            "startTime": stamp(0),
+            "lastUpdated": stamp(0),
+            "kind": "main",
+        },
         {"$set": {"messages": [context], "lastUpdated": stamp(1)}},
         {"id": "u-1", "timestamp": stamp(2), "type": "user", "content": [{"text": HUMAN}]},
         {"$set": {"lastUpdated": stamp(2)}},
-    ]  # fmt: skip
+    ]
     for n, (record, text) in enumerate(zip(calls, (AGENT, "Now the parser."), strict=True)):
-        gemini = {"id": f"g-{n}", "timestamp": record["timestamp"], "type": "gemini",
-                  "content": text, "thoughts": [], "tokens": tokens,
-                  "model": "gemini-3-pro-preview"}  # fmt: skip
+        gemini = {
+            "id": f"g-{n}",
+            "timestamp": record["timestamp"],
+            "type": "gemini",
+            "content": text,
+            "thoughts": [],
+            "tokens": tokens,
+            "model": "gemini-3-pro-preview",
+        }
         records.append(gemini)
         records.append({**gemini, "toolCalls": [record]})
-        records.append({"id": f"r-{n}", "timestamp": record["timestamp"], "type": "user",
-                        "content": record["result"]})  # fmt: skip
+        records.append(
+            {
+                "id": f"r-{n}",
+                "timestamp": record["timestamp"],
+                "type": "user",
+                "content": record["result"],
+            }
+        )
         records.append({"$set": {"lastUpdated": record["timestamp"]}})
-    records.append({"id": "g-end", "timestamp": stamp(9), "type": "gemini",
-                    "content": AGENT_END, "thoughts": [], "tokens": tokens,
-                    "model": "gemini-3-pro-preview"})  # fmt: skip
+    records.append(
+        {
+            "id": "g-end",
+            "timestamp": stamp(9),
+            "type": "gemini",
+            "content": AGENT_END,
+            "thoughts": [],
+            "tokens": tokens,
+            "model": "gemini-3-pro-preview",
+        }
+    )
     return records
 
 

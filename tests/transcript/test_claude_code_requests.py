@@ -194,11 +194,19 @@ def test_a_block_the_neutral_model_rewrites_is_written_as_it_writes_it(
     block: dict[str, Any],
 ) -> None:
     records: list[dict[str, Any]] = [
-        {"type": "user", "uuid": "u0", "parentUuid": None,
-         "message": {"role": "user", "content": "go"}},
-        {"type": "assistant", "uuid": "u1", "parentUuid": "u0",
-         "message": {"id": "m", "role": "assistant", "content": [block]}},
-    ]  # fmt: skip
+        {
+            "type": "user",
+            "uuid": "u0",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "go"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "u1",
+            "parentUuid": "u0",
+            "message": {"id": "m", "role": "assistant", "content": [block]},
+        },
+    ]
     neutral, fast = _both(records)
     assert fast == neutral
     (segment,) = fast[0].segments
@@ -207,24 +215,36 @@ def test_a_block_the_neutral_model_rewrites_is_written_as_it_writes_it(
 
 def test_merged_parts_and_grouped_results_match_the_neutral_model() -> None:
     def assistant(uuid: str, parent: str, block: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "assistant", "uuid": uuid, "parentUuid": parent,
-                "message": {"id": "m1", "role": "assistant", "content": [block]}}  # fmt: skip
+        return {
+            "type": "assistant",
+            "uuid": uuid,
+            "parentUuid": parent,
+            "message": {"id": "m1", "role": "assistant", "content": [block]},
+        }
 
     def result(uuid: str, parent: str, call: str) -> dict[str, Any]:
-        return {"type": "user", "uuid": uuid, "parentUuid": parent, "message": {
-            "role": "user", "content": [{"type": "tool_result", "tool_use_id": call}]}}  # fmt: skip
+        return {
+            "type": "user",
+            "uuid": uuid,
+            "parentUuid": parent,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call}]},
+        }
 
     use = {"type": "tool_use", "name": "Bash", "input": {}}
     records = [
-        {"type": "user", "uuid": "u0", "parentUuid": None,
-         "message": {"role": "user", "content": "go"}},
+        {
+            "type": "user",
+            "uuid": "u0",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "go"},
+        },
         assistant("a1", "u0", {"type": "text", "text": "two calls"}),
         assistant("a2", "a1", {**use, "id": "c1"}),
         result("r1", "a2", "c1"),
         assistant("a3", "r1", {**use, "id": "c2"}),
         assistant("a4", "a3", {**use, "id": "c2"}),  # a copied record: its call is not doubled
         result("r2", "a4", "c2"),
-    ]  # fmt: skip
+    ]
     neutral, fast = _both(records)
     assert fast == neutral
     messages = fast[0].segments[0]
@@ -245,9 +265,13 @@ def test_the_fallback_is_taken_for_a_block_that_is_not_an_object(
 
     monkeypatch.setattr(ClaudeCodeSession, "thread", counted)
     records = [
-        {"type": "user", "uuid": "u0", "parentUuid": None,
-         "message": {"role": "user", "content": ["not a block"]}},
-    ]  # fmt: skip
+        {
+            "type": "user",
+            "uuid": "u0",
+            "parentUuid": None,
+            "message": {"role": "user", "content": ["not a block"]},
+        },
+    ]
     neutral, fast = _both(records)
     assert fast == neutral
     assert str(fast[0]).startswith("InputError: ") and "not a JSON object" in str(fast[0])
@@ -256,13 +280,21 @@ def test_the_fallback_is_taken_for_a_block_that_is_not_an_object(
 
 def _part(uuid: str, parent: str, role: str, content: Any) -> dict[str, Any]:
     """An assistant record (one part of response ``msg_a``) holding a message of ``role``."""
-    return {"type": "assistant", "uuid": uuid, "parentUuid": parent,
-            "message": {"id": "msg_a", "role": role, "content": content}}  # fmt: skip
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "message": {"id": "msg_a", "role": role, "content": content},
+    }
 
 
 _RESULT = {"type": "tool_result", "tool_use_id": "toolu_1"}
-_OPENING = {"type": "user", "uuid": "u0", "parentUuid": None,
-            "message": {"role": "user", "content": "go"}}  # fmt: skip
+_OPENING = {
+    "type": "user",
+    "uuid": "u0",
+    "parentUuid": None,
+    "message": {"role": "user", "content": "go"},
+}
 
 
 @pytest.mark.parametrize(
@@ -281,9 +313,13 @@ def test_merged_parts_decide_whether_the_next_results_join_as_the_neutral_model_
         _OPENING,
         _part("u1", "u0", *first),
         _part("u2", "u1", *second),
-        {"type": "user", "uuid": "u3", "parentUuid": "u2",
-         "message": {"role": "user", "content": [_RESULT]}},
-    ]  # fmt: skip
+        {
+            "type": "user",
+            "uuid": "u3",
+            "parentUuid": "u2",
+            "message": {"role": "user", "content": [_RESULT]},
+        },
+    ]
     neutral, fast = _both(records)
     assert fast == neutral
     assert len(fast[0].segments[0]) == 3  # the last results stand alone
@@ -298,14 +334,22 @@ def test_a_response_written_as_many_records_is_one_message_with_every_part() -> 
     for n in range(400):
         call = {"type": "tool_use", "id": f"toolu_{n % 399}", "name": "Bash", "input": {"n": n}}
         records.append(
-            {"type": "assistant", "uuid": f"a{n}", "parentUuid": parent,
-             "message": {"id": "msg_a", "role": "assistant", "content": [call]}}
-        )  # fmt: skip
+            {
+                "type": "assistant",
+                "uuid": f"a{n}",
+                "parentUuid": parent,
+                "message": {"id": "msg_a", "role": "assistant", "content": [call]},
+            }
+        )
         result = {"type": "tool_result", "tool_use_id": call["id"], "content": str(n)}
         records.append(
-            {"type": "user", "uuid": f"r{n}", "parentUuid": f"a{n}",
-             "message": {"role": "user", "content": [result]}}
-        )  # fmt: skip
+            {
+                "type": "user",
+                "uuid": f"r{n}",
+                "parentUuid": f"a{n}",
+                "message": {"role": "user", "content": [result]},
+            }
+        )
         parent = f"r{n}"
     neutral, fast = _both(records)
     assert fast == neutral

@@ -24,14 +24,21 @@ def test_session_context_is_harness_text_and_one_prompt_one_turn(
     path = _write(tmp_path, cases.gemini_061_session_jsonl())
     assert detect(path) == "gemini-cli"
     conversation = read_conversation(path)
-    texts = [(b.origin, b.text) for m in conversation.messages for b in m.blocks
-             if isinstance(b, Text)]  # fmt: skip
+    texts = [
+        (b.origin, b.text) for m in conversation.messages for b in m.blocks if isinstance(b, Text)
+    ]
     assert [t for o, t in texts if o is Origin.HUMAN] == [cases.HUMAN]
     assert [t for o, t in texts if o is Origin.HARNESS] == [cases.SESSION_CONTEXT]
     assert all(m.blocks for m in conversation.messages)  # no empty user message
     assert [m.role for m in conversation.messages] == [
-        "user", "user", "assistant", "tool", "assistant", "tool", "assistant",
-    ]  # fmt: skip
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     report = json.loads(cli("inspect", str(path), "--json").stdout)
     assert report["turns"] == 1 and report["tool_calls"] == 2
     kinds = report["tokens"]["by_kind"]
@@ -55,8 +62,15 @@ def test_function_responses_are_the_results_when_the_calls_carry_none(tmp_path: 
 def test_a_response_to_no_recorded_call_is_no_result(tmp_path: Path, cli: CliRun) -> None:
     records = cases.gemini_061_session_jsonl()
     ghost = {"functionResponse": {"id": "ghost-1", "name": "x", "response": {"output": "?"}}}
-    records.insert(3, {"id": "r-ghost", "timestamp": "2026-03-02T10:00:02.500Z",
-                       "type": "user", "content": [ghost]})  # fmt: skip
+    records.insert(
+        3,
+        {
+            "id": "r-ghost",
+            "timestamp": "2026-03-02T10:00:02.500Z",
+            "type": "user",
+            "content": [ghost],
+        },
+    )
     path = _write(tmp_path, records)
     conversation = read_conversation(path)
     ids = [b.call_id for m in conversation.messages for b in m.blocks if isinstance(b, ToolResult)]

@@ -48,10 +48,16 @@ def test_a_record_of_the_real_proxy_is_read_by_every_command(
 ) -> None:
     replies: list[Any] = [
         {"text": "reading", "tool_use": {"id": "toolu_1", "name": "Read", "input": {"p": "a"}}},
-        {"text": "saving", "tool_use": {"id": "toolu_cp", "name": "mcp__ipse__micro_handoff",
-                                        "input": {"notes": "the file says a"}}},
+        {
+            "text": "saving",
+            "tool_use": {
+                "id": "toolu_cp",
+                "name": "mcp__ipse__micro_handoff",
+                "input": {"notes": "the file says a"},
+            },
+        },
         "done",
-    ]  # fmt: skip
+    ]
     with anthropic_upstream(replies) as upstream, proxy_factory(upstream.url) as proxy:
         with httpx.Client(base_url=proxy.url, timeout=30) as client:
             client.head("/")  # Claude Code sends this at every start, without a body
@@ -77,8 +83,10 @@ def test_a_record_of_the_real_proxy_is_read_by_every_command(
     # HEAD / is answered by the proxy itself: it reaches no upstream and is no exchange
     assert all(line["request"]["method"] != "HEAD" for line in lines)
     assert lines[0]["request"]["method"] == "GET" and lines[0]["request"]["body"] == ""
-    assert any((line.get("ipse") or {}).get("handoff", {}) and line["ipse"]["handoff"]["applied"]
-               for line in lines)  # fmt: skip
+    assert any(
+        (line.get("ipse") or {}).get("handoff", {}) and line["ipse"]["handoff"]["applied"]
+        for line in lines
+    )
     assert any(line["ipse"]["error"] for line in lines)  # the OpenAI upstream is unreachable
 
     out = _commands(cli, record, tmp_path)
@@ -107,15 +115,30 @@ def test_exchanges_without_a_json_body_are_counted_never_refused(
 ) -> None:
     now = time.time()
     odd = exchange_record(
-        method=method, url="/v1/messages", headers={}, body=body, status=status,
-        response_headers={}, response_body=b"", started=now, first_byte=None, finished=now,
+        method=method,
+        url="/v1/messages",
+        headers={},
+        body=body,
+        status=status,
+        response_headers={},
+        response_body=b"",
+        started=now,
+        first_byte=None,
+        finished=now,
         extra={"error": None if status else "upstream unreachable"},
-    )  # fmt: skip
+    )
     turn = exchange_record(
-        method="POST", url="/v1/messages", headers={}, body=BODY, status=200,
-        response_headers={}, response_body=b'{"usage": {"input_tokens": 9, "output_tokens": 1}}',
-        started=now, first_byte=now, finished=now,
-    )  # fmt: skip
+        method="POST",
+        url="/v1/messages",
+        headers={},
+        body=BODY,
+        status=200,
+        response_headers={},
+        response_body=b'{"usage": {"input_tokens": 9, "output_tokens": 1}}',
+        started=now,
+        first_byte=now,
+        finished=now,
+    )
     record = tmp_path / "record.jsonl"
     record.write_text(json.dumps(odd) + "\n" + json.dumps(turn) + "\n")
     out = _commands(cli, record, tmp_path)

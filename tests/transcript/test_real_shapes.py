@@ -421,9 +421,15 @@ def test_the_2_1_332_journal_shape(tmp_path: Path) -> None:
             "tail": [_sha(first_user), _sha(note), _sha(reply), _sha(second_user)],
             "cacheControl": marks,
         },
-        _cc("assistant", "a2", "u2", [{"type": "text", "text": "x"}], message_id="msg_same",
-            requestRef="r2"),
-    ]  # fmt: skip
+        _cc(
+            "assistant",
+            "a2",
+            "u2",
+            [{"type": "text", "text": "x"}],
+            message_id="msg_same",
+            requestRef="r2",
+        ),
+    ]
     path = _jsonl(tmp_path / "s.jsonl", records)
     assert [m.role for m in load(path).current().messages] == ["user", "assistant"] * 2
     log = read_requests(path)
@@ -431,6 +437,8 @@ def test_the_2_1_332_journal_shape(tmp_path: Path) -> None:
     first, second = (r.body for r in log.requests)
     assert first["system"][1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in first["system"][0]
-    assert first["messages"] == [{"role": "user", "content": "hello there"}, {
-        "role": "system", "content": [{**note["content"][0], "cache_control": {}}]}]  # fmt: skip
+    assert first["messages"] == [
+        {"role": "user", "content": "hello there"},
+        {"role": "system", "content": [{**note["content"][0], "cache_control": {}}]},
+    ]
     assert [m["role"] for m in second["messages"]] == ["user", "system", "assistant", "user"]

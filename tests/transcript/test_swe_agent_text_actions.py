@@ -25,8 +25,9 @@ def test_actions_are_calls_and_observations_their_results(tmp_path: Path, cli: C
     assert [c.name for c in calls] == ["find_file", "open", "edit", "submit"]
     assert [r.call_id for r in results] == [c.id for c in calls]
     assert [r.content for r in results] == list(cases.CLASSIC_OBSERVATIONS)
-    texts = [(b.origin, b.text) for m in conversation.messages for b in m.blocks
-             if isinstance(b, Text)]  # fmt: skip
+    texts = [
+        (b.origin, b.text) for m in conversation.messages for b in m.blocks if isinstance(b, Text)
+    ]
     human = [t for origin, t in texts if origin is Origin.HUMAN]
     assert human == [cases.CLASSIC_TASK]  # the task statement, and no observation
     assert [t for origin, t in texts if origin is Origin.AGENT] == list(cases.CLASSIC_THOUGHTS)

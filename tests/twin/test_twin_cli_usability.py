@@ -57,9 +57,19 @@ def test_init_writes_the_config_and_a_cold_start_then_refuses_a_second_time(
 ) -> None:
     config = tmp_path / "twin.toml"
     first = ipse(
-        "twin", "init", "acme-ada", "--config", str(config), "--role", "You are Ada [b]x[/b]",
-        "--counterparty", "dana@example.com", "--store", store, "--json",
-    )  # fmt: skip
+        "twin",
+        "init",
+        "acme-ada",
+        "--config",
+        str(config),
+        "--role",
+        "You are Ada [b]x[/b]",
+        "--counterparty",
+        "dana@example.com",
+        "--store",
+        store,
+        "--json",
+    )
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["version"] == 1
     assert json.loads(first.stdout)["wrote_config"] is True

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.cli.micro_handoff import SHAPES
 from ipse.errors import UsageError
@@ -223,6 +224,7 @@ def _load_source(file: Path, fmt: str | None, thread: str | None, *, quiet: bool
     with terminal_progress(quiet=quiet):
         load_before(file)  # the report counts tokens
         source = load(file, fmt, thread=thread)
+    lifetime.keep(source)  # (a one-shot command need not free it object by object)
     for line in source.warnings:  # e.g. results whose calls are not in the file
         warn(line)
     return source

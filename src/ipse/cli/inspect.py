@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
 from ipse.errors import InputError
 from ipse.tokens import MemoCounter, default_counter, load_before
@@ -67,6 +68,7 @@ def inspect_command(
                 raise
             hint = f"{exc.detail} (use --skip-bad-lines to continue past it)"
             raise InputError(hint, path=exc.path, position=exc.position) from exc
+        lifetime.keep(source)  # (a one-shot command need not free it object by object)
         # the tokens by kind and the rows of --messages count the same blocks: once
         counter = MemoCounter(default_counter()) if list_messages else default_counter()
         report = inspect_report(source, counter)

@@ -24,7 +24,8 @@ from typing import Any
 
 import click
 
-from ipse import __version__, _notes, lifetime
+from ipse import __version__, _notes
+from ipse.cli import _lifetime as lifetime
 from ipse.cli._entry import default_sigpipe
 from ipse.errors import IpseError
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ipse import lifetime
+from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import (
     console,
     emit_json,

@@ -25,9 +25,9 @@ import json
 import re
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-_TYPE_CHECKING = False  # (`typing` is not imported at run time: a start that comes first)
-if _TYPE_CHECKING:
+if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import ThreadPoolExecutor
     from typing import Any, BinaryIO, Protocol

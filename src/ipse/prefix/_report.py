@@ -38,9 +38,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ipse import lifetime
 from ipse import progress as ipse_progress
-from ipse.jsonio import is_object, no_gc
+from ipse.jsonio import is_object
 from ipse.prefix._actual import (
     Agreement,
     actual_tokens,
@@ -317,8 +316,7 @@ def analyze(
     the record must show to be charged. ``merged``: records the reader merged into the call
     before them (said in the report).
     """
-    with no_gc():
-        report = _analyze(requests, provider, tokenizer, counter, progress, warnings, min_tokens)
+    report = _analyze(requests, provider, tokenizer, counter, progress, warnings, min_tokens)
     report.merged = merged
     return report
 
@@ -352,9 +350,6 @@ def _analyze(
     ordered = [rows[r.index] for r in requests]
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
-    # (the positions and the index of every request: a one-shot command need not free them)
-    index = replay.index
-    lifetime.keep(flattener, index.index, index.seen, index.cells, rows)
     return PrefixReport(name, ordered, agree, ttl, label, notes, replay.cost_ideal, min_tokens)
 
 

@@ -41,9 +41,8 @@ from typing import Any
 
 import msgspec
 
-from ipse import jsonio, lifetime
+from ipse import jsonio
 from ipse.errors import InputError, os_error
-from ipse.jsonio import no_gc
 from ipse.prefix._growing import SharedHistory
 from ipse.transcript import (
     WRITABLE_FORMATS,
@@ -125,8 +124,7 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     name = format or _sniff(p)
     warnings: list[str] = []
     merged = [0]
-    with no_gc():
-        requests = _requests(p, name, warnings, merged)
+    requests = _requests(p, name, warnings, merged)
     kept = [r for r in requests if _has_messages(r, warnings)]
     if not kept:
         raise InputError("no request with messages in this input", path=p)
@@ -406,7 +404,6 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
     the call's thinking, text and tool uses as consecutive records with identical usage) are
     one call."""
     session = read_session(p, warnings=warnings)
-    lifetime.keep(session)  # (a one-shot command need not free it record by record)
     calls = list(_thread_requests(session, MAIN, None, p, merged))
     for name, agent in _agents(session):
         calls.extend(_thread_requests(session, name, agent, p, merged))

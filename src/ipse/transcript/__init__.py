@@ -44,7 +44,8 @@ if _typing.TYPE_CHECKING:
 
 # The names below are imported on first use: reading one format does not import the others'
 # readers (``ipse prefix`` on a Claude Code session needs neither the HTTP-log nor the Codex
-# reader, nor the loader that knows them all).
+# reader, nor the loader that knows them all): about 30 ms of its 300 ms start, measured as the
+# median of 15 starts with and without importing every module named here.
 _MODULES = {
     "_codec": ("DIALECTS", "Codec", "Positions", "body_codec", "codec"),
     "_formats": (
@@ -86,53 +87,4 @@ _MODULES = {
 __getattr__, __dir__ = _lazy.exports("ipse.transcript", _MODULES, globals())
 
 
-__all__ = [
-    "BAD_LINE",
-    "DIALECTS",
-    "FORMATS",
-    "FORMAT_TABLE",
-    "NOT_AN_OBJECT",
-    "WRITABLE_FORMATS",
-    "Block",
-    "ClaudeCodeSession",
-    "Codec",
-    "Conversation",
-    "Dialect",
-    "Exchange",
-    "Format",
-    "Message",
-    "Origin",
-    "Other",
-    "Positions",
-    "Segment",
-    "Shape",
-    "Source",
-    "Text",
-    "Thinking",
-    "Thread",
-    "TokenTally",
-    "ToolCall",
-    "ToolDef",
-    "ToolResult",
-    "block_kind",
-    "body_codec",
-    "body_dialect",
-    "check_links",
-    "claude_code_session_file",
-    "claude_config_dir",
-    "codec",
-    "counted_text",
-    "detect",
-    "ensure_writable",
-    "format_named",
-    "inspect_report",
-    "load",
-    "message_rows",
-    "parse_json",
-    "parse_time",
-    "read_conversation",
-    "read_text_bytes",
-    "record_format",
-    "without_payloads",
-    "write",
-]
+__all__ = _lazy.public(_MODULES)

@@ -13,9 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ipse import lifetime
 from ipse.errors import InputError, UnknownFormat, UsageError
-from ipse.jsonio import no_gc
 from ipse.transcript._codec import codec
 from ipse.transcript._formats import FORMATS, Format, Shape, format_named, of_shape
 from ipse.transcript._harness import read_harness
@@ -61,10 +59,7 @@ def load(
     skip_bad_lines: bool = False,
 ) -> Source:
     """Read a file or folder in the named format, or the detected one."""
-    with no_gc():
-        source = _load(path, format, thread, skip_bad_lines)
-    lifetime.keep(source)  # (a one-shot command need not free it object by object)
-    return source
+    return _load(path, format, thread, skip_bad_lines)
 
 
 def _load(path: str | Path, format: str | None, thread: str | None, skip_bad_lines: bool) -> Source:

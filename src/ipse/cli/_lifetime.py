@@ -3,13 +3,13 @@
 A command that runs once and exits frees everything it read, object by object, when the
 function holding it returns and again when the interpreter shuts down: for a session of 72 MB
 that is about a sixth of parsing it, for a gigabyte several seconds, and nobody waits for the
-memory. The command line (`ipse.cli.main.entry`) therefore ends one-shot commands with
+memory. The command line's entry (`ipse.cli.main.entry`) therefore ends one-shot commands with
 `finish`: it flushes the standard streams, runs the exit handlers and ends the process without
-the teardown. Library code hands what it read and will not need again to `keep`, so that it is
-not freed on the way either.
+the teardown. The commands hand what the library gave them to `keep`, so that it is not freed
+on the way either.
 
-In a library caller, a server, or under a test runner nothing is armed: `keep` does nothing
-and objects are freed as usual.
+This is the command line's choice alone: the library never calls it, so a library caller, a
+server or a test runner frees its objects and exits as usual.
 """
 
 from __future__ import annotations
