@@ -399,6 +399,31 @@ def test_upstreams_go_into_the_hooks_quoted_and_come_out_on_uninstall(
     assert refused.returncode == 2 and "go with --proxy" in refused.stderr
 
 
+def test_the_record_goes_into_the_hooks_and_the_printed_start_by_absolute_path(
+    cli: CliRun, homes: tuple[Path, Path]
+) -> None:
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    _write(settings, SETTINGS_STYLES["pretty"])
+    before = snapshot(project, home)
+    done = cli("install", "--agent", "claude-code", "--proxy", "--record", "my record.jsonl",
+               cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = str((project / "my record.jsonl").resolve())  # the hook runs in another folder
+    hooks = json.loads(settings.read_text())["hooks"]
+    for event in ("SessionStart", "UserPromptSubmit"):
+        words = shlex.split(hooks[event][0]["hooks"][0]["command"])
+        assert words[-3:] == ["--record", record, ">/dev/null"], words
+    assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
+    assert snapshot(project, home) == before
+    said = cli("install", "--agent", "codex", "--proxy", "--record", "r.jsonl", cwd=project)
+    assert said.returncode == 0, said.stderr
+    printed = said.stdout.split("`")[1]
+    assert shlex.split(printed)[-2:] == ["--record", str((project / "r.jsonl").resolve())]
+    refused = cli("install", "--agent", "codex", "--record", "r.jsonl", cwd=project)
+    assert refused.returncode == 2 and "go with --proxy" in refused.stderr
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_installing_again_without_proxy_keeps_the_proxy_and_its_text(
     cli: CliRun, homes: tuple[Path, Path], agent: str

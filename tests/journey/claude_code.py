@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.journey._world import (
+    PROXY_PORT,
     PROXY_URL,
     Broken,
     Seams,
@@ -141,17 +142,29 @@ def journey(root: Path, claude: str) -> Result:
 
 
 def _install(world: World, upstream: str) -> bytes:
-    """``ipse install --agent claude-code --proxy``, then the hook given its upstream and record;
-    the settings as install wrote them."""
-    installed = world.ipse("install", "--agent", "claude-code", "--proxy", timeout=60)
+    """``ipse install --agent claude-code --proxy`` with the proxy's port, upstream and record,
+    as the README's install section gives them; the settings as install wrote them."""
+    argv = ["install", "--agent", "claude-code", "--proxy", "--port", str(PROXY_PORT)]
+    argv += ["--anthropic-upstream", upstream, "--record", str(world.record)]
+    installed = world.ipse(*argv, timeout=60)
     world.seams.require(
         installed.returncode == 0,
-        "install: `ipse install --agent claude-code --proxy` failed",
+        f"install: `ipse {' '.join(argv[:5])} ...` failed",
         installed.stderr,
     )
     settings = world.project / ".claude" / "settings.json"
     written = settings.read_bytes()
-    _point_the_hook(world, settings, upstream)
+    value = json.loads(written)
+    commands = [
+        hook.get("command", "")
+        for group in value.get("hooks", {}).get("SessionStart", [])
+        for hook in group.get("hooks", [])
+    ]
+    world.seams.require(
+        any("proxy start" in c and str(world.record) in c for c in commands),
+        "install: no SessionStart hook runs `ipse proxy start` with the record",
+        commands,
+    )
     return written
 
 
@@ -208,7 +221,10 @@ def _check(world: World, upstream: Any, session: str | None) -> None:
 
 def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None:
     """``ipse uninstall`` gives every file of the project back byte for byte."""
-    (world.project / ".claude" / "settings.json").write_bytes(installed)  # the hook as written
+    world.seams.check(
+        (world.project / ".claude" / "settings.json").read_bytes() == installed,
+        "uninstall: the session changed the settings install wrote",
+    )
     world.stop_proxy()
     removed = world.ipse("uninstall", "--agent", "claude-code", timeout=60)
     world.seams.check(
@@ -223,29 +239,6 @@ def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None
         "(CRLF CLAUDE.md and .claude/settings.json among them)",
         changed,
     )
-
-
-def _point_the_hook(world: World, settings: Path, upstream: str) -> None:
-    """Give the proxy that the installed SessionStart hook starts its upstream and its record:
-    ``ipse proxy start`` takes the options of ``ipse proxy`` (``--anthropic-upstream``,
-    ``--record``), as the README's proxy section documents; install has no option for them, so
-    the user adds them to the hook's command. (The journey puts the hook back as install wrote
-    it before uninstall.)"""
-    text = settings.read_text(encoding="utf-8")
-    value = json.loads(text)
-    commands = [
-        hook.get("command", "")
-        for group in value.get("hooks", {}).get("SessionStart", [])
-        for hook in group.get("hooks", [])
-    ]
-    starts = [c for c in commands if "proxy start" in c]
-    world.seams.require(starts, "install: no SessionStart hook runs `ipse proxy start`", commands)
-    old = json.dumps(starts[0])[1:-1]
-    given = f"{starts[0]} --anthropic-upstream {upstream} --record {world.record}"
-    world.seams.require(
-        text.count(old) == 1, "install: the hook's command is not a plain JSON string"
-    )
-    settings.write_text(text.replace(old, json.dumps(given)[1:-1]), encoding="utf-8")
 
 
 def _started_by_the_hook(world: World, upstream: str) -> None:

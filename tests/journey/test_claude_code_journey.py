@@ -1,8 +1,9 @@
 """A Claude Code user's first hour with ipse, end to end, with the real Claude Code CLI.
 
 In a fresh HOME and project folder (a CRLF ``CLAUDE.md`` and ``.claude/settings.json`` already
-there): ``ipse install --agent claude-code --proxy``; the user gives the hook's ``ipse proxy
-start`` its upstream (a scripted model that answers as the Anthropic API does) and a record;
+there): ``ipse install --agent claude-code --proxy --port 8765 --anthropic-upstream URL
+--record FILE`` (the hook's ``ipse proxy start`` gets the upstream, a scripted model that answers
+as the Anthropic API does, and the record);
 three ``claude -p`` turns, not ``--bare`` (hooks and MCP as a user has them), in which the model
 reads a file, calls ``mcp__ipse__micro_handoff`` with notes, then answers. Then: the SessionStart
 hook started the proxy; the first request already carried ipse's tools; the tools array is the

@@ -305,6 +305,14 @@ def _render(
         )
     if summary["off_path"]:
         out.print(f"{summary['off_path']} billed call(s) off the live path counted")
+    for row in report.rows:
+        if row.handoff is not None:  # the proxy's record: its handoff rewrote this request
+            shown = row.handoff
+            out.print(
+                f"request {row.index}: ipse's handoff at {shown['anchor']} removed "
+                f"{shown['removed_calls']} tool call(s), saved {shown['saved_tokens']} tokens",
+                markup=False,
+            )
     _render_advice(out, summary["advice"])
     out.print(f"losses from {summary['min_tokens']:,} tokens reported (--min-tokens)")
     basis = summary["basis"]

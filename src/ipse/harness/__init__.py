@@ -37,6 +37,7 @@ from ipse.harness._install import (
 from ipse.harness._sessions import (
     claude_code_session_file,
     claude_config_dir,
+    codex_session_file,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "claude_config_dir",
     "claude_user_config",
     "codex_home",
+    "codex_session_file",
     "find_block",
     "gemini_dir",
     "hook_program",
