@@ -198,7 +198,8 @@ def test_the_drop_of_a_codex_thread_is_read_from_its_rollout(
         checkpoint,
     ]  # fmt: skip
     meta = {"id": thread, "timestamp": "2026-12-02T04:28:10Z", "cwd": str(tmp_path)}
-    records = [{"timestamp": "2026-12-02T04:28:10Z", "type": "session_meta", "payload": meta}]
+    start = {"timestamp": "2026-12-02T04:28:10Z", "type": "session_meta", "payload": meta}
+    records: list[dict[str, Any]] = [start]
     records += [{"timestamp": "2026-12-02T04:28:11Z", "type": "response_item", "payload": item}
                 for item in items]  # fmt: skip
     folder = codex_home / "sessions" / "2026" / "12" / "02"
