@@ -7,13 +7,16 @@ three times.
 
 ``--agent claude-code`` (the default) runs the Claude Code journey, ``--agent codex`` the Codex
 one (for the share of runs whose first request offered ipse's tools, say ``--runs 30``).
+``--tool-search off`` runs Claude Code with ``ENABLE_TOOL_SEARCH=false`` (MCP schemas in
+``tools``) instead of as it comes (MCP tools deferred behind its ToolSearch tool).
 
 Loopback only: the scripted upstream, the proxy (on 127.0.0.1:8765, where ``ipse install
 --proxy`` points the agent) and the MCP server; every process a run starts is stopped by it.
 Each run has its own fresh folder under a temporary directory, removed afterwards (``--keep``
 keeps them). Exit status 1 when any run failed.
 
-    python bench/journey.py [--agent claude-code|codex] [--runs 10] [--keep]
+    python bench/journey.py [--agent claude-code|codex] [--runs 10] [--tool-search on|off]
+                            [--keep]
 """
 
 from __future__ import annotations
@@ -97,10 +100,14 @@ def main() -> int:
     parser.add_argument("--agent", choices=sorted(CLIENTS), default="claude-code")
     parser.add_argument("--runs", type=int, default=10, help="journeys in a row (default 10)")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder")
+    parser.add_argument("--tool-search", choices=["on", "off"], default="on")
     options = parser.parse_args()
     client = client_binary(options.agent)
+    search = options.tool_search == "on"
     journey: Callable[[Path, str], Any] = (
-        claude_code.journey if options.agent == "claude-code" else codex.journey
+        (lambda root, cli: claude_code.journey(root, cli, search))
+        if options.agent == "claude-code"
+        else codex.journey
     )
     bare = bare_claude_turn if options.agent == "claude-code" else bare_codex_turn
     top = Path(tempfile.mkdtemp(prefix="ipse-journey-bench-"))

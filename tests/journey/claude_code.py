@@ -13,6 +13,7 @@ has it after install: not ``--bare``, the project's ``.mcp.json``, ``CLAUDE.md``
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,17 +106,21 @@ def model(project: Path) -> Any:
     return reply
 
 
-def journey(root: Path, claude: str) -> Result:
-    """Run the whole journey in ``root`` (empty); the seams it checked, failures included."""
+def journey(root: Path, claude: str, tool_search: bool = True) -> Result:
+    """Run the whole journey in ``root`` (empty); the seams it checked, failures included.
+
+    ``tool_search``: Claude Code as it comes, which defers MCP tools behind its ToolSearch tool
+    (their names listed in the system message of each request, not their schemas in ``tools``);
+    False: ``ENABLE_TOOL_SEARCH=false``, which puts them in ``tools`` with their schemas. Either
+    way what the first request offers stays the same through the session."""
+    settings = {} if tool_search else {"ENABLE_TOOL_SEARCH": "false"}
     world = World.create(
         root,
         ANTHROPIC_API_KEY="sk-ant-journey-0000",
         # no telemetry or self-update (CI has a network): neither touches the seams checked
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
-        # MCP tools in `tools` with their schemas (Claude Code's default defers them behind its
-        # ToolSearch tool, which then changes `tools` itself): a change there is then ipse's
-        ENABLE_TOOL_SEARCH="false",
+        **settings,
     )
     project = world.project
     (project / "notes.txt").write_text(NOTES_FILE)
@@ -275,8 +280,27 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
     return [str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict)]
 
 
+DEFERRED = re.compile(r"deferred tools are now available via ToolSearch[^\n]*\n((?:[^\n]+\n)+)")
+
+
+def _deferred(body: dict[str, Any]) -> list[str]:
+    """The tools a request lists as deferred behind ToolSearch (in a system message or the
+    system prompt), by name."""
+    parts: list[Any] = [body.get("system")]
+    parts += [m.get("content") for m in body.get("messages", []) if m.get("role") == "system"]
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        for block in part if isinstance(part, list) else []:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+    found = DEFERRED.search("\n".join(texts))
+    return found.group(1).split() if found else []
+
+
 def _tools_from_the_start(seams: Seams, turns: list[dict[str, Any]]) -> None:
-    names = _tool_names(turns[0])
+    names = _tool_names(turns[0]) + _deferred(turns[0])
     seams.check(
         CHECKPOINT in names,
         "MCP: the first request did not carry ipse's tools (the "
@@ -288,7 +312,13 @@ def _tools_from_the_start(seams: Seams, turns: list[dict[str, Any]]) -> None:
     seams.check(
         not changed,
         "MCP: the tools array changed during the session (the prompt cache breaks at tools)",
-        [(n, sorted(set(_tool_names(turns[n])) ^ set(names))) for n in changed],
+        [(n, sorted(set(_tool_names(turns[n])) ^ set(_tool_names(turns[0])))) for n in changed],
+    )
+    deferred = [n for n, t in enumerate(turns) if _deferred(t) != _deferred(turns[0])]
+    seams.check(
+        not deferred,
+        "MCP: the deferred tools listed changed during the session (the prompt cache breaks there)",
+        [(n, sorted(set(_deferred(turns[n])) ^ set(_deferred(turns[0])))) for n in deferred],
     )
 
 
