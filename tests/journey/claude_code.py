@@ -106,13 +106,16 @@ def model(project: Path) -> Any:
     return reply
 
 
-def journey(root: Path, claude: str, tool_search: bool = True) -> Result:
+def journey(
+    root: Path, claude: str, tool_search: bool = True, env: dict[str, str] | None = None
+) -> Result:
     """Run the whole journey in ``root`` (empty); the seams it checked, failures included.
 
     ``tool_search``: Claude Code as it comes, which defers MCP tools behind its ToolSearch tool
     (their names listed in the system message of each request, not their schemas in ``tools``);
     False: ``ENABLE_TOOL_SEARCH=false``, which puts them in ``tools`` with their schemas. Either
-    way what the first request offers stays the same through the session."""
+    way what the first request offers stays the same through the session. ``env``: more of the
+    user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it)."""
     settings = {} if tool_search else {"ENABLE_TOOL_SEARCH": "false"}
     world = World.create(
         root,
@@ -121,6 +124,7 @@ def journey(root: Path, claude: str, tool_search: bool = True) -> Result:
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
         **settings,
+        **(env or {}),
     )
     project = world.project
     (project / "notes.txt").write_text(NOTES_FILE)

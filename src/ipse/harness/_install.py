@@ -65,6 +65,7 @@ _PROVIDER_NAME = "ipse proxy"
 _HOOK_TIMEOUT = 30
 _HOOK_EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt_submit"}
 _START = re.compile(r"(?:^| )proxy start(?: --[a-z-]+ .*)?(?: >/dev/null)?$")
+_WAIT = "MCP_CONNECTION_NONBLOCKING"  # Claude Code: "false" waits for MCP servers at start
 _LOOPBACK = re.compile(r"http://127\.0\.0\.1:([0-9]+)")
 _PRIVATE = 0o600  # the mode Claude Code gives .claude.json and Codex its config.toml
 
@@ -567,6 +568,14 @@ def _claude_proxy(
             attrs["base_url"] = "new"
         if "env" in created:
             attrs["env"] = "new"
+    if not isinstance(env, dict) or _WAIT not in env:
+        # Claude Code sends its first request before a slow MCP server is connected (the
+        # tools, or the deferred list, then change mid-session and the prefix cache breaks
+        # there): it waits for them when this is false. A value the user set stays.
+        text, created = jsonedit.set_member(text, ["env"], _WAIT, "false")
+        attrs["wait"] = "new"
+        if "env" in created:
+            attrs["env"] = "new"
     for event, name in _HOOK_EVENTS.items():
         hook = _hooks(port, upstreams, record)[event]
         value, _ = jsonedit.parse(text, path)
@@ -737,8 +746,11 @@ def _uninstall_claude_proxy(path: Path, attrs: dict[str, str]) -> list[Change]:
         ours = isinstance(base, str) and (
             base == PROXY_URL or (_LOOPBACK.fullmatch(base) is not None and _has_hook(value))
         )
+    created = ["env"] if attrs.get("env") == "new" else []
+    wait = env.get(_WAIT) if isinstance(env, dict) else None
+    if wait == "false" and (attrs.get("wait") == "new" if attrs else ours):
+        text = jsonedit.remove_member(text, ["env"], _WAIT, created if not ours else [])
     if ours:
-        created = ["env"] if attrs.get("env") == "new" else []
         text = jsonedit.remove_member(text, ["env"], "ANTHROPIC_BASE_URL", created)
     hooks = value.get("hooks")
     for event in _HOOK_EVENTS:
