@@ -51,6 +51,8 @@ def test_codex_reads_the_installed_server(
         "IPSE_HOME": str(_isolated_home),
         **({"PYTHONPATH": path} if path else {}),
     }
+    # Codex passes a server only the variables it names: its home, to find a thread's rollout
+    assert entry["transport"]["env_vars"] == ["CODEX_HOME"]
     # `codex exec` asks no questions: ipse's own tools are approved in its entry
     assert (
         tomledit.parse_toml((codex_home / "config.toml").read_text())["mcp_servers"]["ipse"][

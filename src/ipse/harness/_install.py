@@ -311,6 +311,8 @@ def _codex_tables(proxy: bool, port: int) -> str:
         # `codex exec` asks no questions: a tool that needs approval fails there, so ipse's own
         # tools (notes, recall, state: nothing outside ipse's store and state folder) need none
         'default_tools_approval_mode = "approve"',
+        # the running Codex's home, when set: where the server finds the thread's rollout
+        'env_vars = ["CODEX_HOME"]',
     ]
     env = _home_env()
     if os.environ.get("PYTHONPATH"):  # Codex gives a server no PYTHONPATH of its own: the ipse
