@@ -50,9 +50,13 @@ from tests.support.openai_upstream import openai_upstream  # noqa: E402
 
 SOURCE = ROOT / "src"
 OURS = {
-    "micro_handoff", "recall", "state_resume", "state_next", "state_invariant",
+    "micro_handoff",
+    "recall",
+    "state_resume",
+    "state_next",
+    "state_invariant",
     "state_checkpoint",
-}  # fmt: skip
+}
 NOTES = {"done": ["measured the first request"], "open": ["nothing"]}
 CACHE = Path.home() / ".cache" / "ipse-test"
 
@@ -107,9 +111,14 @@ def _run(
     with tempfile.TemporaryFile() as errors:
         start = time.monotonic()
         process = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=errors, start_new_session=True,
-        )  # fmt: skip
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+        )
         try:
             while True:
                 if first is None and seen():
@@ -129,8 +138,12 @@ def _run(
 def _install(agent: str, env: dict[str, str], cwd: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ipse", "install", "--agent", agent, "--user"],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if done.returncode != 0:
         sys.exit(f"first_request: ipse install failed: {done.stderr.strip()}")
 
@@ -185,10 +198,18 @@ def claude_run(claude: str, wait: bool, late: float, timeout: float) -> Run:
         with anthropic_upstream([{"text": "Checkpoint.", "tool_use": call}, "Noted."]) as up:
             env["ANTHROPIC_BASE_URL"] = up.url
             code, first, errors = _run(
-                [claude, "-p", "Record a checkpoint.", "--allowedTools",
-                 "mcp__ipse__micro_handoff"],
-                env, home, timeout, lambda: bool(up.messages_requests()),
-            )  # fmt: skip
+                [
+                    claude,
+                    "-p",
+                    "Record a checkpoint.",
+                    "--allowedTools",
+                    "mcp__ipse__micro_handoff",
+                ],
+                env,
+                home,
+                timeout,
+                lambda: bool(up.messages_requests()),
+            )
             requests = up.messages_requests()
     run = Run(ok=code == 0, requests=len(requests), first_s=first, error=errors)
     if requests:
@@ -209,8 +230,11 @@ def codex_run(codex: str, wait: bool, late: float, timeout: float) -> Run:
             "IPSE_HOME": str(home / "ipse"),
             "OPENAI_API_KEY": "sk-bench",
         }
-        call = {"id": "call_bench_01", "name": "exec_command",
-                "arguments": json.dumps({"cmd": "true"})}  # fmt: skip
+        call = {
+            "id": "call_bench_01",
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": "true"}),
+        }
         with openai_upstream([{"text": "Checking.", "tool_call": call}, "Done."]) as up:
             config = codex_home / "config.toml"
             config.write_text(
@@ -234,8 +258,11 @@ def codex_run(codex: str, wait: bool, late: float, timeout: float) -> Run:
             config.write_text(text)
             code, first, errors = _run(
                 [codex, "exec", "--strict-config", "--skip-git-repo-check", "Check."],
-                env, home, timeout, lambda: bool(up.bodies("/responses")),
-            )  # fmt: skip
+                env,
+                home,
+                timeout,
+                lambda: bool(up.bodies("/responses")),
+            )
             requests = up.bodies("/responses")
     run = Run(ok=code == 0, requests=len(requests), first_s=first, error=errors)
     if requests:

@@ -7,13 +7,18 @@ three times.
 
 ``--agent claude-code`` (the default) runs the Claude Code journey, ``--agent codex`` the Codex
 one (for the share of runs whose first request offered ipse's tools, say ``--runs 30``).
+``--tool-search off`` runs Claude Code with ``ENABLE_TOOL_SEARCH=false`` (MCP schemas in
+``tools``) instead of as it comes (MCP tools deferred behind its ToolSearch tool); ``--slow-mcp
+SECONDS`` makes ``ipse mcp`` start that much later (a ``sitecustomize`` on PYTHONPATH), to see
+whether the first request still offers ipse's tools.
 
 Loopback only: the scripted upstream, the proxy (on 127.0.0.1:8765, where ``ipse install
 --proxy`` points the agent) and the MCP server; every process a run starts is stopped by it.
 Each run has its own fresh folder under a temporary directory, removed afterwards (``--keep``
 keeps them). Exit status 1 when any run failed.
 
-    python bench/journey.py [--agent claude-code|codex] [--runs 10] [--keep]
+    python bench/journey.py [--agent claude-code|codex] [--runs 10] [--tool-search on|off]
+                            [--slow-mcp SECONDS] [--keep]
 """
 
 from __future__ import annotations
@@ -92,18 +97,35 @@ def _timed(argv: list[str], folder: Path, env: dict[str, str]) -> float:
     return seconds
 
 
+def _slow_mcp(folder: Path, seconds: float) -> dict[str, str]:
+    """A PYTHONPATH whose ``sitecustomize`` sleeps ``seconds`` in a process run as ``... mcp``
+    (the server install registers), ahead of the one the tests run with."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(
+        f"import sys, time\nif sys.argv[-1:] == ['mcp']:\n    time.sleep({seconds})\n"
+    )
+    rest = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([str(folder), *([rest] if rest else [])])}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--agent", choices=sorted(CLIENTS), default="claude-code")
     parser.add_argument("--runs", type=int, default=10, help="journeys in a row (default 10)")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder")
+    parser.add_argument("--tool-search", choices=["on", "off"], default="on")
+    parser.add_argument("--slow-mcp", type=float, default=0.0, metavar="SECONDS")
     options = parser.parse_args()
     client = client_binary(options.agent)
+    search = options.tool_search == "on"
+    top = Path(tempfile.mkdtemp(prefix="ipse-journey-bench-"))
+    env = _slow_mcp(top / "slow", options.slow_mcp) if options.slow_mcp else {}
     journey: Callable[[Path, str], Any] = (
-        claude_code.journey if options.agent == "claude-code" else codex.journey
+        (lambda root, cli: claude_code.journey(root, cli, search, env))
+        if options.agent == "claude-code"
+        else codex.journey
     )
     bare = bare_claude_turn if options.agent == "claude-code" else bare_codex_turn
-    top = Path(tempfile.mkdtemp(prefix="ipse-journey-bench-"))
     try:
         (top / "baseline").mkdir()
         baseline = bare(client, top / "baseline")

@@ -8,6 +8,7 @@ conversation grows (with and without the prefix cache).
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -303,3 +304,45 @@ def test_invalid_history_is_remembered_as_it_grows() -> None:
     # a history that changed before its end is read again
     edited = {**body, "messages": [user(text("other")), *body["messages"][1:]]}
     assert rewrite_request(edited, "anthropic").reason == first.reason
+
+
+def test_a_system_message_between_two_assistant_turns_still_hands_off() -> None:
+    """Claude Code puts a system message in ``messages`` after a tool result: with the exchange
+    gone, the assistant texts on either side of it would follow each other (the API does not
+    count a system message between turns), so they are merged, the system message before them,
+    and the handoff is made instead of skipped as invalid."""
+    from ipse.handoff.wire import rewrite_request
+
+    def block(t: str) -> dict[str, Any]:
+        return {"type": "text", "text": t}
+
+    read = {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "/x"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_r", "content": "run 1: 12 MB/s\n" * 200}
+    checkpoint = {
+        "type": "tool_use",
+        "id": "toolu_cp",
+        "name": "mcp__ipse__micro_handoff",
+        "input": {"done": ["read it"]},
+    }
+    messages = [
+        {"role": "user", "content": [block("Read notes.txt.")]},
+        {"role": "assistant", "content": [block("I will read notes.txt."), read]},
+        {"role": "user", "content": [result]},
+        {"role": "system", "content": "# Environment\nThe date is 2026-12-02."},
+        {"role": "assistant", "content": [block("It says 12 MB/s.")]},
+        {"role": "user", "content": [block("Save a checkpoint.")]},
+        {"role": "assistant", "content": [block("Saving."), checkpoint]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_cp", "content": "saved"}],
+        },
+    ]
+    done = rewrite_request({"model": "claude-x", "messages": messages}, "anthropic")
+    assert done.body is not None, done.reason
+    assert done.merged == 1
+    out = done.body["messages"]
+    assert [m["role"] for m in out] == ["user", "system", "assistant", "user", "assistant", "user"]
+    assert out[1] == messages[3]  # the system message as Claude Code wrote it
+    said = json.dumps(out[2])
+    assert "I will read notes.txt." in said and "It says 12 MB/s." in said
+    assert "toolu_r" not in json.dumps(out)

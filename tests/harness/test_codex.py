@@ -6,6 +6,7 @@ ipse's marker comments), uninstall still removes every entry of ipse's and reins
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 from pathlib import Path
@@ -47,11 +48,26 @@ def test_codex_reads_the_installed_server(
     assert entry["enabled"] is True
     assert entry["transport"]["command"] == command
     assert entry["transport"]["args"] == [*args, "mcp"]
-    # the server files its notes in the home the proxy and the CLI use
-    assert entry["transport"]["env"] == {"IPSE_HOME": str(_isolated_home)}
+    # the server files its notes in the home the proxy and the CLI use, and runs the ipse that
+    # ran install (Codex passes a server no PYTHONPATH of its own)
+    path = os.environ.get("PYTHONPATH")
+    assert entry["transport"]["env"] == {
+        "IPSE_HOME": str(_isolated_home),
+        **({"PYTHONPATH": path} if path else {}),
+    }
+    # Codex passes a server only the variables it names: its home, to find a thread's rollout
+    assert entry["transport"]["env_vars"] == ["CODEX_HOME"]
+    # `codex exec` asks no questions: ipse's own tools are approved in its entry
+    assert (
+        tomledit.parse_toml((codex_home / "config.toml").read_text())["mcp_servers"]["ipse"][
+            "default_tools_approval_mode"
+        ]
+        == "approve"
+    )
     # Codex waits for a required server's tools before its first request
-    config = tomledit.parse_toml((codex_home / "config.toml").read_text())
-    assert config["mcp_servers"]["ipse"]["required"] is True
+    assert tomledit.parse_toml((codex_home / "config.toml").read_text())["mcp_servers"]["ipse"][
+        "required"
+    ]
 
 
 def test_install_says_what_to_run_and_which_key_codex_sends(

@@ -431,6 +431,55 @@ def test_upstreams_go_into_the_hooks_quoted_and_come_out_on_uninstall(
     assert refused.returncode == 2 and "go with --proxy" in refused.stderr
 
 
+@pytest.mark.parametrize("theirs", [None, "true"])
+def test_claude_code_waits_for_the_mcp_servers_unless_the_user_said_otherwise(
+    cli: CliRun, homes: tuple[Path, Path], theirs: str | None
+) -> None:
+    """Claude Code sends its first request before a slow MCP server connects unless
+    MCP_CONNECTION_NONBLOCKING is false: --proxy sets it (a value the user set stays), and
+    uninstall takes it out again byte for byte."""
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    if theirs is None:
+        _write(settings, SETTINGS_STYLES["pretty"])
+    else:
+        _write(settings, '{\n  "env": {\n    "MCP_CONNECTION_NONBLOCKING": "true"\n  }\n}\n')
+    before = snapshot(project, home)
+    for _ in range(2):  # installed twice: still one entry, and still ours to remove
+        done = cli("install", "--agent", "claude-code", "--proxy", cwd=project)
+        assert done.returncode == 0, done.stderr
+    env = json.loads(settings.read_text())["env"]
+    assert env["MCP_CONNECTION_NONBLOCKING"] == (theirs or "false")
+    assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
+    assert snapshot(project, home) == before
+
+
+def test_the_record_goes_into_the_hooks_and_the_printed_start_by_absolute_path(
+    cli: CliRun, homes: tuple[Path, Path]
+) -> None:
+    project, home = homes
+    settings = project / ".claude" / "settings.json"
+    _write(settings, SETTINGS_STYLES["pretty"])
+    before = snapshot(project, home)
+    done = cli(
+        "install", "--agent", "claude-code", "--proxy", "--record", "my record.jsonl", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    record = str((project / "my record.jsonl").resolve())  # the hook runs in another folder
+    hooks = json.loads(settings.read_text())["hooks"]
+    for event in ("SessionStart", "UserPromptSubmit"):
+        words = shlex.split(hooks[event][0]["hooks"][0]["command"])
+        assert words[-3:] == ["--record", record, ">/dev/null"], words
+    assert cli("uninstall", "--agent", "claude-code", cwd=project).returncode == 0
+    assert snapshot(project, home) == before
+    said = cli("install", "--agent", "codex", "--proxy", "--record", "r.jsonl", cwd=project)
+    assert said.returncode == 0, said.stderr
+    printed = said.stdout.split("`")[1]
+    assert shlex.split(printed)[-2:] == ["--record", str((project / "r.jsonl").resolve())]
+    refused = cli("install", "--agent", "codex", "--record", "r.jsonl", cwd=project)
+    assert refused.returncode == 2 and "go with --proxy" in refused.stderr
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_installing_again_without_proxy_keeps_the_proxy_and_its_text(
     cli: CliRun, homes: tuple[Path, Path], agent: str

@@ -113,9 +113,12 @@ def test_the_stdio_server_installs_and_serves_without_the_mcp_sdk(
     project.mkdir()
     home.mkdir()
     env = _blocking_env(
-        tmp_path, "mcp,mcp_types", HOME=str(home), CODEX_HOME=str(home / ".codex"),
+        tmp_path,
+        "mcp,mcp_types",
+        HOME=str(home),
+        CODEX_HOME=str(home / ".codex"),
         IPSE_HOME=str(_isolated_home),
-    )  # fmt: skip
+    )
     env.pop("CLAUDE_CONFIG_DIR", None)
     blocked = subprocess.run(
         [sys.executable, "-c", "import mcp"], env=env, capture_output=True, text=True
@@ -123,24 +126,44 @@ def test_the_stdio_server_installs_and_serves_without_the_mcp_sdk(
     assert blocked.returncode != 0 and "No module named 'mcp'" in blocked.stderr
     done = subprocess.run(
         [sys.executable, "-m", "ipse", "install", "--agent", agent],
-        env=env, cwd=project, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     command, extra = _registered(agent, project, home)
     notes = {"done": ["installed without the SDK"], "open": ["serve"]}
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "micro_handoff", "arguments": notes}},
-    ]  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "micro_handoff", "arguments": notes},
+        },
+    ]
     served = subprocess.run(
-        command, input="".join(json.dumps(r) + "\n" for r in requests), env={**env, **extra},
-        cwd=project, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        command,
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        env={**env, **extra},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     answers = {a["id"]: a for a in map(json.loads, served.stdout.splitlines())}
     assert set(answers) == {1, 2, 3}, served.stdout + served.stderr
     assert answers[1]["result"]["serverInfo"]["name"] == "ipse"

@@ -447,11 +447,14 @@ def same_saving(
             f"log {sorted(log_tokens)}, MCP {sorted(mcp_tokens)}",
         )
         log_bytes = {int(b) for _, _, b in logged}
-        recorded = {h.get("removed_bytes") for h in record_handoffs(world.record)}
+        saved = [h.get("saved") or {} for h in record_handoffs(world.record)]
+        recorded = {(s.get("tokens"), s.get("bytes")) for s in saved}
+        logged_pairs = {(int(t), int(b)) for _, t, b in logged if t is not None}
         seams.check(
-            log_bytes and log_bytes == recorded,
-            "one measurement: the proxy log and its record quote different byte savings",
-            f"log {sorted(log_bytes)}, record removed_bytes {sorted(recorded, key=str)}",
+            log_bytes and logged_pairs == recorded,
+            "one measurement: the proxy log and its record (ipse.handoff.saved) quote different "
+            "savings",
+            f"log {sorted(logged_pairs)}, record {sorted(recorded, key=str)}",
         )
     for command in ("report", "prefix"):
         argv = [command, str(world.record), "--json"]

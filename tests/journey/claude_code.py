@@ -13,11 +13,13 @@ has it after install: not ``--bare``, the project's ``.mcp.json``, ``CLAUDE.md``
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.journey._world import (
+    PROXY_PORT,
     PROXY_URL,
     Broken,
     Seams,
@@ -104,17 +106,25 @@ def model(project: Path) -> Any:
     return reply
 
 
-def journey(root: Path, claude: str) -> Result:
-    """Run the whole journey in ``root`` (empty); the seams it checked, failures included."""
+def journey(
+    root: Path, claude: str, tool_search: bool = True, env: dict[str, str] | None = None
+) -> Result:
+    """Run the whole journey in ``root`` (empty); the seams it checked, failures included.
+
+    ``tool_search``: Claude Code as it comes, which defers MCP tools behind its ToolSearch tool
+    (their names listed in the system message of each request, not their schemas in ``tools``);
+    False: ``ENABLE_TOOL_SEARCH=false``, which puts them in ``tools`` with their schemas. Either
+    way what the first request offers stays the same through the session. ``env``: more of the
+    user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it)."""
+    settings = {} if tool_search else {"ENABLE_TOOL_SEARCH": "false"}
     world = World.create(
         root,
         ANTHROPIC_API_KEY="sk-ant-journey-0000",
         # no telemetry or self-update (CI has a network): neither touches the seams checked
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
-        # MCP tools in `tools` with their schemas (Claude Code's default defers them behind its
-        # ToolSearch tool, which then changes `tools` itself): a change there is then ipse's
-        ENABLE_TOOL_SEARCH="false",
+        **settings,
+        **(env or {}),
     )
     project = world.project
     (project / "notes.txt").write_text(NOTES_FILE)
@@ -141,17 +151,29 @@ def journey(root: Path, claude: str) -> Result:
 
 
 def _install(world: World, upstream: str) -> bytes:
-    """``ipse install --agent claude-code --proxy``, then the hook given its upstream and record;
-    the settings as install wrote them."""
-    installed = world.ipse("install", "--agent", "claude-code", "--proxy", timeout=60)
+    """``ipse install --agent claude-code --proxy`` with the proxy's port, upstream and record,
+    as the README's install section gives them; the settings as install wrote them."""
+    argv = ["install", "--agent", "claude-code", "--proxy", "--port", str(PROXY_PORT)]
+    argv += ["--anthropic-upstream", upstream, "--record", str(world.record)]
+    installed = world.ipse(*argv, timeout=60)
     world.seams.require(
         installed.returncode == 0,
-        "install: `ipse install --agent claude-code --proxy` failed",
+        f"install: `ipse {' '.join(argv[:5])} ...` failed",
         installed.stderr,
     )
     settings = world.project / ".claude" / "settings.json"
     written = settings.read_bytes()
-    _point_the_hook(world, settings, upstream)
+    value = json.loads(written)
+    commands = [
+        hook.get("command", "")
+        for group in value.get("hooks", {}).get("SessionStart", [])
+        for hook in group.get("hooks", [])
+    ]
+    world.seams.require(
+        any("proxy start" in c and str(world.record) in c for c in commands),
+        "install: no SessionStart hook runs `ipse proxy start` with the record",
+        commands,
+    )
     return written
 
 
@@ -208,7 +230,10 @@ def _check(world: World, upstream: Any, session: str | None) -> None:
 
 def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None:
     """``ipse uninstall`` gives every file of the project back byte for byte."""
-    (world.project / ".claude" / "settings.json").write_bytes(installed)  # the hook as written
+    world.seams.check(
+        (world.project / ".claude" / "settings.json").read_bytes() == installed,
+        "uninstall: the session changed the settings install wrote",
+    )
     world.stop_proxy()
     removed = world.ipse("uninstall", "--agent", "claude-code", timeout=60)
     world.seams.check(
@@ -223,29 +248,6 @@ def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None
         "(CRLF CLAUDE.md and .claude/settings.json among them)",
         changed,
     )
-
-
-def _point_the_hook(world: World, settings: Path, upstream: str) -> None:
-    """Give the proxy that the installed SessionStart hook starts its upstream and its record:
-    ``ipse proxy start`` takes the options of ``ipse proxy`` (``--anthropic-upstream``,
-    ``--record``), as the README's proxy section documents; install has no option for them, so
-    the user adds them to the hook's command. (The journey puts the hook back as install wrote
-    it before uninstall.)"""
-    text = settings.read_text(encoding="utf-8")
-    value = json.loads(text)
-    commands = [
-        hook.get("command", "")
-        for group in value.get("hooks", {}).get("SessionStart", [])
-        for hook in group.get("hooks", [])
-    ]
-    starts = [c for c in commands if "proxy start" in c]
-    world.seams.require(starts, "install: no SessionStart hook runs `ipse proxy start`", commands)
-    old = json.dumps(starts[0])[1:-1]
-    given = f"{starts[0]} --anthropic-upstream {upstream} --record {world.record}"
-    world.seams.require(
-        text.count(old) == 1, "install: the hook's command is not a plain JSON string"
-    )
-    settings.write_text(text.replace(old, json.dumps(given)[1:-1]), encoding="utf-8")
 
 
 def _started_by_the_hook(world: World, upstream: str) -> None:
@@ -282,8 +284,27 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
     return [str(t.get("name")) for t in body.get("tools", []) if isinstance(t, dict)]
 
 
+DEFERRED = re.compile(r"deferred tools are now available via ToolSearch[^\n]*\n((?:[^\n]+\n)+)")
+
+
+def _deferred(body: dict[str, Any]) -> list[str]:
+    """The tools a request lists as deferred behind ToolSearch (in a system message or the
+    system prompt), by name."""
+    parts: list[Any] = [body.get("system")]
+    parts += [m.get("content") for m in body.get("messages", []) if m.get("role") == "system"]
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        for block in part if isinstance(part, list) else []:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+    found = DEFERRED.search("\n".join(texts))
+    return found.group(1).split() if found else []
+
+
 def _tools_from_the_start(seams: Seams, turns: list[dict[str, Any]]) -> None:
-    names = _tool_names(turns[0])
+    names = _tool_names(turns[0]) + _deferred(turns[0])
     seams.check(
         CHECKPOINT in names,
         "MCP: the first request did not carry ipse's tools (the "
@@ -295,7 +316,13 @@ def _tools_from_the_start(seams: Seams, turns: list[dict[str, Any]]) -> None:
     seams.check(
         not changed,
         "MCP: the tools array changed during the session (the prompt cache breaks at tools)",
-        [(n, sorted(set(_tool_names(turns[n])) ^ set(names))) for n in changed],
+        [(n, sorted(set(_tool_names(turns[n])) ^ set(_tool_names(turns[0])))) for n in changed],
+    )
+    deferred = [n for n, t in enumerate(turns) if _deferred(t) != _deferred(turns[0])]
+    seams.check(
+        not deferred,
+        "MCP: the deferred tools listed changed during the session (the prompt cache breaks there)",
+        [(n, sorted(set(_deferred(turns[n])) ^ set(_deferred(turns[0])))) for n in deferred],
     )
 
 

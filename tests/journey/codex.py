@@ -68,7 +68,6 @@ CONFIG = (
     b"[tui]\r\nnotifications = true\r\n"
 )
 TURN_TIMEOUT = 150.0
-APPROVE = 'mcp_servers.ipse.tools.micro_handoff.approval_mode="approve"'
 
 
 @dataclass
@@ -127,38 +126,46 @@ def journey(root: Path, codex: str) -> Result:
 
 
 def _install(world: World, upstream: str) -> None:
-    """``ipse install --agent codex --proxy``; the proxy started with the upstream and the record,
-    as the README's proxy section gives them (after install said to, or restarted when install
-    started one with its defaults)."""
-    installed = world.ipse("install", "--agent", "codex", "--proxy", timeout=60)
+    """``ipse install --agent codex --proxy`` with the upstream and the record; then the proxy
+    started with exactly the command install printed (install starts none itself)."""
+    argv = ["install", "--agent", "codex", "--proxy", "--openai-upstream", upstream]
+    argv += ["--record", str(world.record)]
+    installed = world.ipse(*argv, timeout=60)
     world.seams.require(
         installed.returncode == 0,
-        "install: `ipse install --agent codex --proxy` failed",
+        "install: `ipse install --agent codex --proxy ...` failed",
         installed.stderr,
     )
     said = installed.stdout + installed.stderr
-    running = health()
-    world.seams.check(
-        running is not None or ("ipse proxy start" in said and "OPENAI_API_KEY" in said),
-        "install: `--proxy` neither started the proxy nor told the user to start it (and which "
+    printed = re.findall(r"`([^`]*\bproxy start\b[^`]*)`", said)
+    world.seams.require(
+        len(set(printed)) == 1 and "OPENAI_API_KEY" in said,
+        "install: `--proxy` did not print one command that starts the proxy (and which "
         "credential variable the provider entry reads)",
         said[-600:],
     )
-    if running is not None:
-        world.stop_proxy()
-    started = world.ipse(
-        "proxy", "start", "--openai-upstream", upstream, "--record", str(world.record), timeout=60
+    world.seams.require(
+        health() is None, "install: a proxy answers before the user started one", health()
     )
-    world.seams.require(started.returncode == 0, "proxy: `ipse proxy start` failed", started.stderr)
+    started = run(["sh", "-c", printed[0]], cwd=world.project, env=world.env, timeout=60)
+    world.seams.require(
+        started.returncode == 0,
+        f"proxy: the printed command failed: {printed[0]}",
+        started.stderr,
+    )
+    running = health() or {}
+    world.seams.check(
+        running.get("upstreams", {}).get("openai") == upstream,
+        "proxy: the printed command does not start the proxy with the upstream given to install",
+        running.get("upstreams"),
+    )
 
 
 def _three_turns(world: World, codex: str) -> str:
     """Three ``codex exec`` turns of one session; its id."""
     session = ""
     for n, prompt in enumerate(PROMPTS):
-        # the user lets the checkpoint tool run (`codex exec` asks no questions: an MCP call
-        # that needs approval fails), as a Claude Code user passes --allowedTools
-        argv = [codex, "exec", "--skip-git-repo-check", "-c", APPROVE]
+        argv = [codex, "exec", "--skip-git-repo-check"]
         argv += ["resume", session, prompt] if session else [prompt]
         with world.phase(f"turn {n + 1}"):
             done = run(argv, cwd=world.project, env=world.env, timeout=TURN_TIMEOUT)

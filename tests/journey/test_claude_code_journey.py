@@ -1,16 +1,19 @@
 """A Claude Code user's first hour with ipse, end to end, with the real Claude Code CLI.
 
 In a fresh HOME and project folder (a CRLF ``CLAUDE.md`` and ``.claude/settings.json`` already
-there): ``ipse install --agent claude-code --proxy``; the user gives the hook's ``ipse proxy
-start`` its upstream (a scripted model that answers as the Anthropic API does) and a record;
-three ``claude -p`` turns, not ``--bare`` (hooks and MCP as a user has them), in which the model
-reads a file, calls ``mcp__ipse__micro_handoff`` with notes, then answers. Then: the SessionStart
-hook started the proxy; the first request already carried ipse's tools; the tools array is the
-same in every request; the request after the checkpoint lost the tool traffic before it and kept
-every authored text, and the next one shares its prefix; ``ipse report`` and ``ipse prefix`` read
-the proxy's record, show the handoff and quote the saving the proxy log and the MCP result
-quote; ``ipse recall`` gives back the file content the handoff removed; ``ipse uninstall`` gives
-every file of the project back byte for byte. A failure lists every seam that broke.
+there): ``ipse install --agent claude-code --proxy --port 8765 --anthropic-upstream URL
+--record FILE`` (the hook's ``ipse proxy start`` gets the upstream, a scripted model that answers
+as the Anthropic API does, and the record); three ``claude -p`` turns, not ``--bare`` (hooks and
+MCP as a user has them), in which the model reads a file, calls ``mcp__ipse__micro_handoff`` with
+notes, then answers. Then: the SessionStart hook started the proxy; the first request already
+offered ipse's tools and what it offers is the same in every request (run twice: as Claude Code
+comes, which lists MCP tools by name in its system message as deferred behind ToolSearch, and
+with ``ENABLE_TOOL_SEARCH=false``, which puts their schemas in ``tools``); the request after the
+checkpoint lost the tool traffic before it and kept every authored text, and the next one shares
+its prefix; ``ipse report`` and ``ipse prefix`` read the proxy's record, show the handoff and
+quote the saving the proxy log and the MCP result quote; ``ipse recall`` gives back the file
+content the handoff removed; ``ipse uninstall`` gives every file of the project back byte for
+byte. A failure lists every seam that broke.
 
 Which ipse: the ``ipse`` executable of the environment the tests run in. ``.ci/run`` builds that
 environment with ``pip install '.[test]'``, a superset of the extras the README names for this
@@ -34,14 +37,15 @@ from tests.journey._world import Broken, missing_extras
 from tests.support.clients import claude_binary
 
 
-def test_claude_code_first_hour(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tool_search", [True, False], ids=["as-it-comes", "tool-search-off"])
+def test_claude_code_first_hour(tmp_path: Path, tool_search: bool) -> None:
     claude = claude_binary()
     missing = missing_extras()
     assert not missing, f"the extras the README names are not installed: {missing}"
     from tests.journey.claude_code import journey
 
     try:
-        result = journey(tmp_path, claude)
+        result = journey(tmp_path, claude, tool_search)
     except Broken as exc:  # the proxy's port stayed taken
         pytest.fail(str(exc), pytrace=False)
     print("seconds:", {k: round(v, 1) for k, v in result.world.seconds.items()})

@@ -2,9 +2,9 @@
 model.
 
 In a fresh HOME, CODEX_HOME and project folder (a CRLF ``AGENTS.md`` and a ``config.toml`` with a
-comment already there): ``ipse install --agent codex --proxy``; the proxy started with the
-upstream (a scripted Responses API) and a record, as install tells the user (or as install
-started it itself); three ``codex exec`` turns with Codex's default model, which gets MCP tools
+comment already there): ``ipse install --agent codex --proxy --openai-upstream URL --record
+FILE``; the proxy started with exactly the command install printed (its upstream a scripted
+Responses API); three ``codex exec`` turns with Codex's default model, which gets MCP tools
 as deferred tool namespaces and calls them from its JavaScript ``exec`` tool: the model reads
 ``notes.txt`` (``await tools.exec_command(...)``), checkpoints (``await
 tools.mcp__ipse__micro_handoff({...})``, a ``custom_tool_call`` named ``exec`` on the wire), then
@@ -16,9 +16,9 @@ session key holds the notes and what the handoff removed; ``ipse recall`` gives 
 content; ``ipse uninstall`` gives every file back byte for byte. A failure lists every seam that
 broke.
 
-``codex exec`` asks no questions, so the user lets the checkpoint tool run (``-c
-mcp_servers.ipse.tools.micro_handoff.approval_mode="approve"``), as a Claude Code user passes
-``--allowedTools``. Which ipse, and why the port is shared: see test_claude_code_journey.
+``codex exec`` asks no questions (an MCP call that needs approval fails there): install approves
+ipse's own tools in its server entry, so the turns pass no ``-c``. Which ipse, and why the port
+is shared: see test_claude_code_journey.
 """
 
 from __future__ import annotations

@@ -164,6 +164,91 @@ def test_micro_handoff_says_what_the_next_request_drops(
     assert "drops 1 tool calls, 1 results and 1 thinking blocks" in done.content[0].text
 
 
+def _proxy_saving(body: dict[str, Any], dialect: str, answer: dict[str, Any]) -> int:
+    """What the proxy's log line and record quote for the request after the checkpoint: its
+    rewrite of that request, measured as the proxy measures it."""
+    from ipse.handoff import tokens_saved
+    from ipse.handoff.wire import rewrite_request
+
+    key = codec(dialect).history_key
+    sent = {**body, key: [*body[key], answer]}
+    rewrite = rewrite_request(sent, dialect, use_cache=False)
+    assert rewrite.body is not None, rewrite.reason
+    read = codec(dialect).read_body
+    return tokens_saved(read(sent), read(rewrite.body))
+
+
+def test_the_drop_is_the_saving_the_proxy_quotes_for_claude_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    session = str(uuid.uuid4())
+    write_session(_tool_session(), cwd=str(tmp_path.resolve()), session_id=session)
+    done = call(Settings(session=f"session:{session}", cwd=tmp_path), "micro_handoff", NOTES)
+    answer = {"type": "tool_result", "tool_use_id": "toolu_cp", "content": "Checkpoint saved."}
+    expected = _proxy_saving(_tool_session(), "anthropic", {"role": "user", "content": [answer]})
+    assert done.structured_content["next_request_drops"]["tokens"] == expected > 0
+
+
+def test_the_drop_of_a_codex_thread_is_read_from_its_rollout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's thread id names its rollout; the drop is what the proxy will quote."""
+    codex_home = tmp_path / "codex"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    thread = str(uuid.uuid4())
+    read = {
+        "type": "function_call",
+        "call_id": "call_read",
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": "cat parser.py"}),
+    }
+    output = {
+        "type": "function_call_output",
+        "call_id": "call_read",
+        "output": "def parse(text):\n    return text.split()\n" * 40,
+    }
+    checkpoint = {
+        "type": "function_call",
+        "call_id": "call_cp",
+        "name": "mcp__ipse__micro_handoff",
+        "arguments": json.dumps(NOTES),
+    }
+    items = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Port the parser."}],
+        },
+        read,
+        output,
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "It splits on whitespace."}],
+        },
+        checkpoint,
+    ]
+    meta = {"id": thread, "timestamp": "2026-12-02T04:28:10Z", "cwd": str(tmp_path)}
+    start = {"timestamp": "2026-12-02T04:28:10Z", "type": "session_meta", "payload": meta}
+    records: list[dict[str, Any]] = [start]
+    records += [
+        {"timestamp": "2026-12-02T04:28:11Z", "type": "response_item", "payload": item}
+        for item in items
+    ]
+    folder = codex_home / "sessions" / "2026" / "12" / "02"
+    folder.mkdir(parents=True)
+    rollout = folder / f"rollout-2026-12-02T04-28-10-{thread}.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = call(Settings(session=f"session:{thread}", cwd=tmp_path), "micro_handoff", NOTES)
+    drop = done.structured_content["next_request_drops"]
+    answer = {"type": "function_call_output", "call_id": "call_cp", "output": "saved"}
+    body = {"model": "gpt-x", "input": items}
+    assert drop is not None, done.content
+    assert drop["tool_calls"] == 1 and drop["tool_results"] == 1
+    assert drop["tokens"] == _proxy_saving(body, "openai-responses", answer) > 0
+
+
 def test_recall_pages_an_archived_item_and_a_checkpoint(settings: Settings) -> None:
     body = _tool_session()
     answer = {"type": "tool_result", "tool_use_id": "toolu_cp", "content": "recorded"}

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ipse.prefix import analyze, read_requests
+from tests.conftest import CliRun
 
 from .util import T0, body
 
@@ -79,3 +80,33 @@ def test_the_apis_diagnosis_in_a_logged_response_is_the_cause(
     row = analyze(read_requests(path).requests).rows[1]
     assert row.cause is not None and row.cause.kind == "system_changed"
     assert row.cause.location == "api" and row.lost_tokens == 8_000
+
+
+def test_a_handoff_without_a_loss_is_still_shown_with_its_saving(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    """A rewritten request whose usage shows no loss (nothing was cached: a short or a cold
+    conversation) still shows the handoff, with the saving the proxy's record quotes."""
+    long, cut = body(6), body(6)
+    cut["messages"] = [cut["messages"][0], *cut["messages"][-5:]]
+    handoff = {
+        "applied": True,
+        "anchor": "toolu_7",
+        "removed_calls": 4,
+        "saved": {"tokens": 1653, "bytes": 4584},
+    }
+    path = tmp_path / "record.jsonl"
+    lines = _exchange(0, long, _usage(0, 0)) + _exchange(1, cut, _usage(0, 0), handoff=handoff)
+    path.write_text(lines, encoding="utf-8")
+    rows = analyze(read_requests(path).requests).rows
+    assert rows[1].cause is None and rows[0].handoff is None
+    shown = rows[1].to_json()["handoff"]
+    assert shown == {
+        "anchor": "toolu_7",
+        "removed_calls": 4,
+        "saved_tokens": 1653,
+        "saved_bytes": 4584,
+    }
+    said = cli("prefix", str(path))
+    assert said.returncode == 0, said.stderr
+    assert "handoff at toolu_7 removed 4 tool call(s), saved 1653 tokens" in said.stdout

@@ -69,6 +69,13 @@ def _report(changes: list[Any], as_json: bool, notes: list[str] | None = None) -
     metavar="URL",
     help="With --proxy: where the proxy sends OpenAI requests (default: the public API).",
 )
+@click.option(
+    "--record",
+    metavar="FILE",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="With --proxy: the proxy the hooks start (or the printed command) appends every "
+    "exchange to FILE, as `ipse proxy --record` does.",
+)
 @_ROOT
 @_JSON
 def install_command(
@@ -78,6 +85,7 @@ def install_command(
     port: int,
     anthropic_upstream: str | None,
     openai_upstream: str | None,
+    record: Path | None,
     root: Path,
     as_json: bool,
 ) -> None:
@@ -104,10 +112,15 @@ def install_command(
 
     upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
     given = {k: v for k, v in upstreams.items() if v}
-    if given and not proxy:
-        raise UsageError("--anthropic-upstream and --openai-upstream go with --proxy")
-    changes = install_agent(agent, root, user=user, proxy=proxy, port=port, upstreams=given)
-    notes = install_notes(agent, root, user=user, proxy=proxy, port=port, upstreams=given)
+    if (given or record) and not proxy:
+        raise UsageError("--anthropic-upstream, --openai-upstream and --record go with --proxy")
+    kept = str(record.resolve()) if record else None  # the hook runs in another folder
+    changes = install_agent(
+        agent, root, user=user, proxy=proxy, port=port, upstreams=given, record=kept
+    )
+    notes = install_notes(
+        agent, root, user=user, proxy=proxy, port=port, upstreams=given, record=kept
+    )
     _report(changes, as_json, notes)
 
 

@@ -221,7 +221,20 @@ def _render(
     _render_causes(out, report, show_values)
     summary = summary if summary is not None else report.summary()
     _render_totals(out, summary)
+    _render_handoffs(out, report)
     _render_basis(out, summary)
+
+
+def _render_handoffs(out: Any, report: PrefixReport) -> None:
+    """The requests ipse's handoff rewrote (the proxy's record says so), whatever their loss."""
+    for row in report.rows:
+        if row.handoff is not None:  # the proxy's record: its handoff rewrote this request
+            shown = row.handoff
+            out.print(
+                f"request {row.index}: ipse's handoff at {shown['anchor']} removed "
+                f"{shown['removed_calls']} tool call(s), saved {shown['saved_tokens']} tokens",
+                markup=False,
+            )
 
 
 def _render_table(out: Any, report: PrefixReport) -> None:

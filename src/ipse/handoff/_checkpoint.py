@@ -9,7 +9,9 @@ stored as an Anthropic ``tool_use`` block holding the notes, the result as the r
 When the conversation the checkpoint was called from is at hand (a Claude Code session file, a
 proxy's last request), `record_checkpoint` also says what the next request will drop: the tool
 calls, results and thinking blocks before the checkpoint call and their tokens, measured by
-running `strip` at the call exactly as the handoff will. Without it the drop is unknown (None).
+running `strip` at the call exactly as the handoff will and counting them with
+`ipse.handoff.tokens_saved`, the count the proxy's log line and record quote. Without it the
+drop is unknown (None).
 
 `checkpoint_items` gives back what the handoffs of a checkpoint's session removed. Not only the
 items of that one checkpoint: the positions a harness transcript gives (where the MCP server
@@ -30,10 +32,11 @@ import orjson
 from ipse import jsonio
 from ipse.errors import InputError
 from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
+from ipse.handoff._measure import tokens_saved
 from ipse.handoff._notes import check_notes, render_notes
 from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._strip import StripOptions, strip
-from ipse.transcript import Conversation, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript import Conversation, Thinking, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveStore, Item
@@ -152,17 +155,17 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
                 found, position = block, index
     if not conversation.messages:
         return None, -1
+    answered = conversation if found is None else _answered(conversation, found.id)
     try:
         if found is None:
-            _, report = strip(conversation, "now")
+            after, report = strip(conversation, "now")
         else:
-            answered = _answered(conversation, found.id)
-            _, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=tool))
+            after, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=tool))
     except IpseError:
         return None, -1
     tally = TokenTally(default_counter())
     removed_ids = {r.id for r in report.removed}
-    calls = results = thinking = tokens = 0
+    calls = results = thinking = 0
     for message in conversation.messages[: report.cut]:
         for block in message.blocks:
             if isinstance(block, ToolCall) and block.id in removed_ids:
@@ -171,11 +174,11 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
                 results += 1
             elif isinstance(block, Thinking):
                 thinking += 1
-            else:
-                continue
-            tokens += _block_tokens(tally, block)
-    before = sum(_block_tokens(tally, b) for m in conversation.messages for b in m.blocks)
-    return Drop(calls, results, thinking, tokens, before), position
+    # the one count of a saving (the proxy's log line and record quote it for the same cut)
+    tokens = tokens_saved(answered, after, tally)
+    whole = tally.fresh()
+    whole.add_messages(answered.messages)
+    return Drop(calls, results, thinking, tokens, whole.total), position
 
 
 def _answered(conversation: Conversation, call_id: str) -> Conversation:
@@ -193,12 +196,6 @@ def _answered(conversation: Conversation, call_id: str) -> Conversation:
     answer = dialect.raw_answer(calls[-1], "Checkpoint recorded.")
     body[dialect.history_key] = [*(history if isinstance(history, list) else []), answer]
     return dialect.read_body(body)
-
-
-def _block_tokens(tally: Any, block: Any) -> int:
-    if isinstance(block, Text | Thinking):
-        return int(tally.count(block.text))
-    return int(tally.count(jsonio.dumps(dict(block.raw or {})).decode()))
 
 
 def checkpoint_items(archive: ArchiveStore, checkpoint: str) -> tuple[Item, list[Item]]:

@@ -234,6 +234,11 @@ def _boundary_exchange(messages: Sequence[Message], cut: int, dialect: Codec) ->
     return frozenset()
 
 
+def _last_turn(messages: Sequence[Message]) -> int:
+    """The index of the newest message that is not a system message (-1: none)."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role != "system"), -1)
+
+
 def _same_side(last: Message, first: Message) -> bool:
     return last.role == first.role and last.role in ("user", "assistant")
 
@@ -278,12 +283,17 @@ class _Builder:
                 continue
             else:
                 kept, lost = self._rebuilt(message, blocks), True
-            if self.dialect.alternates and out.messages and _same_side(out.messages[-1], kept):
-                # the API wants the roles to alternate: the one change to a message that lost
-                # nothing (counted in the report); elsewhere every kept message stays its own
-                kept = self._merged(out.messages[-1], kept)
-                out.messages.pop()
-                changed.pop()
+            last = _last_turn(out.messages)
+            if self.dialect.alternates and last >= 0 and _same_side(out.messages[last], kept):
+                # the API wants the roles to alternate (a mid-conversation system message takes
+                # no part): the one change to a message that lost nothing (counted in the
+                # report); elsewhere every kept message stays its own. System messages between
+                # the two stay in their order, before the merged message.
+                kept = self._merged(out.messages[last], kept)
+                between, marks = out.messages[last + 1 :], changed[last + 1 :]
+                del out.messages[last:], changed[last:]
+                out.messages.extend(between)
+                changed.extend(marks)
                 out.merged += 1
                 lost = True
             out.messages.append(kept)

@@ -74,6 +74,7 @@ _PROVIDER_NAME = "ipse proxy"
 _HOOK_TIMEOUT = 30
 _HOOK_EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt_submit"}
 _START = re.compile(r"(?:^| )proxy start(?: --[a-z-]+ .*)?(?: >/dev/null)?$")
+_WAIT = "MCP_CONNECTION_NONBLOCKING"  # Claude Code: "false" waits for MCP servers at start
 _LOOPBACK = re.compile(r"http://127\.0\.0\.1:([0-9]+)")
 _PRIVATE = 0o600  # the mode Claude Code gives .claude.json and Codex its config.toml
 
@@ -238,12 +239,17 @@ def _server_of(text: str, comments: bool = False) -> Any:
     return servers.get(SERVER) if isinstance(servers, dict) else None
 
 
-def _start_command(port: int, upstreams: Mapping[str, str] | None = None) -> str:
+def _start_command(
+    port: int, upstreams: Mapping[str, str] | None = None, record: str | None = None
+) -> str:
     """The shell command that starts the proxy (idempotent: exits 0 when one answers), with
-    the upstreams install was given (``anthropic``, ``openai``: origins the proxy forwards to)."""
+    the upstreams install was given (``anthropic``, ``openai``: origins the proxy forwards to)
+    and the file it records every exchange in (``--record``, an absolute path)."""
     flags = "" if port == DEFAULT_PORT else f" --port {port}"
     for name, url in sorted((upstreams or {}).items()):
         flags += f" --{name}-upstream {shlex.quote(url)}"
+    if record:
+        flags += f" --record {shlex.quote(record)}"
     return f"{hook_program()} proxy start{flags}"
 
 
@@ -252,15 +258,15 @@ def _group(command: str) -> dict[str, Any]:
 
 
 def proxy_hook(
-    port: int = DEFAULT_PORT, upstreams: Mapping[str, str] | None = None
+    port: int = DEFAULT_PORT, upstreams: Mapping[str, str] | None = None, record: str | None = None
 ) -> dict[str, Any]:
     """The SessionStart hook group: starts the proxy (or, when it cannot, exits 2 with the
     reason on stderr); its stdout goes nowhere, because a hook's stdout becomes context."""
-    return _group(f"{_start_command(port, upstreams)} >/dev/null")
+    return _group(f"{_start_command(port, upstreams, record)} >/dev/null")
 
 
 def prompt_hook(
-    port: int = DEFAULT_PORT, upstreams: Mapping[str, str] | None = None
+    port: int = DEFAULT_PORT, upstreams: Mapping[str, str] | None = None, record: str | None = None
 ) -> dict[str, Any]:
     """The UserPromptSubmit hook group: a bare interpreter asks the proxy's health address
     (paid on every prompt: a fraction of what starting ipse costs, see bench/prompt_hook.py)
@@ -273,14 +279,16 @@ def prompt_hook(
         'd = b"".join(iter(lambda: s.recv(65536), b"")); '
         'assert b" 200 " in d[:16] and b"ipse-proxy" in d'
     )
-    start = _start_command(port, upstreams)
+    start = _start_command(port, upstreams, record)
     return _group(f"{python} -S -c '{check}' 2>/dev/null || {start} >/dev/null")
 
 
-def _hooks(port: int, upstreams: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
+def _hooks(
+    port: int, upstreams: Mapping[str, str] | None, record: str | None = None
+) -> dict[str, dict[str, Any]]:
     return {
-        "SessionStart": proxy_hook(port, upstreams),
-        "UserPromptSubmit": prompt_hook(port, upstreams),
+        "SessionStart": proxy_hook(port, upstreams, record),
+        "UserPromptSubmit": prompt_hook(port, upstreams, record),
     }
 
 
@@ -309,8 +317,15 @@ def _codex_tables(proxy: bool, port: int) -> str:
         f"[mcp_servers.{SERVER}]",
         f"command = {_toml_string(command)}",
         f"args = {json.dumps([*args, 'mcp'], ensure_ascii=False)}",
+        # `codex exec` asks no questions: a tool that needs approval fails there, so ipse's own
+        # tools (notes, recall, state: nothing outside ipse's store and state folder) need none
+        'default_tools_approval_mode = "approve"',
+        # the running Codex's home, when set: where the server finds the thread's rollout
+        'env_vars = ["CODEX_HOME"]',
     ]
     env = _home_env()
+    if os.environ.get("PYTHONPATH"):  # Codex gives a server no PYTHONPATH of its own: the ipse
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # that ran install (a checkout's src) runs
     if env:
         pairs = ", ".join(f"{k} = {_toml_string(v)}" for k, v in env.items())
         lines.append(f"env = {{ {pairs} }}")
@@ -391,9 +406,10 @@ def install_agent(
     proxy: bool = False,
     port: int = DEFAULT_PORT,
     upstreams: Mapping[str, str] | None = None,
+    record: str | None = None,
 ) -> list[Change]:
     """Register ipse's MCP server with ``agent`` (and the proxy with ``proxy``, on ``port``,
-    forwarding to ``upstreams`` when given); idempotent."""
+    forwarding to ``upstreams`` and recording into ``record`` when given); idempotent."""
     where = paths(agent, root, user)
     if proxy and agent == "gemini":
         raise UsageError("--proxy: Gemini CLI is not served by the ipse proxy")
@@ -434,7 +450,7 @@ def install_agent(
         current["port"] = str(port)
         if agent == "claude-code":
             assert where.settings is not None
-            writes.append(_claude_proxy(where.settings, attrs, port, upstreams))
+            writes.append(_claude_proxy(where.settings, attrs, port, upstreams, record))
     elif agent == "claude-code" and where.settings is not None:  # an earlier --proxy stays
         proxy = _routed(where.settings)
     from ipse.handoff import narration_prompt
@@ -532,7 +548,11 @@ def _codex_config(path: Path, old: str | None, proxy: bool, port: int) -> str:
 
 
 def _claude_proxy(
-    path: Path, attrs: dict[str, str], port: int, upstreams: Mapping[str, str] | None
+    path: Path,
+    attrs: dict[str, str],
+    port: int,
+    upstreams: Mapping[str, str] | None,
+    record: str | None = None,
 ) -> tuple[Path, str | None, str]:
     old = _read(path)
     if old is None:
@@ -559,8 +579,16 @@ def _claude_proxy(
             attrs["base_url"] = "new"
         if "env" in created:
             attrs["env"] = "new"
+    if not isinstance(env, dict) or _WAIT not in env:
+        # Claude Code sends its first request before a slow MCP server is connected (the
+        # tools, or the deferred list, then change mid-session and the prefix cache breaks
+        # there): it waits for them when this is false. A value the user set stays.
+        text, created = jsonedit.set_member(text, ["env"], _WAIT, "false")
+        attrs["wait"] = "new"
+        if "env" in created:
+            attrs["env"] = "new"
     for event, name in _HOOK_EVENTS.items():
-        hook = _hooks(port, upstreams)[event]
+        hook = _hooks(port, upstreams, record)[event]
         value, _ = jsonedit.parse(text, path)
         hooks = value.get("hooks")
         groups = hooks.get(event) if isinstance(hooks, dict) else None
@@ -602,14 +630,15 @@ def install_notes(
     proxy: bool = False,
     port: int = DEFAULT_PORT,
     upstreams: Mapping[str, str] | None = None,
+    record: str | None = None,
 ) -> list[str]:
     """What the user must know or do after this install, one line each."""
     notes: list[str] = []
     if agent == "codex" and proxy:
         notes.append(
             f"Codex now reaches its model only through the ipse proxy at {proxy_url(port)}: "
-            f"start it with `{_start_command(port, upstreams)}` before running codex (again "
-            'after a reboot); without it Codex waits "Reconnecting..." until stopped'
+            f"start it with `{_start_command(port, upstreams, record)}` before running codex "
+            '(again after a reboot); without it Codex waits "Reconnecting..." until stopped'
         )
         unset = "" if os.environ.get("OPENAI_API_KEY") else " (not set in this shell)"
         notes.append(
@@ -728,8 +757,11 @@ def _uninstall_claude_proxy(path: Path, attrs: dict[str, str]) -> list[Change]:
         ours = isinstance(base, str) and (
             base == PROXY_URL or (_LOOPBACK.fullmatch(base) is not None and _has_hook(value))
         )
+    created = ["env"] if attrs.get("env") == "new" else []
+    wait = env.get(_WAIT) if isinstance(env, dict) else None
+    if wait == "false" and (attrs.get("wait") == "new" if attrs else ours):
+        text = jsonedit.remove_member(text, ["env"], _WAIT, created if not ours else [])
     if ours:
-        created = ["env"] if attrs.get("env") == "new" else []
         text = jsonedit.remove_member(text, ["env"], "ANTHROPIC_BASE_URL", created)
     hooks = value.get("hooks")
     for event in _HOOK_EVENTS:

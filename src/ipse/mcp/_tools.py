@@ -108,18 +108,21 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _session_conversation(settings: Settings) -> Any:
-    """The Claude Code session this server runs in, when its file can be found; else None."""
-    from ipse.transcript import claude_code_session_file
+    """The Claude Code session or Codex thread this server runs in, when its file can be found;
+    else None."""
+    from ipse.transcript import claude_code_session_file, codex_session_file
 
     session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
-    path = claude_code_session_file(session, settings.cwd)
+    path, kind = claude_code_session_file(session, settings.cwd), "claude-code"
+    if path is None:
+        path, kind = codex_session_file(session), "codex"
     if path is None:
         return None
     from ipse.errors import IpseError
     from ipse.transcript import read_conversation
 
     try:
-        return read_conversation(path, "claude-code", skip_bad_lines=True)
+        return read_conversation(path, kind, skip_bad_lines=True)
     except IpseError:
         return None
 

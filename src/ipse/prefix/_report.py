@@ -83,6 +83,7 @@ class Row(msgspec.Struct, frozen=True):
     cold_start: bool = False  # the first call of its chain: nothing was cached before it
     gap_s: float | None = None  # seconds since its candidate was sent (None: not known)
     ttl: str | None = None  # the TTL its writes carried (recorded, else its thread's, else None)
+    handoff: dict[str, Any] | None = None  # ipse's handoff rewrote it (`handoff_shown`)
 
     @property
     def basis(self) -> str:
@@ -119,7 +120,24 @@ class Row(msgspec.Struct, frozen=True):
             "lost_tokens": self.lost_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
+            "handoff": self.handoff,
         }
+
+
+def handoff_shown(handoff: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a row says of the handoff the proxy's record says rewrote its request: where it
+    cut, the tool calls it removed and what it saved (the record's ``saved``: the count the
+    proxy's log line quotes)."""
+    if handoff is None:
+        return None
+    saved = handoff.get("saved")
+    saved = saved if isinstance(saved, Mapping) else {}
+    return {
+        "anchor": handoff.get("anchor"),
+        "removed_calls": handoff.get("removed_calls"),
+        "saved_tokens": saved.get("tokens"),
+        "saved_bytes": saved.get("bytes"),
+    }
 
 
 class PrefixReport(msgspec.Struct):
@@ -549,6 +567,7 @@ class _Replay:
             slot is None and charged.tokens.cache_write > 0 and not request.compaction,
             self._since_candidate(request, slot),
             written_ttl,
+            handoff_shown(request.handoff),
         )
         self.index.add(request, flat)
         return row

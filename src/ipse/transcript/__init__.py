@@ -20,7 +20,11 @@ if _typing.TYPE_CHECKING:
     from ipse.transcript._jsonl import BAD_LINE, NOT_AN_OBJECT, parse_json, read_text_bytes
     from ipse.transcript._links import check_links
     from ipse.transcript._load import Source, load, read_conversation
-    from ipse.transcript._locations import claude_code_session_file, claude_config_dir
+    from ipse.transcript._locations import (
+        claude_code_session_file,
+        claude_config_dir,
+        codex_session_file,
+    )
     from ipse.transcript._model import (
         Block,
         Conversation,
@@ -60,7 +64,7 @@ _MODULES = {
     "_jsonl": ("BAD_LINE", "NOT_AN_OBJECT", "parse_json", "read_text_bytes"),
     "_links": ("check_links",),
     "_load": ("Source", "load", "read_conversation"),
-    "_locations": ("claude_code_session_file", "claude_config_dir"),
+    "_locations": ("claude_code_session_file", "claude_config_dir", "codex_session_file"),
     "_model": (
         "Block",
         "Conversation",

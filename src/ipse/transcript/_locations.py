@@ -1,9 +1,12 @@
-"""Where an agent harness keeps a session's transcript: Claude Code's project folders.
+"""Where an agent harness keeps a session's transcript: Claude Code's project folders, Codex's
+rollouts.
 
 Claude Code writes ``<config>/projects/<folder>/<session id>.jsonl`` (``<config>`` is
 ``CLAUDE_CONFIG_DIR`` or ``~/.claude``; ``<folder>`` is the working directory with every
 character that is not a letter or digit replaced by ``-``, see
-`ipse.transcript.formats.claude_code_session`). The MCP server uses it to measure what a
+`ipse.transcript.formats.claude_code_session`); Codex writes
+``<CODEX_HOME or ~/.codex>/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``. The MCP server
+uses them to measure what a
 checkpoint's handoff will drop, for the session that started it.
 """
 
@@ -34,4 +37,17 @@ def claude_code_session_file(session: str, cwd: Path | None = None) -> Path | No
     return path if path.is_file() else None
 
 
-__all__ = ["claude_code_session_file", "claude_config_dir"]
+def codex_session_file(session: str) -> Path | None:
+    """The rollout of Codex's thread ``session``, when it exists (the newest, should a thread
+    have several); None otherwise (or for an id that is not a plain name)."""
+    import os
+
+    if not _SAFE_SESSION.fullmatch(session):
+        return None
+    env = os.environ.get("CODEX_HOME")
+    home = Path(env).expanduser() if env else Path.home() / ".codex"
+    found = sorted((home / "sessions").glob(f"*/*/*/rollout-*-{session}.jsonl"))
+    return found[-1] if found else None
+
+
+__all__ = ["claude_code_session_file", "claude_config_dir", "codex_session_file"]
