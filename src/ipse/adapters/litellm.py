@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import os
 import threading
 import time
@@ -38,10 +37,10 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipse import _notes, jsonio
 from ipse.errors import MissingExtra
@@ -53,6 +52,9 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ipse.handoff import CHECKPOINT_TOOLS, StripOptions
 from ipse.handoff.wire import Rewrite, conversation_key, rewrite_request
+
+if TYPE_CHECKING:
+    from ipse.prefix import LiveAnalysis
 
 log = _notes.logger("ipse.litellm")
 
@@ -87,8 +89,6 @@ _NOT_THE_BODY = frozenset(
 _INLINE_REWRITE = 256 * 1024  # larger histories are rewritten on a worker thread
 _PENDING_MAX = 4096  # requests waiting for their success or failure event
 _ANCHORS_MAX = 4096
-_PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cache model
-_PREVIOUS_BYTES = 128 * 1024 * 1024
 
 
 @dataclass
@@ -238,9 +238,7 @@ class IpseHandoff(CustomLogger):
         self._sink = _QueuedArchive(self)
         self._waiting: OrderedDict[str, _Sent] = OrderedDict()
         self._anchors: OrderedDict[str, str] = OrderedDict()
-        self._previous: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-        self._previous_bytes = 0
-        self._counter = itertools.count()
+        self._live: LiveAnalysis | None = None  # each conversation's previous request
         self._conversations: Any = None
         self._archive: Any = None
         self._recorder: Any = None
@@ -487,38 +485,19 @@ class IpseHandoff(CustomLogger):
         conversation's previous request; the cause when reuse was lost."""
         if not self.analyze or status != 200:
             return None
-        from ipse.prefix import Request as PrefixRequest
-        from ipse.prefix import actual_tokens, analyze
+        if self._live is None:  # (the cache model's modules on the first request it analyses)
+            from ipse.prefix import LiveAnalysis
 
-        when = datetime.fromtimestamp(sent.started, tz=UTC)
-        began = datetime.fromtimestamp(first or finished, tz=UTC)
-        provider = "anthropic" if sent.dialect == "anthropic" else "openai"
-        size = len(jsonio.dumps(sent.sent.get("messages")))
-        current = PrefixRequest(next(self._counter), sent.sent, provider, when, began, usage)
-        previous, old_size = self._previous.pop(sent.key, (None, 0))
-        self._previous[sent.key] = (current, size)
-        self._previous_bytes += size - old_size
-        while len(self._previous) > 1 and (
-            len(self._previous) > _PREVIOUS_MAX or self._previous_bytes > _PREVIOUS_BYTES
-        ):
-            _, (_, dropped) = self._previous.popitem(last=False)
-            self._previous_bytes -= dropped
-        requests = [previous, current] if previous is not None else [current]
-        try:
-            report = analyze(requests, provider, tokenizer="auto")
-        except Exception as exc:  # an odd body must not stop the bookkeeping
-            return {"error": str(exc)}
-        row = report.rows[-1]
-        actual = actual_tokens(usage)
-        return {
-            "predicted": row.predicted.to_json(),
-            "actual": actual.to_json() if actual is not None else None,
-            "cause": row.cause.kind if row.cause else None,
-            "detail": row.cause.detail if row.cause else None,
-            "lost_tokens": row.lost_tokens,
-            "cost_usd": round(row.cost_usd, 6),
-            "cost_lost_usd": round(row.cost_lost_usd, 6),
-        }
+            self._live = LiveAnalysis()
+        return self._live.analyze(
+            sent.key,
+            sent.sent,
+            "anthropic" if sent.dialect == "anthropic" else "openai",
+            size=len(jsonio.dumps(sent.sent.get("messages"))),
+            started=sent.started,
+            first_byte=first or finished,
+            usage=usage,
+        )
 
     def close(self) -> None:
         """Wait for the pending bookkeeping, then close the stores and the record."""

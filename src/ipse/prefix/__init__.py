@@ -22,6 +22,7 @@ from ipse.prefix._causes import CAUSES, Cause
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._layers import BlockHash, Layer, layers
 from ipse.prefix._lint import Finding, lint
+from ipse.prefix._live import LiveAnalysis
 from ipse.prefix._report import MIN_TOKENS, PrefixReport, Row, analyze
 from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
 from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
@@ -40,6 +41,7 @@ __all__ = [
     "Cause",
     "Finding",
     "Layer",
+    "LiveAnalysis",
     "Prediction",
     "PrefixEdit",
     "PrefixReport",

@@ -44,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ipse import __version__, _notes, jsonio
 from ipse.errors import MissingExtra
@@ -67,6 +67,9 @@ from ipse.proxy._wire import (
 )
 from ipse.redact import is_credential_name, redact, redact_query
 
+if TYPE_CHECKING:
+    from ipse.prefix import LiveAnalysis
+
 try:
     import anyio
     import httpx
@@ -84,8 +87,6 @@ SERVICE = "ipse-proxy"
 _USAGE_CAP = 8 * 1024 * 1024  # bytes of a response kept to read usage (all when recording)
 _INLINE_REWRITE = 256 * 1024  # smaller bodies are rewritten on the event loop
 _ANALYSIS_BACKLOG = 32  # bookkeeping tasks waiting beyond which the cache analysis is skipped
-_PREVIOUS_MAX = 128  # conversations whose previous request is kept for the cache model
-_PREVIOUS_BYTES = 128 * 1024 * 1024
 _ANCHORS_MAX = 4096  # conversations whose checkpoint anchor is kept in memory
 _SAVINGS_MAX = 128  # handoffs whose measured saving is kept (one count per checkpoint)
 STORE_WAIT = 5.0  # seconds a request waits, at most, for the store (archive, count)
@@ -157,11 +158,8 @@ class ProxyState:
         self._store: Any = None
         self._archive: Any = None
         self._recorder = Recorder(config.record) if config.record is not None else None
-        # each conversation's previous request, for the cache model (bounded in count and bytes)
-        self._previous: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._live: LiveAnalysis | None = None  # each conversation's previous request
         self._savings = _Recent(_SAVINGS_MAX)  # tokens saved, per checkpoint of a conversation
-        self._previous_bytes = 0
-        self._counter = itertools.count()
         self._log_stream = log_stream
         self._lock = threading.Lock()
         self._archive_lock = threading.Lock()
@@ -414,40 +412,20 @@ class ProxyState:
             or ex.status != 200
         ):
             return None
-        from datetime import UTC, datetime
+        if self._live is None:  # (the cache model's modules on the first request it analyses)
+            from ipse.prefix import LiveAnalysis
 
-        from ipse.prefix import Request as PrefixRequest
-        from ipse.prefix import actual_tokens, analyze
-
+            self._live = LiveAnalysis()
         body = ex.rewrite.body if ex.rewrite is not None and ex.rewrite.body else ex.parsed
-        when = datetime.fromtimestamp(ex.started, tz=UTC)
-        first = datetime.fromtimestamp(ex.first_byte or ex.finished, tz=UTC)
-        provider = "anthropic" if ex.provider == "anthropic" else "openai"
-        current = PrefixRequest(next(self._counter), body, provider, when, first, usage)
-        previous, old_size = self._previous.pop(ex.key, (None, 0))
-        self._previous[ex.key] = (current, len(ex.sent_body))
-        self._previous_bytes += len(ex.sent_body) - old_size
-        while len(self._previous) > 1 and (
-            len(self._previous) > _PREVIOUS_MAX or self._previous_bytes > _PREVIOUS_BYTES
-        ):
-            _, (_, size) = self._previous.popitem(last=False)
-            self._previous_bytes -= size
-        requests = [previous, current] if previous is not None else [current]
-        try:
-            report = analyze(requests, provider, tokenizer="auto")
-        except Exception as exc:  # an odd body must not stop the log
-            return {"error": str(exc)}
-        row = report.rows[-1]
-        actual = actual_tokens(usage)
-        return {
-            "predicted": row.predicted.to_json(),
-            "actual": actual.to_json() if actual is not None else None,
-            "cause": row.cause.kind if row.cause else None,
-            "detail": row.cause.detail if row.cause else None,
-            "lost_tokens": row.lost_tokens,
-            "cost_usd": round(row.cost_usd, 6),
-            "cost_lost_usd": round(row.cost_lost_usd, 6),
-        }
+        return self._live.analyze(
+            ex.key,
+            body,
+            "anthropic" if ex.provider == "anthropic" else "openai",
+            size=len(ex.sent_body),
+            started=ex.started,
+            first_byte=ex.first_byte or ex.finished,
+            usage=usage,
+        )
 
 
 def _counted(ex: Exchange) -> Exchange:
