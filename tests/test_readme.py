@@ -1,14 +1,15 @@
-"""Every command the README shows works as written.
+"""Every command the README and the documentation pages show works as written.
 
-The README is read when the test runs (it changes often): each ``ipse ...`` command of its
-fenced ``sh`` blocks runs in a scratch folder holding what the README tells a user to have
-there: the files its ``toml`` blocks name in their first line (``# twin.toml``), the files its
-``echo ... > FILE`` lines write, the examples folder of the checkout, and the placeholders it
-uses for the user's own data (``SESSION.jsonl``, ``captured-requests/``, ...) made from the
-example session. Each command must exit 0. A line that is not an ``ipse`` command is run when
-it only writes a file (``echo``), and is otherwise matched by `NOT_RUN`, with the reason; so is
-an ``ipse`` command that runs until stopped, or that may leave a proxy running. A README line
-of another kind fails the test until it is run or listed.
+The README and docs/*.md are read when the test runs (they change often): each ``ipse ...``
+command of a page's fenced ``sh`` blocks runs, in order, in a scratch folder of that page's own
+holding what the pages tell a user to have there: the files their ``toml`` blocks name in their
+first line (``# twin.toml``), the files the page's ``echo ... > FILE`` lines write, the examples
+folder of the checkout, and the placeholders the pages use for the user's own data
+(``SESSION.jsonl``, ``captured-requests/``, ...) made from the example session. Each command
+must exit 0. A line that is not an ``ipse`` command is run when it only writes a file
+(``echo``), and is otherwise matched by `NOT_RUN`, with the reason; so is an ``ipse`` command
+that runs until stopped, or that may leave a proxy running. A line of another kind fails the
+test until it is run or listed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ from typing import Any
 from tests.conftest import EXAMPLE_SESSION, REPO, run_cli
 
 README = REPO / "README.md"
+# The README and the documentation site's pages, each run in a scratch folder of its own.
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+
+
+def _all_text() -> str:
+    return "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
+
 
 # A line (or a part of one joined by &&) that matches -> why the test does not run it.
 NOT_RUN = {
@@ -122,17 +130,28 @@ def _scratch(folder: Path, text: str) -> dict[str, str]:
     return env
 
 
-def test_every_ipse_command_in_the_readme_runs_as_written(tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
-    env = _scratch(tmp_path, text)
+def test_every_ipse_command_in_the_readme_and_the_docs_runs_as_written(tmp_path: Path) -> None:
     values = {"SESSION_ID": _example_session_id()}
     assert set(values) == set(PLACEHOLDERS)
     # `ipse` is this checkout's, whatever is installed: a shell function over the interpreter
     prelude = f'ipse() {{ "{sys.executable}" -m ipse "$@"; }}\n'
     ran: list[str] = []
-    failed = _run_all(text, tmp_path, env, values, prelude, ran)
+    failed: list[tuple[str, str, str]] = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        if not _parts(text):
+            continue
+        folder = tmp_path / page.stem
+        folder.mkdir()
+        env = _scratch(folder, _all_text())  # a page may use the config another shows
+        done = _run_all(text, folder, env, values, prelude, ran)
+        failed.extend((page.name, part, why) for part, why in done)
     assert failed == []
-    assert len(ran) >= 10, ran  # the README's commands were found
+    assert len(ran) >= 10, ran  # the pages' commands were found
+    readme = [
+        part for part in _parts(README.read_text(encoding="utf-8")) if part.startswith("ipse ")
+    ]
+    assert len(readme) >= 3, readme  # the README shows commands of its own
 
 
 def _run_all(
@@ -172,7 +191,7 @@ def _run_all(
 
 
 def test_every_extra_the_readme_installs_exists_and_comes_from_the_checkout() -> None:
-    text = README.read_text(encoding="utf-8")
+    text = _all_text()
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
@@ -184,7 +203,7 @@ def test_every_extra_the_readme_installs_exists_and_comes_from_the_checkout() ->
 
 def test_the_print_commands_the_readme_names_in_its_text_run_as_written() -> None:
     """``ipse micro-handoff tool`` and ``prompt`` are quoted inline, with no argument."""
-    quoted = re.findall(r"`(ipse micro-handoff [a-z]+)`", README.read_text(encoding="utf-8"))
+    quoted = re.findall(r"`(ipse micro-handoff [a-z]+)`", _all_text())
     assert "ipse micro-handoff tool" in quoted and "ipse micro-handoff prompt" in quoted
     for command in quoted:
         done = run_cli(*command.split()[1:])

@@ -1,6 +1,7 @@
 """The format table is the one place that knows formats: every ``--format`` offers its names,
 sniffing each format's examples gives that format, ``write`` refuses with its reasons, the
-README lists it, and no module outside it branches on a format's name."""
+documentation's formats page (docs/formats.md) lists it, and no module outside it branches on a
+format's name."""
 
 from __future__ import annotations
 
@@ -238,9 +239,9 @@ def test_every_reading_command_offers_exactly_the_tables_names() -> None:
         assert tuple(choice.choices) == FORMATS, command
 
 
-def test_the_readme_lists_the_tables_formats() -> None:
-    text = (REPO / "README.md").read_text()
-    section = text.split("\n## Formats\n", 1)[1].split("\n## ", 1)[0]
+def test_the_formats_page_lists_the_tables_formats() -> None:
+    text = (REPO / "docs" / "formats.md").read_text()
+    section = text.split("# Formats\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")][1:]  # (the header)
     names = [re.match(r"\| `([^`]+)`", row).group(1) for row in rows]  # type: ignore[union-attr]
     assert names == list(FORMATS)

@@ -93,7 +93,7 @@ class Format:
 
 _F, _R, _H, _A, _D = Where.FOLDER, Where.RECORD, Where.HEADER, Where.ARRAY, Where.DOCUMENT
 
-# In the order ``--format`` lists them (and the README's table).
+# In the order ``--format`` lists them (and the table of docs/formats.md).
 FORMAT_TABLE: tuple[Format, ...] = (
     Format("anthropic", Shape.BODY, None, (Sniff(_D, 70, "_sniff:is_anthropic_body"),)),
     Format("openai-chat", Shape.BODY, None, (Sniff(_D, 71, "_sniff:has_messages"),)),
