@@ -141,7 +141,7 @@ def _route(data: Mapping[str, Any], dialect: str) -> str:
         path = "/" + url.split("://", 1)[1].partition("/")[2].split("?")[0]
         if path != "/":
             return path
-    return "/v1/messages" if dialect == "anthropic" else "/v1/chat/completions"
+    return "/v1/messages" if _provider(dialect) == "anthropic" else "/v1/chat/completions"
 
 
 def _plain(value: Any) -> Any:
@@ -184,7 +184,7 @@ def usage_of(response: Any, dialect: str = "anthropic") -> dict[str, Any] | None
         prompt = _count(usage.get("input_tokens")) + read + write  # already the provider's
     else:
         prompt = _count(usage.get("prompt_tokens"))
-    if dialect == "anthropic":
+    if _provider(dialect) == "anthropic":
         read = read or cached
         return {
             "input_tokens": max(0, prompt - read - write),
@@ -192,6 +192,13 @@ def usage_of(response: Any, dialect: str = "anthropic") -> dict[str, Any] | None
             "cache_creation_input_tokens": write,
         }
     return {"prompt_tokens": prompt, "prompt_tokens_details": {"cached_tokens": cached or read}}
+
+
+def _provider(dialect: str) -> str:
+    """Who serves ``dialect``'s route (the codec knows: ``anthropic`` or ``openai``)."""
+    from ipse.transcript import codec
+
+    return codec(dialect).provider
 
 
 def _seconds(value: Any) -> float | None:
@@ -492,7 +499,7 @@ class IpseHandoff(CustomLogger):
         return self._live.analyze(
             sent.key,
             sent.sent,
-            "anthropic" if sent.dialect == "anthropic" else "openai",
+            _provider(sent.dialect),
             size=len(jsonio.dumps(sent.sent.get("messages"))),
             started=sent.started,
             first_byte=first or finished,
