@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ipse.statedir import _seal as seal
 from ipse.statedir import _wal as wal
-from ipse.statedir import add_invariant, init, resume, set_next, verify
+from ipse.statedir import add_invariant, init, resume, set_next, verify_state
 from ipse.statedir._ops import invariant_entry, next_document, sha256_hex
 
 
@@ -178,7 +178,7 @@ def make_invariants(folder: Path, count: int) -> None:
     with open(folder / ".wal", "ab") as handle:
         handle.write(b"\n".join(lines) + b"\n")
     wal.anchor(folder / ".wal", wal.read_all(folder / ".wal").records[-1])
-    report = verify(folder)
+    report = verify_state(folder)
     assert report.ok and not report.warnings, report
 
 
@@ -192,7 +192,7 @@ def bench_verify(base: Path, runs: int) -> None:
             (folder / "10_invariants.md").read_bytes()
             (folder / ".wal").read_bytes()
 
-        t_verify = median_seconds(lambda folder=folder: verify(folder), runs)
+        t_verify = median_seconds(lambda folder=folder: verify_state(folder), runs)
         t_base = median_seconds(baseline, runs)
         ratios[count] = t_verify / t_base
         print(
