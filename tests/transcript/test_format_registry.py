@@ -312,7 +312,12 @@ def _own_modules(name: str) -> set[str]:
 def _branches(tree: ast.Module) -> Iterator[tuple[ast.AST, set[str], set[str]]]:
     """Each place that branches on strings: a comparison, a ``match`` on them, or a table
     keyed by them, with the strings and the names involved."""
-    constants = _module_constants(tree)
+    return _branches_with(tree, _module_constants(tree))
+
+
+def _branches_with(
+    tree: ast.Module, constants: dict[str, set[str]]
+) -> Iterator[tuple[ast.AST, set[str], set[str]]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
@@ -383,6 +388,116 @@ def test_no_module_outside_the_table_branches_on_a_format_name() -> None:
     assert found == [], (
         "ask the format table (ipse.transcript.format_named) instead:\n" + "\n".join(found)
     )
+
+
+# ------------------------------------------------------ no branches on dialect names elsewhere
+
+# The names a body's dialect goes by: the codecs' own and ``openai``, the short name of Chat
+# Completions that ``--format`` options take. ``anthropic`` and ``openai`` also name providers
+# (the upstream whose cache rules and prices apply), so a branch on them counts only when what
+# it tests names a dialect; the other names are only ever dialects.
+_DIALECT_NAMES = set(DIALECTS) | {"openai"}
+_SHARED_NAMES = {"anthropic", "openai"}
+_DIALECT_WORDS = ("dialect", "format", "shape", "fmt")
+_NOT_DIALECT_WORDS = ("provider", "agent")
+
+# The dialect-name branches outside the transcript package (path: the branch's first line, as
+# the scan gives it), each with why it stays; at most three.
+ALLOWED_DIALECT_BRANCHES = {
+    "handoff/_validate.py": (
+        "_RULES: dict[str, Callable[[Sequence[Message]], list[Problem]]] = {'anthropic': "
+        "_anthropic, 'openai-chat': _openai, 'openai-responses': _responses}",
+        "what a rewritten history must satisfy before it is sent is the handoff's judgement, "
+        "one rule set per API; the table is keyed by the codecs' own names",
+    ),
+    "prefix/_assemble.py": (
+        "_SHAPES: dict[str, _Shape] = {'anthropic': _Shape('anthropic', Assembler._anthropic, "
+        "False, True), 'openai': _Shape('openai', Assembler._openai, True, False)}",
+        "the assembler builds requests itself (breakpoints, system messages) and takes only the "
+        "two names its table has; the table is its one place for them",
+    ),
+    "twin/_rehydrate.py": (
+        "fmt in FORMATS",
+        "the twin offers the request front in two dialects and as text: a name it does not "
+        "offer is refused with its own list, and the codec lays out the ones it does",
+    ),
+}
+
+
+def _words_name(words: set[str], parts: tuple[str, ...]) -> bool:
+    return any(p in w for p in parts for w in words)
+
+
+def dialect_comparisons(source: str) -> list[str]:
+    """The places ``source`` branches on a dialect's name: a comparison or ``in`` test, a
+    ``match`` case, or a table keyed by dialect names, where what is tested names a dialect
+    (dialect, format, shape, fmt), or where a name only a dialect has is tested (a table keyed
+    by ``openai-chat``). What names a provider or an agent is another namespace."""
+    found = []
+    tree = ast.parse(source)
+    constants = _module_constants(tree)
+    for statement in tree.body:  # a table's keys stand for the table in ``in`` tests
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and isinstance(
+            statement.value, ast.Dict
+        ):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            keys = {s for k in statement.value.keys if k is not None for s in _strings(k, {})}
+            constants.update({t.id: keys for t in targets if isinstance(t, ast.Name)})
+    for node, strings, words in _branches_with(tree, constants):
+        named = strings & _DIALECT_NAMES
+        if not named or _words_name(words, _NOT_DIALECT_WORDS):
+            continue
+        if named <= _SHARED_NAMES and not _words_name(words, _DIALECT_WORDS):
+            continue
+        found.append(f"{getattr(node, 'lineno', 0)}: {ast.unparse(node).splitlines()[0]}")
+    return found
+
+
+def _outside_transcript() -> list[tuple[str, str]]:
+    """Each dialect-name branch in ``ipse`` outside ``ipse.transcript``: (path, branch)."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.is_relative_to(SRC / "transcript"):
+            continue
+        for hit in dialect_comparisons(path.read_text()):
+            found.append((str(path.relative_to(SRC)), hit.partition(": ")[2]))
+    return found
+
+
+def test_the_dialect_scan_finds_what_it_forbids() -> None:
+    forbidden = {
+        'if dialect == "openai-responses": pass': 1,
+        'if call.dialect == "anthropic": pass': 1,
+        'if fmt == "openai": pass': 1,
+        'x = source.current().dialect != "anthropic"': 1,
+        'if (shape == "anthropic") == (provider == "anthropic"): pass': 1,
+        'if ex.dialect in ("openai-chat", "openai-responses"): pass': 1,
+        '_OPENAI = ("openai-chat",)\nif dialect in _OPENAI: pass': 1,
+        'match dialect:\n    case "openai-chat": pass\n    case _: pass': 1,
+        '_LAST_EVENTS = {"openai-chat": b"[DONE]"}': 1,
+        '_SHAPES = {"anthropic": 1, "openai": 2}': 1,
+        '_SHAPES = {"anthropic": 1}\nif dialect not in _SHAPES: pass': 2,
+        'if provider == "anthropic": pass': 0,
+        'if ex.provider != "openai": pass': 0,
+        'upstreams = {"anthropic": 1, "openai": 2}': 0,
+        'if agent == "anthropic": pass': 0,
+        'if name == "claude-code": pass': 0,
+        "if dialect in DIALECTS: pass": 0,
+        "found = codec(dialect)": 0,
+    }
+    for source, count in forbidden.items():
+        assert len(dialect_comparisons(source)) == count, source
+
+
+def test_at_most_three_dialect_branches_remain_outside_the_transcript_package() -> None:
+    """A mechanism asks the codec (`ipse.transcript.codec`) what a dialect does; the few
+    branches on a dialect's name outside the package are listed, with why, above."""
+    assert len(ALLOWED_DIALECT_BRANCHES) <= 3
+    found = _outside_transcript()
+    allowed = {(path, branch) for path, (branch, _) in ALLOWED_DIALECT_BRANCHES.items()}
+    new = [f"{path}: {branch}" for path, branch in found if (path, branch) not in allowed]
+    assert new == [], "ask the codec (ipse.transcript.codec) instead:\n" + "\n".join(new)
+    assert sorted(found) == sorted(allowed), "an allowed branch is gone: take it off the list"
 
 
 @pytest.mark.parametrize("indent", [None, 2], ids=["one-line", "pretty"])

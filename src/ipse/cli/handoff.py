@@ -24,7 +24,7 @@ from ipse.handoff import (
     run,
 )
 from ipse.tokens import load_before
-from ipse.transcript import FORMATS, Source, load
+from ipse.transcript import FORMATS, Source, codec, load
 
 if TYPE_CHECKING:
     from ipse.archive import LazyArchive
@@ -239,7 +239,7 @@ def _target_writer(
 ) -> Callable[[bytes], None] | None:
     """What writes the handed-off body: a new Claude Code session (its id and path go to
     ``resumed``) or the body itself (see `_writer`)."""
-    if target == "claude-code" and source.current().dialect != "anthropic":
+    if target == "claude-code" and codec(source.current().dialect).provider != "anthropic":
         raise UsageError("--to claude-code needs an Anthropic conversation (a Claude Code session)")
     if target == "claude-code":
         return _session_writer(source, (cwd or Path.cwd()).resolve(), resumed)

@@ -452,6 +452,6 @@ def tools_command(fmt: str) -> None:
     Example:
       ipse twin tools --format openai > twin-tools.json
     """
-    from ipse.twin import anthropic_tools, openai_tools
+    from ipse.twin import tool_definitions
 
-    emit_json(anthropic_tools() if fmt == "anthropic" else openai_tools())
+    emit_json(tool_definitions(fmt))

@@ -77,10 +77,7 @@ SCHEMA: dict[str, Any] = {
 
 def tool_definition(provider: str = "anthropic", name: str = CHECKPOINT_TOOL) -> dict[str, Any]:
     """The checkpoint tool in a dialect's shape (``openai`` stands for ``openai-chat``)."""
-    return codec(_ALIASES.get(provider, provider)).tool(name, DESCRIPTION, SCHEMA)
-
-
-_ALIASES = {"openai": "openai-chat"}
+    return codec(provider).tool(name, DESCRIPTION, SCHEMA)
 
 
 def check_notes(notes: Any) -> Mapping[str, Any]:

@@ -74,12 +74,13 @@ class Assembler:
         ttl: str = "5m",
         counter: TokenCounter | None = None,
     ) -> None:
-        if dialect not in _SHAPES:
+        shape = _SHAPES.get(dialect)
+        if shape is None:
             raise UsageError(f"unknown dialect {dialect!r}; known: {', '.join(_SHAPES)}")
         if ttl not in ("5m", "1h"):
             raise UsageError(f"unknown ttl {ttl!r}; known: 5m, 1h")
         self.dialect: Dialect = dialect
-        self._shape = _SHAPES[dialect]
+        self._shape = shape
         self.model = model
         self.ttl = ttl
         self._counter = counter

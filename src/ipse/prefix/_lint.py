@@ -33,7 +33,7 @@ from ipse.prefix._rules import rules
 from ipse.prefix._volatile import volatile_values
 from ipse.redact import fingerprint
 from ipse.tokens import TokenCounter
-from ipse.transcript import Conversation, body_dialect
+from ipse.transcript import Conversation, body_dialect, codec
 
 _TOOL_KINDS = frozenset({"timestamp", "epoch"})
 
@@ -133,12 +133,12 @@ def _in_shape_of(body: Mapping[str, Any], provider: str) -> Mapping[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list):
         return body
-    shape = body_dialect(body)
-    if (shape == "anthropic") == (provider == "anthropic"):
+    anthropic_body = codec(body_dialect(body)).provider == "anthropic"
+    if anthropic_body == (provider == "anthropic"):
         return body
     out = {k: v for k, v in body.items() if k not in ("system", "tools", "messages")}
     tools = [t for t in body.get("tools") or () if isinstance(t, Mapping)]
-    if shape == "anthropic":
+    if anthropic_body:
         system = body.get("system")
         text = system if isinstance(system, str) else None
         if isinstance(system, list):

@@ -831,23 +831,14 @@ async def _acknowledged(ex: Exchange) -> None:
         _log.warning("ipse proxy: the conversation store is slow; answering before the count")
 
 
-_LAST_EVENTS: dict[str | None, tuple[bytes, ...]] = {
-    "anthropic": (b"message_stop", b"event: error"),
-    "openai-chat": (b"[DONE]",),
-    "openai-responses": (
-        b"response.completed",
-        b"response.failed",
-        b"response.incomplete",
-        b"event: error",
-        b"[DONE]",
-    ),
-}
-
-
 def _last_events(provider: Provider, dialect: str | None) -> tuple[bytes, ...]:
-    """The markers of an event stream's last event for its API (none known: empty)."""
-    key = dialect if dialect is not None else ("anthropic" if provider == "anthropic" else None)
-    return _LAST_EVENTS.get(key, ())
+    """The markers of an event stream's last event for its API (none known: empty): its
+    dialect's, Anthropic's for an Anthropic route of no dialect."""
+    from ipse.transcript import codec
+
+    if dialect is None:
+        return codec(provider).stream_end if provider == "anthropic" else ()
+    return codec(dialect).stream_end
 
 
 def _joined(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -166,14 +166,13 @@ def error_body(provider: Provider, status: int, message: str) -> bytes:
 
 
 def error_event(provider: Provider, dialect: str | None, message: str) -> bytes:
-    """A server-sent error event for a stream that has already begun."""
-    if provider == "anthropic":
-        data = jsonio.dumps(error_document(provider, 502, message))
-        return b"event: error\ndata: " + data + b"\n\n"
-    if dialect == "openai-responses":
-        data = jsonio.dumps({"type": "error", "code": "server_error", "message": message})
-        return b"event: error\ndata: " + data + b"\n\n"
-    return b"data: " + jsonio.dumps(error_document(provider, 502, message)) + b"\n\n"
+    """A server-sent error event for a stream that has already begun: Anthropic's for an
+    Anthropic client whatever the route, else the event of the route's dialect (of Chat
+    Completions for a route with none)."""
+    from ipse.transcript import codec
+
+    shape = provider if provider == "anthropic" or dialect is None else dialect
+    return codec(shape).stream_error(message)
 
 
 __all__ = [

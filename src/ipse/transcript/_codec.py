@@ -4,7 +4,8 @@ A `Codec` reads a request body into a `Conversation` and writes a body, a messag
 back, and answers the questions the mechanisms would otherwise answer by testing the dialect's
 name: how a removed call or result is archived, which keys a stripped message drops, whether
 tool results may span several messages, whether roles must alternate, how a body splits into
-the positions the prompt cache sees. `codec(dialect)` is the one mapping from a name to its
+the positions the prompt cache sees, how a streamed answer ends or reports an error, how a
+request's instructions are laid out. `codec(dialect)` is the one mapping from a name to its
 codec; mechanisms ask it and never branch on the name themselves.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+from ipse import jsonio
 from ipse.errors import UsageError
 from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
 from ipse.transcript.formats import anthropic, openai_chat, openai_responses
@@ -175,6 +177,21 @@ class Codec(Protocol):
         """The raw history item that answers ``call`` with ``text``."""
         ...
 
+    def front(self, texts: Sequence[str]) -> dict[str, Any]:
+        """The body keys that carry ``texts`` as a request's instructions, in order (what
+        `raw_front` reads back; where they are messages, the history's first), a prompt-cache
+        breakpoint after the last where the dialect marks breakpoints."""
+        ...
+
+    @property
+    def stream_end(self) -> tuple[bytes, ...]:
+        """Markers of a streamed answer's last event: a stream that has sent one is whole."""
+        ...
+
+    def stream_error(self, message: str) -> bytes:
+        """The server-sent event that reports an error in a stream that has already begun."""
+        ...
+
 
 def _as_text(text: str) -> dict[str, str]:
     return {"type": "text", "text": text}
@@ -196,6 +213,7 @@ class _Anthropic:
     server_tool_types = frozenset({"server_tool_use", "mcp_tool_use"})
     breakpoint_key: str | None = "cache_control"
     thinking_binds = True
+    stream_end: tuple[bytes, ...] = (b"message_stop", b"event: error")
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return anthropic.read_body(body, source=source)
@@ -260,6 +278,16 @@ class _Anthropic:
         result = {"type": "tool_result", "tool_use_id": _call_id(call), "content": text}
         return {"role": "user", "content": [result]}
 
+    def front(self, texts: Sequence[str]) -> dict[str, Any]:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
+        if blocks:
+            blocks[-1]["cache_control"] = {"type": "ephemeral"}
+        return {"system": blocks}
+
+    def stream_error(self, message: str) -> bytes:
+        error = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + jsonio.dumps(error) + b"\n\n"
+
 
 def _call_id(call: Block) -> str:
     return str(getattr(call, "id", ""))
@@ -290,6 +318,7 @@ class _OpenAIChat:
     server_tool_types: frozenset[str] = frozenset()
     breakpoint_key: str | None = None
     thinking_binds = False
+    stream_end: tuple[bytes, ...] = (b"[DONE]",)
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_chat.read_body(body, source=source)
@@ -372,6 +401,13 @@ class _OpenAIChat:
     def raw_answer(self, call: Block, text: str) -> Any:
         return {"role": "tool", "tool_call_id": _call_id(call), "content": text}
 
+    def front(self, texts: Sequence[str]) -> dict[str, Any]:
+        return {"messages": [{"role": "system", "content": text} for text in texts]}
+
+    def stream_error(self, message: str) -> bytes:
+        error = {"message": message, "type": "server_error", "param": None, "code": None}
+        return b"data: " + jsonio.dumps({"error": error}) + b"\n\n"
+
 
 class _OpenAIResponses:
     dialect: Dialect = "openai-responses"
@@ -385,6 +421,13 @@ class _OpenAIResponses:
     server_tool_types = openai_responses.HOSTED_TYPES
     breakpoint_key: str | None = None
     thinking_binds = False
+    stream_end: tuple[bytes, ...] = (
+        b"response.completed",
+        b"response.failed",
+        b"response.incomplete",
+        b"event: error",
+        b"[DONE]",
+    )
 
     def read_body(self, body: Any, *, source: str | None = None) -> Conversation:
         return openai_responses.read_body(body, source=source)
@@ -454,6 +497,13 @@ class _OpenAIResponses:
             output = "function_call_output"
         return {"type": output, "call_id": _call_id(call), "output": text}
 
+    def front(self, texts: Sequence[str]) -> dict[str, Any]:
+        return {"instructions": "\n\n".join(texts)}
+
+    def stream_error(self, message: str) -> bytes:
+        error = {"type": "error", "code": "server_error", "message": message}
+        return b"event: error\ndata: " + jsonio.dumps(error) + b"\n\n"
+
 
 _CODECS: dict[str, Codec] = {
     "anthropic": _Anthropic(),
@@ -461,11 +511,15 @@ _CODECS: dict[str, Codec] = {
     "openai-responses": _OpenAIResponses(),
 }
 DIALECTS: tuple[Dialect, ...] = ("anthropic", "openai-chat", "openai-responses")
+# Other names of a dialect: ``openai``, as options that choose between Anthropic's and OpenAI's
+# shapes (``--format openai``) name Chat Completions.
+_ALIASES = {"openai": "openai-chat"}
 
 
 def codec(dialect: str) -> Codec:
-    """The codec of a dialect; `UsageError` for a name no codec has."""
-    found = _CODECS.get(dialect)
+    """The codec of a dialect (``openai`` stands for ``openai-chat``); `UsageError` for a name
+    no codec has."""
+    found = _CODECS.get(_ALIASES.get(dialect, dialect))
     if found is None:
         raise UsageError(f"no codec for {dialect!r}; known: {', '.join(DIALECTS)}")
     return found

@@ -23,6 +23,7 @@ from ipse.twin._tools import (
     anthropic_tools,
     dispatch,
     openai_tools,
+    tool_definitions,
     usage_lines,
 )
 from ipse.twin._transitions import (
@@ -84,6 +85,7 @@ __all__ = [
     "set_counterparty",
     "state_hash",
     "supersede_fact",
+    "tool_definitions",
     "usage_lines",
     "use_fact",
 ]

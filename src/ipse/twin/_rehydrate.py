@@ -70,20 +70,21 @@ class Rehydration:
         """True when the twin had no snapshot: the clean role alone."""
         return self.context is None
 
+    def _front(self, dialect: str) -> dict[str, Any]:
+        """The request prefix in a dialect's shape (``openai``: Chat Completions): the role,
+        then the resumption text, as the dialect carries instructions."""
+        from ipse.transcript import codec
+
+        texts = [self.role] if self.context is None else [self.role, self.context]
+        return codec(dialect).front(texts)
+
     def anthropic(self) -> dict[str, Any]:
         """An Anthropic Messages request prefix: ``system`` blocks, cache breakpoint last."""
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": self.role}]
-        if self.context is not None:
-            blocks.append({"type": "text", "text": self.context})
-        blocks[-1]["cache_control"] = {"type": "ephemeral"}
-        return {"system": blocks}
+        return self._front("anthropic")
 
     def openai(self) -> dict[str, Any]:
         """An OpenAI Chat Completions request prefix: leading system messages."""
-        messages = [{"role": "system", "content": self.role}]
-        if self.context is not None:
-            messages.append({"role": "system", "content": self.context})
-        return {"messages": messages}
+        return self._front("openai")
 
     def text(self) -> str:
         """Plain text: the role, a blank line, the resumption text."""
@@ -93,12 +94,10 @@ class Rehydration:
 
     def render(self, fmt: str) -> dict[str, Any] | str:
         """The prefix in ``fmt`` (anthropic, openai or text)."""
-        if fmt == "anthropic":
-            return self.anthropic()
-        if fmt == "openai":
-            return self.openai()
         if fmt == "text":
             return self.text()
+        if fmt in FORMATS:
+            return self._front(fmt)
         raise InputError(f"format: unknown format {fmt!r} (use {', '.join(FORMATS)})")
 
     def to_bytes(self, fmt: str = "anthropic") -> bytes:

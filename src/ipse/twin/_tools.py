@@ -110,20 +110,23 @@ def usage_lines() -> list[str]:
     return lines
 
 
+def tool_definitions(dialect: str) -> list[dict[str, Any]]:
+    """The transitions as tool definitions in a dialect's shape (``openai``: Chat Completions);
+    `UsageError` for a dialect no codec has."""
+    from ipse.transcript import codec
+
+    dialect_codec = codec(dialect)
+    return [dialect_codec.tool(name, desc, schema) for name, desc, schema in TOOL_SPECS]
+
+
 def anthropic_tools() -> list[dict[str, Any]]:
     """The transitions as Anthropic Messages tool definitions."""
-    return [
-        {"name": name, "description": desc, "input_schema": schema}
-        for name, desc, schema in TOOL_SPECS
-    ]
+    return tool_definitions("anthropic")
 
 
 def openai_tools() -> list[dict[str, Any]]:
     """The transitions as OpenAI function tools (Chat Completions shape)."""
-    return [
-        {"type": "function", "function": {"name": n, "description": d, "parameters": s}}
-        for n, d, s in TOOL_SPECS
-    ]
+    return tool_definitions("openai")
 
 
 @dataclass(frozen=True)
@@ -151,13 +154,12 @@ class Dispatched:
 
     def results(self) -> list[dict[str, Any]]:
         """One result per applied call, in the caller's provider shape."""
+        from ipse.transcript import ToolResult, codec
+
         out: list[dict[str, Any]] = []
         for call in self.calls:
             text = f"ok: {call.name} applied"
-            if call.dialect == "anthropic":
-                out.append({"type": "tool_result", "tool_use_id": call.id, "content": text})
-            else:
-                out.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            out.append(dict(codec(call.dialect).write_block(ToolResult(call.id, text))))
         return out
 
 
