@@ -153,8 +153,11 @@ class ProxyState:
         self.anchors = _Recent(_ANCHORS_MAX)  # conversation key -> its checkpoint call's id
         self.secret = secret()  # what the health endpoint proves it knows (`ipse.proxy._owner`)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-books")
-        # the writes a response waits for (archive, conversation counters): see `ahead`
+        # the writes a response waits for: the conversation counters (`count_ahead`), and the
+        # archive (`ahead`) on a thread of its own, since a SQLite connection may only be used
+        # by the thread that opened it
         self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ipse-proxy-store")
+        self._archiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-archive")
         self._store: Any = None
         self._archive: Any = None
         self._recorder = Recorder(config.record) if config.record is not None else None
@@ -207,6 +210,7 @@ class ProxyState:
         """Wait for every pending bookkeeping task, then close the stores and the record."""
         self._executor.shutdown(wait=True)
         self._ahead.shutdown(wait=True)
+        self._archiver.shutdown(wait=True)
         if self._recorder is not None:
             self._recorder.close()
         for closable in (self._store, self._archive):
@@ -215,9 +219,9 @@ class ProxyState:
                     closable.close()
 
     async def ahead(self, task: Callable[[], Any]) -> Any:
-        """Run a store write off the event loop, on the threads whose writes a response waits
-        for (the conversation store and the archive each serialise on one connection)."""
-        return await asyncio.wrap_future(self._ahead.submit(task))
+        """Run an archive write off the event loop, on the archive's own thread (its one
+        connection serialises the transactions; a SQLite one is bound to that thread)."""
+        return await asyncio.wrap_future(self._archiver.submit(task))
 
     def count_ahead(self, ex: Exchange) -> Future[int | None] | None:
         """Start counting the request in its conversation (`_count`) while it goes upstream; the
