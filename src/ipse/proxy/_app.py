@@ -152,6 +152,9 @@ class ProxyState:
         self.counters = InFlight()
         self.anchors = _Recent(_ANCHORS_MAX)  # conversation key -> its checkpoint call's id
         self.secret = secret()  # what the health endpoint proves it knows (`ipse.proxy._owner`)
+        # the process that answers for the proxy: the one that built the app, which is the
+        # supervisor of the workers forked from it (`ipse.proxy._workers`)
+        self.pid = os.getpid()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-books")
         # the writes a response waits for: the conversation counters (`count_ahead`), and the
         # archive (`ahead`) on a thread of its own, since a SQLite connection may only be used
@@ -580,7 +583,9 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
             "ok": True,
             "service": SERVICE,
             "version": __version__,
-            "pid": os.getpid(),
+            "pid": state.pid,
+            "worker": os.getpid(),  # the process that answered: counters below are its own
+            "workers": config.workers,
             "inflight": state.inflight,
             "requests": state.requests,
             "pending_bookkeeping": state.pending,
@@ -593,7 +598,7 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
         nonce = request.query_params.get("nonce")
         if nonce is not None:
             server = request.scope.get("server") or (None, 0)
-            document["proof"] = prove(state.secret, nonce, int(server[1] or 0), os.getpid())
+            document["proof"] = prove(state.secret, nonce, int(server[1] or 0), state.pid)
         return Response(jsonio.dumps(document), media_type="application/json")
 
     async def handle(request: Request) -> Response:
