@@ -342,3 +342,32 @@ def test_workers_are_counted_from_one() -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "--workers" in done.stderr
+
+
+def test_workers_that_keep_dying_at_start_stop_the_proxy(tmp_path: Path) -> None:
+    from ipse.proxy._workers import GIVE_UP
+
+    port = rp.free_port()
+    command = [sys.executable, "-m", "ipse", "proxy", "--port", str(port), "--workers", "2",
+               "--anthropic-upstream", "http://127.0.0.1:9"]  # fmt: skip
+    env = {**os.environ, "IPSE_HOME": str(tmp_path)}
+    killed: set[int] = set()
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as supervisor:
+        try:
+            deadline = time.monotonic() + 60
+            while supervisor.poll() is None and time.monotonic() < deadline:
+                for pid in set(_children(supervisor.pid)) - killed:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                time.sleep(0.02)
+            code = supervisor.wait(timeout=60)
+        finally:
+            supervisor.kill()
+        assert supervisor.stderr is not None
+        log = supervisor.stderr.read()
+    assert code == 1, log
+    assert f"{GIVE_UP} workers in a row died within" in log
+    assert "did not stop" not in log  # every worker reaped, none waited for twice
+    assert GIVE_UP <= len(killed) <= GIVE_UP + 2
+    assert all(_gone(pid) for pid in killed)

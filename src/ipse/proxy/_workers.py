@@ -130,8 +130,7 @@ class Supervisor:
 
     def _supervise(self) -> int:
         while not self.stopping:
-            for pid, status in self._reaped():
-                lived = time.monotonic() - self.workers.pop(pid)
+            for pid, status, lived in self._reaped():
                 self.early = self.early + 1 if lived < EARLY else 0
                 if self.early >= GIVE_UP:
                     _say(f"worker {pid} {_how(status)}; {GIVE_UP} workers in a row died within "
@@ -142,9 +141,10 @@ class Supervisor:
             time.sleep(_POLL)
         return 0
 
-    def _reaped(self) -> list[tuple[int, int]]:
-        """The workers that ended since the last look, with their wait status."""
-        ended: list[tuple[int, int]] = []
+    def _reaped(self) -> list[tuple[int, int, float]]:
+        """The workers that ended since the last look, with their wait status and how long
+        they lived; no longer counted as workers (their pids may be reused at once)."""
+        ended: list[tuple[int, int, float]] = []
         while self.workers:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -153,7 +153,7 @@ class Supervisor:
             if pid == 0:
                 break
             if pid in self.workers:
-                ended.append((pid, status))
+                ended.append((pid, status, time.monotonic() - self.workers.pop(pid)))
         return ended
 
     def _stop_all(self) -> None:
@@ -163,8 +163,7 @@ class Supervisor:
                 os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + GRACE
         while self.workers and time.monotonic() < deadline:
-            for pid, _ in self._reaped():
-                self.workers.pop(pid, None)
+            self._reaped()
             time.sleep(_POLL)
         for pid in list(self.workers):
             _say(f"worker {pid} did not stop within {GRACE:.0f} s: killing it")
