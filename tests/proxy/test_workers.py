@@ -234,8 +234,9 @@ def test_stop_leaves_no_process_behind(tmp_path: Path) -> None:
         workers = _children(supervisor)
         health = _health(started["url"])
         assert health["pid"] == supervisor and health["worker"] in workers
-        again = _ipse(tmp_path, "proxy", "start", *options, "--workers", "2", "--json")
-        assert again.returncode == 0 and json.loads(again.stdout)["started"] is False
+        for more in (("--workers", "2"), ()):  # as started, or saying nothing of workers
+            again = _ipse(tmp_path, "proxy", "start", *options, *more, "--json")
+            assert again.returncode == 0 and json.loads(again.stdout)["started"] is False
         other = _ipse(tmp_path, "proxy", "start", *options, "--workers", "3")
         assert other.returncode == 2 and "2 workers" in other.stderr, other.stderr
         status = _ipse(tmp_path, "proxy", "status", "--port", port)

@@ -214,7 +214,9 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
         health = listener.health
         given = _given(ctx, _SETTINGS)
         same = health.get("settings") == config.digest()
-        if not given or (same and health.get("workers", 1) == config.workers):
+        if "workers" in given:  # else any count will do (a hook's start names none)
+            same = same and health.get("workers", 1) == config.workers
+        if not given or same:
             _say(as_json, {"running": True, "started": False, "url": url, "pid": listener.pid},
                  f"ipse proxy: already running at {url} (pid {listener.pid})")  # fmt: skip
             return
