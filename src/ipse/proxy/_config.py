@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -87,6 +88,8 @@ class ProxyConfig:
             raise UsageError(f"--port: 0 to 65535, got {self.port}")
         if self.workers < 1:
             raise UsageError(f"--workers: at least 1, got {self.workers}")
+        if self.workers > 1 and not hasattr(os, "fork"):
+            raise UsageError("--workers above 1 needs os.fork (Linux, macOS)")
         if self.read_timeout <= 0 or self.connect_timeout <= 0:
             raise UsageError("timeouts must be positive")
 

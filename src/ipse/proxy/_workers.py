@@ -177,10 +177,6 @@ class Supervisor:
 def supervise(count: int, serve: Callable[[], None], sock: socket.socket) -> int:
     """Run ``count`` workers of ``serve`` on ``sock`` until SIGTERM or SIGINT (see `Supervisor`);
     the exit status for the proxy."""
-    if not hasattr(os, "fork"):
-        from ipse.errors import UsageError
-
-        raise UsageError("--workers above 1 needs os.fork (Linux, macOS)")
     try:
         return Supervisor(count, serve).run()
     finally:
