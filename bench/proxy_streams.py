@@ -12,11 +12,13 @@ store in a fresh schema of ``$IPSE_TEST_DATABASE_URL`` (dropped at the end; ``--
 for the default store instead).
 
 Measured in one run: ``--streams`` clients at once (default 200), ``--rounds`` times, first
-direct, then through the proxy; prints how many clients got exactly their own bytes, the store's
-conversation count, and the wall time of a round through the proxy over direct. It stops by
-itself.
+direct, then through the proxy (and, with ``--workers N``, through a second proxy of N workers
+on a store of its own, in turn with the first); prints how many clients got exactly their own
+bytes, the store's conversation count, the wall time of a round through the proxy over direct,
+and with ``--workers`` the wall time of N workers over one. It stops by itself.
 
     python bench/proxy_streams.py [--streams 200] [--rounds 3] [--events 20] [--gap 5]
+                                  [--workers N]
 """
 
 from __future__ import annotations
@@ -237,6 +239,73 @@ def _conversations(store: str) -> tuple[int, int]:
         conversations.close()
 
 
+def _proxy(
+    args: argparse.Namespace, direct: str, workers: int
+) -> tuple[subprocess.Popen[bytes], str, str, str | None]:
+    """``python -m ipse proxy`` with ``workers`` workers on a store of its own: the process,
+    its URL, the store URL and the schema to drop."""
+    port = _free_port()
+    home = tempfile.mkdtemp(prefix="ipse-bench-streams-")
+    store, schema = _store_url(args.store, home)
+    command = [sys.executable, "-m", "ipse", "proxy", "--port", str(port),
+               "--anthropic-upstream", direct, "--store", store, "--no-analysis",
+               "--workers", str(workers)]  # fmt: skip
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, "IPSE_HOME": home},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    _wait(url + "/ipse/health")
+    return process, url, store, schema
+
+
+def _cpu(pid: int | None) -> float:
+    """CPU seconds used so far by process ``pid`` and its live children (Linux ``/proc``;
+    0 elsewhere)."""
+    if pid is None or not os.path.exists("/proc"):
+        return 0.0
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _rounds(
+    args: argparse.Namespace, targets: dict[str, tuple[str, int | None]], upstream: int | None
+) -> dict[str, list[float]]:
+    """``--rounds`` rounds, each target in turn: clients with exactly their own bytes, seconds,
+    and the CPU seconds of the target's processes, of the clients and of the upstream."""
+    totals = {name: [0, 0.0, 0.0, 0.0, 0.0] for name in targets}
+    for r in range(args.rounds):
+        for name, (base, pid) in targets.items():
+            before = (_cpu(pid), time.process_time(), _cpu(upstream))
+            exact, seconds = asyncio.run(
+                _round(base + "/v1/messages", args.streams, args.events, f"r{r}{name[0]}{name[-1]}")
+            )
+            after = (_cpu(pid), time.process_time(), _cpu(upstream))
+            totals[name][0] += exact
+            totals[name][1] += seconds
+            for n in range(3):
+                totals[name][2 + n] += after[n] - before[n]
+            print(
+                f"  round {r + 1} {name:9}: {exact}/{args.streams} clients got exactly "
+                f"their own bytes, {seconds:.2f} s; CPU s: proxy {after[0] - before[0]:.2f}, "
+                f"clients {after[1] - before[1]:.2f}, upstream {after[2] - before[2]:.2f}"
+            )
+    return totals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=200, help="concurrent clients")
@@ -244,73 +313,65 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20, help="events per stream")
     parser.add_argument("--gap", type=float, default=5.0, help="ms between upstream events")
     parser.add_argument("--store", choices=("postgresql", "sqlite"), default="postgresql")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also run a proxy with this many workers"
+    )
     args = parser.parse_args()
-    up_port, proxy_port = _free_port(), _free_port()
+    up_port = _free_port()
     upstream = multiprocessing.Process(
         target=_upstream_process, args=(up_port, args.events, args.gap / 1000), daemon=True
     )
     upstream.start()
     direct = f"http://127.0.0.1:{up_port}"
-    home = tempfile.mkdtemp(prefix="ipse-bench-streams-")
-    store, schema = _store_url(args.store, home)
-    env = {**os.environ, "IPSE_HOME": home}
-    proxy = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ipse",
-            "proxy",
-            "--port",
-            str(proxy_port),
-            "--anthropic-upstream",
-            direct,
-            "--store",
-            store,
-            "--no-analysis",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    proxied = f"http://127.0.0.1:{proxy_port}"
+    counts = sorted({1, args.workers})
+    proxies = {}
     try:
-        _wait(proxied + "/ipse/health")
+        for workers in counts:
+            proxies[f"proxy x{workers}"] = _proxy(args, direct, workers)
         print(
             f"{args.streams} concurrent streams x {args.rounds} rounds, {args.events} events "
-            f"{args.gap} ms apart, store: {args.store}"
+            f"{args.gap} ms apart, store: {args.store}, proxy workers: {counts}"
         )
-        totals = {"direct": [0, 0.0], "proxy": [0, 0.0]}
-        for r in range(args.rounds):
-            for name, base in (("direct", direct), ("proxy", proxied)):
-                exact, seconds = asyncio.run(
-                    _round(base + "/v1/messages", args.streams, args.events, f"r{r}{name[0]}")
-                )
-                totals[name][0] += exact
-                totals[name][1] += seconds
-                print(
-                    f"  round {r + 1} {name:6}: {exact}/{args.streams} clients got exactly "
-                    f"their own bytes, {seconds:.2f} s"
-                )
-        # the bookkeeping drains on a clean stop: then the store has every conversation
-        proxy.terminate()
-        proxy.wait(timeout=120)
-        booked, handoffs = _conversations(store)
-        expected = args.streams * args.rounds
-        wanted = args.rounds * len(range(0, args.streams, 4))
-        d, p = totals["direct"], totals["proxy"]
-        print(
-            f"exact: direct {d[0]}/{expected}, proxy {p[0]}/{expected}; conversations in the "
-            f"store {booked}/{expected} (handoffs {handoffs}/{wanted}); wall time "
-            f"proxy/direct {p[1] / d[1]:.2f}"
-        )
-        if p[0] != expected or booked != expected or handoffs != wanted:
-            raise SystemExit(1)
+        targets = {"direct": (direct, None), **{n: (p[1], p[0].pid) for n, p in proxies.items()}}
+        totals = _rounds(args, targets, upstream.pid)
+        _report(args, proxies, totals)
     finally:
-        if proxy.poll() is None:
-            proxy.terminate()
-            proxy.wait(timeout=60)
+        for process, _, _, schema in proxies.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=60)
+            _drop(schema)
         upstream.terminate()
-        _drop(schema)
+
+
+def _report(
+    args: argparse.Namespace,
+    proxies: dict[str, tuple[subprocess.Popen[bytes], str, str, str | None]],
+    totals: dict[str, list[float]],
+) -> None:
+    expected = args.streams * args.rounds
+    wanted = args.rounds * len(range(0, args.streams, 4))
+    d = totals["direct"]
+    failed = d[0] != expected
+    print(f"exact: direct {d[0]}/{expected}")
+    for name, (process, _, store, _) in proxies.items():
+        # the bookkeeping drains on a clean stop: then the store has every conversation
+        process.terminate()
+        process.wait(timeout=120)
+        booked, handoffs = _conversations(store)
+        p = totals[name]
+        print(
+            f"{name}: exact {p[0]}/{expected}; conversations in the store {booked}/{expected} "
+            f"(handoffs {handoffs}/{wanted}); wall time over direct {p[1] / d[1]:.2f}; the "
+            f"proxy busy {p[2] / p[1]:.2f} cores, the clients {p[3] / p[1]:.2f}, the "
+            f"upstream {p[4] / p[1]:.2f}"
+        )
+        failed |= p[0] != expected or booked != expected or handoffs != wanted
+    if len(proxies) > 1:
+        one, more = (totals[name][1] for name in proxies)
+        print(f"wall time {list(proxies)[1]} over proxy x1: {more / one:.2f}")
+    if failed:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

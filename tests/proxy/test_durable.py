@@ -132,3 +132,34 @@ def test_a_hung_store_delays_answers_but_never_stops_them(
     finally:
         conversations.close()
     assert state is not None and state.requests == 1 and state.handoffs == 0
+
+
+def test_every_handoff_is_archived_in_the_default_sqlite_store(
+    proxy_factory: ProxyFactory,
+) -> None:
+    # the SQLite archive is opened by one thread and may only be used by it: concurrent
+    # conversations must not find it on another thread (which would skip their handoffs)
+    from tests.support import replicas as rp
+
+    conversations, turns = 8, 3
+    with (
+        anthropic_upstream(answer=rp.answer) as upstream,
+        proxy_factory(upstream.url) as proxy,
+    ):
+        assert proxy.store.startswith("sqlite:")
+        outcome = rp.drive(proxy.url, conversations, turns, retries=0, timeout=120)
+        proxy.settle()
+        sent = rp.received(upstream)
+    assert outcome.exact == conversations * turns
+    assert "not rewritten" not in proxy.log.getvalue()
+    handed_off = [
+        (c, t) for c in range(conversations) for t in range(turns)
+        if sent[rp.marker(c, t)] != [rp.body(c, t)]
+    ]  # fmt: skip
+    assert len(handed_off) == conversations * (turns - rp.CHECKPOINT_TURN)
+    archive = open_archive(proxy.store)
+    try:
+        for c in range(conversations):
+            assert len(archive.items(f"session:{rp.session(c)}")) >= 1
+    finally:
+        archive.close()

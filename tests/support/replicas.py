@@ -28,10 +28,10 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -100,9 +100,16 @@ class Replica:
 
 @contextlib.contextmanager
 def replicas(
-    count: int, upstream: str, store: str, folder: Path, *, timeout: float = 60.0
+    count: int,
+    upstream: str,
+    store: str,
+    folder: Path,
+    *,
+    timeout: float = 60.0,
+    options: Sequence[str] = (),
 ) -> Iterator[list[Replica]]:
-    """``count`` proxies on ``store``, all answering, stopped at the end of the block."""
+    """``count`` proxies on ``store`` (each also given ``options``), all answering, stopped
+    at the end of the block."""
     started: list[Replica] = []
     env = {**os.environ, "IPSE_HOME": str(folder / "home")}
     env["PYTHONPATH"] = os.pathsep.join(
@@ -127,6 +134,7 @@ def replicas(
                     "--store",
                     store,
                     "--no-analysis",
+                    *options,
                 ]
                 process = subprocess.Popen(
                     command,
@@ -332,7 +340,9 @@ async def _one(
     return False
 
 
-async def _drive(url: str, conversations: int, turns: int, retries: int, timeout: float) -> Outcome:
+async def _drive(
+    url: str, conversations: int, turns: range, retries: int, timeout: float
+) -> Outcome:
     outcome = Outcome()
     deadline = time.monotonic() + timeout
     limits = httpx.Limits(max_connections=conversations + 8, max_keepalive_connections=0)
@@ -340,7 +350,7 @@ async def _drive(url: str, conversations: int, turns: int, retries: int, timeout
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0), limits=limits) as client:
 
         async def conversation(c: int) -> None:
-            for turn in range(turns):
+            for turn in turns:
                 if not await _one(client, url, c, turn, outcome, retries, deadline):
                     return
 
@@ -350,16 +360,27 @@ async def _drive(url: str, conversations: int, turns: int, retries: int, timeout
 
 
 def drive(
-    url: str, conversations: int, turns: int, *, retries: int = 3, timeout: float = 300.0
+    url: str,
+    conversations: int,
+    turns: int,
+    *,
+    retries: int = 3,
+    timeout: float = 300.0,
+    first: int = 0,
 ) -> Outcome:
-    """Run ``conversations`` clients at once through ``url``, each its ``turns`` requests in
-    order (a new connection per request, so round robin spreads every turn)."""
-    return asyncio.run(_drive(url, conversations, turns, retries, timeout))
+    """Run ``conversations`` clients at once through ``url``, each its requests from turn
+    ``first`` up to ``turns`` in order (a new connection per request, so round robin spreads
+    every turn)."""
+    return asyncio.run(_drive(url, conversations, range(first, turns), retries, timeout))
+
+
+class Killable(Protocol):
+    def kill(self) -> None: ...
 
 
 @contextlib.contextmanager
 def kill_when(
-    condition: Callable[[], bool], victim: Replica, *, timeout: float = 120.0
+    condition: Callable[[], bool], victim: Killable, *, timeout: float = 120.0
 ) -> Iterator[list[float]]:
     """SIGKILL ``victim`` as soon as ``condition`` holds (polled); the kill times in the list."""
     killed: list[float] = []
@@ -400,6 +421,7 @@ def archived(store: str) -> tuple[set[tuple[str, str, str, str | None]], int, in
 __all__ = [
     "CHECKPOINT_TURN",
     "HAPROXY_CONFIG",
+    "Killable",
     "Outcome",
     "Replica",
     "answer",

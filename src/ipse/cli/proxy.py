@@ -29,13 +29,14 @@ from ipse.proxy import (
     ANTHROPIC_UPSTREAM,
     DEFAULT_HOST,
     DEFAULT_PORT,
+    DEFAULT_WORKERS,
     OPENAI_UPSTREAM,
     READ_TIMEOUT,
     Listener,
 )
 
 _STARTUP_SECONDS = 20.0
-_STOP_SECONDS = 30.0
+_STOP_SECONDS = 40.0  # the workers' grace (`ipse.proxy._workers.GRACE`) and some
 
 
 def _address(function: Any) -> Any:
@@ -86,6 +87,16 @@ def _options(function: Any) -> Any:
             type=float,
             help="Seconds to wait for upstream bytes.",
         ),
+        click.option(
+            "--workers",
+            default=DEFAULT_WORKERS,
+            show_default=True,
+            type=click.IntRange(min=1),
+            help="Processes serving the port (one socket, one store; a dead one is replaced). "
+            "More than 1 helps only when one process's CPU is the limit (many streams at once, "
+            "large bodies to hand off, the cache analysis) and cores are free; a proxy that "
+            "waits on its upstream gains nothing.",
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
@@ -111,6 +122,7 @@ def _config(**options: Any) -> Any:
         analyze=not options["no_analysis"],
         read_timeout=options["read_timeout"],
         tool_names=tuple(options["tool_names"]) or CHECKPOINT_TOOLS,
+        workers=options["workers"],
     )
 
 
@@ -129,12 +141,15 @@ def proxy_group(ctx: click.Context, /, **options: Any) -> None:
     Examples:
       ipse proxy --record exchanges.jsonl
       ipse proxy start && ipse proxy status
+      ipse proxy start --workers 4 --store postgresql://proxy@db/ipse
     """
     if ctx.invoked_subcommand is not None:
         return
     from ipse.proxy import serve
 
-    serve(_config(**options))
+    code = serve(_config(**options))
+    if code:
+        raise SystemExit(code)
 
 
 def _files(port: int) -> tuple[Path, Path]:
@@ -171,7 +186,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 
 
 _SETTINGS = ("anthropic_upstream", "openai_upstream", "record", "store", "json_log",
-             "tool_names", "no_handoff", "no_analysis", "read_timeout")  # fmt: skip
+             "tool_names", "no_handoff", "no_analysis", "read_timeout", "workers")  # fmt: skip
 
 
 @proxy_group.command("start")
@@ -198,14 +213,18 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
             raise _not_yours(url, listener, "not starting")
         health = listener.health
         given = _given(ctx, _SETTINGS)
-        if not given or health.get("settings") == config.digest():
+        same = health.get("settings") == config.digest()
+        if "workers" in given:  # else any count will do (a hook's start names none)
+            same = same and health.get("workers", 1) == config.workers
+        if not given or same:
             _say(as_json, {"running": True, "started": False, "url": url, "pid": listener.pid},
                  f"ipse proxy: already running at {url} (pid {listener.pid})")  # fmt: skip
             return
         if not restart:
             raise UsageError(
                 f"a proxy with other settings runs at {url} (pid {listener.pid}; upstreams "
-                f"{_shown(health.get('upstreams'))}; asked for {_shown(config.upstreams())}); "
+                f"{_shown(health.get('upstreams'))}, {health.get('workers', 1)} workers; asked for "
+                f"{_shown(config.upstreams())}, {config.workers} workers); "
                 "it was left running: add --restart to replace it, or run `ipse proxy stop`"
             )
         _stop(listener.pid, config.port, url)
@@ -270,7 +289,8 @@ def _launch(config: Any, options: dict[str, Any], url: str, as_json: bool) -> No
 
 def _argv(options: dict[str, Any]) -> list[str]:
     out = ["--host", options["host"], "--port", str(options["port"]),
-           "--read-timeout", str(options["read_timeout"])]  # fmt: skip
+           "--read-timeout", str(options["read_timeout"]),
+           "--workers", str(options["workers"])]  # fmt: skip
     for name in ("anthropic_upstream", "openai_upstream"):
         if options[name] is not None:
             out += [f"--{name.replace('_', '-')}", options[name]]
@@ -391,10 +411,11 @@ def status_command(host: str, port: int, as_json: bool) -> None:
     if as_json:
         emit_json(document)
     elif found is not None and listener.own:
-        click.echo(
-            f"ipse proxy: running at {url} (pid {found.get('pid')}, {found.get('requests')} "
-            f"requests, {found.get('inflight')} in flight)"
-        )
+        counts = f"{found.get('requests')} requests, {found.get('inflight')} in flight"
+        workers = found.get("workers", 1)
+        if workers != 1:  # the counts are the answering worker's own
+            counts = f"{workers} workers; worker {found.get('worker')}: {counts}"
+        click.echo(f"ipse proxy: running at {url} (pid {found.get('pid')}, {counts})")
     elif found is not None:
         reason = listener.reason
         click.echo(f"ipse proxy: something answers at {url} but it is not yours ({reason})")

@@ -152,9 +152,15 @@ class ProxyState:
         self.counters = InFlight()
         self.anchors = _Recent(_ANCHORS_MAX)  # conversation key -> its checkpoint call's id
         self.secret = secret()  # what the health endpoint proves it knows (`ipse.proxy._owner`)
+        # the process that answers for the proxy: the one that built the app, which is the
+        # supervisor of the workers forked from it (`ipse.proxy._workers`)
+        self.pid = os.getpid()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-books")
-        # the writes a response waits for (archive, conversation counters): see `ahead`
+        # the writes a response waits for: the conversation counters (`count_ahead`), and the
+        # archive (`ahead`) on a thread of its own, since a SQLite connection may only be used
+        # by the thread that opened it
         self._ahead = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ipse-proxy-store")
+        self._archiver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-archive")
         self._store: Any = None
         self._archive: Any = None
         self._recorder = Recorder(config.record) if config.record is not None else None
@@ -207,6 +213,7 @@ class ProxyState:
         """Wait for every pending bookkeeping task, then close the stores and the record."""
         self._executor.shutdown(wait=True)
         self._ahead.shutdown(wait=True)
+        self._archiver.shutdown(wait=True)
         if self._recorder is not None:
             self._recorder.close()
         for closable in (self._store, self._archive):
@@ -215,9 +222,9 @@ class ProxyState:
                     closable.close()
 
     async def ahead(self, task: Callable[[], Any]) -> Any:
-        """Run a store write off the event loop, on the threads whose writes a response waits
-        for (the conversation store and the archive each serialise on one connection)."""
-        return await asyncio.wrap_future(self._ahead.submit(task))
+        """Run an archive write off the event loop, on the archive's own thread (its one
+        connection serialises the transactions; a SQLite one is bound to that thread)."""
+        return await asyncio.wrap_future(self._archiver.submit(task))
 
     def count_ahead(self, ex: Exchange) -> Future[int | None] | None:
         """Start counting the request in its conversation (`_count`) while it goes upstream; the
@@ -576,7 +583,9 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
             "ok": True,
             "service": SERVICE,
             "version": __version__,
-            "pid": os.getpid(),
+            "pid": state.pid,
+            "worker": os.getpid(),  # the process that answered: counters below are its own
+            "workers": config.workers,
             "inflight": state.inflight,
             "requests": state.requests,
             "pending_bookkeeping": state.pending,
@@ -589,7 +598,7 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Star
         nonce = request.query_params.get("nonce")
         if nonce is not None:
             server = request.scope.get("server") or (None, 0)
-            document["proof"] = prove(state.secret, nonce, int(server[1] or 0), os.getpid())
+            document["proof"] = prove(state.secret, nonce, int(server[1] or 0), state.pid)
         return Response(jsonio.dumps(document), media_type="application/json")
 
     async def handle(request: Request) -> Response:

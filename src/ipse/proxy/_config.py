@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MAX_BODY = 64 * 1024 * 1024  # request bodies larger than this are refused (413)
 READ_TIMEOUT = 600.0  # Claude Code waits this long (x-stainless-timeout: 600)
+DEFAULT_WORKERS = 1  # processes serving the port (``--workers``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +79,17 @@ class ProxyConfig:
     connect_timeout: float = 10.0
     read_timeout: float = READ_TIMEOUT
     max_body: int = MAX_BODY
+    # processes serving the one socket (`ipse.proxy.serve`); how many serve is not a setting of
+    # what each request gets, so it stays out of `digest`
+    workers: int = DEFAULT_WORKERS
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise UsageError(f"--port: 0 to 65535, got {self.port}")
+        if self.workers < 1:
+            raise UsageError(f"--workers: at least 1, got {self.workers}")
+        if self.workers > 1 and not hasattr(os, "fork"):
+            raise UsageError("--workers above 1 needs os.fork (Linux, macOS)")
         if self.read_timeout <= 0 or self.connect_timeout <= 0:
             raise UsageError("timeouts must be positive")
 
@@ -144,6 +153,7 @@ __all__ = [
     "ANTHROPIC_UPSTREAM",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "DEFAULT_WORKERS",
     "MAX_BODY",
     "OPENAI_UPSTREAM",
     "READ_TIMEOUT",

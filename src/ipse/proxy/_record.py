@@ -12,6 +12,7 @@ cost, and what a handoff removed and saved. A streamed response also gets a line
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,11 +24,18 @@ from ipse.proxy._exchange import Exchange
 
 
 class Recorder:
-    """Appends exchanges to a JSONL file created 0600."""
+    """Appends exchanges to a JSONL file created 0600.
+
+    Each line leaves in one ``write()`` on a descriptor opened ``O_APPEND``: the kernel puts it
+    whole at the end of the file, so processes appending to the same record (the workers of one
+    proxy, `ipse.proxy._workers`) never interleave their lines, whatever their size (on Linux
+    local filesystems a write to a regular file holds the file's lock throughout; only a full
+    disk makes a short write, whose rest then follows in another)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file = private_file(path, append=True)
+        self._fd = self._file.fileno()
         self._lock = threading.Lock()
         self.written = 0
 
@@ -37,8 +45,9 @@ class Recorder:
         for secret in secrets:
             line = line.replace(secret.encode("utf-8", "surrogateescape"), b"***")
         with self._lock:
-            self._file.write(line)
-            self._file.flush()
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view) :]
             self.written += 1
 
     def close(self) -> None:

@@ -1,5 +1,6 @@
-"""Running the proxy: in the foreground (`serve`), in a thread (`start_in_thread`), and probing
-whether an ipse proxy already answers on an address (`health_document`).
+"""Running the proxy: in the foreground (`serve`; with ``workers`` above 1, forked workers on
+the one socket under a supervisor, `ipse.proxy._workers`), in a thread (`start_in_thread`), and
+probing whether an ipse proxy already answers on an address (`health_document`).
 
 The socket is bound here, before uvicorn starts, so an address in use is one clear error rather
 than a server log line; binding beyond loopback is allowed when asked and said out loud.
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ipse import jsonio
-from ipse.errors import InputError, MissingExtra
+from ipse.errors import InputError, MissingExtra, UsageError
 from ipse.proxy._config import ProxyConfig
 
 
@@ -58,11 +59,8 @@ def warn_if_exposed(config: ProxyConfig, stream: TextIO | None = None) -> str | 
     return line
 
 
-def _server(config: ProxyConfig, log_stream: TextIO | None) -> Any:
+def _server(app: Any) -> Any:
     uvicorn = _uvicorn()
-    from ipse.proxy._app import create_app
-
-    app = create_app(config, log_stream=log_stream)
     uv_config = uvicorn.Config(
         app,
         log_level="warning",
@@ -74,21 +72,36 @@ def _server(config: ProxyConfig, log_stream: TextIO | None) -> Any:
     return uvicorn.Server(uv_config)
 
 
-def serve(config: ProxyConfig, *, log_stream: TextIO | None = None) -> None:
-    """Run the proxy in the foreground until interrupted."""
+def _app(config: ProxyConfig, log_stream: TextIO | None) -> Any:
+    _uvicorn()  # the missing extra is named before anything else is imported
+    from ipse.proxy._app import create_app
+
+    return create_app(config, log_stream=log_stream)
+
+
+def serve(config: ProxyConfig, *, log_stream: TextIO | None = None) -> int:
+    """Run the proxy in the foreground until interrupted; its exit status.
+
+    With ``config.workers`` above 1, that many forked processes serve the one socket, bound
+    here, and this process supervises them (`ipse.proxy._workers`)."""
     if hasattr(signal, "SIGPIPE"):
         # The CLI lets SIGPIPE end a piped command quietly; a server must instead see a closed
         # client socket as an error on that one connection, not die of it.
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     sock = bind(config.host, config.port)
     warn_if_exposed(config)
-    server = _server(config, log_stream)
+    app = _app(config, log_stream)  # built once: every worker is a fork of it
     host, port = sock.getsockname()[:2]
     print(f"ipse proxy: listening on http://{_show(host)}:{port}", file=sys.stderr, flush=True)
+    if config.workers > 1:
+        from ipse.proxy._workers import supervise
+
+        return supervise(config.workers, lambda: _server(app).run(sockets=[sock]), sock)
     try:
-        server.run(sockets=[sock])
+        _server(app).run(sockets=[sock])
     finally:
         sock.close()
+    return 0
 
 
 def _show(host: str) -> str:
@@ -116,8 +129,10 @@ class RunningProxy:
 
 def start_in_thread(config: ProxyConfig, *, log_stream: TextIO | None = None) -> RunningProxy:
     """Serve on a thread; returns once the proxy accepts requests."""
+    if config.workers != 1:
+        raise UsageError("a proxy served by a thread has one worker (use `serve` for more)")
     sock = bind(config.host, config.port)
-    server = _server(config, log_stream)
+    server = _server(_app(config, log_stream))
     server.config.install_signal_handlers = False  # not the main thread
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
