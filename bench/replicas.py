@@ -66,7 +66,10 @@ def main() -> None:
         with (
             rp.replicas(rp.REPLICAS, upstream.url, shared_store, many) as running,
             rp.load_balancer(running, many) as url,
-            rp.kill_when(lambda: len(upstream.received) >= total // 3, running[1]) as killed,
+            rp.kill_when(
+                lambda: len(upstream.received) >= total // 3 and running[1].inflight() > 0,
+                running[1],
+            ) as killed,
         ):
             spread_run = rp.drive(url, streams, turns, retries=3, timeout=args.timeout)
         spread = rp.received(upstream)

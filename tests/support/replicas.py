@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -91,6 +92,15 @@ class Replica:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def inflight(self) -> int:
+        """The requests this replica is serving now, as its health document says (0 when it
+        does not answer)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/ipse/health", timeout=1) as answer:
+                return int(json.loads(answer.read())["inflight"])
+        except (OSError, ValueError, KeyError):
+            return 0
 
     def kill(self) -> None:
         """SIGKILL: no drain, no goodbye (what a crashed machine does)."""
