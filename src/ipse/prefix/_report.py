@@ -408,8 +408,6 @@ class _PrefixIndex:
     request that extends the one before it takes over that one's cell, so only its new
     positions are indexed (the cost follows the new work, not the history)."""
 
-    __slots__ = ("by_conversation", "by_first", "cells", "index", "seen")
-
     def __init__(self) -> None:
         self.index: dict[int, list[int]] = {}
         self.cells: list[list[int]] = []
@@ -476,20 +474,6 @@ class _Loss(NamedTuple):
 class _Replay:
     """Replays the requests in order through the simulator, one `Row` each, totalling the
     ideal cost."""
-
-    __slots__ = (
-        "chain_ttl",
-        "cost_ideal",
-        "fit",
-        "index",
-        "min_tokens",
-        "per_model",
-        "price_table",
-        "provider",
-        "recorded",
-        "sim",
-        "ttl",
-    )
 
     def __init__(
         self,
