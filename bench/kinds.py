@@ -15,6 +15,8 @@ from collections import defaultdict
 
 import msgspec
 
+from ipse._plain import Plain
+
 PACKAGES = [
     "ipse",
     "ipse.handoff",
@@ -46,7 +48,7 @@ def kind(cls: type) -> str | None:
         slots = "slots" if "__slots__" in cls.__dict__ else "dict"
         return f"dataclass ({frozen}, {slots})"
     if "__slots__" in cls.__dict__:
-        return "hand-slotted"
+        return "hand-slotted (ipse._plain.Plain)" if issubclass(cls, Plain) else "hand-slotted"
     return "other class"
 
 
