@@ -10,8 +10,6 @@ from collections.abc import Iterable
 class Names(frozenset[str]):
     """A frozenset of strings whose ``in`` is False for an unhashable value."""
 
-    __slots__ = ()
-
     def __new__(cls, names: Iterable[str] = ()) -> Names:
         return super().__new__(cls, names)
 

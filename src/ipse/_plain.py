@@ -1,9 +1,10 @@
 """Plain value classes for the modules that a session-start hook imports.
 
 The hook runs at every session start and after every compaction, so what it imports is what it
-costs. `dataclasses` imports `inspect` (and with it `ast`, `dis` and `tokenize`): a fifth of the
-hook's whole start. A class of the hook's path lists its fields in ``__slots__``, writes its own
-``__init__``, and takes equality and repr over those fields from `Plain`.
+costs. `dataclasses` imports `inspect` (and with it `ast`, `dis` and `tokenize`): 8 ms, 21% of
+the hook's whole start of 37 ms (`python bench/hook_plain.py`: best of 30 fresh processes). A
+class of the hook's path lists its fields in ``__slots__``, writes its own ``__init__``, and
+takes equality and repr over those fields from `Plain`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ipse.handoff import MEASURE_KEYS
+from ipse.handoff._measure import MEASURE_KEYS
 from ipse.transcript import load
 from ipse.transcript._model import ToolCall, ToolResult
 from tests.conftest import BIG_SESSION, OPENAI_TRAJ, SHARED, CliResult, run_cli

@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipse.cli.main import cli
-from ipse.handoff import MARKER, checkpoint_calls, checkpoint_name, is_checkpoint_call
+from ipse.handoff._recognise import MARKER, checkpoint_name, is_checkpoint_call
+from ipse.handoff._rewrite import checkpoint_calls
 from ipse.handoff.wire import clear_cache, rewrite_request
 from ipse.transcript import codec
 from ipse.transcript._model import ToolCall, ToolResult

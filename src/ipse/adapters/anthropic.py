@@ -36,8 +36,14 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("anthropic", "anthropic") from exc
 
 from ipse.archive import ArchiveSink, LazyArchive
-from ipse.handoff import CHECKPOINT_TOOLS, DEFAULT_MAX_TOKENS, StripOptions
-from ipse.handoff.wire import Rewrite, conversation_key, rewrite_request
+from ipse.handoff import StripOptions
+from ipse.handoff.wire import (
+    CHECKPOINT_TOOLS,
+    DEFAULT_MAX_TOKENS,
+    Rewrite,
+    conversation_key,
+    rewrite_request,
+)
 
 log = _notes.logger(__name__)
 

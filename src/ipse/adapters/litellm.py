@@ -50,8 +50,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("litellm", "litellm") from exc
 
-from ipse.handoff import CHECKPOINT_TOOLS, StripOptions
-from ipse.handoff.wire import Rewrite, conversation_key, rewrite_request
+from ipse.handoff import StripOptions
+from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
 
 if TYPE_CHECKING:
     from ipse.prefix import LiveAnalysis

@@ -16,7 +16,6 @@ from ipse.cli.micro_handoff import SHAPES
 from ipse.errors import UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
-    MEASURE_KEYS,
     Handoff,
     HandoffOptions,
     StripOptions,
@@ -393,7 +392,7 @@ def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = Fals
     )
     for column in ("", "before", "after", "saving"):
         table.add_column(column, justify="left" if not column else "right")
-    for key in MEASURE_KEYS:
+    for key in document["before"]:  # (`Handoff.document`'s counts, in their order)
         old, new = document["before"][key], document["after"][key]
         cut = f"{100.0 * (old - new) / old:.1f}%" if old and key != "authored_chars" else ""
         table.add_row(_LABELS[key], f"{old:,}", f"{new:,}", cut)

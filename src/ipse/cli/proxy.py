@@ -104,7 +104,7 @@ def _options(function: Any) -> Any:
 
 
 def _config(**options: Any) -> Any:
-    from ipse.handoff import CHECKPOINT_TOOLS
+    from ipse.handoff.wire import CHECKPOINT_TOOLS
     from ipse.proxy import ProxyConfig
 
     anthropic, openai = ProxyConfig.upstreams_from_options(

@@ -15,47 +15,30 @@ from ipse.errors import CutError
 from ipse.handoff._checkpoint import (
     Checkpoint,
     Drop,
-    checkpoint_id,
     checkpoint_items,
     record_checkpoint,
 )
-from ipse.handoff._cut import CHECKPOINT_TOOL, CutPoint, resolve_cut
-from ipse.handoff._measure import MEASURE_KEYS, handoff_document, measure, tokens_saved
+from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._measure import tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
-from ipse.handoff._recognise import (
-    CHECKPOINT_TOOLS,
-    MARKER,
-    checkpoint_name,
-    checkpoint_tool_of,
-    is_checkpoint_call,
-)
 from ipse.handoff._report import HandoffReport, Removed
-from ipse.handoff._rewrite import (
-    checkpoint_calls,
-    is_checkpoint,
-)
-from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
-from ipse.handoff._session import handoff_session, recorded_session, source_session
-from ipse.handoff._strip import StripOptions, breadcrumb, strip
-from ipse.handoff._validate import PROBLEM_CODES, Problem, ProblemCode, validate
-from ipse.handoff._verify import Lost, Verdict, authored_chars, verify
+from ipse.handoff._rewrite import is_checkpoint
+from ipse.handoff._run import Handoff, HandoffOptions, run
+from ipse.handoff._session import handoff_session
+from ipse.handoff._strip import StripOptions, strip
+from ipse.handoff._validate import Problem, ProblemCode, validate
+from ipse.handoff._verify import Lost, Verdict, verify
 
 __all__ = [
     "CHECKPOINT_TOOL",
-    "CHECKPOINT_TOOLS",
-    "DEFAULT_MAX_TOKENS",
     "DESCRIPTION",
-    "MARKER",
-    "MEASURE_KEYS",
-    "PROBLEM_CODES",
     "RATES",
     "SCHEMA",
     "CacheRates",
     "Checkpoint",
     "CutError",
-    "CutPoint",
     "Decision",
     "Drop",
     "Handoff",
@@ -68,29 +51,17 @@ __all__ = [
     "Removed",
     "StripOptions",
     "Verdict",
-    "authored_chars",
-    "breadcrumb",
     "break_even",
     "check_notes",
-    "checkpoint_calls",
-    "checkpoint_id",
     "checkpoint_items",
-    "checkpoint_name",
-    "checkpoint_tool_of",
     "decide",
-    "handoff_document",
     "handoff_session",
     "is_checkpoint",
-    "is_checkpoint_call",
-    "measure",
     "narration",
     "narration_prompt",
     "record_checkpoint",
-    "recorded_session",
     "render_notes",
-    "resolve_cut",
     "run",
-    "source_session",
     "strip",
     "tokens_saved",
     "tool_definition",

@@ -55,7 +55,7 @@ def measure(conversation: Conversation, tally: TokenTally) -> dict[str, int]:
 
 
 def tokens_saved(before: Conversation, after: Conversation, tally: TokenTally | None = None) -> int:
-    """The message tokens a handoff saved: `measure`'s ``tokens`` before minus after (0 at
+    """The message tokens a handoff saved: ``tokens`` before minus after in `Handoff.document` (0 at
     least). The one count of a handoff's saving, wherever it is shown (``ipse handoff``, the
     proxy's log line and record)."""
     if tally is None:

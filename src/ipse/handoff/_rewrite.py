@@ -88,7 +88,7 @@ def binds_thinking(model: object) -> bool:
 def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
     """Whether a tool name calls a checkpoint tool: one of ``tool_names``, or one of them served
     by an MCP server (``mcp__<server>__<name>``, Gemini's ``mcp_<server>_<name>``). A call
-    through a namespace or a code tool needs the call itself: `is_checkpoint_call`."""
+    through a namespace or a code tool needs the call itself, which `strip` and `run` read."""
     return checkpoint_name(name, tool_names) is not None
 
 

@@ -90,7 +90,8 @@ def recorded_session(
 
 def handoff_session(source: Source, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> str:
     """The key ``ipse handoff`` archives under: the session the checkpoint was recorded under,
-    else the harness's (`source_session`)."""
+    else the harness's: a Claude Code session's ``sessionId``, a Codex rollout's id, else a
+    hash of the file."""
     try:
         recorded = recorded_session(source.current(), tool_names)
     except IpseError:  # no conversation: the harness's key

@@ -5,11 +5,14 @@ hands off a request body at its newest checkpoint call (`Rewrite` says what it d
 `conversation_key` is the key a request's conversation is cached and counted under (the
 harness's session header, `SESSION_HEADER` for Claude Code, else the body); `binds_thinking`
 says whether a model binds thinking to its prefix; `clear_cache` forgets the cached rewritten
-prefixes (for measuring the cold path).
+prefixes (for measuring the cold path). `CHECKPOINT_TOOLS`: the tool names a proxy or hook
+recognises as the checkpoint by default; `DEFAULT_MAX_TOKENS`: the ``max_tokens`` a handed-off
+Anthropic body without one is given.
 """
 
 from __future__ import annotations
 
+from ipse.handoff._recognise import CHECKPOINT_TOOLS
 from ipse.handoff._rewrite import (
     SESSION_HEADER,
     Rewrite,
@@ -18,8 +21,11 @@ from ipse.handoff._rewrite import (
     conversation_key,
     rewrite_request,
 )
+from ipse.handoff._run import DEFAULT_MAX_TOKENS
 
 __all__ = [
+    "CHECKPOINT_TOOLS",
+    "DEFAULT_MAX_TOKENS",
     "SESSION_HEADER",
     "Rewrite",
     "binds_thinking",

@@ -11,9 +11,8 @@ request's input tokens, and at least 128 tokens (OpenAI's step; block estimates 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
-
-import msgspec
 
 from ipse.jsonio import is_object
 from ipse.prefix._simulate import Tokens
@@ -99,7 +98,8 @@ def agrees(predicted: Tokens, actual: Tokens, within: float | None = None) -> bo
     return abs(predicted.cache_read - actual.cache_read) <= within
 
 
-class Agreement(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Agreement:
     """Prediction against recorded usage over the requests that have both."""
 
     compared: int

@@ -13,9 +13,8 @@ next request's lookback) and the newest block; ``cache_control`` never enters th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
-
-import msgspec
 
 from ipse import jsonio
 from ipse.errors import PrefixEdit, UsageError
@@ -26,7 +25,8 @@ from ipse.tokens import TokenCounter
 Dialect = Literal["anthropic", "openai"]
 
 
-class CacheCost(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class CacheCost:
     """What a change to a fixed part costs: the tokens it invalidates, once, at write price."""
 
     change: str
@@ -283,7 +283,8 @@ class Assembler:
         return CacheCost(change, invalidates, tokens, usd)
 
 
-class _Shape(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class _Shape:
     """How one dialect lays out an assembled request."""
 
     provider: str

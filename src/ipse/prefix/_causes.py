@@ -18,9 +18,8 @@ history length.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-import msgspec
 
 from ipse import jsonio
 from ipse.prefix._growing import SharedHistory
@@ -61,7 +60,8 @@ API_CAUSES = {
 }
 
 
-class Cause(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Cause:
     """A named reason, where it happened, and a one-line explanation."""
 
     kind: str
@@ -79,7 +79,8 @@ class Cause(msgspec.Struct, frozen=True):
         }
 
 
-class Side(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Side:
     """One request as `classify` needs it."""
 
     index: int

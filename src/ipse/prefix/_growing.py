@@ -23,48 +23,26 @@ the checks a request read as sent needs are not made again for each of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 
+@dataclass(slots=True, eq=False)
 class SharedHistory(Mapping[str, Any]):
     """A request body: ``front`` (everything but the messages) and ``base[:count]`` then
     ``tail`` under ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list
-    does not hold."""
+    does not hold. Equal to a mapping with the same items, as any mapping is."""
 
-    __slots__ = (
-        "_sent",
-        "base",
-        "checked",
-        "count",
-        "front",
-        "key",
-        "materialize",
-        "overlay",
-        "tail",
-    )
-
-    def __init__(
-        self,
-        front: Mapping[str, Any],
-        base: list[Any],
-        count: int,
-        *,
-        key: str = "messages",
-        overlay: Sequence[tuple[int, int, str]] = (),
-        materialize: Callable[[], list[Any]] | None = None,
-        sent: Callable[[int], Any] | None = None,
-        tail: Sequence[Any] = (),
-        checked: bool = False,
-    ) -> None:
-        self.front = front
-        self.base = base
-        self.count = count
-        self.key = key
-        self.overlay = overlay
-        self.materialize = materialize
-        self._sent = sent
-        self.tail = tail
-        self.checked = checked
+    front: Mapping[str, Any] = field(repr=False)
+    base: list[Any] = field(repr=False)
+    count: int
+    _: KW_ONLY
+    key: str = "messages"
+    overlay: Sequence[tuple[int, int, str]] = field(default=(), repr=False)
+    materialize: Callable[[], list[Any]] | None = field(default=None, repr=False)
+    sent: Callable[[int], Any] | None = field(default=None, repr=False)
+    tail: Sequence[Any] = field(default=(), repr=False)
+    checked: bool = False
 
     @property
     def size(self) -> int:
@@ -78,8 +56,8 @@ class SharedHistory(Mapping[str, Any]):
             i += self.size
         if not 0 <= i < self.size:
             raise IndexError(i)
-        if self._sent is not None:
-            return self._sent(i)
+        if self.sent is not None:
+            return self.sent(i)
         return self.base[i] if i < self.count else self.tail[i - self.count]
 
     def head(self, n: int) -> list[Any]:

@@ -11,6 +11,10 @@ by object identity when requests share dicts), so a block seen in an earlier req
 split, hashed or counted again. ``cache_control`` is not part of a block's hash: moving a
 breakpoint does not change the prefix. The fast hash is Python's own (stable within one run,
 which is all a replay needs); ``stable=True`` uses BLAKE2b for hashes shown to people.
+
+Its structs are msgspec structs, not dataclasses: six dataclasses more cost ``ipse prefix`` 22M
+more instructions at import, 2.6% of the command on an 8 MB session (``python
+bench/instructions.py --size 8 --source`` a checkout with them as dataclasses).
 """
 
 from __future__ import annotations

@@ -10,9 +10,8 @@ block (its own bytes, ``cache_control`` excluded). Hashes are BLAKE2b, stable ac
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-import msgspec
 
 from ipse.prefix._causes import locate
 from ipse.prefix._hashing import Flattener
@@ -22,7 +21,8 @@ from ipse.tokens import TokenCounter
 from ipse.transcript import Conversation, write
 
 
-class BlockHash(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class BlockHash:
     """One block of a layer."""
 
     path: str  # e.g. ``tools[3] (Bash)``, ``system[1]``, ``settings.thinking``, ``messages[4]...``
@@ -31,7 +31,8 @@ class BlockHash(msgspec.Struct, frozen=True):
     breakpoint: str | None  # ``5m`` / ``1h`` when the block carries ``cache_control``
 
 
-class Layer(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Layer:
     """One layer: its name, its chained hash (prefix through this layer), its blocks."""
 
     name: str

@@ -20,9 +20,8 @@ that provider's shape first, so its top-level ``system`` is linted, not silently
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-import msgspec
 
 from ipse.prefix._actual import actual_tokens
 from ipse.prefix._causes import locate, raw_at
@@ -38,7 +37,8 @@ from ipse.transcript import Conversation, body_dialect, codec
 _TOOL_KINDS = frozenset({"timestamp", "epoch"})
 
 
-class Finding(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Finding:
     """One problem found in a request."""
 
     code: str

@@ -20,6 +20,8 @@ estimated total, when usage was recorded), so predictions speak the provider's t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
@@ -30,7 +32,12 @@ from ipse.prefix._rules import Rules, rules
 
 
 class Tokens(msgspec.Struct, frozen=True):
-    """Input tokens of one request, split by what the cache did with them."""
+    """Input tokens of one request, split by what the cache did with them.
+
+    A msgspec struct, not a dataclass: three are built for each request a replay predicts; as
+    frozen dataclasses, `Tokens` and `Prediction` cost it 2.4% more instructions (152 requests
+    of a 3 MB Claude Code session, `python bench/replay_instructions.py`).
+    """
 
     cache_read: int
     cache_write: int
@@ -48,51 +55,31 @@ class Tokens(msgspec.Struct, frozen=True):
         }
 
 
+@dataclass(slots=True, eq=False)
 class Step:
-    """One request as a simulator sees it."""
+    """One request as a simulator sees it; ``total``: its tokens (`tokens` of all its
+    positions)."""
 
-    __slots__ = (
-        "_cum",
-        "_positions",
-        "flat",
-        "front",
-        "index",
-        "response_start",
-        "scale",
-        "shared",
-        "time",
-        "total",
-        "ttl",
-    )
+    index: int
+    flat: Flat = field(repr=False)
+    time: float | None  # request start, seconds since the epoch; None: TTLs not modelled
+    response_start: float | None  # when its response began (entries usable from then)
+    scale: float = 1.0
+    shared: int = 0  # positions shared with the best earlier request
+    front: int = 0  # tokens of an unrecorded first position (added to its estimate)
+    ttl: str | None = None  # the TTL its writes carry, as recorded (None: its breakpoints')
+    total: int = field(init=False)
+    # the request's positions and their cumulative estimates (read below ``_positions`` only:
+    # a shared store's list goes on past this request); asked for a handful of times per
+    # request, so read once
+    _positions: int = field(init=False, repr=False)
+    _cum: Sequence[int] = field(init=False, repr=False)
 
-    def __init__(
-        self,
-        index: int,
-        flat: Flat,
-        time: float | None,  # request start, seconds since the epoch; None: TTLs not modelled
-        response_start: float | None,  # when its response began (entries usable from then)
-        scale: float = 1.0,
-        shared: int = 0,  # positions shared with the best earlier request
-        front: int = 0,  # tokens of an unrecorded first position (added to its estimate)
-        ttl: str | None = None,  # the TTL its writes carry, as recorded (None: its breakpoints')
-    ) -> None:
-        self.index = index
-        self.flat = flat
-        self.time = time
-        self.response_start = response_start
-        self.scale = scale
-        self.shared = shared
-        self.front = front
-        self.ttl = ttl
-        # the request's positions and their cumulative estimates (read below ``_positions``
-        # only: a shared store's list goes on past this request), and its total tokens; asked
-        # for a handful of times per request, so read once
+    def __post_init__(self) -> None:
+        flat = self.flat
         self._positions = len(flat.cum)
         self._cum = backing(flat.cum)
         self.total = self.tokens(len(flat.chain))
-
-    def __repr__(self) -> str:
-        return f"Step(index={self.index}, positions={self._positions}, total={self.total})"
 
     def tokens(self, positions: int) -> int:
         """Tokens of the first ``positions`` positions."""
@@ -103,7 +90,8 @@ class Step:
         return round(self._cum[positions - 1] * self.scale) + self.front
 
 
-class Miss(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Miss:
     """Why the cache served less than the prefix shared with an earlier request."""
 
     kind: str  # ttl_expired | concurrent | below_minimum | no_breakpoint
@@ -113,13 +101,18 @@ class Miss(msgspec.Struct, frozen=True):
 
 
 class Prediction(msgspec.Struct, frozen=True):
+    """What a simulator predicts for one request: the tokens, the positions read from the cache,
+    the TTL of its writes and why it read less than it shared (a msgspec struct: see
+    `Tokens`)."""
+
     tokens: Tokens
     read_positions: int
     write_ttl: str | None = None
     miss: Miss | None = None
 
 
-class _Entry(msgspec.Struct):
+@dataclass(slots=True)
+class _Entry:
     available: float | None
     expires: float | None
     last_used: float | None

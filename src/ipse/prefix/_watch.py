@@ -13,16 +13,16 @@ when watching begins are read then, and their breaks count as seen unless asked 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-
-import msgspec
 
 from ipse.errors import IpseError
 from ipse.prefix._report import MIN_TOKENS, Row, analyze
 from ipse.prefix._requests import read_requests
 
 
-class Break(msgspec.Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class Break:
     """One charged loss, found in a watched file."""
 
     path: Path
@@ -42,7 +42,8 @@ class Break(msgspec.Struct, frozen=True):
         )
 
 
-class _Seen(msgspec.Struct):
+@dataclass(slots=True)
+class _Seen:
     stamp: tuple[int, int]  # (size, modification time in ns)
     reported: int  # calls whose breaks were reported (or counted as seen)
 

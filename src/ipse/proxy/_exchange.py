@@ -63,8 +63,6 @@ class Flight:
     """A request counted in flight: `land` ends it once, whichever path gets there first (the
     stream's end, an error answer, a refusal, an exception)."""
 
-    __slots__ = ("_counter", "handed_to", "landed")
-
     def __init__(self, counter: InFlight) -> None:
         self._counter = counter
         self.landed = False

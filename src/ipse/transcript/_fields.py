@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import msgspec
 
 
-class FieldsView(msgspec.Struct, gc=False, eq=False):
+class FieldsView(msgspec.Struct, eq=False):
     """Base of the field structs: a read-only `Mapping` of the key and the fields. Equal to
     any mapping holding the same items (a dict cut to the fields, another view)."""
 
@@ -87,7 +87,6 @@ def fields_struct(kind: str, fields: tuple[str, ...], key: str) -> type[FieldsVi
         bases=(FieldsView,),
         tag_field=key,
         tag=kind,
-        gc=False,
         namespace={"_key": key, "_kind": kind, "_names": frozenset(fields)},
     )
     assert issubclass(made, FieldsView)

@@ -556,8 +556,6 @@ class _Merging:
     """A message being merged from several records: its blocks, the ids of its calls, and
     how many of its blocks are not tool results."""
 
-    __slots__ = ("blocks", "calls", "others")
-
     def __init__(self, blocks: Sequence[Block]) -> None:
         self.blocks: list[Block] = []
         self.calls: set[str] = set()
@@ -573,8 +571,6 @@ class _Merging:
 class ResultsOnly:
     """Per message of a thread being read: whether it holds nothing but tool results; asked
     whether every message after a given one does (a response's next record then joins it)."""
-
-    __slots__ = ("_flags", "_others")
 
     def __init__(self) -> None:
         self._flags: list[bool] = []
