@@ -71,21 +71,46 @@ def _commands(tool: str, exe: str, session: Path, root: Path, codex: bool) -> li
     return [exe, "prefix", str(session), "--json"]
 
 
-def _timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, str, float]:
-    """(least wall time, output, least processor time of the child): on a loaded machine the
-    processor time says more than the wall time."""
+def _timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, str, float, int]:
+    """(least wall time, output, least processor time, least peak resident memory in KiB of
+    the child): on a loaded machine the processor time says more than the wall time. One
+    untimed run first (the page cache, and ipse's bytecode: see `_ipse`)."""
+    _run(command, env)
     best = cpu_best = float("inf")
+    rss_best = 1 << 62
     out = ""
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        out, usage = _run(command, env)
         best = min(best, time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-        cpu_best = min(cpu_best, cpu)
-        out = done.stdout
-    return best, out, cpu_best
+        cpu_best = min(cpu_best, usage.ru_utime + usage.ru_stime)
+        rss_best = min(rss_best, usage.ru_maxrss)
+    return best, out, cpu_best, rss_best
+
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[str, resource.struct_rusage]:
+    """The child's stdout and its own resource use (``wait4``: this child's alone)."""
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, env=env)
+        assert child.stdout is not None
+        data = child.stdout.read()
+        child.stdout.close()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return data.decode("utf-8", "replace"), usage
+
+
+def _ipse(source: bool, env: dict[str, str], scratch: Path) -> tuple[list[str], dict[str, str]]:
+    """How ipse is started, and its environment: as installed, by its ``ipse`` script with its
+    modules' bytecode (which pip compiles when it installs a package, as it did the other
+    tools'), kept in ``scratch``; with ``source``, as ``python -m ipse`` from the source tree
+    under ``PYTHONDONTWRITEBYTECODE`` if set (every module compiled again at every start)."""
+    script = Path(sys.executable).with_name("ipse")
+    if source or not script.is_file():
+        return [sys.executable, "-m", "ipse"], env
+    own = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    own["PYTHONPYCACHEPREFIX"] = str(scratch)
+    return [sys.executable, str(script)], own
 
 
 def _breaks(tool: str, out: str) -> tuple[int | None, float | None]:
@@ -238,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--compare", action="store_true", help="break counts and dollars")
     parser.add_argument("--max-mb", type=float, default=5.0, help="largest session timed")
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="run ipse as python -m ipse without compiled bytecode (see _ipse)",
+    )
     args = parser.parse_args(argv)
     files = args.files or [
         *sorted((SHARED / "claude-code").glob("*.jsonl")),
@@ -247,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     for tool, exe in found.items():
         if exe is None:
             print(f"{tool}: not installed, skipped (pip install {tool} in a scratch venv)")
-    ipse = [sys.executable, "-m", "ipse"]
     env = dict(os.environ)
+    bytecode = tempfile.TemporaryDirectory()
+    ipse, ipse_env = _ipse(args.source, env, Path(bytecode.name))
     ratios: list[float] = []
     cpu_ratios: list[float] = []
     for session in files:
@@ -258,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         codex = _is_codex(session)
         with tempfile.TemporaryDirectory() as scratch:
             root = _root(session, Path(scratch))
-            env["HOME"] = scratch  # (no tool reads the real ~/.claude)
-            results: dict[str, tuple[float, str, float]] = {}
+            env["HOME"] = ipse_env["HOME"] = scratch  # (no tool reads the real ~/.claude)
+            results: dict[str, tuple[float, str, float, int]] = {}
             for tool, exe in [("ipse", "ipse"), *found.items()]:
                 if exe is None:
                     continue
@@ -270,10 +301,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if command is None:
                     continue
-                results[tool] = _timed(command, args.runs, env)
+                results[tool] = _timed(command, args.runs, ipse_env if tool == "ipse" else env)
         others = {t: r[0] for t, r in results.items() if t != "ipse"}
         mine = results["ipse"]
-        line = f"{session.name[:40]:40} {size:5.2f} MB  ipse {mine[0]:.3f} s ({mine[2]:.3f} cpu)"
+        line = (
+            f"{session.name[:40]:40} {size:5.2f} MB  ipse {mine[0]:.3f} s ({mine[2]:.3f} cpu, "
+            f"{mine[3] / 1024:.0f} MB)"
+        )
         if others:
             fastest = min(others, key=lambda t: others[t])
             ratio = mine[0] / others[fastest]
@@ -281,14 +315,15 @@ def main(argv: list[str] | None = None) -> int:
             ratios.append(ratio)
             cpu_ratios.append(cpu_ratio)
             line += (
-                f"  fastest {fastest} {others[fastest]:.3f} s ({results[fastest][2]:.3f} cpu)"
+                f"  fastest {fastest} {others[fastest]:.3f} s ({results[fastest][2]:.3f} cpu, "
+                f"{results[fastest][3] / 1024:.0f} MB)"
                 f"  ratio {ratio:.2f}x (cpu {cpu_ratio:.2f}x)"
             )
         print(line)
         if args.compare:
             breaks, usd, calls = _recorded(session)
             print(f"    recorded usage: {calls} calls, {breaks} breaks, ${usd:.4f}")
-            for tool, (_, out, _) in results.items():
+            for tool, (_, out, _, _) in results.items():
                 count, lost = _breaks(tool, out)
                 shown = "?" if lost is None else f"${lost:.4f}"
                 print(f"    {tool:20} {count if count is not None else '?':>4} breaks, {shown}")

@@ -10,6 +10,7 @@ fast answer and a slow one are the same answer.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,11 @@ def entry() -> None:
         from ipse.mcp._stdio import fast_entry
 
         if fast_entry(sys.argv[2:]):
+            return
+    if sys.argv[1:2] == ["prefix"]:  # the replay of one log, without click (and rich, piped)
+        from ipse.cli._fast_prefix import fast_entry as fast_prefix
+
+        if fast_prefix(sys.argv[2:]):
             return
     from ipse.cli.main import entry as full
 
@@ -89,4 +95,13 @@ def default_sigpipe() -> None:
         signals.signal(signals.SIGPIPE, signals.SIG_DFL)
 
 
-__all__ = ["default_sigpipe", "entry", "hook_folder"]
+def tolerant_output() -> None:
+    """Write what the terminal's encoding cannot hold as escapes rather than fail: under a
+    Latin-1 locale a tool name in Japanese would end the command with a traceback. (Not for
+    the servers, whose stdout may carry a protocol.)"""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+
+
+__all__ = ["default_sigpipe", "entry", "hook_folder", "tolerant_output"]

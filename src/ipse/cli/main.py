@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
-import io
 import os
 import sys
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ import click
 
 from ipse import __version__, _notes
 from ipse.cli import _lifetime as lifetime
-from ipse.cli._entry import default_sigpipe
+from ipse.cli._entry import default_sigpipe, tolerant_output
 from ipse.errors import IpseError
 
 # command name -> "module:attribute"; each module owns one command or command group.
@@ -85,13 +84,13 @@ class _IpseGroup(click.Group):
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except BaseException as exc:  # the one place every outcome is reported
-            code = _report(exc)
+            code = report_error(exc)
         else:
             code = result if isinstance(result, int) else 0
         sys.exit(code)
 
 
-def _report(exc: BaseException) -> int:
+def report_error(exc: BaseException) -> int:
     """Print ``exc`` as one line on stderr and return the exit code it stands for."""
     if isinstance(exc, SystemExit):
         raise exc
@@ -183,7 +182,7 @@ def entry() -> None:
         # reference cycles: the cyclic collector would only walk a large input again and again
         # (about a tenth of a handoff's CPU). The servers keep it.
         gc.disable()
-        _tolerant_output()
+        tolerant_output()
         lifetime.arm()
         try:
             main()
@@ -193,15 +192,6 @@ def entry() -> None:
             raise
     else:
         main()
-
-
-def _tolerant_output() -> None:
-    """Write what the terminal's encoding cannot hold as escapes rather than fail: under a
-    Latin-1 locale a tool name in Japanese would end the command with a traceback. (Not for
-    the servers, whose stdout may carry a protocol.)"""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
-            stream.reconfigure(errors="backslashreplace")
 
 
 def main(argv: list[str] | None = None) -> None:

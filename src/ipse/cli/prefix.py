@@ -13,16 +13,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ipse.cli import _lifetime as lifetime
-from ipse.cli._output import (
-    console,
-    emit_json,
-    print_table,
-    progress,
-    terminal_progress,
-    warn,
-)
+from ipse.cli import _replay as replaying
+from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.errors import CheckFailed, InputError, UsageError
-from ipse.prefix import MIN_TOKENS, PROVIDERS, PrefixReport, analyze, read_requests
+from ipse.prefix import MIN_TOKENS, PROVIDERS, read_requests
 from ipse.transcript import FORMATS
 
 if TYPE_CHECKING:
@@ -127,32 +121,11 @@ def prefix_command(
         raise UsageError("--once and --max-time go with --watch")
     if log is None:
         raise UsageError("give a LOG to analyse, or --watch")
-    limit = _limit(fail_over) if fail_over is not None else None
+    limit = replaying.limit(fail_over) if fail_over is not None else None
     with terminal_progress(quiet=as_json):
-        requests_log = read_requests(log, fmt)
-        report = analyze(
-            requests_log.requests,
-            provider,
-            tokenizer=tokenizer,
-            progress=lambda items: progress(items, "replaying", total=len(requests_log.requests)),
-            warnings=requests_log.warnings,
-            min_tokens=min_tokens,
-            merged=requests_log.merged,
-        )
+        requests_log, report = replaying.replay(log, fmt, provider, tokenizer, min_tokens)
     lifetime.keep(requests_log, report)
-    summary = report.summary()
-    if as_json:
-        document = report.to_json()
-        if show_values:
-            for row, entry in zip(report.rows, document["requests"], strict=True):
-                entry["value"] = row.cause.value if row.cause else None
-        emit_json(document)
-    else:
-        for line in report.warnings:
-            warn(line)
-        _render(report, show_values, summary)
-    if limit is not None:
-        _gate(summary, *limit)
+    replaying.show(report, show_values, as_json, limit, console, emit_json, warn)
 
 
 def _watch(
@@ -180,200 +153,6 @@ def _watch(
             time.sleep(max(0.0, pause))
     except KeyboardInterrupt:
         return
-
-
-def _limit(text: str) -> tuple[float, bool]:
-    """``--fail-over``: (the limit, whether it is a share of the cost in percent)."""
-    value = text.strip()
-    percent = value.endswith("%")
-    value = value.removesuffix("%").removeprefix("$").strip()
-    try:
-        number = float(value)
-    except ValueError:
-        raise UsageError(
-            f"--fail-over takes dollars (0.50) or a share of the cost (5%), not {text!r}"
-        ) from None
-    if number < 0 or number != number:
-        raise UsageError(f"--fail-over must be a number of at least 0, not {text!r}")
-    return number, percent
-
-
-def _gate(summary: dict[str, Any], limit: float, percent: bool) -> None:
-    """Exit 1 (one line on stderr) when the loss exceeds the limit."""
-    lost, cost = summary["cost_lost_usd"], summary["cost_usd"]
-    if percent:
-        share = 100 * lost / cost if cost else 0.0
-        if share > limit:
-            raise CheckFailed(f"prefix cache loss {share:.2f}% of the cost exceeds {limit:g}%")
-    elif lost > limit:
-        raise CheckFailed(f"prefix cache loss {_money(lost)} exceeds {_money(limit)}")
-
-
-def _money(value: float) -> str:
-    return f"${value:,.4f}"
-
-
-def _render(
-    report: PrefixReport, show_values: bool = False, summary: dict[str, Any] | None = None
-) -> None:
-    out = console()
-    _render_table(out, report)
-    _render_causes(out, report, show_values)
-    summary = summary if summary is not None else report.summary()
-    _render_totals(out, summary)
-    _render_handoffs(out, report)
-    _render_basis(out, summary)
-
-
-def _render_handoffs(out: Any, report: PrefixReport) -> None:
-    """The requests ipse's handoff rewrote (the proxy's record says so), whatever their loss."""
-    for row in report.rows:
-        if row.handoff is not None:  # the proxy's record: its handoff rewrote this request
-            shown = row.handoff
-            out.print(
-                f"request {row.index}: ipse's handoff at {shown['anchor']} removed "
-                f"{shown['removed_calls']} tool call(s), saved {shown['saved_tokens']} tokens",
-                markup=False,
-            )
-
-
-def _render_table(out: Any, report: PrefixReport) -> None:
-    """One row per request: the predicted tokens, the recorded read, the cause of a loss."""
-    agents = any(row.agent is not None for row in report.rows)
-    names: tuple[str, ...] = (
-        "#",
-        "model",
-        "read",
-        "written",
-        "uncached",
-        "actual read",
-        "agrees",
-        "cause",
-        "lost",
-    )
-    if agents:
-        names = ("#", "agent", *names[1:])
-    left = ("model", "cause", "agrees", "agent")
-    columns = [(n, "left" if n in left else "right") for n in names]
-    rows = [
-        [
-            str(row.index) + ("*" if row.off_path else ""),
-            *([row.agent or "main"] if agents else []),
-            row.model or "-",
-            f"{row.predicted.cache_read:,}",
-            f"{row.predicted.cache_write:,}",
-            f"{row.predicted.uncached:,}",
-            f"{row.actual.cache_read:,}" if row.actual else "-",
-            "-" if row.agrees is None else ("yes" if row.agrees else "no"),
-            f"{row.cause.kind} @ {row.cause.location}" if row.cause else "",
-            _money(row.cost_lost_usd) if row.cause else "",
-        ]
-        for row in report.rows
-    ]
-    print_table(out, f"prefix cache ({report.provider})", columns, rows)
-
-
-def _render_causes(out: Any, report: PrefixReport, show_values: bool) -> None:
-    """What the table's marks mean, then each loss's cause (and each predicted one the record
-    does not charge)."""
-    if any(row.off_path for row in report.rows):
-        out.print("*: billed, but not on the live path (interrupted or retried)")
-    if any(row.agrees is False for row in report.rows):
-        out.print(
-            "agrees no: the recorded read differs from the prediction "
-            "(by more than 5% of the input and 128 tokens)"
-        )
-    for row in report.rows:
-        if row.cause is not None:
-            out.print(f"#{row.index} {row.cause.kind} at {row.cause.location}: {row.cause.detail}")
-            if show_values and row.cause.value is not None:
-                out.print(f"    value: {row.cause.value!r}")
-        elif row.predicted_cause is not None:
-            out.print(
-                f"#{row.index} predicted {row.predicted_cause.kind} at "
-                f"{row.predicted_cause.location}, but the recorded usage shows no loss: "
-                "not charged"
-            )
-
-
-def _render_totals(out: Any, summary: dict[str, Any]) -> None:
-    """The hit rate and the costs, then the loss per cause, compaction, cold starts, agents."""
-    out.print(
-        f"hit rate {summary['hit_rate']:.1%}"
-        + (f" (recorded {summary['actual_hit_rate']:.1%})" if "actual_hit_rate" in summary else "")
-        + f"   cost {_money(summary['cost_usd'])}   ideal {_money(summary['cost_ideal_usd'])}"
-        f"   lost {_money(summary['cost_lost_usd'])}"
-    )
-    for kind, entry in summary["by_cause"].items():
-        out.print(
-            f"  {kind}: {entry['requests']} request(s), {entry['tokens_lost']:,} tokens, "
-            f"{_money(entry['cost_lost_usd'])}"
-        )
-    compaction = summary["compaction"]
-    if compaction["requests"]:
-        out.print(
-            f"compaction (apart, not in the loss above): {compaction['requests']} request(s), "
-            f"{compaction['tokens_lost']:,} tokens, {_money(compaction['cost_lost_usd'])}"
-        )
-    cold = summary["cold_starts"]
-    if cold["requests"]:
-        out.print(
-            f"cold starts (nothing cached before them): {cold['requests']} request(s), "
-            f"{cold['tokens_written']:,} tokens written, {_money(cold['cost_usd'])}"
-        )
-    for agent, entry in summary.get("by_agent", {}).items():
-        out.print(
-            f"  agent {agent}: {entry['requests']} request(s), cost {_money(entry['cost_usd'])}"
-            f", lost {entry['tokens_lost']:,} tokens, {_money(entry['cost_lost_usd'])}"
-        )
-
-
-def _render_basis(out: Any, summary: dict[str, Any]) -> None:
-    """What the numbers rest on: merged records, off-path calls, the advice, the least loss
-    reported, recorded usage and how well the prediction agrees with it, TTLs, tokens."""
-    if summary["merged_records"]:
-        out.print(
-            f"{summary['merged_records']} record(s) without a response id belonged to the call "
-            "before them (its request id, or with no id its usage): merged into it"
-        )
-    if summary["off_path"]:
-        out.print(f"{summary['off_path']} billed call(s) off the live path counted")
-    _render_advice(out, summary["advice"])
-    out.print(f"losses from {summary['min_tokens']:,} tokens reported (--min-tokens)")
-    basis = summary["basis"]
-    if basis["recorded"]:
-        out.print(
-            f"cost and loss from recorded usage for {basis['recorded']} of "
-            f"{summary['requests']} requests (predicted hit rate "
-            f"{summary['predicted_hit_rate']:.1%})"
-        )
-    agreement = summary.get("agreement")
-    if agreement:
-        out.print(
-            f"agreement with recorded usage: {agreement['agreeing']}/{agreement['compared']} "
-            f"requests ({agreement['tolerance']})"
-        )
-    out.print(f"TTL analysis: {summary['ttl_analysis']}; tokens: {summary['tokens_estimated_by']}")
-
-
-def _render_advice(out: Any, advice: dict[str, Any]) -> None:
-    for kind, fix in advice["fixes"].items():
-        out.print(f"fix {kind}: {fix}")
-    ttl = advice.get("ttl")
-    if not ttl or not ttl["idle_breaks"]:
-        return
-    hour, keep = ttl["one_hour_ttl"], ttl["keep_alive"]
-    out.print(
-        f"1-hour TTL: {_money(hour['extra_write_usd'])} more for writes, "
-        f"{_money(hour['saved_usd'])} of losses avoided: "
-        + ("would have paid for itself" if hour["pays"] else "would not have paid")
-    )
-    out.print(
-        f"keep-alive: {keep['pings']} ping(s), {_money(keep['cost_usd'])}, "
-        f"{_money(keep['saved_usd'])} of losses avoided: "
-        + ("would have paid for itself" if keep["pays"] else "would not have paid")
-        + f" (break-even gap {keep['break_even_gap_s']['5m']:,} s on a 5-minute TTL)"
-    )
 
 
 @click.command("lint")

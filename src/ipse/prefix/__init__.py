@@ -11,58 +11,48 @@ Its values are dataclasses, frozen and slotted where they are values, like every
 ipse; save the four a replay builds for every request, `Request`, `Tokens`, `Prediction` and
 `Row`: frozen msgspec structs, built several times faster. As dataclasses they would cost a
 replay of a Claude Code session about 11% more instructions (each one's docstring gives its
-share); `msgspec.structs.replace` makes a changed copy of one.
+share); `msgspec.structs.replace` makes a changed copy of one. The rule and price
+tables are `ipse._plain.Frozen` values: their memo of answers is no part of their value (equality,
+repr), and a class made by ``@dataclass`` costs a millisecond of every start.
 """
 
 from __future__ import annotations
 
+from ipse import _lazy
 from ipse.errors import PrefixEdit
-from ipse.prefix._actual import Agreement, actual_tokens, agreement
-from ipse.prefix._assemble import Assembler, CacheCost
-from ipse.prefix._causes import CAUSES, Cause
-from ipse.prefix._growing import SharedHistory
-from ipse.prefix._layers import BlockHash, Layer, layers
-from ipse.prefix._lint import Finding, lint
-from ipse.prefix._live import LiveAnalysis
-from ipse.prefix._report import MIN_TOKENS, PrefixReport, Row, analyze
-from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
-from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
-from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
-from ipse.prefix._watch import Watcher, default_folders
 
-__all__ = [
-    "CAUSES",
-    "MIN_TOKENS",
-    "PROVIDERS",
-    "UNRECORDED_FRONT",
-    "Agreement",
-    "Assembler",
-    "BlockHash",
-    "CacheCost",
-    "Cause",
-    "Finding",
-    "Layer",
-    "LiveAnalysis",
-    "Prediction",
-    "PrefixEdit",
-    "PrefixReport",
-    "Request",
-    "RequestLog",
-    "Row",
-    "Rules",
-    "SharedHistory",
-    "Simulator",
-    "Step",
-    "Tokens",
-    "Watcher",
-    "actual_tokens",
-    "agreement",
-    "analyze",
-    "default_folders",
-    "layers",
-    "lint",
-    "prices",
-    "read_requests",
-    "rules",
-    "simulator",
-]
+_TYPE_CHECKING = False  # (`typing` is not imported for this)
+if _TYPE_CHECKING:
+    from ipse.prefix._actual import Agreement, actual_tokens, agreement
+    from ipse.prefix._assemble import Assembler, CacheCost
+    from ipse.prefix._causes import CAUSES, Cause
+    from ipse.prefix._growing import SharedHistory
+    from ipse.prefix._layers import BlockHash, Layer, layers
+    from ipse.prefix._lint import Finding, lint
+    from ipse.prefix._live import LiveAnalysis
+    from ipse.prefix._report import MIN_TOKENS, PrefixReport, Row, analyze
+    from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
+    from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
+    from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
+    from ipse.prefix._watch import Watcher, default_folders
+
+# The names below are imported on first use: ``ipse prefix FILE`` needs the replay (reading,
+# simulating, reporting), not the assembler, the linter, the layers or the watcher.
+_MODULES = {
+    "_actual": ("Agreement", "actual_tokens", "agreement"),
+    "_assemble": ("Assembler", "CacheCost"),
+    "_causes": ("CAUSES", "Cause"),
+    "_growing": ("SharedHistory",),
+    "_layers": ("BlockHash", "Layer", "layers"),
+    "_lint": ("Finding", "lint"),
+    "_live": ("LiveAnalysis",),
+    "_report": ("MIN_TOKENS", "PrefixReport", "Row", "analyze"),
+    "_requests": ("UNRECORDED_FRONT", "Request", "RequestLog", "read_requests"),
+    "_rules": ("PROVIDERS", "Rules", "prices", "rules"),
+    "_simulate": ("Prediction", "Simulator", "Step", "Tokens", "simulator"),
+    "_watch": ("Watcher", "default_folders"),
+}
+
+__getattr__, __dir__ = _lazy.exports("ipse.prefix", _MODULES, globals())
+
+__all__ = _lazy.public(_MODULES, "PrefixEdit")

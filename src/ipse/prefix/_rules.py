@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ipse._plain import UNSET, Frozen
 from ipse.errors import UsageError
 
 Provider: TypeAlias = Literal["anthropic", "openai", "vllm"]
@@ -46,16 +46,28 @@ def match_model(model: str | None, table: Mapping[str, Any]) -> str | None:
     return best
 
 
-@dataclass(frozen=True)
-class Rules:
-    """One provider's table of caching rules."""
+class Rules(Frozen):
+    """One provider's table of caching rules (a frozen value: see `ipse._plain.Frozen`)."""
+
+    __slots__ = ("_answers", "provider", "table")
+    _fields = __match_args__ = ("provider", "table", "_answers")
+    _uncompared = ("_answers",)
 
     provider: Provider
     table: Mapping[str, Mapping[str, Any]]
     # (rule, model) -> the answer: a replay asks the same few questions for every request
-    _answers: dict[tuple[str, str | None], tuple[Any, bool]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    _answers: dict[tuple[str, str | None], tuple[Any, bool]]
+
+    def __init__(
+        self,
+        provider: Provider,
+        table: Mapping[str, Mapping[str, Any]],
+        _answers: dict[tuple[str, str | None], tuple[Any, bool]] = UNSET,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "provider", provider)
+        setattr_(self, "table", table)
+        setattr_(self, "_answers", {} if _answers is UNSET else _answers)
 
     def value(self, name: str) -> Any:
         return self.table[name]["value"]
@@ -127,16 +139,30 @@ def rules(provider: str) -> Rules:
     return Rules(provider, data["rules"])
 
 
-@dataclass(frozen=True)
-class Prices:
-    """Base input prices per model, USD per million tokens."""
+class Prices(Frozen):
+    """Base input prices per model, USD per million tokens (a frozen value)."""
+
+    __slots__ = ("_answers", "defaults", "source", "table")
+    _fields = __match_args__ = ("table", "defaults", "source", "_answers")
+    _uncompared = ("_answers",)
 
     table: Mapping[str, float]
     defaults: Mapping[str, float]
     source: str
-    _answers: dict[tuple[str | None, str], tuple[float, bool]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    _answers: dict[tuple[str | None, str], tuple[float, bool]]
+
+    def __init__(
+        self,
+        table: Mapping[str, float],
+        defaults: Mapping[str, float],
+        source: str,
+        _answers: dict[tuple[str | None, str], tuple[float, bool]] = UNSET,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "table", table)
+        setattr_(self, "defaults", defaults)
+        setattr_(self, "source", source)
+        setattr_(self, "_answers", {} if _answers is UNSET else _answers)
 
     def price(self, model: str | None, provider: str) -> tuple[float, bool]:
         """The model's base input price, and whether the model is in the table."""

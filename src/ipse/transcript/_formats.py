@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from enum import Enum
 from functools import cache
 from typing import Any
+
+from ipse._plain import Frozen
 
 _PACKAGE = "ipse.transcript"
 
@@ -54,29 +55,57 @@ class Where(Enum):
     DOCUMENT = "document"  # a JSON document that is an object
 
 
-@dataclass(frozen=True, slots=True)
-class Sniff:
+class Sniff(Frozen):
     """One test that recognises a format: where it looks, its rank among every format's tests
-    of that place (lower runs first: order is part of the answer), and the predicate."""
+    of that place (lower runs first: order is part of the answer), and the predicate. (A
+    frozen value: see `ipse._plain.Frozen`.)"""
+
+    __slots__ = ("rank", "test", "where")
+    _fields = __match_args__ = ("where", "rank", "test")
 
     where: Where
     rank: int
     test: str  # "module:function" under ipse.transcript
 
+    def __init__(self, where: Where, rank: int, test: str) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "where", where)
+        setattr_(self, "rank", rank)
+        setattr_(self, "test", test)
 
-@dataclass(frozen=True, slots=True)
-class Format:
+
+class Format(Frozen):
     """One input format: what ``--format`` calls it, what its reading gives, the reader (a
     body has none: its dialect's codec reads it), how it is recognised, and why its
     conversation cannot be written back as a request (None: it can, through the codec of the
-    dialect it is read in; a log's requests are bodies already)."""
+    dialect it is read in; a log's requests are bodies already). A frozen value."""
+
+    __slots__ = ("name", "read", "read_only", "shape", "sniffs", "unrecorded")
+    _fields = __match_args__ = ("name", "shape", "read", "sniffs", "read_only", "unrecorded")
 
     name: str
     shape: Shape
     read: str | None
     sniffs: tuple[Sniff, ...]
-    read_only: str | None = None
-    unrecorded: str | None = None  # what the requests it gives leave out of what was sent
+    read_only: str | None
+    unrecorded: str | None  # what the requests it gives leave out of what was sent
+
+    def __init__(
+        self,
+        name: str,
+        shape: Shape,
+        read: str | None,
+        sniffs: tuple[Sniff, ...],
+        read_only: str | None = None,
+        unrecorded: str | None = None,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "shape", shape)
+        setattr_(self, "read", read)
+        setattr_(self, "sniffs", sniffs)
+        setattr_(self, "read_only", read_only)
+        setattr_(self, "unrecorded", unrecorded)
 
     @property
     def writes_back(self) -> bool:
