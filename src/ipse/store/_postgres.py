@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ipse import jsonio
 from ipse.errors import StaleWriter, StoreError, WriterConflict
@@ -79,6 +79,32 @@ _APPEND = (
     "   AND l.holder = %(holder)s AND l.expires_at > clock_timestamp()"
     " FOR UPDATE OF l"
     " RETURNING version, extract(epoch from created_at)::float8"
+)
+
+# Take the lease (as `acquire` does, fencing older leases; given up at commit) and insert version
+# after + 1 only if version after is the newest (or after is 0 and there is none), in one
+# statement. Its snapshot may predate a write committed while it waited for the lease row's
+# lock; the primary key then makes the insert produce nothing (ON CONFLICT DO NOTHING sees
+# committed rows), so no version is written twice or over a stale read.
+_APPEND_AFTER = (
+    "WITH lease AS ("
+    " INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
+    " VALUES (%(t)s, %(h)s, 1, to_timestamp(0))"
+    " ON CONFLICT (twin_id) DO UPDATE SET holder = EXCLUDED.holder,"
+    " token = l.token + 1, expires_at = EXCLUDED.expires_at"
+    " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
+    " RETURNING token),"
+    " ins AS ("
+    " INSERT INTO twin_snapshots"
+    " (twin_id, version, state_hash, schema, body, writer, token, notes)"
+    " SELECT %(t)s, %(after)s + 1, %(hash)s, %(schema)s, %(body)s, %(h)s, lease.token, %(notes)s"
+    " FROM lease WHERE NOT EXISTS (SELECT 1 FROM twin_snapshots s"
+    "   WHERE s.twin_id = %(t)s AND s.version > %(after)s)"
+    " AND (%(after)s = 0 OR EXISTS (SELECT 1 FROM twin_snapshots s"
+    "   WHERE s.twin_id = %(t)s AND s.version = %(after)s))"
+    " ON CONFLICT (twin_id, version) DO NOTHING"
+    " RETURNING extract(epoch from created_at)::float8 AS created)"
+    " SELECT lease.token, ins.created FROM lease LEFT JOIN ins ON true"
 )
 
 
@@ -203,12 +229,16 @@ class PostgresBackend:
             flush=False,
         )
         if row is None:
-            rows = self._one("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
-            other = rows[0] if rows else ("another writer", "?")
-            raise WriterConflict(
-                f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
-            )
+            self._conflict(twin_id)
         return Lease(twin_id, holder, int(row[0]), float(row[1]))
+
+    def _conflict(self, twin_id: str) -> NoReturn:
+        """Raise `WriterConflict` naming who holds the twin's lease."""
+        rows = self._one("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
+        other = rows[0] if rows else ("another writer", "?")
+        raise WriterConflict(
+            f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
+        )
 
     def _lock_current(self, cur: Any, lease: Lease) -> None:
         """Lock the lease row and check the caller still holds it."""
@@ -293,11 +323,53 @@ class PostgresBackend:
             notes=tuple(jsonio.loads(notes_text)),
         )
 
-    def latest(self, twin_id: str) -> SnapshotRecord | None:
+    def append_after(
+        self,
+        twin_id: str,
+        holder: str,
+        *,
+        after: int,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+        ttl: float = 30.0,
+    ) -> SnapshotRecord | None:
+        check_twin_id(twin_id)
+        ttl = check_ttl(ttl)
+        body_text = jsonio.dumps(dict(body)).decode("utf-8")
+        notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
+        params = {
+            "t": twin_id,
+            "h": holder,
+            "after": after,
+            "hash": state_hash,
+            "schema": schema,
+            "body": body_text,
+            "notes": notes_text,
+        }
+        row = self._bounded_one(ttl, _APPEND_AFTER, params)
+        if row is None:
+            self._conflict(twin_id)
+        if row[1] is None:
+            return None
+        return SnapshotRecord(
+            twin_id=twin_id,
+            version=after + 1,
+            state_hash=state_hash,
+            schema=schema,
+            body=jsonio.loads(body_text),
+            created_at=float(row[1]),
+            writer=holder,
+            token=int(row[0]),
+            notes=tuple(jsonio.loads(notes_text)),
+        )
+
+    def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
         rows = self._one(
-            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s"
+            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s AND version > %s"
             " ORDER BY version DESC LIMIT 1",
-            (twin_id,),
+            (twin_id, newer_than),
         )
         return record_from_row(rows[0]) if rows else None
 
