@@ -15,12 +15,22 @@ Waits are bounded: every lease statement runs after a local ``lock_timeout`` and
 holder frozen while it holds the lease row's lock (say, inside `renew` after ``SELECT ... FOR
 UPDATE``) makes the others wait that long and then get `WriterConflict`, never forever.
 
-Round trips: ``acquire``, ``append`` and ``release`` are one round trip each: the timeouts
+``append_after`` (a whole turn's write) is one statement too: it takes the lease as
+``acquire`` does, inserts the next version only on top of the version the caller read, and
+gives the lease up at commit, so a killed caller leaves no lease behind. Concurrent
+``append_after`` calls of one backend share transactions (group commit, `ipse.store._group`):
+as many are in flight as the pool has connections, and callers beyond that go together in the
+next one, each acknowledged after its commit; the statements of a batch lock lease rows in
+twin order, and a batch the server refuses as a whole is retried one transaction per call.
+
+Round trips: ``acquire``, ``append``, ``append_after`` and ``release`` are one round trip each
+(a batch of ``append_after`` calls, one for all): the timeouts
 (``set_config(..., true)``, the function form of ``SET LOCAL``) and the statement travel in one
 pipeline (psycopg's pipeline mode) up to one Sync, which PostgreSQL runs as one implicit
 transaction; the statement's own ``WHERE`` does the fencing check, and psycopg prepares the
 statements server-side after a few uses. A read (``latest``, ``latest_version``) is one
-statement, one round trip.
+statement, one round trip; ``latest(twin, newer_than)`` returns no row when the caller already
+holds the newest version.
 
 Only a snapshot's commit waits for the WAL flush (a disk sync). ``acquire`` and ``release``
 commit with ``synchronous_commit = off``: losing one to a server crash is harmless. A lost
@@ -49,6 +59,7 @@ from ipse.store._base import (
     record_from_row,
 )
 from ipse.store._connections import PostgresConnection
+from ipse.store._group import GroupCommit, Request
 from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
@@ -120,6 +131,9 @@ class PostgresBackend:
         self.url = redact(url)  # for messages only
         self._db = PostgresConnection(url)
         self._pg = self._db.pg
+        # as many transactions in flight as the pool has connections; callers beyond that
+        # share the next one instead of waiting for a connection each
+        self._group = GroupCommit(self._append_batch, leaders=self._db.pool.size)
         try:
             self.migrate(upto)
         except BaseException:
@@ -348,7 +362,7 @@ class PostgresBackend:
             "body": body_text,
             "notes": notes_text,
         }
-        row = self._bounded_one(ttl, _APPEND_AFTER, params)
+        row = self._group.submit((ttl, params))
         if row is None:
             self._conflict(twin_id)
         if row[1] is None:
@@ -364,6 +378,45 @@ class PostgresBackend:
             token=int(row[0]),
             notes=tuple(jsonio.loads(notes_text)),
         )
+
+    def _append_batch(self, batch: Sequence[Request]) -> None:
+        """Run `append_after` requests (``(ttl, params)``) in one transaction, one round trip;
+        when the server refused it (a lock wait ran out, a deadlock: nothing was committed),
+        each in one of its own. When the connection failed, the commit may have happened, so
+        every request gets the error (none is acknowledged, none is written twice)."""
+        if len(batch) > 1:
+            try:
+                rows = self._batch_rows(batch)
+            except StoreError as exc:
+                if getattr(exc.__cause__, "sqlstate", None) is None:
+                    for request in batch:
+                        request.error = exc
+                    return
+            else:
+                for request, row in zip(batch, rows, strict=True):
+                    request.result = row
+                return
+        for request in batch:
+            ttl, params = request.params
+            try:
+                request.result = self._bounded_one(ttl, _APPEND_AFTER, params)
+            except Exception as exc:
+                request.error = exc
+
+    def _batch_rows(self, batch: Sequence[Request]) -> list[tuple[Any, ...] | None]:
+        wait = min(MAX_WAIT, max(MIN_WAIT, min(float(r.params[0]) for r in batch)))
+        waits = (f"{int(wait * 1000)}", f"{int((2 * wait + 5) * 1000)}", "on")
+        # lease rows locked in one order by every batch: two batches never deadlock
+        order = sorted(range(len(batch)), key=lambda i: str(batch[i].params[1]["t"]))
+        cursors: dict[int, Any] = {}
+        with self._db.connection() as conn:
+            with conn.pipeline(), conn.transaction():
+                conn.execute(_SET_WAITS, waits)
+                for i in order:
+                    cursors[i] = conn.cursor()
+                    cursors[i].execute(_APPEND_AFTER, batch[i].params[1])
+            rows = [cursors[i].fetchone() for i in range(len(batch))]
+        return [None if row is None else tuple(row) for row in rows]
 
     def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
         rows = self._one(
