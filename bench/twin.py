@@ -265,7 +265,7 @@ def in_threads(threads: int, work: Callable[[int], list[float]]) -> tuple[float,
 def throughput_ipse(url: str, args: argparse.Namespace, k: int) -> dict[str, Any]:
     twins = [f"par-{k}-{t}" for t in range(args.threads)]
     sep = "&" if "?" in url else "?"
-    with open_store(f"{url}{sep}pool_size={args.threads}") as store:
+    with open_store(f"{url}{sep}pool_size={args.pool}") as store:
         for twin in twins:
             store.write_after("bench", replace(base_state(), twin_id=twin), 0)
         apply = in_threads(
@@ -285,7 +285,7 @@ def throughput_langgraph(url: str, args: argparse.Namespace, k: int) -> dict[str
     from psycopg_pool import ConnectionPool
 
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    size = args.threads
+    size = args.pool
     with ConnectionPool(url, min_size=size, max_size=size, kwargs=kwargs) as pool:
         savers = [PostgresSaver(pool) for _ in range(args.threads)]  # type: ignore[arg-type]
         threads = [
@@ -326,7 +326,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="operations per measurement")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
-    parser.add_argument("--threads", type=int, default=8, help="threads for throughput (0: off)")
+    parser.add_argument("--threads", type=int, default=32, help="threads for throughput (0: off)")
+    parser.add_argument("--pool", type=int, default=8, help="connections per side for throughput")
     parser.add_argument(
         "--pg-url",
         default=os.environ.get("IPSE_BENCH_DATABASE_URL")
