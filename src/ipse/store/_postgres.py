@@ -146,9 +146,7 @@ class PostgresBackend:
 
     def _one(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """The rows of one statement, run on its own (one round trip)."""
-        with self._db.connection() as conn, conn.cursor() as cur:
-            cur.execute(sql, params)
-            return list(cur.fetchall())
+        return [tuple(row) for row in self._db.rows(sql, params)]
 
     def _timed_out(self, wait: float, exc: StoreError) -> WriterConflict | None:
         if getattr(exc.__cause__, "sqlstate", None) in _TIMED_OUT:
