@@ -18,14 +18,16 @@ is one query). Rounds alternate ipse and LangGraph so load spikes hit both; it p
 median and 95th percentile of every operation's latency over all rounds and the ratio of the
 medians (LangGraph / ipse; above 1 means ipse is faster). On PostgreSQL it also times the floor
 under any durable write (a one-row ``INSERT`` committed on its own: one round trip, one WAL
-flush) and, with ``--threads`` (default 8) threads on both sides, the throughput of applies and
-reads: ipse threads share one store (one connection pool of ``--threads`` connections); each
-LangGraph thread has a ``PostgresSaver`` of its own on one shared ``psycopg_pool`` pool of as
-many connections (one saver serialises its calls with a lock). Durability settings are the
+flush) and, with ``--threads`` (default 32) threads on both sides and ``--pool`` (default 8)
+connections per side, the throughput of applies and reads (``read_fresh``: a store with reuse
+off): ipse threads share one store (one pool); each LangGraph thread has a ``PostgresSaver``
+of its own on one shared ``psycopg_pool`` pool (one saver serialises its calls with a lock).
+ipse's calls beyond the pool's connections share transactions and queries (group commit);
+LangGraph's wait for a connection. Durability settings are the
 server's, the same for both (``synchronous_commit`` is printed). Nothing is asserted.
 
     pip install -e '.[bench]'
-    python bench/twin.py [--n 200] [--rounds 5] [--threads 8] [--pg-url postgresql://...]
+    python bench/twin.py [--n 200] [--rounds 5] [--threads 32] [--pool 8] [--pg-url URL]
 
 The PostgreSQL part runs when ``--pg-url`` (or IPSE_BENCH_DATABASE_URL, IPSE_TEST_DATABASE_URL)
 is given, in a fresh schema that is dropped afterwards.
@@ -276,7 +278,12 @@ def throughput_ipse(url: str, args: argparse.Namespace, k: int) -> dict[str, Any
             args.threads,
             lambda t: samples(lambda i: prefix(store, twins[t]), args.n),
         )
-    return {"apply": apply, "read": read}
+    with open_store(f"{url}{sep}pool_size={args.pool}", cache=False) as cold:
+        fresh = in_threads(
+            args.threads,
+            lambda t: samples(lambda i: prefix(cold, twins[t]), args.n),
+        )
+    return {"apply": apply, "read": read, "read_fresh": fresh}
 
 
 def throughput_langgraph(url: str, args: argparse.Namespace, k: int) -> dict[str, Any]:
@@ -306,19 +313,20 @@ def throughput_langgraph(url: str, args: argparse.Namespace, k: int) -> dict[str
 
 
 def report_throughput(args: argparse.Namespace, runs: list[tuple[dict[str, Any], ...]]) -> None:
-    print(f"\n== PostgreSQL, {args.threads} threads each side, {args.n} ops per thread")
+    each = f"{args.threads} threads and {args.pool} connections each side"
+    print(f"\n== PostgreSQL, {each}, {args.n} ops per thread")
     print(f"{'operation':10} {'ipse ops/s':>10} {'p50':>7} {'p95':>7} | {'LangGraph':>9}", end="")
     print(f" {'p50':>7} {'p95':>7} | ratio (median of rounds)")
-    for op in ("apply", "read"):
+    for op, their_op in (("apply", "apply"), ("read", "read"), ("read_fresh", "read")):
         cells = []
         ratios = []
-        for side in (0, 1):
-            walls = [run[side][op][0] for run in runs]
-            lat = [x for run in runs for x in run[side][op][1]]
+        for side, key in ((0, op), (1, their_op)):
+            walls = [run[side][key][0] for run in runs]
+            lat = [x for run in runs for x in run[side][key][1]]
             rate = args.threads * args.n / statistics.median(walls)
             cells.append(f"{rate:10.0f} {ms(statistics.median(lat))} {ms(p95(lat))}")
         for ours, theirs in runs:
-            ratios.append(theirs[op][0] / ours[op][0])
+            ratios.append(theirs[their_op][0] / ours[op][0])
         print(f"{op:10} {cells[0]} | {cells[1]:>9} | {statistics.median(ratios):5.2f}x")
 
 

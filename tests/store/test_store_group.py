@@ -170,3 +170,39 @@ def test_a_batch_the_server_refuses_is_retried_one_write_each(durable_url: str) 
     assert [r.version for r in backend.history("free")] == [1, 2]
     assert [r.version for r in backend.history("frozen")] == [1]
     backend.close()
+
+
+@pytest.mark.parametrize("durable_url", ["postgres"], indirect=True)
+def test_reads_beyond_the_pool_share_a_query_and_each_gets_its_own_twin(durable_url: str) -> None:
+    from ipse.store import open_backend
+
+    url = durable_url + ("&" if "?" in durable_url else "?") + "pool_size=2"
+    backend = open_backend(url)
+    for t in range(8):
+        for v in range(t + 1):
+            body = {"twin": t, "v": v + 1}
+            backend.append_after(f"r{t}", "w", after=v, body=body, state_hash="h", schema=3)
+    gate = threading.Barrier(32)
+    wrong: list[str] = []
+
+    def read(n: int) -> None:
+        gate.wait()
+        t = n % 8
+        for _ in range(20):
+            newest = backend.latest(f"r{t}")
+            if newest is None or newest.body != {"twin": t, "v": t + 1}:
+                wrong.append(f"r{t}: {newest}")
+            if backend.latest(f"r{t}", newer_than=t + 1) is not None:
+                wrong.append(f"r{t}: a row above the newest")
+            older = backend.latest(f"r{t}", newer_than=t)
+            if older is None or older.version != t + 1:
+                wrong.append(f"r{t}: {older}")
+
+    threads = [threading.Thread(target=read, args=(n,)) for n in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert wrong == []
+    assert backend._reads.largest > 1  # type: ignore[attr-defined]
+    backend.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -29,6 +29,7 @@ class Request:
     error: BaseException | None = None
     done: bool = False
     leading: bool = False
+    wake: threading.Event = field(default_factory=threading.Event)  # done, or leading
 
     def outcome(self) -> Any:
         if self.error is not None:
@@ -47,20 +48,20 @@ class GroupCommit:
         self._max_batch = max(1, max_batch)
         self._active = 0
         self._queue: list[Request] = []
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self.batches = 0  # batches run (for tests and benchmarks)
         self.largest = 0  # the most requests one batch held
 
     def submit(self, params: Any) -> Any:
         """Run ``params`` in the next batch; its result, or its error raised."""
         request = Request(params)
-        with self._cond:
+        with self._lock:
             self._queue.append(request)
             if self._active < self._leaders:
                 self._active += 1
                 request.leading = True
-            else:
-                self._cond.wait_for(lambda: request.leading or request.done)
+        if not request.leading:
+            request.wake.wait()
         if request.leading:
             self._lead(request)
         return request.outcome()
@@ -70,30 +71,35 @@ class GroupCommit:
         handed = False
         try:
             while True:
-                with self._cond:
+                own.wake.clear()  # before looking, so that a wake-up after it is not lost
+                with self._lock:
                     if own.done:
                         break
                     batch = self._queue[: self._max_batch]
                     del self._queue[: self._max_batch]
-                    if not batch:  # another leader took ``own``: wait for it
-                        self._cond.wait_for(lambda: own.done)
-                        continue
-                    self.batches += 1
-                    self.largest = max(self.largest, len(batch))
-                self._run_batch(batch)
-            with self._cond:
+                    if batch:
+                        self.batches += 1
+                        self.largest = max(self.largest, len(batch))
+                if batch:
+                    self._run_batch(batch)
+                else:  # another leader took ``own``: wait for it
+                    own.wake.wait()
+            with self._lock:
                 if self._queue:
-                    self._queue[0].leading = True
-                    handed = True
-                    self._cond.notify_all()
+                    head = self._queue[0]
+                    head.leading = handed = True
+                    head.wake.set()
         finally:
-            with self._cond:
-                if not handed:
-                    self._active -= 1
-                    if self._queue and self._active < self._leaders:
-                        self._active += 1
-                        self._queue[0].leading = True
-                    self._cond.notify_all()
+            if not handed:
+                self._give_up_slot()
+
+    def _give_up_slot(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._queue and self._active < self._leaders:
+                self._active += 1
+                self._queue[0].leading = True
+                self._queue[0].wake.set()
 
     def _run_batch(self, batch: Sequence[Request]) -> None:
         try:
@@ -104,7 +110,8 @@ class GroupCommit:
                     request.error = exc
             raise
         finally:
-            with self._cond:
+            with self._lock:
                 for request in batch:
                     request.done = True
-                self._cond.notify_all()
+            for request in batch:
+                request.wake.set()

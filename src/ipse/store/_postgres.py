@@ -30,7 +30,8 @@ pipeline (psycopg's pipeline mode) up to one Sync, which PostgreSQL runs as one 
 transaction; the statement's own ``WHERE`` does the fencing check, and psycopg prepares the
 statements server-side after a few uses. A read (``latest``, ``latest_version``) is one
 statement, one round trip; ``latest(twin, newer_than)`` returns no row when the caller already
-holds the newest version.
+holds the newest version, and concurrent ``latest`` calls beyond the pool's connections go
+together in one query.
 
 Only a snapshot's commit waits for the WAL flush (a disk sync). ``acquire`` and ``release``
 commit with ``synchronous_commit = off``: losing one to a server crash is harmless. A lost
@@ -119,6 +120,18 @@ _APPEND_AFTER = (
 )
 
 
+_LATEST = (
+    f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s AND version > %s"
+    " ORDER BY version DESC LIMIT 1"
+)
+# several reads in one query: the newest snapshot above each (twin, version), by position
+_LATEST_MANY = (
+    "SELECT q.i, s.* FROM unnest(%s::text[], %s::int[]) WITH ORDINALITY AS q(t, v, i)"
+    f" CROSS JOIN LATERAL (SELECT {_COLUMNS} FROM twin_snapshots"
+    " WHERE twin_id = q.t AND version > q.v ORDER BY version DESC LIMIT 1) s"
+)
+
+
 def _remaining(lease: Lease) -> float:
     """How long a lease holder may wait for a lock: until its lease runs out."""
     return lease.expires_at - time.time()
@@ -134,6 +147,7 @@ class PostgresBackend:
         # as many transactions in flight as the pool has connections; callers beyond that
         # share the next one instead of waiting for a connection each
         self._group = GroupCommit(self._append_batch, leaders=self._db.pool.size)
+        self._reads = GroupCommit(self._latest_batch, leaders=self._db.pool.size)
         try:
             self.migrate(upto)
         except BaseException:
@@ -417,12 +431,26 @@ class PostgresBackend:
         return [None if row is None else tuple(row) for row in rows]
 
     def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
-        rows = self._one(
-            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s AND version > %s"
-            " ORDER BY version DESC LIMIT 1",
-            (twin_id, newer_than),
-        )
-        return record_from_row(rows[0]) if rows else None
+        row = self._reads.submit((twin_id, newer_than))
+        return None if row is None else record_from_row(row)
+
+    def _latest_batch(self, batch: Sequence[Request]) -> None:
+        """`latest` requests (``(twin_id, newer_than)``) in one query, one round trip."""
+        if len(batch) > 1:
+            twins = [str(r.params[0]) for r in batch]
+            after = [int(r.params[1]) for r in batch]
+            with contextlib.suppress(StoreError):  # then one query each, saying why
+                rows = self._one(_LATEST_MANY, (twins, after))
+                found = {int(row[0]): tuple(row[1:]) for row in rows}
+                for i, request in enumerate(batch, start=1):
+                    request.result = found.get(i)
+                return
+        for request in batch:
+            try:
+                rows = self._one(_LATEST, request.params)
+                request.result = rows[0] if rows else None
+            except Exception as exc:
+                request.error = exc
 
     def latest_version(self, twin_id: str) -> int | None:
         rows = self._one("SELECT MAX(version) FROM twin_snapshots WHERE twin_id = %s", (twin_id,))
