@@ -92,6 +92,22 @@ def test_a_batch_that_fails_as_a_whole_reaches_every_caller_of_it() -> None:
     assert _callers(group, range(5)) == {n: n for n in range(5)}  # nobody left stuck
 
 
+def test_leader_slots_are_all_given_back_after_bursts() -> None:
+    """Many leaders and waiting callers at once: after each burst no slot stays taken (a slot
+    handed to a request already leading would be lost, and the group would stall)."""
+
+    def run(batch: Sequence[Request]) -> None:
+        threading.Event().wait(0.0005)
+        for request in batch:
+            request.result = request.params
+
+    group = GroupCommit(run, leaders=3)
+    for burst in range(5):
+        values = range(burst * 100, burst * 100 + 40)
+        assert _callers(group, values) == {v: v for v in values}
+        assert group._active == 0 and group._queue == []
+
+
 def test_a_caller_alone_leads_at_once() -> None:
     def run(batch: Sequence[Request]) -> None:
         for request in batch:

@@ -1,4 +1,5 @@
-"""Group commit: concurrent callers' writes of one process share one transaction.
+"""Group commit: concurrent callers' writes of one process share one transaction (and their
+reads one query).
 
 A caller hands its request to `GroupCommit.submit` and gets its own outcome back once the
 transaction holding it has committed (or its own error). At most ``leaders`` batches are in
@@ -16,20 +17,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass(eq=False)
 class Request:
-    """One caller's write: its input, and its outcome once done."""
+    """One caller's write or read: its input, and its outcome once done."""
 
     params: Any
     result: Any = None
     error: BaseException | None = None
     done: bool = False
     leading: bool = False
-    wake: threading.Event = field(default_factory=threading.Event)  # done, or leading
+    wake: threading.Event | None = None  # made, under the lock, only for a caller who waits
 
     def outcome(self) -> Any:
         if self.error is not None:
@@ -38,7 +39,7 @@ class Request:
 
 
 class GroupCommit:
-    """Batches of concurrent requests, each batch run by ``run`` (one transaction)."""
+    """Batches of concurrent requests, each batch run by ``run`` (one transaction or query)."""
 
     def __init__(
         self, run: Callable[[Sequence[Request]], None], *, leaders: int = 1, max_batch: int = 64
@@ -60,7 +61,9 @@ class GroupCommit:
             if self._active < self._leaders:
                 self._active += 1
                 request.leading = True
-        if not request.leading:
+            else:
+                request.wake = threading.Event()
+        if request.wake is not None:
             request.wake.wait()
         if request.leading:
             self._lead(request)
@@ -71,7 +74,8 @@ class GroupCommit:
         handed = False
         try:
             while True:
-                own.wake.clear()  # before looking, so that a wake-up after it is not lost
+                if own.wake is not None:
+                    own.wake.clear()  # before looking, so that a wake-up after it is not lost
                 with self._lock:
                     if own.done:
                         break
@@ -80,26 +84,34 @@ class GroupCommit:
                     if batch:
                         self.batches += 1
                         self.largest = max(self.largest, len(batch))
+                    elif own.wake is None:
+                        own.wake = threading.Event()
                 if batch:
                     self._run_batch(batch)
-                else:  # another leader took ``own``: wait for it
+                elif own.wake is not None:  # another leader took ``own``: wait for it
                     own.wake.wait()
             with self._lock:
-                if self._queue:
-                    head = self._queue[0]
-                    head.leading = handed = True
-                    head.wake.set()
+                handed = self._promote()
         finally:
             if not handed:
                 self._give_up_slot()
 
+    def _promote(self) -> bool:
+        """Make the oldest waiting caller lead, if any (under the lock); whether one did. A
+        request already leading (its leader has not taken it yet) is not a waiting one."""
+        for request in self._queue:
+            if not request.leading:
+                request.leading = True
+                assert request.wake is not None  # every waiting caller has one
+                request.wake.set()
+                return True
+        return False
+
     def _give_up_slot(self) -> None:
         with self._lock:
             self._active -= 1
-            if self._queue and self._active < self._leaders:
+            if self._active < self._leaders and self._promote():
                 self._active += 1
-                self._queue[0].leading = True
-                self._queue[0].wake.set()
 
     def _run_batch(self, batch: Sequence[Request]) -> None:
         try:
@@ -113,5 +125,6 @@ class GroupCommit:
             with self._lock:
                 for request in batch:
                     request.done = True
-            for request in batch:
-                request.wake.set()
+                wakes = [r.wake for r in batch if r.wake is not None]
+            for wake in wakes:
+                wake.set()
