@@ -3,23 +3,27 @@
 ``--workers`` real processes (default 8) share ``--twins`` twins (default 10,000) in one
 database. Each worker owns a slice of the twins and makes ``--writes`` passes over it (the
 later passes send every 4th write to a random twin of the whole fleet, so workers contend for
-leases). One write is an apply: take the twin's lease (retrying while another holder has it),
-read its latest snapshot, apply one transition (a new commitment), write the next snapshot,
-release the lease. After each apply the worker appends the acknowledged write (twin, version,
-identity hash) to its log and fsyncs it before counting it, then rehydrates a random twin of
-the fleet (read the latest snapshot, render the request prefix).
+leases). One write is an apply (``apply_turn``): one transition (a new commitment) applied to
+the twin's latest snapshot and stored on top of it under the twin's lease, which the write
+takes and gives up in its own transaction (retried while another holder's lease lasts; a
+write that lost a race is applied again to the newer snapshot). After each apply the worker
+appends the acknowledged write (twin, version, identity hash) to its log and fsyncs it before
+counting it, then rehydrates a random twin of the fleet (read the latest snapshot, render the
+request prefix).
 
 While they run, workers are killed with SIGKILL at random moments while they write (only a
 worker that has acknowledged a write since it started), ``--kills`` times, about every
 ``--kill-every`` seconds, and restarted; a restarted worker resumes after the last write its
-log acknowledges. Leases live ``--ttl`` seconds, so a killed holder's twin is free again
-after that. Afterwards the store is checked:
+log acknowledges. A killed worker's open transaction is rolled back by the server, its lease
+with it (a lease taken on its own would be free again after ``--ttl`` seconds). Afterwards the
+store is checked:
 
 * forks: every twin's versions run 1..n with no gap or duplicate, and every snapshot is its
   predecessor plus exactly one commitment (a writer that wrote over a stale read shows here);
 * lost writes: every acknowledged write in every log is in the store, with its hash;
-* lease waits: the longest time a worker waited for a lease (bounded by the TTL of a killed
-  holder's lease); a worker gives up after ``--max-wait`` seconds and says so.
+* lease waits: the longest time a worker spent retrying while another holder's lease lasted;
+  a worker gives up after ``--max-wait`` seconds and says so (waits for the lease row's lock
+  inside a write are bounded by the TTL and show in the apply latency).
 
 It prints throughput (acknowledged applies per second of the whole run, restarts included)
 and p50/p99 latency of apply and rehydrate (rehydrate samples from workers that were not
@@ -85,7 +89,7 @@ def acked_lines(path: Path) -> list[list[str]]:
 
 def worker(args: argparse.Namespace) -> int:
     from ipse.errors import WriterConflict
-    from ipse.twin import TwinConfig, TwinState, apply_transitions, open_store, rehydrate
+    from ipse.twin import TwinConfig, apply_turn, open_store, rehydrate
 
     logs = Path(args.logs)
     ack_path = logs / f"acks-{args.worker}.log"
@@ -102,30 +106,25 @@ def worker(args: argparse.Namespace) -> int:
         for j in range(done, len(ops)):
             twin = ops[j]
             start = time.perf_counter()
-            while True:
+            step = {"op": "make_commitment", "text": f"{holder} op {j}"}
+            written = None
+            attempt = start
+            while written is None:
+                attempt = time.perf_counter()
                 try:
-                    lease = store.acquire(twin, holder, ttl=args.ttl)
-                    break
+                    turn = apply_turn(store, twin, [step], holder=holder, ttl=args.ttl)
+                    written = turn.written
+                    assert written is not None  # a new commitment always changes the twin
                 except WriterConflict:
                     if time.perf_counter() - start > args.max_wait:
                         gave_up += 1
-                        lease = None
                         break
                     time.sleep(rng.uniform(0.005, 0.03))
-            if lease is None:
+            if written is None:
                 continue
-            got = time.perf_counter()
-            waits.append(got - start)
-            try:
-                snap = store.latest(twin)
-                state = snap.state if snap is not None else TwinState.new(twin, at=T0)
-                step = {"op": "make_commitment", "text": f"{holder} op {j}"}
-                new = apply_transitions(state, [step], at=T0).state
-                written = store.write(lease, new)
-            finally:
-                store.release(lease)
             took = time.perf_counter() - start
-            waited = got - start
+            waited = attempt - start  # retrying while another holder's lease lasted
+            waits.append(waited)
             fields = (twin, written.version, written.state_hash, f"{took:.6f}", f"{waited:.6f}")
             line = "\t".join(map(str, fields)) + "\n"
             os.write(fd, line.encode("utf-8"))

@@ -145,3 +145,14 @@ def reader(url: str, twin_id: str, out: Any) -> None:
     latest = backend.latest(twin_id)
     out.put((latest is None, time.monotonic() - started))
     backend.close()
+
+
+def turner(url: str, twin_id: str, holder: str, turns: int) -> None:
+    """``turns`` calls of `apply_turn`, each adding one commitment of its own."""
+    from ipse.twin import apply_turn, open_store
+
+    with open_store(url) as store:
+        for n in range(turns):
+            apply_turn(
+                store, twin_id, [{"op": "make_commitment", "text": f"{holder}/{n}"}], holder=holder
+            )

@@ -28,6 +28,27 @@ def _run(procs: Sequence[multiprocessing.process.BaseProcess]) -> None:
         assert p.exitcode == 0, f"{p.name} exited with {p.exitcode}"
 
 
+def test_racing_turns_each_build_on_the_one_before(durable_url: str) -> None:
+    """Processes applying turns to one twin at once: every turn is stored exactly once, on top
+    of the snapshot before it (a turn that lost the race is applied again to the newer one)."""
+    racers, turns = 4, 6
+    procs = [
+        CTX.Process(target=race_worker.turner, args=(durable_url, "twin-t", f"w{n}", turns))
+        for n in range(racers)
+    ]
+    _run(procs)
+    with open_store(durable_url) as store:
+        history = store.history("twin-t")
+    assert [s.version for s in history] == list(range(1, racers * turns + 1))
+    for before, after in itertools.pairwise(history):
+        assert after.state.commitments[:-1] == before.state.commitments
+    assert sorted(history[-1].state.commitments) == sorted(
+        f"w{n}/{t}" for n in range(racers) for t in range(turns)
+    )
+    tokens = [s.record.token for s in history]
+    assert tokens == sorted(set(tokens))  # a new lease for every write
+
+
 def test_racing_writers_one_holder_no_lost_or_interleaved_history(durable_url: str) -> None:
     racers, rounds, writes = 4, 3, 3
     holders = CTX.Value("i", 0)

@@ -91,8 +91,29 @@ class SnapshotBackend(Protocol):
         """Store the next version; `StaleWriter` (nothing stored) unless ``lease`` is current."""
         ...
 
-    def latest(self, twin_id: str) -> SnapshotRecord | None:
-        """The newest snapshot of a twin, or None."""
+    def append_after(
+        self,
+        twin_id: str,
+        holder: str,
+        *,
+        after: int,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+        ttl: float = 30.0,
+    ) -> SnapshotRecord | None:
+        """Take the lease, store version ``after + 1`` if the newest version is ``after`` (0: no
+        snapshot yet), and give the lease up, as one transaction.
+
+        The record, or None when the twin has moved past ``after`` (nothing stored: read the
+        newest and try again); `WriterConflict` while another holder's lease lasts. Like
+        `acquire`, it fences every older lease of the twin. Waits are bounded by ``ttl``."""
+        ...
+
+    def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
+        """The newest snapshot of a twin, or None; None too when its version is not above
+        ``newer_than`` (a reader that holds version ``newer_than`` asks only for what is new)."""
         ...
 
     def latest_version(self, twin_id: str) -> int | None:

@@ -320,6 +320,17 @@ class PostgresConnection:
         except self.pg.Error as exc:
             raise postgres_error(self.url, exc) from exc
 
+    def rows(self, sql: str, params: Any = ()) -> list[Any]:
+        """The rows of one statement run on its own (one round trip, no transaction block);
+        psycopg errors become `StoreError`. The short path for reads."""
+        conn = self.pool.get()
+        try:
+            return list(conn.execute(sql, params).fetchall())
+        except self.pg.Error as exc:
+            raise postgres_error(self.url, exc) from exc
+        finally:
+            self.pool.put(conn)
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
         """A cursor inside one transaction; psycopg errors become `StoreError`."""

@@ -11,6 +11,7 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ipse.errors import StaleWriter, WriterConflict
@@ -32,16 +33,21 @@ class MemoryBackend:
         ttl = check_ttl(ttl)
         with self._lock:
             now = self._clock()
-            current = self._leases.get(twin_id)
-            if current is not None and current.expires_at > now and current.holder != holder:
-                raise WriterConflict(
-                    f"twin {twin_id!r} is being written by {current.holder!r} "
-                    f"(lease token {current.token})"
-                )
-            token = 1 if current is None else current.token + 1
-            lease = Lease(twin_id, holder, token, now + ttl)
-            self._leases[twin_id] = lease
+            lease = self._take(twin_id, holder, now)
+            lease = self._leases[twin_id] = replace(lease, expires_at=now + ttl)
             return lease
+
+    def _take(self, twin_id: str, holder: str, now: float) -> Lease:
+        """The twin's next lease for ``holder`` (expiring ``now``: the caller sets its end);
+        `WriterConflict` while another holder's lease lasts. Call under the lock."""
+        current = self._leases.get(twin_id)
+        if current is not None and current.expires_at > now and current.holder != holder:
+            raise WriterConflict(
+                f"twin {twin_id!r} is being written by {current.holder!r} "
+                f"(lease token {current.token})"
+            )
+        token = 1 if current is None else current.token + 1
+        return Lease(twin_id, holder, token, now)
 
     def _check_current(self, lease: Lease, now: float) -> None:
         current = self._leases.get(lease.twin_id)
@@ -99,10 +105,45 @@ class MemoryBackend:
             history.append(record)
             return _copy(record)
 
-    def latest(self, twin_id: str) -> SnapshotRecord | None:
+    def append_after(
+        self,
+        twin_id: str,
+        holder: str,
+        *,
+        after: int,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+        ttl: float = 30.0,
+    ) -> SnapshotRecord | None:
+        check_twin_id(twin_id)
+        check_ttl(ttl)
+        with self._lock:
+            now = self._clock()
+            lease = self._take(twin_id, holder, now)
+            self._leases[twin_id] = replace(lease, expires_at=0.0)  # given up at once
+            history = self._history.setdefault(twin_id, [])
+            if len(history) != after:
+                return None
+            record = SnapshotRecord(
+                twin_id=twin_id,
+                version=after + 1,
+                state_hash=state_hash,
+                schema=schema,
+                body=copy.deepcopy(dict(body)),
+                created_at=now,
+                writer=holder,
+                token=lease.token,
+                notes=tuple(copy.deepcopy(dict(n)) for n in notes),
+            )
+            history.append(record)
+            return _copy(record)
+
+    def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
         with self._lock:
             history = self._history.get(twin_id)
-            return _copy(history[-1]) if history else None
+            return _copy(history[-1]) if history and len(history) > newer_than else None
 
     def latest_version(self, twin_id: str) -> int | None:
         with self._lock:

@@ -15,12 +15,23 @@ Waits are bounded: every lease statement runs after a local ``lock_timeout`` and
 holder frozen while it holds the lease row's lock (say, inside `renew` after ``SELECT ... FOR
 UPDATE``) makes the others wait that long and then get `WriterConflict`, never forever.
 
-Round trips: ``acquire``, ``append`` and ``release`` are one round trip each: the timeouts
+``append_after`` (a whole turn's write) is one statement too: it takes the lease as
+``acquire`` does, inserts the next version only on top of the version the caller read, and
+gives the lease up at commit, so a killed caller leaves no lease behind. Concurrent
+``append_after`` calls of one backend share transactions (group commit, `ipse.store._group`):
+as many are in flight as the pool has connections, and callers beyond that go together in the
+next one, each acknowledged after its commit; the statements of a batch lock lease rows in
+twin order, and a batch the server refuses as a whole is retried one transaction per call.
+
+Round trips: ``acquire``, ``append``, ``append_after`` and ``release`` are one round trip each
+(a batch of ``append_after`` calls, one for all): the timeouts
 (``set_config(..., true)``, the function form of ``SET LOCAL``) and the statement travel in one
 pipeline (psycopg's pipeline mode) up to one Sync, which PostgreSQL runs as one implicit
 transaction; the statement's own ``WHERE`` does the fencing check, and psycopg prepares the
 statements server-side after a few uses. A read (``latest``, ``latest_version``) is one
-statement, one round trip.
+statement, one round trip; ``latest(twin, newer_than)`` returns no row when the caller already
+holds the newest version, and concurrent ``latest`` calls beyond the pool's connections go
+together in one query.
 
 Only a snapshot's commit waits for the WAL flush (a disk sync). ``acquire`` and ``release``
 commit with ``synchronous_commit = off``: losing one to a server crash is harmless. A lost
@@ -36,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ipse import jsonio
 from ipse.errors import StaleWriter, StoreError, WriterConflict
@@ -49,6 +60,7 @@ from ipse.store._base import (
     record_from_row,
 )
 from ipse.store._connections import PostgresConnection
+from ipse.store._group import GroupCommit, Request
 from ipse.store._migrations import MIGRATIONS_TABLE_POSTGRES, plan, registered
 
 if TYPE_CHECKING:
@@ -81,6 +93,44 @@ _APPEND = (
     " RETURNING version, extract(epoch from created_at)::float8"
 )
 
+# Take the lease (as `acquire` does, fencing older leases; given up at commit) and insert version
+# after + 1 only if version after is the newest (or after is 0 and there is none), in one
+# statement. Its snapshot may predate a write committed while it waited for the lease row's
+# lock; the primary key then makes the insert produce nothing (ON CONFLICT DO NOTHING sees
+# committed rows), so no version is written twice or over a stale read.
+_APPEND_AFTER = (
+    "WITH lease AS ("
+    " INSERT INTO twin_leases AS l (twin_id, holder, token, expires_at)"
+    " VALUES (%(t)s, %(h)s, 1, to_timestamp(0))"
+    " ON CONFLICT (twin_id) DO UPDATE SET holder = EXCLUDED.holder,"
+    " token = l.token + 1, expires_at = EXCLUDED.expires_at"
+    " WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder"
+    " RETURNING token),"
+    " ins AS ("
+    " INSERT INTO twin_snapshots"
+    " (twin_id, version, state_hash, schema, body, writer, token, notes)"
+    " SELECT %(t)s, %(after)s + 1, %(hash)s, %(schema)s, %(body)s, %(h)s, lease.token, %(notes)s"
+    " FROM lease WHERE NOT EXISTS (SELECT 1 FROM twin_snapshots s"
+    "   WHERE s.twin_id = %(t)s AND s.version > %(after)s)"
+    " AND (%(after)s = 0 OR EXISTS (SELECT 1 FROM twin_snapshots s"
+    "   WHERE s.twin_id = %(t)s AND s.version = %(after)s))"
+    " ON CONFLICT (twin_id, version) DO NOTHING"
+    " RETURNING extract(epoch from created_at)::float8 AS created)"
+    " SELECT lease.token, ins.created FROM lease LEFT JOIN ins ON true"
+)
+
+
+_LATEST = (
+    f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s AND version > %s"
+    " ORDER BY version DESC LIMIT 1"
+)
+# several reads in one query: the newest snapshot above each (twin, version), by position
+_LATEST_MANY = (
+    "SELECT q.i, s.* FROM unnest(%s::text[], %s::int[]) WITH ORDINALITY AS q(t, v, i)"
+    f" CROSS JOIN LATERAL (SELECT {_COLUMNS} FROM twin_snapshots"
+    " WHERE twin_id = q.t AND version > q.v ORDER BY version DESC LIMIT 1) s"
+)
+
 
 def _remaining(lease: Lease) -> float:
     """How long a lease holder may wait for a lock: until its lease runs out."""
@@ -94,6 +144,10 @@ class PostgresBackend:
         self.url = redact(url)  # for messages only
         self._db = PostgresConnection(url)
         self._pg = self._db.pg
+        # as many transactions in flight as the pool has connections; callers beyond that
+        # share the next one instead of waiting for a connection each
+        self._group = GroupCommit(self._append_batch, leaders=self._db.pool.size)
+        self._reads = GroupCommit(self._latest_batch, leaders=self._db.pool.size)
         try:
             self.migrate(upto)
         except BaseException:
@@ -106,9 +160,7 @@ class PostgresBackend:
 
     def _one(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """The rows of one statement, run on its own (one round trip)."""
-        with self._db.connection() as conn, conn.cursor() as cur:
-            cur.execute(sql, params)
-            return list(cur.fetchall())
+        return [tuple(row) for row in self._db.rows(sql, params)]
 
     def _timed_out(self, wait: float, exc: StoreError) -> WriterConflict | None:
         if getattr(exc.__cause__, "sqlstate", None) in _TIMED_OUT:
@@ -203,12 +255,16 @@ class PostgresBackend:
             flush=False,
         )
         if row is None:
-            rows = self._one("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
-            other = rows[0] if rows else ("another writer", "?")
-            raise WriterConflict(
-                f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
-            )
+            self._conflict(twin_id)
         return Lease(twin_id, holder, int(row[0]), float(row[1]))
+
+    def _conflict(self, twin_id: str) -> NoReturn:
+        """Raise `WriterConflict` naming who holds the twin's lease."""
+        rows = self._one("SELECT holder, token FROM twin_leases WHERE twin_id = %s", (twin_id,))
+        other = rows[0] if rows else ("another writer", "?")
+        raise WriterConflict(
+            f"twin {twin_id!r} is being written by {other[0]!r} (lease token {other[1]})"
+        )
 
     def _lock_current(self, cur: Any, lease: Lease) -> None:
         """Lock the lease row and check the caller still holds it."""
@@ -293,13 +349,108 @@ class PostgresBackend:
             notes=tuple(jsonio.loads(notes_text)),
         )
 
-    def latest(self, twin_id: str) -> SnapshotRecord | None:
-        rows = self._one(
-            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s"
-            " ORDER BY version DESC LIMIT 1",
-            (twin_id,),
+    def append_after(
+        self,
+        twin_id: str,
+        holder: str,
+        *,
+        after: int,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+        ttl: float = 30.0,
+    ) -> SnapshotRecord | None:
+        check_twin_id(twin_id)
+        ttl = check_ttl(ttl)
+        body_text = jsonio.dumps(dict(body)).decode("utf-8")
+        notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
+        params = {
+            "t": twin_id,
+            "h": holder,
+            "after": after,
+            "hash": state_hash,
+            "schema": schema,
+            "body": body_text,
+            "notes": notes_text,
+        }
+        row = self._group.submit((ttl, params))
+        if row is None:
+            self._conflict(twin_id)
+        if row[1] is None:
+            return None
+        return SnapshotRecord(
+            twin_id=twin_id,
+            version=after + 1,
+            state_hash=state_hash,
+            schema=schema,
+            body=jsonio.loads(body_text),
+            created_at=float(row[1]),
+            writer=holder,
+            token=int(row[0]),
+            notes=tuple(jsonio.loads(notes_text)),
         )
-        return record_from_row(rows[0]) if rows else None
+
+    def _append_batch(self, batch: Sequence[Request]) -> None:
+        """Run `append_after` requests (``(ttl, params)``) in one transaction, one round trip;
+        when the server refused it (a lock wait ran out, a deadlock: nothing was committed),
+        each in one of its own. When the connection failed, the commit may have happened, so
+        every request gets the error (none is acknowledged, none is written twice)."""
+        if len(batch) > 1:
+            try:
+                rows = self._batch_rows(batch)
+            except StoreError as exc:
+                if getattr(exc.__cause__, "sqlstate", None) is None:
+                    for request in batch:
+                        request.error = exc
+                    return
+            else:
+                for request, row in zip(batch, rows, strict=True):
+                    request.result = row
+                return
+        for request in batch:
+            ttl, params = request.params
+            try:
+                request.result = self._bounded_one(ttl, _APPEND_AFTER, params)
+            except Exception as exc:
+                request.error = exc
+
+    def _batch_rows(self, batch: Sequence[Request]) -> list[tuple[Any, ...] | None]:
+        wait = min(MAX_WAIT, max(MIN_WAIT, min(float(r.params[0]) for r in batch)))
+        waits = (f"{int(wait * 1000)}", f"{int((2 * wait + 5) * 1000)}", "on")
+        # lease rows locked in one order by every batch: two batches never deadlock
+        order = sorted(range(len(batch)), key=lambda i: str(batch[i].params[1]["t"]))
+        cursors: dict[int, Any] = {}
+        with self._db.connection() as conn:
+            with conn.pipeline(), conn.transaction():
+                conn.execute(_SET_WAITS, waits)
+                for i in order:
+                    cursors[i] = conn.cursor()
+                    cursors[i].execute(_APPEND_AFTER, batch[i].params[1])
+            rows = [cursors[i].fetchone() for i in range(len(batch))]
+        return [None if row is None else tuple(row) for row in rows]
+
+    def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
+        row = self._reads.submit((twin_id, newer_than))
+        return None if row is None else record_from_row(row)
+
+    def _latest_batch(self, batch: Sequence[Request]) -> None:
+        """`latest` requests (``(twin_id, newer_than)``) in one query, one round trip."""
+        if len(batch) > 1:
+            twins = [str(r.params[0]) for r in batch]
+            after = [int(r.params[1]) for r in batch]
+            with contextlib.suppress(StoreError):  # then one query each, saying why
+                rows = self._one(_LATEST_MANY, (twins, after))
+                found = {int(row[0]): tuple(row[1:]) for row in rows}
+                for i, request in enumerate(batch, start=1):
+                    request.result = found.get(i)
+                return
+        for request in batch:
+            try:
+                rows = self._one(_LATEST, request.params)
+                request.result = rows[0] if rows else None
+            except Exception as exc:
+                request.error = exc
 
     def latest_version(self, twin_id: str) -> int | None:
         rows = self._one("SELECT MAX(version) FROM twin_snapshots WHERE twin_id = %s", (twin_id,))

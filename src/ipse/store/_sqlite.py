@@ -143,30 +143,34 @@ class SqliteBackend:
         ttl = check_ttl(ttl)
         with self._immediate(ttl) as conn:
             now = float(conn.execute(f"SELECT {_NOW}").fetchone()[0])
-            row = conn.execute(
-                "SELECT holder, token, expires_at FROM twin_leases WHERE twin_id = ?", (twin_id,)
-            ).fetchone()
-            if row is None:
-                token = 1
-                conn.execute(
-                    "INSERT INTO twin_leases (twin_id, holder, token, expires_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (twin_id, holder, token, now + ttl),
-                )
-            else:
-                current_holder, current_token, expires_at = row
-                if float(expires_at) > now and current_holder != holder:
-                    raise WriterConflict(
-                        f"twin {twin_id!r} is being written by {current_holder!r} "
-                        f"(lease token {current_token})"
-                    )
-                token = int(current_token) + 1
-                conn.execute(
-                    "UPDATE twin_leases SET holder = ?, token = ?, expires_at = ?"
-                    " WHERE twin_id = ?",
-                    (holder, token, now + ttl, twin_id),
-                )
+            token = self._take(conn, twin_id, holder, now, now + ttl)
         return Lease(twin_id, holder, token, now + ttl)
+
+    def _take(
+        self, conn: sqlite3.Cursor, twin_id: str, holder: str, now: float, until: float
+    ) -> int:
+        """Give ``holder`` the twin's next lease, lasting ``until``, and return its token;
+        `WriterConflict` while another holder's lease lasts. Inside a write transaction."""
+        row = conn.execute(
+            "SELECT holder, token, expires_at FROM twin_leases WHERE twin_id = ?", (twin_id,)
+        ).fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO twin_leases (twin_id, holder, token, expires_at) VALUES (?, ?, 1, ?)",
+                (twin_id, holder, until),
+            )
+            return 1
+        current_holder, current_token, expires_at = row
+        if float(expires_at) > now and current_holder != holder:
+            raise WriterConflict(
+                f"twin {twin_id!r} is being written by {current_holder!r} "
+                f"(lease token {current_token})"
+            )
+        conn.execute(
+            "UPDATE twin_leases SET holder = ?, token = ?, expires_at = ? WHERE twin_id = ?",
+            (holder, int(current_token) + 1, until, twin_id),
+        )
+        return int(current_token) + 1
 
     def _check_current(self, conn: sqlite3.Cursor, lease: Lease) -> float:
         row = conn.execute(
@@ -245,11 +249,52 @@ class SqliteBackend:
             notes=tuple(jsonio.loads(notes_text)),
         )
 
-    def latest(self, twin_id: str) -> SnapshotRecord | None:
+    def append_after(
+        self,
+        twin_id: str,
+        holder: str,
+        *,
+        after: int,
+        body: Mapping[str, Any],
+        state_hash: str,
+        schema: int,
+        notes: Sequence[Mapping[str, Any]] = (),
+        ttl: float = 30.0,
+    ) -> SnapshotRecord | None:
+        check_twin_id(twin_id)
+        ttl = check_ttl(ttl)
+        body_text = jsonio.dumps(dict(body)).decode("utf-8")
+        notes_text = jsonio.dumps([dict(n) for n in notes]).decode("utf-8")
+        with self._immediate(ttl) as conn:
+            now = float(conn.execute(f"SELECT {_NOW}").fetchone()[0])
+            token = self._take(conn, twin_id, holder, now, 0.0)  # given up at commit
+            newest = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM twin_snapshots WHERE twin_id = ?",
+                (twin_id,),
+            ).fetchone()[0]
+            if int(newest) != after:
+                return None
+            conn.execute(
+                f"INSERT INTO twin_snapshots ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (twin_id, after + 1, state_hash, schema, body_text, now, holder, token, notes_text),
+            )
+        return SnapshotRecord(
+            twin_id=twin_id,
+            version=after + 1,
+            state_hash=state_hash,
+            schema=schema,
+            body=jsonio.loads(body_text),
+            created_at=now,
+            writer=holder,
+            token=token,
+            notes=tuple(jsonio.loads(notes_text)),
+        )
+
+    def latest(self, twin_id: str, newer_than: int = 0) -> SnapshotRecord | None:
         rows = self._read(
-            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = ? ORDER BY version DESC"
-            " LIMIT 1",
-            (twin_id,),
+            f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = ? AND version > ?"
+            " ORDER BY version DESC LIMIT 1",
+            (twin_id, newer_than),
         )
         return record_from_row(rows[0]) if rows else None
 

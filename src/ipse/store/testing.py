@@ -195,6 +195,75 @@ def check_latest_version(backend: SnapshotBackend) -> None:
     assert backend.latest_version("other") is None
 
 
+def write_after(
+    backend: SnapshotBackend, holder: str, after: int, n: int = 0, twin_id: str = "t1"
+) -> SnapshotRecord | None:
+    """`append_after` of snapshot ``n`` (a copy of `BODY` with ``"n": n``)."""
+    return backend.append_after(
+        twin_id, holder, after=after, body={**BODY, "n": n}, state_hash=f"sha256:{n}", schema=3
+    )
+
+
+def check_append_after_writes_only_the_next_version(backend: SnapshotBackend) -> None:
+    first = write_after(backend, "alice", 0, 1)
+    assert first is not None and (first.version, first.writer) == (1, "alice")
+    second = write_after(backend, "bob", 1, 2)
+    assert second is not None and second.version == 2 and second.token > first.token
+    assert second.body == {**BODY, "n": 2} and second.state_hash == "sha256:2"
+    assert write_after(backend, "carol", 1, 3) is None  # the twin moved past version 1
+    assert write_after(backend, "carol", 0, 3) is None
+    assert write_after(backend, "carol", 5, 3) is None  # not a version that exists
+    assert [(r.version, r.body["n"]) for r in backend.history("t1")] == [(1, 1), (2, 2)]
+    latest = backend.latest("t1")
+    assert latest is not None and latest.body == {**BODY, "n": 2} and latest.writer == "bob"
+    assert write_after(backend, "carol", 0, 1, twin_id="t2") is not None
+    assert backend.twins() == ["t1", "t2"]
+
+
+def check_append_after_waits_for_no_lease_of_its_own(backend: SnapshotBackend) -> None:
+    write_after(backend, "alice", 0, 1)
+    lease = backend.acquire("t1", "bob", 30)  # free at once: append_after gave it up
+    assert lease.token == 2
+    with raises(WriterConflict, match="bob"):
+        write_after(backend, "alice", 1, 2)
+    assert backend.latest_version("t1") == 1
+    write(backend, lease, 2)
+    assert [r.writer for r in backend.history("t1")] == ["alice", "bob"]
+
+
+def check_append_after_fences_older_leases(backend: SnapshotBackend) -> None:
+    mine = backend.acquire("t1", "alice", 30)
+    record = write_after(backend, "alice", 0, 1)  # the same holder may, with a new token
+    assert record is not None and record.token > mine.token
+    with raises(StaleWriter):
+        write(backend, mine, 2)
+    old = backend.acquire("t1", "bob", 30)
+    backend.release(old)
+    assert write_after(backend, "carol", 1, 2) is not None
+    with raises(StaleWriter):
+        write(backend, old, 3)
+    assert [r.writer for r in backend.history("t1")] == ["alice", "carol"]
+
+
+def check_append_after_refuses_bad_input(backend: SnapshotBackend) -> None:
+    with raises(InputError, match="twin_id"):
+        write_after(backend, "alice", 0, twin_id="")
+    with raises(InputError, match="ttl"):
+        backend.append_after("t1", "alice", after=0, body={}, state_hash="h", schema=3, ttl=0)
+    assert backend.history("t1") == []
+
+
+def check_latest_newer_than(backend: SnapshotBackend) -> None:
+    lease = backend.acquire("t1", "alice", 30)
+    write(backend, lease, 1)
+    write(backend, lease, 2)
+    assert backend.latest("t1", newer_than=2) is None
+    assert backend.latest("t1", newer_than=5) is None
+    newer = backend.latest("t1", newer_than=1)
+    assert newer is not None and (newer.version, newer.body["n"]) == (2, 2)
+    assert backend.latest("other", newer_than=0) is None
+
+
 CHECKS: tuple[Check, ...] = (
     check_empty_store,
     check_first_lease_and_write,
@@ -211,6 +280,11 @@ CHECKS: tuple[Check, ...] = (
     check_bad_ttl_is_refused,
     check_bad_twin_id_is_refused,
     check_latest_version,
+    check_append_after_writes_only_the_next_version,
+    check_append_after_waits_for_no_lease_of_its_own,
+    check_append_after_fences_older_leases,
+    check_append_after_refuses_bad_input,
+    check_latest_newer_than,
 )
 """Every check, in order; each takes a fresh, empty backend."""
 

@@ -7,8 +7,10 @@ state loaded (and migrated) from it. The single-writer rules are the backend's.
 
 Stored snapshots are immutable (the history is append-only), so the store keeps the last
 decoded snapshot of each twin and reuses it while the database's newest version for that twin
-is still the same one: ``latest`` always asks the database, but decodes only what is new.
-Treat returned snapshots as read-only.
+is still the same one: ``latest`` always asks the database (one query that returns a row only
+when there is a newer version), but decodes only what is new. ``write_after`` stores a state
+only on top of the version it was computed from, under the twin's lease taken and given up in
+the same transaction. Treat returned snapshots as read-only.
 """
 
 from __future__ import annotations
@@ -120,19 +122,58 @@ class TwinStore:
         )
         snapshot = Snapshot(record)
         snapshot.__dict__["state"] = state  # what was written is what loading it gives
-        self._decoded[lease.twin_id] = snapshot
+        if self.cache:
+            self._decoded[lease.twin_id] = snapshot
         return snapshot
 
-    def latest(self, twin_id: str) -> Snapshot | None:
-        """The twin's newest snapshot, or None (a cold start)."""
-        cached = self._decoded.get(twin_id) if self.cache else None
-        if cached is not None and self.backend.latest_version(twin_id) == cached.version:
-            return cached
-        record = self.backend.latest(twin_id)
+    def write_after(
+        self,
+        holder: str,
+        state: TwinState,
+        after: int,
+        *,
+        policy: IdentityPolicy = DEFAULT_POLICY,
+        notes: Sequence[Mapping[str, Any]] = (),
+        ttl: float = 30.0,
+    ) -> Snapshot | None:
+        """Store ``state`` as version ``after + 1`` if version ``after`` is the newest (0: the
+        twin has none), under the twin's lease taken and given up in the same transaction.
+
+        None when the twin has moved past ``after`` (nothing stored); `WriterConflict` while
+        another holder's lease lasts."""
+        record = self.backend.append_after(
+            state.twin_id,
+            holder,
+            after=after,
+            body=dump_state(state),
+            state_hash=state_hash(state, policy),
+            schema=CURRENT_SCHEMA,
+            notes=notes,
+            ttl=ttl,
+        )
         if record is None:
             return None
         snapshot = Snapshot(record)
-        self._decoded[twin_id] = snapshot
+        snapshot.__dict__["state"] = state  # what was written is what loading it gives
+        if self.cache:
+            self._decoded[state.twin_id] = snapshot
+        return snapshot
+
+    def known(self, twin_id: str) -> Snapshot | None:
+        """The newest snapshot of the twin this store has read or written, without asking the
+        database (so possibly no longer the newest); None when it has none or reuse is off."""
+        return self._decoded.get(twin_id) if self.cache else None
+
+    def latest(self, twin_id: str) -> Snapshot | None:
+        """The twin's newest snapshot, or None (a cold start)."""
+        cached = self.known(twin_id)
+        newer_than = cached.version if cached is not None else 0
+        record = self.backend.latest(twin_id, newer_than)
+        if record is None:
+            return cached  # versions only grow: nothing newer means the one held is newest
+        snapshot = Snapshot(record)
+        if self.cache:
+            self._decoded[twin_id] = snapshot
         return snapshot
 
     def history(self, twin_id: str) -> list[Snapshot]:

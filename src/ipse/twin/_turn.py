@@ -1,25 +1,31 @@
-"""One twin turn as a single library call: lease, apply, decay, snapshot if identity changed.
+"""One twin turn as a single library call: read, apply, decay, snapshot if identity changed.
 
 `apply_turn` is what ``ipse twin apply``, the MCP server's transition tools and the in-process
-adapters call. It holds the twin's lease for the whole step, so the read, the transitions and the
-write are one writer's; a bad record raises `InputError` before anything is stored.
+adapters call. The read, the transitions and the write are one writer's: the snapshot is stored
+only on top of the version the transitions were applied to, under the twin's lease, which the
+write takes and gives up in its own transaction (`TwinStore.write_after`); when another writer
+stored a version in between, the records are applied again to that one. A store that already
+holds the newest snapshot (it read or wrote it) does not read it again, so a turn that changes
+the twin is one round trip to the database, and a turn that changes nothing one read. A bad
+record raises `InputError` before anything is stored.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ipse.errors import InputError
+from ipse.errors import InputError, WriterConflict
 from ipse.twin._apply import apply_transitions
 from ipse.twin._config import TwinConfig
 from ipse.twin._decay import NO_DECAY
 from ipse.twin._identity import DEFAULT_POLICY, changed_fields, state_hash
 from ipse.twin._state import TwinState
-from ipse.twin._store import Snapshot, TwinStore, maybe_snapshot
+from ipse.twin._store import Snapshot, TwinStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,15 +86,14 @@ def init_twin(
 
     `InputError` when the twin already has snapshots: its history is never restarted."""
     identity = config.identity if config else DEFAULT_POLICY
-    with store.lease(twin_id, holder or default_holder(), ttl) as lease:
+    state = TwinState.new(twin_id, account)
+    first = store.write_after(holder or default_holder(), state, 0, policy=identity, ttl=ttl)
+    if first is None:
         latest = store.latest(twin_id)
-        if latest is not None:
-            raise InputError(
-                f"twin {twin_id!r} already exists (v{latest.version}); nothing written"
-            )
-        maybe_snapshot(store, lease, TwinState.new(twin_id, account), None, policy=identity)
-        first = store.latest(twin_id)
-    assert first is not None  # written under the lease just now
+        raise InputError(
+            f"twin {twin_id!r} already exists (v{latest.version if latest else '?'}); "
+            "nothing written"
+        )
     return first
 
 
@@ -101,19 +106,56 @@ def apply_turn(
     holder: str | None = None,
     ttl: float = 30.0,
 ) -> Turn:
-    """Apply ``{"op": ...}`` records to the latest state under the lease; store if changed."""
+    """Apply ``{"op": ...}`` records to the latest state; store the result if it changed.
+
+    The result is stored only on top of the version it was computed from, under the twin's
+    lease (taken and given up in the write's own transaction): when another writer stored a
+    version first, the records are applied again to that one. `WriterConflict` while another
+    holder's lease lasts, or when the twin kept moving for ``ttl`` seconds."""
     batch = list(records)
+    who = holder or default_holder()
+    deadline = time.monotonic() + ttl
+    latest = store.known(twin_id) or store.latest(twin_id)
+    while True:
+        turn = _try_turn(store, twin_id, batch, latest, config=config, holder=who, ttl=ttl)
+        if isinstance(turn, Turn):
+            return turn
+        if time.monotonic() > deadline:
+            raise WriterConflict(
+                f"twin {twin_id!r} kept being written by others for {ttl:.0f} s; try again"
+            )
+        latest = turn
+
+
+def _try_turn(
+    store: TwinStore,
+    twin_id: str,
+    batch: list[Any],
+    latest: Snapshot | None,
+    *,
+    config: TwinConfig | None,
+    holder: str,
+    ttl: float,
+) -> Turn | Snapshot | None:
+    """The turn applied on top of ``latest``, or the newest snapshot when ``latest`` is not
+    it any more (nothing stored)."""
     identity = config.identity if config else DEFAULT_POLICY
-    decay_policy = config.decay if config else NO_DECAY
-    with store.lease(twin_id, holder or default_holder(), ttl) as lease:
-        latest = store.latest(twin_id)
-        state = latest.state if latest else TwinState.new(twin_id)
-        applied = apply_transitions(state, batch, policy=decay_policy)
-        before = state_hash(state, identity) if latest else None
-        after = maybe_snapshot(
-            store, lease, applied.state, before, policy=identity, notes=applied.notes
+    state = latest.state if latest else TwinState.new(twin_id)
+    applied = apply_transitions(state, batch, policy=config.decay if config else NO_DECAY)
+    before = state_hash(state, identity) if latest else None
+    after = state_hash(applied.state, identity)
+    base = latest.version if latest else 0
+    written: Snapshot | None = None
+    if after != before or applied.notes:
+        written = store.write_after(
+            holder, applied.state, base, policy=identity, notes=applied.notes, ttl=ttl
         )
-        written = store.latest(twin_id) if after != before or applied.notes else None
+        if written is None:
+            return store.latest(twin_id)
+    else:
+        newest = store.latest(twin_id)  # nothing to write: only check nothing newer exists
+        if (newest.version if newest else 0) != base:
+            return newest
     changed = changed_fields(state, applied.state)
     return Turn(
         twin_id=twin_id,
