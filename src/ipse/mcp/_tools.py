@@ -284,11 +284,11 @@ def _twin_show(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# One writer per twin in this server. The server holds the twin's lease under one name
-# (``host:pid``), and a store hands the lease again to the name that holds it, with a new
-# token: two parallel calls of one model turn would fence each other ("taken over") although
-# nobody else wrote. The calls of one server take their turn here instead, each under the
-# lease in its own turn; another process still meets the store's `WriterConflict`.
+# One writer per twin in this server: the calls of one model turn that touch the same twin take
+# their turn here, so they apply in the order they arrived rather than racing for the store's
+# one-statement write and retrying. A turn another process stored in between is applied on
+# (`apply_turn` builds on the newest version); a lease held elsewhere with `store.lease` still
+# raises the store's `WriterConflict`.
 _TWIN_LOCKS: dict[tuple[str | None, str], threading.Lock] = {}
 _TWIN_LOCKS_GUARD = threading.Lock()
 
