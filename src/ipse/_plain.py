@@ -6,22 +6,27 @@ the hook's whole start of 37 ms (`python bench/hook_plain.py`: best of 30 fresh 
 class of the hook's path lists its fields in ``__slots__``, writes its own ``__init__``, and
 takes equality and repr over those fields from `Plain`.
 
-`Frozen` is the same for a value that a frozen dataclass would hold, on paths where making the
-dataclass costs more than the work: ``@dataclass`` writes and compiles its methods when the class
-is made, about a millisecond a class (3.5 million instructions under valgrind's cachegrind), and
-``ipse prefix`` on a small session made sixteen of them before it read a line.
+`plain_dataclass` is for the classes that may be dataclasses but are made at the start of a
+command that counts its milliseconds (``ipse prefix``): it makes the dataclass of a class that
+writes its own ``__init__`` without writing and compiling code, which is what ``@dataclass``
+costs when the class is made.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from dataclasses import dataclass as plain_dataclass  # what a type checker is to see
     from typing import Any
 
 
+__all__ = ["UNSET", "Plain", "plain_dataclass"]
+
+
 class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
+    def __repr__(self) -> str:  # as the signature of a dataclass's ``__init__`` shows it
+        return "<factory>"
 
 
 UNSET: Any = _Unset()
@@ -60,21 +65,136 @@ class Plain:
         return f"{type(self).__name__}({fields})"
 
 
-class Frozen(Plain):
-    """A `Plain` value that cannot be changed, hashed over its compared fields, as a frozen
-    dataclass is: its ``__init__`` sets the fields with ``object.__setattr__``."""
+if not TYPE_CHECKING:
 
-    __slots__ = ()
+    def plain_dataclass(*, frozen: bool = False, slots: bool = False) -> Callable[[type], type]:
+        """``@dataclass(frozen=..., slots=...)`` for a class that writes its own ``__init__``:
+        the same dataclass (`dataclasses.fields`, `dataclasses.replace`, `dataclasses.asdict`,
+        ``__match_args__``, ``__dataclass_params__``, pickling), whose ``__repr__``, ``__eq__``,
+        ``__hash__`` and, frozen, ``__setattr__`` and ``__delattr__`` behave as those
+        ``@dataclass`` writes, but are made without writing and compiling code (``exec``),
+        which is what ``@dataclass`` costs when the class is made (frozen: two functions more).
 
-    def __hash__(self) -> int:  # type: ignore[override]
-        return hash(self._values())
+        Measured: one frozen slotted class of four fields, 3.5 million instructions with
+        ``@dataclass`` and 0.5 million so (valgrind's callgrind).
 
-    def __setattr__(self, name: str, value: object) -> None:
-        from dataclasses import FrozenInstanceError
+        A method the class writes itself (``__repr__``, ``__eq__``, ``__hash__``) is kept, as
+        ``@dataclass`` keeps it. A type checker sees `dataclasses.dataclass` itself, given the
+        same options. ``tests/test_plain_values.py`` holds each class made so to the class
+        ``@dataclass`` makes from the same fields.
+        """
 
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        def make(cls: type) -> type:
+            return _make(cls, frozen, slots)
 
-    def __delattr__(self, name: str) -> None:
-        from dataclasses import FrozenInstanceError
+        return make
 
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+def _make(cls: type, frozen: bool, slots: bool) -> type:
+    from dataclasses import dataclass, fields
+
+    own = cls.__dict__
+    if "__init__" not in own:
+        raise TypeError(f"{cls.__name__}: a plain dataclass writes its own __init__")
+    if frozen and ("__setattr__" in own or "__delattr__" in own):
+        raise TypeError(f"{cls.__name__}: a frozen dataclass cannot write __setattr__")
+    # as @dataclass decides: a __hash__ of the class's own, unless Python set it to None
+    # because the class wrote __eq__
+    hashes = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    writes = {name for name in ("__repr__", "__eq__") if name in own}
+    made: Any = dataclass(init=False, repr=False, eq=False, slots=slots)(cls)
+    every = fields(made)
+    if "__repr__" not in writes:
+        made.__repr__ = _repr([f.name for f in every if f.repr])
+    if "__eq__" not in writes:
+        made.__eq__ = _eq(_key([f.name for f in every if f.compare]))
+    if not hashes and not frozen:
+        made.__hash__ = None
+    elif not hashes:
+        hashed = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
+        made.__hash__ = _hash(_key(hashed))
+    if frozen:
+        _freeze(made, frozenset(f.name for f in every), slots and "__getstate__" not in own)
+    params = made.__dataclass_params__  # what the class does: as @dataclass(frozen=..., slots=...)
+    params.init = params.repr = params.eq = True
+    params.frozen = frozen
+    return made  # type: ignore[no-any-return]
+
+
+def _key(names: list[str]) -> Callable[[object], tuple[object, ...]]:
+    """The tuple of the named fields of a value (what @dataclass compares and hashes)."""
+    from operator import attrgetter
+
+    if len(names) > 1:
+        return attrgetter(*names)
+    getters = [attrgetter(name) for name in names]  # attrgetter of one name gives no tuple
+    return lambda value: tuple([get(value) for get in getters])
+
+
+def _repr(names: list[str]) -> Callable[[object], str]:
+    from _thread import get_ident
+
+    shown = _key(names)
+    form = ", ".join(f"{name}={{!r}}" for name in names)  # text={!r}, origin={!r}
+    running: set[tuple[int, int]] = set()
+
+    def __repr__(self: object) -> str:
+        key = (id(self), get_ident())
+        if key in running:  # a value that holds itself, as @dataclass's repr shows it
+            return "..."
+        running.add(key)
+        try:
+            return f"{self.__class__.__qualname__}({form.format(*shown(self))})"
+        finally:
+            running.discard(key)
+
+    return __repr__
+
+
+def _eq(key: Callable[[object], tuple[object, ...]]) -> Callable[[object, object], bool]:
+    def __eq__(self: object, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash(key: Callable[[object], tuple[object, ...]]) -> Callable[[object], int]:
+    def __hash__(self: object) -> int:
+        return hash(key(self))
+
+    return __hash__
+
+
+def _freeze(cls: Any, names: frozenset[str], pickles: bool) -> None:
+    """Assignment and deletion refused, as in a frozen dataclass, and its state for pickling a
+    slotted one."""
+    from dataclasses import FrozenInstanceError
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: object, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    cls.__setattr__, cls.__delattr__ = __setattr__, __delattr__
+    if pickles:
+        cls.__getstate__, cls.__setstate__ = _getstate, _setstate
+
+
+def _getstate(self: object) -> list[object]:
+    from dataclasses import fields
+
+    return [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
+
+
+def _setstate(self: object, state: list[object]) -> None:
+    from dataclasses import fields
+
+    for f, value in zip(fields(self), state, strict=False):  # type: ignore[arg-type]
+        object.__setattr__(self, f.name, value)

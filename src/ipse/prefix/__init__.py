@@ -11,9 +11,9 @@ Its values are dataclasses, frozen and slotted where they are values, like every
 ipse; save the four a replay builds for every request, `Request`, `Tokens`, `Prediction` and
 `Row`: frozen msgspec structs, built several times faster. As dataclasses they would cost a
 replay of a Claude Code session about 11% more instructions (each one's docstring gives its
-share); `msgspec.structs.replace` makes a changed copy of one. The rule and price
-tables are `ipse._plain.Frozen` values: their memo of answers is no part of their value (equality,
-repr), and a class made by ``@dataclass`` costs a millisecond of every start.
+share); `msgspec.structs.replace` makes a changed copy of one. The rule and price tables are
+frozen dataclasses whose memo of answers is no part of their value (equality, repr), made by
+`ipse._plain.plain_dataclass`: ``@dataclass`` would cost every start a millisecond a class.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from ipse._plain import UNSET, Frozen
+from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import UsageError
 
 Provider: TypeAlias = Literal["anthropic", "openai", "vllm"]
@@ -46,17 +47,16 @@ def match_model(model: str | None, table: Mapping[str, Any]) -> str | None:
     return best
 
 
-class Rules(Frozen):
-    """One provider's table of caching rules (a frozen value: see `ipse._plain.Frozen`)."""
-
-    __slots__ = ("_answers", "provider", "table")
-    _fields = __match_args__ = ("provider", "table", "_answers")
-    _uncompared = ("_answers",)
+@plain_dataclass(frozen=True)
+class Rules:
+    """One provider's table of caching rules."""
 
     provider: Provider
     table: Mapping[str, Mapping[str, Any]]
     # (rule, model) -> the answer: a replay asks the same few questions for every request
-    _answers: dict[tuple[str, str | None], tuple[Any, bool]]
+    _answers: dict[tuple[str, str | None], tuple[Any, bool]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __init__(
         self,
@@ -139,17 +139,16 @@ def rules(provider: str) -> Rules:
     return Rules(provider, data["rules"])
 
 
-class Prices(Frozen):
-    """Base input prices per model, USD per million tokens (a frozen value)."""
-
-    __slots__ = ("_answers", "defaults", "source", "table")
-    _fields = __match_args__ = ("table", "defaults", "source", "_answers")
-    _uncompared = ("_answers",)
+@plain_dataclass(frozen=True)
+class Prices:
+    """Base input prices per model, USD per million tokens."""
 
     table: Mapping[str, float]
     defaults: Mapping[str, float]
     source: str
-    _answers: dict[tuple[str | None, str], tuple[float, bool]]
+    _answers: dict[tuple[str | None, str], tuple[float, bool]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __init__(
         self,

@@ -12,39 +12,30 @@ codec; mechanisms ask it and never branch on the name themselves.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import field
 from typing import Any, NamedTuple, Protocol
 
 from ipse import jsonio
-from ipse._plain import UNSET, Frozen
+from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import UsageError
 from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
 from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 
 
-class Positions(Frozen):
+@plain_dataclass(frozen=True, slots=True)
+class Positions:
     """A request body split into the parts the prompt cache sees, in the dialect's own dicts.
 
     ``system`` holds system blocks (one position each); ``system_messages`` the leading
     messages that carry the system prompt; ``messages`` the rest. ``per_message``: a message is
-    one position (OpenAI) rather than one position per content block (Anthropic). A frozen
-    value (see `ipse._plain.Frozen`)."""
-
-    __slots__ = ("messages", "per_message", "system", "system_messages", "system_source", "tools")
-    _fields = __match_args__ = (
-        "tools",
-        "system",
-        "system_messages",
-        "messages",
-        "per_message",
-        "system_source",
-    )
+    one position (OpenAI) rather than one position per content block (Anthropic)."""
 
     tools: Any
-    system: list[Any]
-    system_messages: list[Any]
-    messages: list[Any]
-    per_message: bool
-    system_source: Any  # the body's own system value (memoised by identity)
+    system: list[Any] = field(default_factory=list)
+    system_messages: list[Any] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
+    per_message: bool = False
+    system_source: Any = None  # the body's own system value (memoised by identity)
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from ipse._plain import Frozen
+from ipse._plain import plain_dataclass
 
 _PACKAGE = "ipse.transcript"
 
@@ -55,13 +55,10 @@ class Where(Enum):
     DOCUMENT = "document"  # a JSON document that is an object
 
 
-class Sniff(Frozen):
+@plain_dataclass(frozen=True, slots=True)
+class Sniff:
     """One test that recognises a format: where it looks, its rank among every format's tests
-    of that place (lower runs first: order is part of the answer), and the predicate. (A
-    frozen value: see `ipse._plain.Frozen`.)"""
-
-    __slots__ = ("rank", "test", "where")
-    _fields = __match_args__ = ("where", "rank", "test")
+    of that place (lower runs first: order is part of the answer), and the predicate."""
 
     where: Where
     rank: int
@@ -74,21 +71,19 @@ class Sniff(Frozen):
         setattr_(self, "test", test)
 
 
-class Format(Frozen):
+@plain_dataclass(frozen=True, slots=True)
+class Format:
     """One input format: what ``--format`` calls it, what its reading gives, the reader (a
     body has none: its dialect's codec reads it), how it is recognised, and why its
     conversation cannot be written back as a request (None: it can, through the codec of the
-    dialect it is read in; a log's requests are bodies already). A frozen value."""
-
-    __slots__ = ("name", "read", "read_only", "shape", "sniffs", "unrecorded")
-    _fields = __match_args__ = ("name", "shape", "read", "sniffs", "read_only", "unrecorded")
+    dialect it is read in; a log's requests are bodies already)."""
 
     name: str
     shape: Shape
     read: str | None
     sniffs: tuple[Sniff, ...]
-    read_only: str | None
-    unrecorded: str | None  # what the requests it gives leave out of what was sent
+    read_only: str | None = None
+    unrecorded: str | None = None  # what the requests it gives leave out of what was sent
 
     def __init__(
         self,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import field
 from typing import Any
 
 from ipse import jsonio
-from ipse._plain import UNSET, Plain
+from ipse._plain import UNSET, plain_dataclass
 from ipse.tokens import TokenCounter
 from ipse.transcript._model import (
     Block,
@@ -102,13 +103,13 @@ def _json(value: Any) -> str:
         return str(value)
 
 
-class TokenTally(Plain):
-    """Tokens by kind, counted with one tokenizer, memoised by text. (A plain class, not a
-    dataclass: see `ipse._plain`.)"""
+@plain_dataclass()
+class TokenTally:
+    """Tokens by kind, counted with one tokenizer, memoised by text."""
 
-    __slots__ = ("_memo", "by_kind", "counter")
-    _fields = __match_args__ = ("counter", "by_kind", "_memo")
-    _unshown = ("_memo",)
+    counter: TokenCounter
+    by_kind: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    _memo: dict[str, int] = field(default_factory=dict, repr=False)
 
     def __init__(
         self,
@@ -117,8 +118,8 @@ class TokenTally(Plain):
         _memo: dict[str, int] = UNSET,
     ) -> None:
         self.counter = counter
-        self.by_kind: dict[str, int] = dict.fromkeys(KINDS, 0) if by_kind is UNSET else by_kind
-        self._memo: dict[str, int] = {} if _memo is UNSET else _memo
+        self.by_kind = dict.fromkeys(KINDS, 0) if by_kind is UNSET else by_kind
+        self._memo = {} if _memo is UNSET else _memo
 
     def count(self, text: str) -> int:
         cached = self._memo.get(text)

@@ -36,11 +36,12 @@ import bisect
 import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ipse import progress
-from ipse._plain import UNSET, Plain
+from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
 from ipse.jsonio import is_object
@@ -79,12 +80,15 @@ class SessionRecord(NamedTuple):
     message: Any  # data["message"], as written (None when absent)
 
 
-class ClaudeCodeSession(Plain):
-    """A parsed session file: its records, and its threads on demand. (A plain class, not a
-    dataclass: see `ipse._plain`.)"""
+@plain_dataclass()
+class ClaudeCodeSession:
+    """A parsed session file: its records, and its threads on demand."""
 
-    __slots__ = ("path", "records", "skip_bad_lines", "subagent_files", "warnings")
-    _fields = __match_args__ = ("path", "records", "subagent_files", "warnings", "skip_bad_lines")
+    path: Path
+    records: list[SessionRecord]
+    subagent_files: dict[str, Path] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skip_bad_lines: bool = False
 
     def __init__(
         self,
@@ -96,8 +100,8 @@ class ClaudeCodeSession(Plain):
     ) -> None:
         self.path = path
         self.records = records
-        self.subagent_files: dict[str, Path] = {} if subagent_files is UNSET else subagent_files
-        self.warnings: list[str] = [] if warnings is UNSET else warnings
+        self.subagent_files = {} if subagent_files is UNSET else subagent_files
+        self.warnings = [] if warnings is UNSET else warnings
         self.skip_bad_lines = skip_bad_lines
 
     @property
