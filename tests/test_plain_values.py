@@ -22,9 +22,17 @@ from ipse.prefix._rules import Prices, Rules
 from ipse.tokens import TokenCounter
 from ipse.transcript import (
     ClaudeCodeSession,
+    Conversation,
     Format,
+    Message,
+    Other,
     Positions,
+    Text,
+    Thinking,
     TokenTally,
+    ToolCall,
+    ToolDef,
+    ToolResult,
 )
 from ipse.transcript._formats import Sniff
 
@@ -37,9 +45,19 @@ _OPTIONS: dict[type, tuple[bool, bool]] = {
     Positions: (True, True),
     ClaudeCodeSession: (False, False),
     TokenTally: (False, False),
+    Text: (True, True),
+    ToolCall: (True, True),
+    ToolResult: (True, True),
+    Thinking: (True, True),
+    Other: (True, True),
+    Message: (True, True),
+    ToolDef: (True, True),
+    Conversation: (True, True),
 }
-# the classes whose own equality and hash are no dataclass's (kept, as @dataclass keeps them)
-_OWN_EQUALITY: set[type] = set()
+# the classes whose own equality and hash are no dataclass's (kept, as @dataclass keeps them);
+# the other classes of the model write theirs as @dataclass would (a specialised attribute
+# read is faster than a generic one), and are held to it here
+_OWN_EQUALITY = {Other, ToolDef}
 
 
 def _twin(cls: type) -> Any:
