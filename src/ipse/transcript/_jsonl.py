@@ -165,6 +165,9 @@ def _fields_decoder(
     return msgspec.json.Decoder(union), kind_of
 
 
+MAX_DEPTH = 1024  # orjson refuses a document nested deeper than this
+
+
 class FieldsDecoder:
     """Decodes a JSON object whose ``key`` names one of ``kinds`` into a struct of that kind's
     fields (each any JSON value, None when absent), one attribute per field, which also reads
@@ -179,10 +182,19 @@ class FieldsDecoder:
 
         self.kinds, self.key = kinds, key
         decoder, self.kind_of = _fields_decoder(tuple(kinds.items()), key)
-        self.decode = decoder.decode
+        self._decode = decoder.decode
         self.asdict = msgspec.structs.asdict
         # (ValidationError is a DecodeError)
         self.errors: tuple[type[Exception], ...] = (msgspec.DecodeError, RecursionError)
+
+    def decode(self, line: bytes) -> Any:
+        """The line's struct. A line that may nest deeper than orjson reads (more than
+        `MAX_DEPTH` brackets) is refused here, so that `whole` reads it: msgspec's own depth
+        check follows the interpreter's recursion limit, which Python 3.12 and later apply
+        differently (a line orjson refuses was decoded on 3.13)."""
+        if len(line) > MAX_DEPTH and line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+            raise RecursionError("nested too deep to decode by fields")
+        return self._decode(line)
 
     def data(self, struct: Any) -> dict[str, Any]:
         """A decoded struct as the object it stands for: ``key`` and the kind's fields."""
