@@ -141,12 +141,24 @@ class TwinStore:
 
         None when the twin has moved past ``after`` (nothing stored); `WriterConflict` while
         another holder's lease lasts."""
+        return self._write_after(holder, state, after, state_hash(state, policy), notes, ttl)
+
+    def _write_after(
+        self,
+        holder: str,
+        state: TwinState,
+        after: int,
+        identity_hash: str,
+        notes: Sequence[Mapping[str, Any]],
+        ttl: float,
+    ) -> Snapshot | None:
+        """`write_after` with the state's identity hash already computed."""
         record = self.backend.append_after(
             state.twin_id,
             holder,
             after=after,
             body=dump_state(state),
-            state_hash=state_hash(state, policy),
+            state_hash=identity_hash,
             schema=CURRENT_SCHEMA,
             notes=notes,
             ttl=ttl,
