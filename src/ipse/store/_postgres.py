@@ -264,10 +264,11 @@ class PostgresBackend:
         waits = _waits(wait, flush)
         wait = min(MAX_WAIT, max(MIN_WAIT, wait))
         try:
-            with self._db.connection() as conn, conn.cursor() as cur:
-                direct = _DIRECT.get(sql) if waits == _SESSION_WAITS else None
-                if direct is not None:
+            direct = _DIRECT.get(sql) if waits == _SESSION_WAITS else None
+            if direct is not None:
+                with self._db.connection() as conn:
                     return direct.one(self._pg, conn, params)
+            with self._db.connection() as conn, conn.cursor() as cur:
                 if waits == _SESSION_WAITS:
                     cur.execute(sql, params)
                 else:

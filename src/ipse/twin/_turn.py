@@ -142,14 +142,15 @@ def _try_turn(
     identity = config.identity if config else DEFAULT_POLICY
     state = latest.state if latest else TwinState.new(twin_id)
     applied = apply_transitions(state, batch, policy=config.decay if config else NO_DECAY)
-    old_view, new_view = identity_view(state), identity_view(applied.state)  # every field
+    old_view = latest.identity if latest else identity_view(state)  # every field
+    new_view = identity_view(applied.state)
     before = view_hash(old_view, identity) if latest else None
     after = view_hash(new_view, identity)
     base = latest.version if latest else 0
     written: Snapshot | None = None
     notes = applied.notes
     if after != before or notes:
-        written = store._write_after(holder, applied.state, base, after, notes, ttl)
+        written = store._write_after(holder, applied.state, base, after, notes, ttl, new_view)
         if written is None:
             return store.latest(twin_id)
     else:
