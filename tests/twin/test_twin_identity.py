@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.twin import IdentityPolicy, TwinState, make_commitment, state_hash
+from ipse.twin._identity import IDENTITY_FIELDS, identity_view, view_hash
 from ipse.twin._transitions import establish_fact, open_loop, use_fact
 
 T0 = ts.T0
@@ -79,3 +80,12 @@ def test_policy_is_order_insensitive() -> None:
 def test_bad_policy(fields: tuple[str, ...]) -> None:
     with pytest.raises(InputError, match=r"identity\.fields"):
         IdentityPolicy(fields)
+
+
+@given(ts.states(), st.sets(st.sampled_from(IDENTITY_FIELDS), min_size=1))
+def test_a_hash_from_the_full_view_is_the_hash_under_the_policy(
+    state: TwinState, fields: set[str]
+) -> None:
+    policy = IdentityPolicy(tuple(fields))
+    assert view_hash(identity_view(state), policy) == state_hash(state, policy)
+    assert view_hash(identity_view(state)) == state_hash(state)

@@ -156,3 +156,18 @@ def test_sqlite_urls_follow_the_usual_slash_convention(
     with open_store(f"sqlite:///{tmp_path / 'abs' / 'other.db'}") as store:
         assert store.url == f"sqlite:////{str(tmp_path).lstrip('/')}/abs/other.db"
     assert (tmp_path / "abs" / "other.db").exists()
+
+
+def test_a_snapshot_written_by_a_turn_and_read_back_has_the_same_identity(
+    store: TwinStore,
+) -> None:
+    from ipse.twin import apply_turn
+    from ipse.twin._identity import identity_view
+
+    apply_turn(store, "ada", [{"op": "set_counterparty", "account": "Dana"}])
+    turn = apply_turn(store, "ada", [{"op": "establish_fact", "text": "prefers email"}])
+    assert turn.written is not None and turn.previous is not None
+    assert turn.written.identity == identity_view(turn.state)
+    assert turn.written.identity["facts"] == ["prefers email"]
+    read = store.history("ada")[-1]  # decoded from the stored body
+    assert read.version == turn.written.version and read.identity == turn.written.identity

@@ -192,11 +192,12 @@ class PostgresPool:
     Idle connections are reused newest first; a connection given back broken or inside a
     transaction is closed rather than lent again. No background threads (safe across fork)."""
 
-    def __init__(self, pg: Any, url: str, conninfo: str, size: int) -> None:
+    def __init__(self, pg: Any, url: str, conninfo: str, size: int, setup: str = "") -> None:
         self.pg = pg
         self.url = redact(url)
         self.conninfo = conninfo
         self.size = size
+        self.setup = setup  # run once on each new connection (session settings)
         self.users = 0
         self._idle: list[Any] = []
         self._open = 0  # idle and lent
@@ -221,7 +222,14 @@ class PostgresPool:
                     )
                 self._cond.wait(left)
         try:
-            return self.pg.connect(self.conninfo, autocommit=True)
+            conn = self.pg.connect(self.conninfo, autocommit=True)
+            if self.setup:
+                try:
+                    conn.execute(self.setup)
+                except BaseException:
+                    conn.close()
+                    raise
+            return conn
         except BaseException as exc:
             with self._cond:
                 self._open -= 1
@@ -266,17 +274,17 @@ class PostgresPool:
                 conn.close()
 
 
-_POOLS: dict[tuple[int, str, int], PostgresPool] = {}
+_POOLS: dict[tuple[int, str, int, str], PostgresPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _borrow_pool(pg: Any, url: str) -> PostgresPool:
+def _borrow_pool(pg: Any, url: str, setup: str) -> PostgresPool:
     conninfo, size = pool_settings(url)
-    key = (os.getpid(), conninfo, size)
+    key = (os.getpid(), conninfo, size, setup)
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
-            pool = _POOLS[key] = PostgresPool(pg, url, conninfo, size)
+            pool = _POOLS[key] = PostgresPool(pg, url, conninfo, size, setup)
         pool.users += 1
         return pool
 
@@ -295,12 +303,14 @@ def _return_pool(pool: PostgresPool) -> None:
 class PostgresConnection:
     """A database reached through this process's pool; `transaction` for atomic work.
 
-    Opening checks the database answers (a connection is made and kept in the pool)."""
+    Opening checks the database answers (a connection is made and kept in the pool).
+    ``setup`` (one statement, session settings) runs once on each new connection; users with
+    different ``setup`` never share a pool."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, setup: str = "") -> None:
         self.url = redact(url)  # for messages; the pool gets the real one
         self.pg = psycopg_module()
-        self.pool = _borrow_pool(self.pg, url)
+        self.pool = _borrow_pool(self.pg, url, setup)
         self._closed = False
         try:
             self.pool.put(self.pool.get())

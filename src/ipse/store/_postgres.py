@@ -24,11 +24,18 @@ next one, each acknowledged after its commit; the statements of a batch lock lea
 twin order, and a batch the server refuses as a whole is retried one transaction per call.
 
 Round trips: ``acquire``, ``append``, ``append_after`` and ``release`` are one round trip each
-(a batch of ``append_after`` calls, one for all): the timeouts
-(``set_config(..., true)``, the function form of ``SET LOCAL``) and the statement travel in one
-pipeline (psycopg's pipeline mode) up to one Sync, which PostgreSQL runs as one implicit
-transaction; the statement's own ``WHERE`` does the fencing check, and psycopg prepares the
-statements server-side after a few uses. A read (``latest``, ``latest_version``) is one
+(a batch of ``append_after`` calls, one for all). Every connection of the backend's pool is
+made with the settings of a durable write that waits at most `MAX_WAIT` seconds for a lock
+(``synchronous_commit = on``, ``lock_timeout``, ``statement_timeout``: session settings, so
+they hold whatever the URL or the server's defaults say; a migration lifts the two bounds for
+its own transaction). A statement that needs exactly those (``append_after`` with the default
+time to live) is sent alone: prepared once per connection and run through libpq itself
+(`_Direct`), so that psycopg's per-statement work stays out of a single write's latency.
+Any other lease statement travels after its own timeouts (``set_config(..., true)``, the
+function form of ``SET LOCAL``) in one pipeline (psycopg's pipeline mode) up to one Sync, which
+PostgreSQL runs as one implicit transaction. The statement's own ``WHERE`` does the fencing
+check, and psycopg prepares the other statements server-side after a few uses. Reads are
+bounded by the same ``statement_timeout``. A read (``latest``, ``latest_version``) is one
 statement, one round trip; ``latest(twin, newer_than)`` returns no row when the caller already
 holds the newest version, and concurrent ``latest`` calls beyond the pool's connections go
 together in one query.
@@ -45,7 +52,9 @@ of its own.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -72,6 +81,23 @@ _SET_WAITS = (
 
 MAX_WAIT = 30.0  # seconds a writer waits for a lock, at most
 MIN_WAIT = 1.0
+
+
+def _waits(wait: float, flush: bool = True) -> tuple[str, str, str]:
+    """``lock_timeout``, ``statement_timeout`` (ms) and ``synchronous_commit`` for a lease
+    statement whose lock waits end after ``wait`` seconds (bounded to MIN_WAIT..MAX_WAIT)."""
+    wait = min(MAX_WAIT, max(MIN_WAIT, wait))
+    return f"{int(wait * 1000)}", f"{int((2 * wait + 5) * 1000)}", "on" if flush else "off"
+
+
+# The settings of a durable write with the longest wait are every connection's own (set once
+# when it is made), so such a statement travels alone, without a SET before it.
+_SESSION_WAITS = _waits(MAX_WAIT)
+_SESSION = (
+    f"SELECT set_config('lock_timeout', '{_SESSION_WAITS[0]}', false),"
+    f" set_config('statement_timeout', '{_SESSION_WAITS[1]}', false),"
+    " set_config('synchronous_commit', 'on', false)"
+)
 _TIMED_OUT = ("55P03", "57014")  # lock_not_available, query_canceled
 
 _MIGRATION_LOCK = 0x1F5E_7717  # advisory lock key for applying migrations
@@ -120,6 +146,63 @@ _APPEND_AFTER = (
 )
 
 
+class _Direct:
+    """A lease statement run through libpq itself (``psycopg.pq``): prepared under its own name
+    on each connection the first time it meets one, its parameters sent as text with their
+    types fixed, its one row read back as ``int`` or ``float`` (None for NULL). It skips
+    psycopg's own per-statement work (adapting, its prepared-statement cache, cursors), which
+    is most of the client's time in a single write. psycopg's errors are raised as usual."""
+
+    def __init__(self, name: str, sql: str, types: Mapping[str, int], row: Sequence[type]):
+        self.name = f"ipse_{name}_{zlib.crc32(sql.encode()):08x}".encode()  # new SQL, new name
+        self.args = tuple(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+        positional = sql
+        for k, arg in enumerate(self.args, start=1):
+            positional = positional.replace(f"%({arg})s", f"${k}")
+        self.sql = positional.encode()
+        self.types = [types[arg] for arg in self.args]
+        self.row = tuple(row)
+
+    def one(self, pg: Any, conn: Any, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """Run it on ``conn`` (autocommit, idle: its own implicit transaction); its row."""
+        pq, pgconn, enc = pg.pq, conn.pgconn, conn.info.encoding
+        values = [str(params[arg]).encode(enc) for arg in self.args]
+        res = pgconn.exec_prepared(self.name, values)
+        if res.status == pq.ExecStatus.FATAL_ERROR and (
+            res.error_field(pq.DiagnosticField.SQLSTATE) == b"26000"  # not prepared here yet
+        ):
+            made = pgconn.prepare(self.name, self.sql, self.types)
+            if made.status != pq.ExecStatus.COMMAND_OK:
+                raise pg.errors.error_from_result(made, encoding=enc)
+            res = pgconn.exec_prepared(self.name, values)
+        if res.status != pq.ExecStatus.TUPLES_OK:
+            raise pg.errors.error_from_result(res, encoding=enc)
+        if res.ntuples == 0:
+            return None
+        cells = [res.get_value(0, i) for i in range(len(self.row))]
+        return tuple(
+            None if v is None else t(v.decode()) for t, v in zip(self.row, cells, strict=True)
+        )
+
+
+_TEXT, _INT4 = 25, 23  # type oids
+_DIRECT = {
+    _APPEND_AFTER: _Direct(
+        "append_after",
+        _APPEND_AFTER,
+        {
+            "t": _TEXT,
+            "h": _TEXT,
+            "after": _INT4,
+            "hash": _TEXT,
+            "schema": _INT4,
+            "body": _TEXT,
+            "notes": _TEXT,
+        },
+        (int, float),
+    ),
+}
+
 _LATEST = (
     f"SELECT {_COLUMNS} FROM twin_snapshots WHERE twin_id = %s AND version > %s"
     " ORDER BY version DESC LIMIT 1"
@@ -142,7 +225,7 @@ class PostgresBackend:
 
     def __init__(self, url: str, *, upto: Mapping[str, int] | None = None) -> None:
         self.url = redact(url)  # for messages only
-        self._db = PostgresConnection(url)
+        self._db = PostgresConnection(url, setup=_SESSION)
         self._pg = self._db.pg
         # as many transactions in flight as the pool has connections; callers beyond that
         # share the next one instead of waiting for a connection each
@@ -178,17 +261,20 @@ class PostgresBackend:
 
         ``flush=False`` commits without waiting for the WAL flush (``synchronous_commit =
         off``), for lease changes only (see the module's docstring)."""
+        waits = _waits(wait, flush)
         wait = min(MAX_WAIT, max(MIN_WAIT, wait))
-        waits = (
-            f"{int(wait * 1000)}",
-            f"{int((2 * wait + 5) * 1000)}",
-            "on" if flush else "off",
-        )
         try:
+            direct = _DIRECT.get(sql) if waits == _SESSION_WAITS else None
+            if direct is not None:
+                with self._db.connection() as conn:
+                    return direct.one(self._pg, conn, params)
             with self._db.connection() as conn, conn.cursor() as cur:
-                with conn.pipeline():
-                    cur.execute(_SET_WAITS, waits)
+                if waits == _SESSION_WAITS:
                     cur.execute(sql, params)
+                else:
+                    with conn.pipeline():
+                        cur.execute(_SET_WAITS, waits)
+                        cur.execute(sql, params)
                 row = cur.fetchone() if cur.description is not None else None
         except StoreError as exc:
             conflict = self._timed_out(wait, exc)
@@ -218,6 +304,9 @@ class PostgresBackend:
         """Apply pending migration steps under an advisory lock (only up to ``upto``)."""
         done: list[str] = []
         with self._tx() as cur:
+            # a migration may wait and run as long as it needs (not the session's bounds)
+            cur.execute("SET LOCAL lock_timeout = 0")
+            cur.execute("SET LOCAL statement_timeout = 0")
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             cur.execute(MIGRATIONS_TABLE_POSTGRES)
             cur.execute("SELECT component, step, name FROM ipse_migrations")
@@ -416,14 +505,14 @@ class PostgresBackend:
                 request.error = exc
 
     def _batch_rows(self, batch: Sequence[Request]) -> list[tuple[Any, ...] | None]:
-        wait = min(MAX_WAIT, max(MIN_WAIT, min(float(r.params[0]) for r in batch)))
-        waits = (f"{int(wait * 1000)}", f"{int((2 * wait + 5) * 1000)}", "on")
+        waits = _waits(min(float(r.params[0]) for r in batch))
         # lease rows locked in one order by every batch: two batches never deadlock
         order = sorted(range(len(batch)), key=lambda i: str(batch[i].params[1]["t"]))
         cursors: dict[int, Any] = {}
         with self._db.connection() as conn:
             with conn.pipeline(), conn.transaction():
-                conn.execute(_SET_WAITS, waits)
+                if waits != _SESSION_WAITS:
+                    conn.execute(_SET_WAITS, waits)
                 for i in order:
                     cursors[i] = conn.cursor()
                     cursors[i].execute(_APPEND_AFTER, batch[i].params[1])

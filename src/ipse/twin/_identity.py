@@ -59,8 +59,11 @@ def identity_view(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> 
 
 def changed_fields(before: TwinState, after: TwinState) -> tuple[str, ...]:
     """The identity fields (of all of `IDENTITY_FIELDS`) whose values differ between two states."""
-    old = identity_view(before)
-    new = identity_view(after)
+    return changed_in(identity_view(before), identity_view(after))
+
+
+def changed_in(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
+    """`changed_fields` of two states' full identity views (`identity_view` of every field)."""
     return tuple(name for name in IDENTITY_FIELDS if old.get(name) != new.get(name))
 
 
@@ -71,4 +74,12 @@ def canonical_json(value: Any) -> bytes:
 
 def state_hash(state: TwinState, policy: IdentityPolicy = DEFAULT_POLICY) -> str:
     """``sha256:`` + hex digest of the canonical identity view of ``state`` under ``policy``."""
-    return "sha256:" + hashlib.sha256(canonical_json(identity_view(state, policy))).hexdigest()
+    return view_hash(identity_view(state, policy))
+
+
+def view_hash(view: dict[str, Any], policy: IdentityPolicy = DEFAULT_POLICY) -> str:
+    """`state_hash` of the state whose full identity view (every field) is ``view``."""
+    if len(policy.fields) != len(IDENTITY_FIELDS):
+        chosen = set(policy.fields)
+        view = {k: v for k, v in view.items() if k == "twin_id" or k in chosen}
+    return "sha256:" + hashlib.sha256(canonical_json(view)).hexdigest()

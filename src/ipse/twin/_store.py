@@ -24,7 +24,7 @@ from typing import Any
 
 from ipse.errors import InputError
 from ipse.store import Lease, SnapshotBackend, SnapshotRecord, open_backend
-from ipse.twin._identity import DEFAULT_POLICY, IdentityPolicy, state_hash
+from ipse.twin._identity import DEFAULT_POLICY, IdentityPolicy, identity_view, state_hash
 from ipse.twin._schema import dump_state, load_snapshot
 from ipse.twin._state import CURRENT_SCHEMA, TwinState
 
@@ -39,6 +39,11 @@ class Snapshot:
     def state(self) -> TwinState:
         """The stored body loaded through the schema migrations (the record is unchanged)."""
         return load_snapshot(self.record.body)
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        """The state's identity view, every field (`identity_view`); read-only."""
+        return identity_view(self.state)
 
     @property
     def version(self) -> int:
@@ -141,12 +146,25 @@ class TwinStore:
 
         None when the twin has moved past ``after`` (nothing stored); `WriterConflict` while
         another holder's lease lasts."""
+        return self._write_after(holder, state, after, state_hash(state, policy), notes, ttl)
+
+    def _write_after(
+        self,
+        holder: str,
+        state: TwinState,
+        after: int,
+        identity_hash: str,
+        notes: Sequence[Mapping[str, Any]],
+        ttl: float,
+        view: dict[str, Any] | None = None,
+    ) -> Snapshot | None:
+        """`write_after` with the state's identity hash (and full view) already computed."""
         record = self.backend.append_after(
             state.twin_id,
             holder,
             after=after,
             body=dump_state(state),
-            state_hash=state_hash(state, policy),
+            state_hash=identity_hash,
             schema=CURRENT_SCHEMA,
             notes=notes,
             ttl=ttl,
@@ -155,6 +173,8 @@ class TwinStore:
             return None
         snapshot = Snapshot(record)
         snapshot.__dict__["state"] = state  # what was written is what loading it gives
+        if view is not None:
+            snapshot.__dict__["identity"] = view
         if self.cache:
             self._decoded[state.twin_id] = snapshot
         return snapshot

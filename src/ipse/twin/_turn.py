@@ -23,7 +23,7 @@ from ipse.errors import InputError, WriterConflict
 from ipse.twin._apply import apply_transitions
 from ipse.twin._config import TwinConfig
 from ipse.twin._decay import NO_DECAY
-from ipse.twin._identity import DEFAULT_POLICY, changed_fields, state_hash
+from ipse.twin._identity import DEFAULT_POLICY, changed_in, identity_view, view_hash
 from ipse.twin._state import TwinState
 from ipse.twin._store import Snapshot, TwinStore
 
@@ -142,21 +142,22 @@ def _try_turn(
     identity = config.identity if config else DEFAULT_POLICY
     state = latest.state if latest else TwinState.new(twin_id)
     applied = apply_transitions(state, batch, policy=config.decay if config else NO_DECAY)
-    before = state_hash(state, identity) if latest else None
-    after = state_hash(applied.state, identity)
+    old_view = latest.identity if latest else identity_view(state)  # every field
+    new_view = identity_view(applied.state)
+    before = view_hash(old_view, identity) if latest else None
+    after = view_hash(new_view, identity)
     base = latest.version if latest else 0
     written: Snapshot | None = None
-    if after != before or applied.notes:
-        written = store.write_after(
-            holder, applied.state, base, policy=identity, notes=applied.notes, ttl=ttl
-        )
+    notes = applied.notes
+    if after != before or notes:
+        written = store._write_after(holder, applied.state, base, after, notes, ttl, new_view)
         if written is None:
             return store.latest(twin_id)
     else:
         newest = store.latest(twin_id)  # nothing to write: only check nothing newer exists
         if (newest.version if newest else 0) != base:
             return newest
-    changed = changed_fields(state, applied.state)
+    changed = () if written else changed_in(old_view, new_view)
     return Turn(
         twin_id=twin_id,
         transitions=len(batch),
@@ -164,7 +165,7 @@ def _try_turn(
         written=written,
         previous=latest,
         state_hash=after,
-        evicted=tuple(applied.notes),
+        evicted=tuple(notes),
         ignored=() if written else tuple(n for n in changed if n not in identity.fields),
     )
 
