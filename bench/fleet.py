@@ -44,7 +44,6 @@ import itertools
 import json
 import os
 import random
-import secrets
 import signal
 import statistics
 import subprocess
@@ -56,6 +55,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.sql import scratch_schema
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 ROLE = "You are a support twin. Be brief, warm and exact."
@@ -144,17 +147,8 @@ def worker(args: argparse.Namespace) -> int:
 
 @contextmanager
 def pg_schema(base_url: str) -> Iterator[str]:
-    import psycopg
-
-    schema = "ipse_fleet_" + secrets.token_hex(4)
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    try:
-        yield f"{base_url}{sep}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(base_url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(base_url, "ipse_fleet_") as (url, _):
+        yield url
 
 
 def start(args: argparse.Namespace, slot: int) -> subprocess.Popen[bytes]:

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sqlite3
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -49,6 +49,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.sql import scratch_schema
 
 from ipse.store import sqlite_url
 from ipse.twin import (
@@ -170,17 +174,8 @@ def bench_langgraph(saver: Any, n: int, twin: str) -> Samples:
 
 @contextmanager
 def pg_schema(base_url: str) -> Iterator[str]:
-    import psycopg
-
-    schema = "ipse_bench_" + secrets.token_hex(4)
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    try:
-        yield f"{base_url}{sep}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(base_url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(base_url, "ipse_bench_") as (url, _):
+        yield url
 
 
 def bench_floor(url: str, n: int) -> list[float]:

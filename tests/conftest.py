@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+
+from tests.support.sql import scratch_schema
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("IPSE_SHARED_DATA") or REPO / ".." / "shared" / "data").resolve()
@@ -145,23 +146,8 @@ def pg_base_url() -> str:
     return url
 
 
-def with_search_path(url: str, schema: str) -> str:
-    """The URL with libpq's ``options=-csearch_path=SCHEMA``."""
-    sep = "&" if "?" in url else "?"
-    return f"{url}{sep}options=-csearch_path%3D{schema}"
-
-
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A PostgreSQL URL whose tables land in a fresh, randomly named schema, dropped afterwards."""
-    import psycopg
-
-    base = pg_base_url()
-    schema = "ipse_test_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield with_search_path(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_base_url()) as (url, _):
+        yield url

@@ -18,7 +18,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import secrets
 import shutil
 import socket
 import subprocess
@@ -37,11 +36,12 @@ from ipse.archive import open_archive
 from ipse.handoff import render_notes, validate
 from ipse.store import open_conversations
 from ipse.transcript import codec
-from tests.conftest import pg_base_url, run_cli, with_search_path
+from tests.conftest import pg_base_url, run_cli
 from tests.support.anthropic_upstream import Upstream as AnthropicUpstream
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.openai_upstream import Upstream as OpenAIUpstream
 from tests.support.openai_upstream import openai_upstream
+from tests.support.sql import scratch_schema, with_search_path
 
 MASTER_KEY = "sk-litellm-master-5f0c1d2e3a4b6978"
 ANTHROPIC_KEY = "sk-ant-upstream-8c1e2f3a4b5d6e7f"
@@ -130,17 +130,8 @@ def _schema(backend: str) -> Iterator[str | None]:
     if backend == "sqlite":
         yield None
         return
-    import psycopg
-
-    base = pg_base_url()
-    schema = "ipse_test_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
+    with scratch_schema(pg_base_url()) as (_, schema):
         yield schema
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

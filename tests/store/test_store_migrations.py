@@ -196,20 +196,12 @@ def second_url(url: str, tmp_path: Path) -> Iterator[str]:
     if url.startswith("sqlite:"):
         yield f"sqlite:///{tmp_path / 'stepwise.db'}"
         return
-    import secrets
 
-    import psycopg
-    from tests.conftest import pg_base_url, with_search_path
+    from tests.conftest import pg_base_url
+    from tests.support.sql import scratch_schema
 
-    base = pg_base_url()
-    schema = "ipse_test_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield with_search_path(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(pg_base_url()) as (url, _):
+        yield url
 
 
 def test_a_fresh_schema_equals_one_migrated_step_by_step(url: str, second_url: str) -> None:

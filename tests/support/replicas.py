@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -38,6 +37,7 @@ import httpx
 import orjson
 
 from tests.support.anthropic_upstream import Reply, Upstream, stream_bytes
+from tests.support.sql import scratch_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
@@ -205,17 +205,8 @@ def load_balancer(servers: list[Replica], folder: Path, *, timeout: float = 30.0
 @contextlib.contextmanager
 def fresh_schema(base: str) -> Iterator[str]:
     """A PostgreSQL URL whose tables land in a new schema, dropped at the end."""
-    import psycopg
-
-    schema = "ipse_replicas_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base else "?"
-    try:
-        yield f"{base}{sep}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with scratch_schema(base, "ipse_replicas_") as (url, _):
+        yield url
 
 
 # ------------------------------------------------------------------------------ the traffic

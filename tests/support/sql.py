@@ -3,7 +3,10 @@ wrote, or to break what ipse wrote)."""
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -20,3 +23,25 @@ def raw_exec(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
 
         with psycopg.connect(url, autocommit=True) as pg:
             pg.execute(sql.replace("?", "%s"), params)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """The URL with libpq's ``options=-csearch_path=SCHEMA``."""
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options=-csearch_path%3D{schema}"
+
+
+@contextlib.contextmanager
+def scratch_schema(base: str, prefix: str = "ipse_test_") -> Iterator[tuple[str, str]]:
+    """A new, randomly named schema on the PostgreSQL server at ``base``, dropped (with all it
+    holds) at the end: (a URL whose tables land in it, its name)."""
+    import psycopg
+
+    schema = prefix + secrets.token_hex(6)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield with_search_path(base, schema), schema
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
