@@ -11,14 +11,23 @@ import dataclasses
 import inspect
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse._plain import plain_dataclass
+from ipse._plain import _OnFirstRead, plain_dataclass
+from ipse.prefix._actual import Agreement
+from ipse.prefix._causes import Cause, Side
+from ipse.prefix._growing import SharedHistory
+from ipse.prefix._report import PrefixReport
+from ipse.prefix._requests import RequestLog
+from ipse.prefix._requests import _Pending as Pending
 from ipse.prefix._rules import Prices, Rules
+from ipse.prefix._simulate import Miss, Step
+from ipse.prefix._simulate import _Entry as Entry
 from ipse.tokens import TokenCounter
 from ipse.transcript import (
     ClaudeCodeSession,
@@ -35,6 +44,9 @@ from ipse.transcript import (
     ToolResult,
 )
 from ipse.transcript._formats import Sniff
+from ipse.transcript.formats.claude_code_journal import JournaledRequest
+
+from .prefix.sessions import Session, text, tool_use, usage
 
 # class -> the options of the @dataclass it was: (frozen, slots)
 _OPTIONS: dict[type, tuple[bool, bool]] = {
@@ -53,6 +65,15 @@ _OPTIONS: dict[type, tuple[bool, bool]] = {
     Message: (True, True),
     ToolDef: (True, True),
     Conversation: (True, True),
+    Miss: (True, True),
+    Entry: (False, True),
+    Agreement: (True, True),
+    Cause: (True, True),
+    Side: (True, True),
+    RequestLog: (False, True),
+    Pending: (True, True),
+    PrefixReport: (False, True),
+    JournaledRequest: (True, True),
 }
 # the classes whose own equality and hash are no dataclass's (kept, as @dataclass keeps them);
 # the other classes of the model write theirs as @dataclass would (a specialised attribute
@@ -210,3 +231,115 @@ def test_a_token_tally_keeps_its_memo_out_of_the_repr_but_not_out_of_equality() 
     assert tally == TokenTally(counter)
     tally.count("four")
     assert tally != TokenTally(counter)
+
+
+def _fresh(frozen: bool, slots: bool) -> tuple[Any, Any]:
+    """A class made now by `plain_dataclass` (nothing has asked for its dataclass yet), and
+    the class ``@dataclass`` makes from the same source."""
+
+    def declare() -> type:
+        class Point:
+            """A point."""
+
+            x: int
+            y: list[int] = dataclasses.field(default_factory=list, compare=False)
+            label: str = dataclasses.field(default="p", repr=False)
+
+            def __init__(self, x: int, y: list[int] | None = None, label: str = "p") -> None:
+                values = {"x": x, "y": [] if y is None else y, "label": label}
+                for name, value in values.items():
+                    object.__setattr__(self, name, value)
+
+        return Point
+
+    mine: Any = plain_dataclass(frozen=frozen, slots=slots)(declare())
+    theirs: Any = dataclasses.dataclass(frozen=frozen, slots=slots)(declare())
+    return mine, theirs
+
+
+_FIRST_ASKS: dict[str, Callable[[Any, Any], Any]] = {
+    "repr": lambda cls, v: repr(v),
+    "eq": lambda cls, v: v == cls(1),
+    "ne": lambda cls, v: v != cls(2),
+    "hash": lambda cls, v: _outcome(lambda: hash(v)),
+    "match": lambda cls, v: cls.__match_args__,
+    "fields": lambda cls, v: [f.name for f in dataclasses.fields(v)],
+    "params": lambda cls, v: repr(cls.__dataclass_params__),
+    "is_dataclass": lambda cls, v: dataclasses.is_dataclass(cls),
+    "replace": lambda cls, v: _values(dataclasses.replace(v, x=5)),
+    "asdict": lambda cls, v: dataclasses.asdict(v),
+    "pickled": lambda cls, v: v.__reduce_ex__(4)[2:],  # (a local class: its state, a copy)
+    "copy": lambda cls, v: _values(copy.deepcopy(v)),
+    "method": lambda cls, v: cls.__repr__(v),
+}
+
+
+@pytest.mark.parametrize("first", list(_FIRST_ASKS))
+@pytest.mark.parametrize(("frozen", "slots"), [(True, True), (True, False), (False, False)])
+def test_whatever_is_asked_first_the_class_answers_as_its_dataclass(
+    first: str, frozen: bool, slots: bool
+) -> None:
+    """The dataclass of a plain class is made on first use: the first question (a repr, an
+    equality, a hash, a pattern's match, `fields`...) gets the dataclass's answer, and so
+    does every question after it."""
+    mine, theirs = _fresh(frozen, slots)
+    assert isinstance(mine.__dict__["__dataclass_fields__"], _OnFirstRead)  # (until asked)
+    value, twin_value = mine(1, [2]), theirs(1, [2])
+    assert _FIRST_ASKS[first](mine, value) == _FIRST_ASKS[first](theirs, twin_value)
+    for ask in _FIRST_ASKS.values():
+        assert ask(mine, value) == ask(theirs, twin_value)
+    assert getattr(mine, "__slots__", None) == getattr(theirs, "__slots__", None)
+    assert value == mine(1, [3])
+    assert value != mine(2)  # y is not compared
+
+
+def test_a_replay_makes_no_dataclass(tmp_path: Path) -> None:
+    """``ipse prefix`` on a session asks none of the model's classes for its dataclass (what
+    made the command's start slow); `fields` still answers afterwards."""
+    import subprocess
+    import sys
+
+    s = Session()
+    s.user("read the files " * 30)
+    s.assistant(tool_use("t1"), usage(0, 3_000), message_id="m1")
+    s.result("t1", "a.txt b.txt")
+    s.assistant(text("two files"), usage(3_000, 200), message_id="m2")
+    session = s.write(tmp_path / "s.jsonl")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ipse.prefix import analyze, read_requests\n"
+        "from ipse._plain import _OnFirstRead\n"
+        "import ipse.transcript as t\n"
+        "log = read_requests(Path(sys.argv[1]), None)\n"
+        "report = analyze(log.requests, None)\n"
+        "report.to_json(); report.summary()\n"
+        "asked = [c.__name__ for c in (t.Text, t.ToolCall, t.ToolResult, t.Message, t.Positions)\n"
+        "         if not isinstance(c.__dict__['__dataclass_fields__'], _OnFirstRead)]\n"
+        "print(len(log.requests), asked)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(session)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["2", "[]"]
+
+
+@pytest.mark.parametrize("cls", [SharedHistory, Step], ids=lambda c: c.__name__)
+def test_a_plain_dataclass_without_equality_is_the_dataclass_of_its_fields(cls: type) -> None:
+    """Classes made with ``eq=False`` (a mapping's equality kept; a step compared by
+    identity) have the constructor, fields and parameters of ``@dataclass(slots=True,
+    eq=False)`` over the same fields, and keep the equality and hash they had."""
+    specs = []
+    for f in dataclasses.fields(cls):
+        options: dict[str, Any] = {"init": f.init, "repr": f.repr, "kw_only": f.kw_only}
+        if f.default is not dataclasses.MISSING:
+            options["default"] = f.default
+        specs.append((f.name, f.type, dataclasses.field(**options)))
+    twin: Any = dataclasses.make_dataclass(
+        cls.__name__, specs, bases=cls.__bases__, slots=True, eq=False
+    )
+    assert repr(cls.__dataclass_params__) == repr(twin.__dataclass_params__)  # type: ignore[attr-defined]
+    assert _parameters(cls) == _parameters(twin)
+    assert cls.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
+    assert cls.__slots__ == twin.__slots__  # type: ignore[attr-defined]
+    assert cls.__eq__ is twin.__eq__ and cls.__hash__ is twin.__hash__

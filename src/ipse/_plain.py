@@ -67,8 +67,11 @@ class Plain:
 
 if not TYPE_CHECKING:
 
-    def plain_dataclass(*, frozen: bool = False, slots: bool = False) -> Callable[[type], type]:
-        """``@dataclass(frozen=..., slots=...)`` for a class that writes its own ``__init__``:
+    def plain_dataclass(
+        *, frozen: bool = False, slots: bool = False, eq: bool = True
+    ) -> Callable[[type], type]:
+        """``@dataclass(frozen=..., slots=..., eq=...)`` for a class that writes its own
+        ``__init__``:
         the same dataclass (`dataclasses.fields`, `dataclasses.replace`, `dataclasses.asdict`,
         ``__match_args__``, ``__dataclass_params__``, pickling), whose ``__repr__``, ``__eq__``,
         ``__hash__`` and, frozen, ``__setattr__`` and ``__delattr__`` behave as those
@@ -92,14 +95,12 @@ if not TYPE_CHECKING:
         """
 
         def make(cls: type) -> type:
-            return _make(cls, frozen, slots)
+            return _make(cls, frozen, slots, eq)
 
         return make
 
 
-def _make(cls: type, frozen: bool, slots: bool) -> type:
-    from dataclasses import dataclass, fields
-
+def _make(cls: type, frozen: bool, slots: bool, eq: bool = True) -> type:
     own = cls.__dict__
     if "__init__" not in own:
         raise TypeError(f"{cls.__name__}: a plain dataclass writes its own __init__")
@@ -108,24 +109,160 @@ def _make(cls: type, frozen: bool, slots: bool) -> type:
     # as @dataclass decides: a __hash__ of the class's own, unless Python set it to None
     # because the class wrote __eq__
     hashes = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    writes = {name for name in ("__repr__", "__eq__") if name in own}
-    made: Any = dataclass(init=False, repr=False, eq=False, slots=slots)(cls)
-    every = fields(made)
-    if "__repr__" not in writes:
-        made.__repr__ = _repr([f.name for f in every if f.repr])
-    if "__eq__" not in writes:
-        made.__eq__ = _eq(_key([f.name for f in every if f.compare]))
-    if not hashes and not frozen:
-        made.__hash__ = None
-    elif not hashes:
-        hashed = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
-        made.__hash__ = _hash(_key(hashed))
+    hashes = hashes or not eq  # (without equality, @dataclass leaves the hash as it is)
+    names = _own_fields(cls)
+    namespace = {name: own[name] for name in names if name in own}  # defaults, `field()`s
+    made: Any = _slotted(cls, names) if slots else cls
+    if not slots:
+        _class_defaults(made, namespace)
+    pending = _Pending(made, namespace, frozen, slots, eq)
+    for name in ("__dataclass_fields__", "__dataclass_params__", "__match_args__"):
+        if name not in own:
+            setattr(made, name, _OnFirstRead(pending, name))
+    for name, method in (("__repr__", _later_repr), ("__eq__", _later_eq)):
+        if name not in own and (eq or name != "__eq__"):
+            setattr(made, name, method(pending))
+    if not hashes:
+        made.__hash__ = _later_hash(pending) if frozen else None
     if frozen:
-        _freeze(made, frozenset(f.name for f in every), slots and "__getstate__" not in own)
-    params = made.__dataclass_params__  # what the class does: as @dataclass(frozen=..., slots=...)
-    params.init = params.repr = params.eq = True
-    params.frozen = frozen
+        _freeze(made, frozenset(names), slots and "__getstate__" not in own)
     return made  # type: ignore[no-any-return]
+
+
+def _own_fields(cls: type) -> list[str]:
+    """The fields the class declares, in order: its annotations less class and init-only
+    variables (the annotations are text: ``from __future__ import annotations``)."""
+    declared = _annotations(cls)
+    return [
+        name
+        for name, kind in declared.items()
+        if not (isinstance(kind, str) and kind.split("[", 1)[0].split(".")[-1] in _NOT_FIELDS)
+    ]
+
+
+_NOT_FIELDS = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _annotations(cls: type) -> dict[str, object]:
+    """The class's own annotations, as ``@dataclass`` reads them (`inspect.get_annotations`
+    would import `inspect`, which is what this module avoids)."""
+    return cls.__dict__.get("__annotations__", {})  # type: ignore[no-any-return]  # noqa: RUF063
+
+
+def _slotted(cls: type, names: list[str]) -> type:
+    """``cls`` made again with ``__slots__`` for its fields, as ``@dataclass(slots=True)``
+    makes it (its defaults live in the fields then, not in the class)."""
+    namespace = {k: v for k, v in cls.__dict__.items() if k not in names}
+    namespace.pop("__dict__", None)
+    namespace.pop("__weakref__", None)
+    namespace["__slots__"] = tuple(names)
+    made = type(cls)(cls.__name__, cls.__bases__, namespace)
+    made.__qualname__ = cls.__qualname__
+    return made
+
+
+def _class_defaults(cls: type, namespace: dict[str, object]) -> None:
+    """A field given as ``field(default=...)`` leaves its default on the class, one given a
+    factory or no default leaves nothing, as ``@dataclass`` does."""
+    for name, value in namespace.items():
+        if type(value).__name__ == "Field" and type(value).__module__ == "dataclasses":
+            default = value.default  # type: ignore[attr-defined]
+            if type(default).__name__ == "_MISSING_TYPE":
+                delattr(cls, name)
+            else:
+                setattr(cls, name, default)
+
+
+class _Pending:
+    """What the dataclass of a class is made from, when something first asks for it: its
+    fields (`dataclasses.fields`, `replace`, `asdict`), its parameters, ``__match_args__``,
+    and the repr, equality and hash over its fields. Most runs never ask."""
+
+    def __init__(
+        self, cls: Any, namespace: dict[str, object], frozen: bool, slots: bool, eq: bool
+    ) -> None:
+        self.cls, self.namespace, self.frozen, self.slots = cls, namespace, frozen, slots
+        self.eq = eq
+        self.done = False
+
+    def complete(self) -> None:
+        if self.done:
+            return
+        from dataclasses import dataclass, fields
+
+        cls = self.cls
+        # the dataclass of the same declarations, made beside the class: its fields and
+        # parameters are the class's (no method of it is taken)
+        shadow = type(
+            cls.__name__,
+            cls.__bases__,
+            {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__annotations__": _annotations(cls),
+                **self.namespace,
+            },
+        )
+        shadow = dataclass(init=False, repr=False, eq=False)(shadow)
+        every = fields(shadow)
+        params = shadow.__dataclass_params__  # type: ignore[attr-defined]
+        params.init = params.repr = True  # what the class does
+        params.eq = self.eq
+        params.frozen = self.frozen
+        if hasattr(params, "slots"):  # (Python 3.12 and later show it)
+            params.slots = self.slots
+        own = cls.__dict__
+        made = {
+            "__dataclass_fields__": shadow.__dataclass_fields__,  # type: ignore[attr-defined]
+            "__dataclass_params__": params,
+            "__match_args__": shadow.__match_args__,  # type: ignore[attr-defined]
+        }
+        for name, value in made.items():
+            if isinstance(own.get(name), _OnFirstRead):
+                setattr(cls, name, value)
+        if isinstance(own.get("__repr__"), _Later):
+            cls.__repr__ = _repr([f.name for f in every if f.repr])
+        if isinstance(own.get("__eq__"), _Later):
+            cls.__eq__ = _eq(_key([f.name for f in every if f.compare]))
+        if isinstance(own.get("__hash__"), _Later):
+            hashed = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
+            cls.__hash__ = _hash(_key(hashed))
+        self.done = True
+
+
+class _OnFirstRead:
+    """A dataclass attribute of the class, made on first read (of the class or a value)."""
+
+    def __init__(self, pending: _Pending, name: str) -> None:
+        self.pending, self.name = pending, name
+
+    def __get__(self, value: object, owner: type | None = None) -> Any:
+        self.pending.complete()
+        return getattr(self.pending.cls, self.name)
+
+
+class _Later:
+    """A method over the fields, made when first called."""
+
+    def __init__(self, pending: _Pending, name: str) -> None:
+        self.pending, self.name = pending, name
+
+    def __get__(self, value: object, owner: type | None = None) -> Any:
+        self.pending.complete()
+        method = getattr(self.pending.cls, self.name)
+        return method if value is None else method.__get__(value, owner)
+
+
+def _later_repr(pending: _Pending) -> _Later:
+    return _Later(pending, "__repr__")
+
+
+def _later_eq(pending: _Pending) -> _Later:
+    return _Later(pending, "__eq__")
+
+
+def _later_hash(pending: _Pending) -> _Later:
+    return _Later(pending, "__hash__")
 
 
 def _key(names: list[str]) -> Callable[[object], tuple[object, ...]]:
@@ -177,15 +314,18 @@ def _hash(key: Callable[[object], tuple[object, ...]]) -> Callable[[object], int
 def _freeze(cls: Any, names: frozenset[str], pickles: bool) -> None:
     """Assignment and deletion refused, as in a frozen dataclass, and its state for pickling a
     slotted one."""
-    from dataclasses import FrozenInstanceError
 
     def __setattr__(self: object, name: str, value: object) -> None:
         if type(self) is cls or name in names:
+            from dataclasses import FrozenInstanceError
+
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self: object, name: str) -> None:
         if type(self) is cls or name in names:
+            from dataclasses import FrozenInstanceError
+
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
