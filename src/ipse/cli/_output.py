@@ -9,8 +9,6 @@ never reaches the terminal with its control characters (an ``ESC[2J`` in a tool 
 clear the screen, an OSC sequence retitle the window): `console` returns a console with markup
 off whose every string goes through `clean`, which writes control characters, bidirectional
 overrides and lone surrogates as visible escapes. `warn` cleans its line the same way.
-`fingerprint` (from `ipse.redact`) stands in for a value that may be a secret when a
-diagnostic has to say that it changed without showing it.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from typing import Any, TypeVar
 
 from ipse import jsonio
 from ipse import progress as ipse_progress
-from ipse.redact import fingerprint
 
 T = TypeVar("T")
 
@@ -34,7 +31,6 @@ __all__ = [
     "clean",
     "console",
     "emit_json",
-    "fingerprint",
     "print_table",
     "progress",
     "terminal_progress",

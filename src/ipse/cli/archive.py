@@ -14,7 +14,8 @@ from typing import Any
 import click
 
 from ipse import jsonio
-from ipse.cli._output import clean, console, emit_json, fingerprint, print_table
+from ipse.cli._output import clean, console, emit_json, print_table
+from ipse.redact import fingerprint
 
 
 @click.command("recall")

@@ -25,8 +25,6 @@ from ipse._plain import plain_dataclass
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._hashing import Flat, Locator, block_text
 from ipse.prefix._simulate import Miss
-from ipse.prefix._volatile import changed_span, hint
-from ipse.redact import fingerprint
 
 CAUSES = (
     "model_changed",
@@ -277,6 +275,9 @@ def _content_cause(new: Side, old: Side, position: int) -> Cause:
     if layer == "tools":
         return _tools_cause(new, old, where_new)
     if layer == "system":
+        from ipse.prefix._volatile import changed_span, hint  # (a rare cause: on use)
+        from ipse.redact import fingerprint
+
         text_old, text_new = block_text(_strip(raw_old)), block_text(_strip(raw_new))
         start, _, span = changed_span(text_old, text_new)
         why = hint(text_old, text_new)

@@ -51,7 +51,6 @@ from ipse.transcript import (
     Shape,
     body_codec,
     body_dialect,
-    check_links,
     codec,
     detect,
     format_named,
@@ -59,7 +58,6 @@ from ipse.transcript import (
     parse_time,
     read_text_bytes,
     record_format,
-    write,
 )
 
 if TYPE_CHECKING:
@@ -179,7 +177,7 @@ def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> lis
             raise InputError("a request body must be a JSON object", path=p)
         requests = [Request(0, body, _provider_of(name), source=str(p))]
     elif name in WRITABLE_FORMATS:  # a harness file holding one conversation: its request
-        from ipse.transcript import load  # (the loader knows every reader: on use)
+        from ipse.transcript import load, write  # (the loader knows every reader: on use)
 
         conversation = load(p, name).current()
         body = write(conversation)
@@ -196,6 +194,8 @@ def _read_as_a_body(body: Mapping[str, Any], dialect: str, p: Path) -> None:
     """Read a lone request body as every other command reads it (the dialect's reader and the
     check that each tool result follows its call), so a body they refuse is refused here too:
     one reader, one verdict. (A log of many requests is not read into the model.)"""
+    from ipse.transcript import check_links
+
     check_links(codec(dialect).read_body(body, source=str(p)).messages, path=p)
 
 
