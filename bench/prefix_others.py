@@ -16,7 +16,12 @@ least 1,000 tokens less than the previous call of its thread had cached (its rea
 on Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
 dollars at the write price of the call's TTL less the read price).
 
-Run: ``python bench/prefix_others.py --tools /tmp/cachetools/bin [--compare] [FILES...]``.
+``--instructions``: also the instructions of one run of ipse and of the fastest tool on each
+file, counted by valgrind (callgrind): timings on a busy machine move by a third from run to
+run, counts do not.
+
+Run: ``python bench/prefix_others.py --tools /tmp/cachetools/bin [--compare] [--instructions]
+[FILES...]``.
 """
 
 from __future__ import annotations
@@ -111,6 +116,31 @@ def _ipse(source: bool, env: dict[str, str], scratch: Path) -> tuple[list[str], 
     own = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
     own["PYTHONPYCACHEPREFIX"] = str(scratch)
     return [sys.executable, str(script)], own
+
+
+def _instructions(command: list[str], env: dict[str, str]) -> int:
+    """The instructions one run executes, counted by valgrind's callgrind: the same count for
+    the same program and input whatever else the machine is doing (timings are not)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    for line in done.stderr.decode("utf-8", "replace").splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise SystemExit(f"valgrind counted nothing for {command[0]}: is valgrind installed?")
+
+
+def _rehomed(
+    started: tuple[list[str], dict[str, str]], home: Path
+) -> tuple[list[str], dict[str, str]]:
+    """A timed command again, in a new scratch HOME holding the same session (the one it was
+    timed in is gone)."""
+    command, env = started
+    old = env["HOME"]
+    return [arg.replace(old, str(home)) for arg in command], {**env, "HOME": str(home)}
 
 
 def _breaks(tool: str, out: str) -> tuple[int | None, float | None]:
@@ -264,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", action="store_true", help="break counts and dollars")
     parser.add_argument("--max-mb", type=float, default=5.0, help="largest session timed")
     parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each run's instructions under valgrind (steady on a busy machine)",
+    )
+    parser.add_argument(
         "--source",
         action="store_true",
         help="run ipse as python -m ipse without compiled bytecode (see _ipse)",
@@ -282,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     ipse, ipse_env = _ipse(args.source, env, Path(bytecode.name))
     ratios: list[float] = []
     cpu_ratios: list[float] = []
+    counted: list[float] = []
     for session in files:
         size = session.stat().st_size / 1e6
         if size > args.max_mb and not args.compare:
@@ -291,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             root = _root(session, Path(scratch))
             env["HOME"] = ipse_env["HOME"] = scratch  # (no tool reads the real ~/.claude)
             results: dict[str, tuple[float, str, float, int]] = {}
+            commands: dict[str, tuple[list[str], dict[str, str]]] = {}
             for tool, exe in [("ipse", "ipse"), *found.items()]:
                 if exe is None:
                     continue
@@ -301,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if command is None:
                     continue
-                results[tool] = _timed(command, args.runs, ipse_env if tool == "ipse" else env)
+                commands[tool] = (command, dict(ipse_env if tool == "ipse" else env))
+                results[tool] = _timed(command, args.runs, commands[tool][1])
         others = {t: r[0] for t, r in results.items() if t != "ipse"}
         mine = results["ipse"]
         line = (
@@ -319,6 +357,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"{results[fastest][3] / 1024:.0f} MB)"
                 f"  ratio {ratio:.2f}x (cpu {cpu_ratio:.2f}x)"
             )
+            if args.instructions:
+                with tempfile.TemporaryDirectory() as scratch:
+                    root = _root(session, Path(scratch))
+                    mine_count, theirs = (
+                        _instructions(*_rehomed(commands[t], Path(scratch)))
+                        for t in ("ipse", fastest)
+                    )
+                counted.append(mine_count / theirs)
+                line += (
+                    f"  instructions {mine_count / 1e6:.0f}M / {theirs / 1e6:.0f}M"
+                    f" = {mine_count / theirs:.2f}x"
+                )
         print(line)
         if args.compare:
             breaks, usd, calls = _recorded(session)
@@ -335,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
             f"ratio ipse / fastest other: wall median {ratios[middle]:.2f}x, worst "
             f"{ratios[-1]:.2f}x; processor median {cpu_ratios[middle]:.2f}x, worst "
             f"{cpu_ratios[-1]:.2f}x (target: at most 1.0x)"
+        )
+    if counted:
+        counted.sort()
+        print(
+            f"instructions ipse / fastest other: median {counted[len(counted) // 2]:.2f}x, "
+            f"worst {counted[-1]:.2f}x"
         )
     return 0
 
