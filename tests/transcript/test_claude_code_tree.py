@@ -370,3 +370,74 @@ def test_the_live_path_follows_string_ids_only(links: list[tuple[Any, Any, str]]
         for n, (uuid, parent, kind) in enumerate(links, start=1)
     ]
     assert _live_path(records) == _reference_live_path(records)
+
+
+def _reaches(records: list[SessionRecord], root: str) -> list[SessionRecord] | None:
+    """The records whose ancestry reaches ``root``, walked record by record as the definition
+    says; None when a loop of parents makes the walk endless."""
+    parent_of = {r.uuid if isinstance(r.uuid, str) else None: r.parent for r in records}
+    found = []
+    for record in records:
+        current = record.uuid if isinstance(record.uuid, str) else None
+        steps = 0
+        while current is not None and current != root and current in parent_of:
+            parent = parent_of[current]
+            current = parent if isinstance(parent, str) else None
+            steps += 1
+            if steps > len(records):
+                return None
+        if current == root:
+            found.append(record)
+    return found
+
+
+_SIDE_IDS = st.sampled_from(["a", "b", "c", "d", "e"]) | st.none() | st.integers(0, 1)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_SIDE_IDS, _SIDE_IDS), max_size=12))
+def test_each_sidechain_holds_the_records_whose_ancestry_reaches_its_root(
+    links: list[tuple[Any, Any]],
+) -> None:
+    """One pass over the sidechain records groups them by root exactly as walking each
+    record's ancestry for each root would (repeated ids, ids that are not strings, dangling
+    parents); a loop of parents ends the walk instead of hanging it."""
+    from ipse.transcript.formats.claude_code import ClaudeCodeSession
+
+    records = [
+        SessionRecord(n, {"type": "user"}, "user", uuid, parent, True, None)
+        for n, (uuid, parent) in enumerate(links, start=1)
+    ]
+    session = ClaudeCodeSession(Path("s.jsonl"), records)
+    groups = session._sidechains()
+    for root in session._sidechain_roots():
+        expected = _reaches(records, root)
+        if expected is not None:
+            assert groups[root] == expected
+
+
+def test_a_loop_of_parents_among_sidechain_records_ends_every_reading(tmp_path: Path) -> None:
+    """Two sidechain records naming each other as parent (valid JSON, an impossible tree):
+    ``prefix`` and ``inspect --thread sidechain-1`` answer (they used to loop forever)."""
+    import subprocess
+    import sys
+
+    side = {"isSidechain": True}
+    path = _write(
+        tmp_path / "loop.jsonl",
+        [
+            _user("u1", None, "hello"),
+            _assistant("a1", "u1", "m1", {"type": "text", "text": "hi"}),
+            _user("s1", None, "side task", **side),
+            _assistant("s2", "s1", "m2", {"type": "text", "text": "done"}, **side),
+            _user("c1", "c2", "loop a", **side),
+            _assistant("c2", "c1", "m3", {"type": "text", "text": "loop b"}, **side),
+        ],
+    )
+    for command in (["prefix", str(path)], ["inspect", str(path), "--thread", "sidechain-1"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ipse", *command], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    messages = load(path, thread="sidechain-1").current().messages
+    assert [m.role for m in messages] == ["user", "assistant"]

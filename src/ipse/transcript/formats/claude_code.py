@@ -154,7 +154,7 @@ class ClaudeCodeSession:
                 root = roots[number - 1]
             except (ValueError, IndexError):
                 raise self._unknown_thread(name) from None
-            return name, _members(self._sidechain_records(), root), self.path
+            return name, self._sidechains()[root], self.path
         candidates = [name, f"agent-{name}"]
         for candidate in candidates:
             if candidate in self.subagent_files:
@@ -173,6 +173,16 @@ class ClaudeCodeSession:
 
     def _sidechain_records(self) -> list[SessionRecord]:
         return [r for r in self.records if r.sidechain]
+
+    def _sidechains(self) -> dict[str, list[SessionRecord]]:
+        """Each sidechain root's records in file order, found in one pass over the records
+        and kept (a session with many sub-agent runs asks once per run)."""
+        key = (id(self.records), len(self.records))
+        kept = self.__dict__.get("_sidechains_of")
+        if kept is None or kept[0] != key:
+            kept = (key, _members(self._sidechain_records(), self._sidechain_roots()))
+            self.__dict__["_sidechains_of"] = kept
+        return kept[1]
 
     def _sidechain_roots(self) -> list[str]:
         records = self._sidechain_records()
@@ -280,23 +290,46 @@ def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
 # ------------------------------------------------------------------------------------ the tree
 
 
-def _members(records: list[SessionRecord], root: str) -> list[SessionRecord]:
-    """The records whose ancestry reaches ``root``."""
+def _members(records: list[SessionRecord], roots: list[str]) -> dict[str, list[SessionRecord]]:
+    """For each of ``roots``, the records whose ancestry reaches it (file order). One walk up
+    each record's ancestry, each step taken once; a loop of parents ends the walk (a record in
+    a loop reaches no root unless one stands below the loop)."""
     parent_of = {_id(r.uuid): _id(r.parent) for r in records}
-    cache: dict[Any, bool] = {root: True}
+    wanted = set(roots)
+    reached: dict[Any, tuple[str, ...]] = {}  # uuid -> the roots its ancestry reaches
+    groups: dict[str, list[SessionRecord]] = {root: [] for root in roots}
+    for record in records:
+        for root in _roots_above(_id(record.uuid), parent_of, wanted, reached):
+            groups[root].append(record)
+    return groups
 
-    def reaches(uuid: Any) -> bool:
-        trail = []
-        current = uuid
-        while current is not None and current not in cache and current in parent_of:
-            trail.append(current)
-            current = parent_of[current]
-        result = cache.get(current, False)
-        for item in trail:
-            cache[item] = result
-        return result
 
-    return [r for r in records if reaches(_id(r.uuid))]
+def _roots_above(
+    uuid: str | None,
+    parent_of: dict[Any, str | None],
+    roots: set[str],
+    reached: dict[Any, tuple[str, ...]],
+) -> tuple[str, ...]:
+    """The roots on the ancestry of ``uuid`` (itself included), remembered in ``reached`` for
+    every record the walk passed."""
+    trail: list[str] = []
+    seen: set[str] = set()
+    current = uuid
+    while (
+        current is not None
+        and current not in reached
+        and current in parent_of
+        and current not in seen
+    ):
+        trail.append(current)
+        seen.add(current)
+        current = parent_of[current]
+    found = reached.get(current, ())
+    for item in reversed(trail):
+        if item in roots:
+            found = (*found, item)
+        reached[item] = found
+    return reached.get(uuid, ()) if uuid is not None else ()
 
 
 def _id(value: Any) -> str | None:
