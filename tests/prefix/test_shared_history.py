@@ -163,3 +163,39 @@ def test_a_history_ipse_built_is_not_checked_again(tmp_path: Any) -> None:
         _check_messages(Request(0, tail, "anthropic"), tmp_path, {})
     requests = read_requests(EXAMPLE_SESSION).requests
     assert requests and all(isinstance(r.body, SharedHistory) and r.body.checked for r in requests)
+
+
+_ITEM = st.one_of(
+    st.builds(
+        lambda r, t: {"role": r, "content": t}, st.sampled_from(["user", "assistant"]), _TEXT
+    ),
+    st.builds(
+        lambda r, parts: {"role": r, "content": [{"type": "input_text", "text": p} for p in parts]},
+        st.sampled_from(["user", "developer"]),
+        st.lists(_TEXT, max_size=2),
+    ),
+    st.builds(
+        lambda t: {"type": "function_call", "call_id": "c", "name": "shell", "arguments": t}, _TEXT
+    ),
+    st.builds(lambda t: {"type": "reasoning", "summary": [], "encrypted_content": t}, _TEXT),
+    st.builds(lambda t: {"role": 7, "content": t}, _TEXT),  # (a role that is not a string)
+    _TEXT,  # (an item that is not an object)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(items=st.lists(_ITEM, min_size=1, max_size=12), cuts=st.lists(st.integers(1, 12)))
+def test_a_shared_history_of_whole_messages_flattens_as_plain_bodies(
+    items: list[Any], cuts: list[int]
+) -> None:
+    """OpenAI's positions (one a message or input item): a shared history's, appended in one
+    step each, are exactly those of the same bodies flattened whole."""
+    front = {"model": "gpt-5.2", "instructions": "be brief"}
+    one, other = Flattener(rules("openai")), Flattener(rules("openai"))
+    for count in sorted({min(c, len(items)) for c in cuts} | {len(items)}):
+        x = one.flatten({**front, "input": items[:count]})
+        y = other.flatten(SharedHistory(front, items, count, key="input"))
+        for name in ("hashes", "chain", "cum", "ttls", "where", "groups", "marks"):
+            assert list(getattr(x, name)) == list(getattr(y, name)), name
+        for name in ("model", "settings", "setting_names", "tail", "messages", "breakpoints"):
+            assert getattr(x, name) == getattr(y, name), name

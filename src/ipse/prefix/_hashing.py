@@ -725,9 +725,24 @@ class Flattener:
 
     def _append_whole(self, store: _Store, message: Any, i: int, per_message: bool) -> None:
         """`_append_message` for a message hashed whole (``per_message``) or that is not an
-        object: through `_message` and `_emit`, unmemoised."""
+        object: what `_emit` of `_one_message` appends, inline for an object (the eight calls
+        and three structs on the way cost more than hashing it: a Codex rollout's replay is
+        mostly this), else through `_message` and `_emit`, unmemoised."""
         build = store.build
         start = len(build.hashes)
+        if per_message and is_object(message):
+            h, tokens, ttl, _, _ = self._block(_as_rendered(message), self._role_salt(message))
+            build.hashes.append(h)
+            build.chain.append(hash((build.chain[-1] if build.chain else 0, h)))  # (fast)
+            build.cum.append((build.cum[-1] if build.cum else 0) + tokens)
+            build.ttls.append(ttl)
+            build.where.append(("history", i, 0))
+            build.groups.append((build.groups[-1] if build.groups else -1) + 1)
+            if ttl is not None:
+                build.breakpoints += 1
+                store.marks.append(start)
+            store.ends.append(start + 1)
+            return
         seg = self._message(message, per_message, memo=False)
         self._emit(build, seg, "history", i, memo=False)
         store.marks.extend(start + j for j, ttl in enumerate(seg.ttls) if ttl is not None)
