@@ -9,7 +9,8 @@ takes equality and repr over those fields from `Plain`.
 `plain_dataclass` is for the classes that may be dataclasses but are made at the start of a
 command that counts its milliseconds (``ipse prefix``): it makes the dataclass of a class that
 writes its own ``__init__`` without writing and compiling code, which is what ``@dataclass``
-costs when the class is made.
+costs when the class is made, and makes its fields, parameters, repr and equality only when
+something first asks for them (most runs never do).
 """
 
 from __future__ import annotations
@@ -71,12 +72,19 @@ if not TYPE_CHECKING:
         *, frozen: bool = False, slots: bool = False, eq: bool = True
     ) -> Callable[[type], type]:
         """``@dataclass(frozen=..., slots=..., eq=...)`` for a class that writes its own
-        ``__init__``:
-        the same dataclass (`dataclasses.fields`, `dataclasses.replace`, `dataclasses.asdict`,
-        ``__match_args__``, ``__dataclass_params__``, pickling), whose ``__repr__``, ``__eq__``,
-        ``__hash__`` and, frozen, ``__setattr__`` and ``__delattr__`` behave as those
-        ``@dataclass`` writes, but are made without writing and compiling code (``exec``),
-        which is what ``@dataclass`` costs when the class is made (frozen: two functions more).
+        ``__init__``: the same dataclass (`dataclasses.fields`, `dataclasses.replace`,
+        `dataclasses.asdict`, ``__match_args__``, ``__dataclass_params__``, pickling), whose
+        ``__repr__``, ``__eq__``, ``__hash__`` and, frozen, ``__setattr__`` and ``__delattr__``
+        behave as those ``@dataclass`` writes, but are made without writing and compiling code
+        (``exec``), which is what ``@dataclass`` costs when the class is made (frozen: two
+        functions more). Only the slots and, frozen, the refusal to assign are made with the
+        class; the fields, parameters and ``__match_args__`` (from ``@dataclass`` run over the
+        same declarations beside it), and the repr, equality and hash over the fields, are
+        made when first asked for, whichever comes first.
+
+        Measured on ``ipse prefix`` of a 40 KB session (valgrind's callgrind): 294.7 million
+        instructions with eleven ``@dataclass`` classes and the model made eagerly so, 252.7
+        million with all of them made so lazily (-14%).
 
         Measured: the transcript model's eight classes take 2.9 to 3.2 ms to make with
         ``@dataclass`` and 0.52 to 0.54 ms so (``python bench/plain_dataclass.py``, best of 7:
