@@ -293,7 +293,7 @@ def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
 def _members(records: list[SessionRecord], roots: list[str]) -> dict[str, list[SessionRecord]]:
     """For each of ``roots``, the records whose ancestry reaches it (file order). One walk up
     each record's ancestry, each step taken once; a loop of parents ends the walk (a record in
-    a loop reaches no root unless one stands below the loop)."""
+    or above a loop reaches the roots in the loop: a repeated id can put one there)."""
     parent_of = {_id(r.uuid): _id(r.parent) for r in records}
     wanted = set(roots)
     reached: dict[Any, tuple[str, ...]] = {}  # uuid -> the roots its ancestry reaches
@@ -324,7 +324,14 @@ def _roots_above(
         trail.append(current)
         seen.add(current)
         current = parent_of[current]
-    found = reached.get(current, ())
+    if current is not None and current in seen:  # a loop: each of its records reaches the
+        loop = trail[trail.index(current) :]  # roots in it (a walk from any goes round it)
+        found = tuple(item for item in loop if item in roots)
+        for item in loop:
+            reached[item] = found
+        trail = trail[: -len(loop)]
+    else:
+        found = reached.get(current, ())
     for item in reversed(trail):
         if item in roots:
             found = (*found, item)
