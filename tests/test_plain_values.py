@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse._plain import _OnFirstRead, plain_dataclass
+from ipse._plain import _Later, plain_dataclass
 from ipse.prefix._actual import Agreement
 from ipse.prefix._causes import Cause, Side
 from ipse.prefix._growing import SharedHistory
@@ -283,7 +283,7 @@ def test_whatever_is_asked_first_the_class_answers_as_its_dataclass(
     equality, a hash, a pattern's match, `fields`...) gets the dataclass's answer, and so
     does every question after it."""
     mine, theirs = _fresh(frozen, slots)
-    assert isinstance(mine.__dict__["__dataclass_fields__"], _OnFirstRead)  # (until asked)
+    assert isinstance(mine.__dict__["__dataclass_fields__"], _Later)  # (until asked)
     value, twin_value = mine(1, [2]), theirs(1, [2])
     assert _FIRST_ASKS[first](mine, value) == _FIRST_ASKS[first](theirs, twin_value)
     for ask in _FIRST_ASKS.values():
@@ -309,13 +309,13 @@ def test_a_replay_makes_no_dataclass(tmp_path: Path) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         "from ipse.prefix import analyze, read_requests\n"
-        "from ipse._plain import _OnFirstRead\n"
+        "from ipse._plain import _Later\n"
         "import ipse.transcript as t\n"
         "log = read_requests(Path(sys.argv[1]), None)\n"
         "report = analyze(log.requests, None)\n"
         "report.to_json(); report.summary()\n"
         "asked = [c.__name__ for c in (t.Text, t.ToolCall, t.ToolResult, t.Message, t.Positions)\n"
-        "         if not isinstance(c.__dict__['__dataclass_fields__'], _OnFirstRead)]\n"
+        "         if not isinstance(c.__dict__['__dataclass_fields__'], _Later)]\n"
         "print(len(log.requests), asked)\n"
     )
     done = subprocess.run(

@@ -124,14 +124,12 @@ def _make(cls: type, frozen: bool, slots: bool, eq: bool = True) -> type:
     if not slots:
         _class_defaults(made, namespace)
     pending = _Pending(made, namespace, frozen, slots, eq)
-    for name in ("__dataclass_fields__", "__dataclass_params__", "__match_args__"):
+    later = ["__dataclass_fields__", "__dataclass_params__", "__match_args__", "__repr__"]
+    for name in [*later, "__eq__"] if eq else later:
         if name not in own:
-            setattr(made, name, _OnFirstRead(pending, name))
-    for name, method in (("__repr__", _later_repr), ("__eq__", _later_eq)):
-        if name not in own and (eq or name != "__eq__"):
-            setattr(made, name, method(pending))
+            setattr(made, name, _Later(pending, name))
     if not hashes:
-        made.__hash__ = _later_hash(pending) if frozen else None
+        made.__hash__ = _Later(pending, "__hash__") if frozen else None
     if frozen:
         _freeze(made, frozenset(names), slots and "__getstate__" not in own)
     return made  # type: ignore[no-any-return]
@@ -226,7 +224,7 @@ class _Pending:
             "__match_args__": shadow.__match_args__,  # type: ignore[attr-defined]
         }
         for name, value in made.items():
-            if isinstance(own.get(name), _OnFirstRead):
+            if isinstance(own.get(name), _Later):
                 setattr(cls, name, value)
         if isinstance(own.get("__repr__"), _Later):
             cls.__repr__ = _repr([f.name for f in every if f.repr])
@@ -238,39 +236,16 @@ class _Pending:
         self.done = True
 
 
-class _OnFirstRead:
-    """A dataclass attribute of the class, made on first read (of the class or a value)."""
-
-    def __init__(self, pending: _Pending, name: str) -> None:
-        self.pending, self.name = pending, name
-
-    def __get__(self, value: object, owner: type | None = None) -> Any:
-        self.pending.complete()
-        return getattr(self.pending.cls, self.name)
-
-
 class _Later:
-    """A method over the fields, made when first called."""
+    """A dataclass attribute of the class (its fields, parameters, ``__match_args__``) or a
+    method over its fields, made on first use, from the class or a value."""
 
     def __init__(self, pending: _Pending, name: str) -> None:
         self.pending, self.name = pending, name
 
     def __get__(self, value: object, owner: type | None = None) -> Any:
-        self.pending.complete()
-        method = getattr(self.pending.cls, self.name)
-        return method if value is None else method.__get__(value, owner)
-
-
-def _later_repr(pending: _Pending) -> _Later:
-    return _Later(pending, "__repr__")
-
-
-def _later_eq(pending: _Pending) -> _Later:
-    return _Later(pending, "__eq__")
-
-
-def _later_hash(pending: _Pending) -> _Later:
-    return _Later(pending, "__hash__")
+        self.pending.complete()  # (which puts the real attribute in this one's place)
+        return getattr(self.pending.cls if value is None else value, self.name)
 
 
 def _key(names: list[str]) -> Callable[[object], tuple[object, ...]]:
