@@ -15,7 +15,7 @@ from __future__ import annotations
 from ipse._plain import Plain
 from ipse.errors import UsageError
 
-TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -23,11 +23,7 @@ TRIM_MARK = "[... trimmed by ipse to fit the token budget ...]"
 
 
 class Section(Plain):
-    """One titled block of output; lower ``priority`` is admitted first.
-
-    A `Plain` class, not a dataclass: it is on the SessionStart hook's path, where importing
-    `dataclasses` adds 8 ms (21%) to the hook's start (`python bench/hook_plain.py`).
-    """
+    """One titled block of output; lower ``priority`` is admitted first."""
 
     __slots__ = ("body", "keep_tail", "order", "priority", "required", "title")
 

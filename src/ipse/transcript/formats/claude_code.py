@@ -36,12 +36,11 @@ import bisect
 import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ipse import progress
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
 from ipse.jsonio import is_object
@@ -80,7 +79,7 @@ class SessionRecord(NamedTuple):
     message: Any  # data["message"], as written (None when absent)
 
 
-@plain_dataclass()
+@dataclass
 class ClaudeCodeSession:
     """A parsed session file: its records, and its threads on demand."""
 
@@ -89,20 +88,6 @@ class ClaudeCodeSession:
     subagent_files: dict[str, Path] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skip_bad_lines: bool = False
-
-    def __init__(
-        self,
-        path: Path,
-        records: list[SessionRecord],
-        subagent_files: dict[str, Path] = UNSET,
-        warnings: list[str] = UNSET,
-        skip_bad_lines: bool = False,
-    ) -> None:
-        self.path = path
-        self.records = records
-        self.subagent_files = {} if subagent_files is UNSET else subagent_files
-        self.warnings = [] if warnings is UNSET else warnings
-        self.skip_bad_lines = skip_bad_lines
 
     @property
     def session_id(self) -> str | None:

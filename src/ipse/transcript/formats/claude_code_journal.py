@@ -28,18 +28,18 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
 from ipse._names import Names
-from ipse._plain import plain_dataclass
 from ipse.transcript._jsonl import JsonlRecord
 from ipse.transcript.formats.claude_code import SessionRecord
 
 JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class JournaledRequest:
     """One journaled request: its front as sent, and its messages when they resolve.
 
@@ -64,35 +64,6 @@ class JournaledRequest:
     changes: _Changes | None = None
     ordinal: int = 0
     tail: tuple[Any, ...] = ()
-
-    def __init__(
-        self,
-        id: str,
-        system: Sequence[Any] | None,
-        tools: Sequence[Any] | None,
-        params: Mapping[str, Any],
-        history: list[Any] | None,
-        line: int,
-        count: int = 0,
-        marks: tuple[Any, ...] = (),
-        breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = (),
-        changes: _Changes | None = None,
-        ordinal: int = 0,
-        tail: tuple[Any, ...] = (),
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "id", id)
-        set_(self, "system", system)
-        set_(self, "tools", tools)
-        set_(self, "params", params)
-        set_(self, "history", history)
-        set_(self, "line", line)
-        set_(self, "count", count)
-        set_(self, "marks", marks)
-        set_(self, "breakpoints", breakpoints)
-        set_(self, "changes", changes)
-        set_(self, "ordinal", ordinal)
-        set_(self, "tail", tail)
 
     @property
     def changed(self) -> bool:
