@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipse import jsonio
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, os_error
 from ipse.prefix._growing import SharedHistory
 from ipse.transcript import (
@@ -104,7 +103,7 @@ class Request(msgspec.Struct, frozen=True):
         return value if isinstance(value, str) else None
 
 
-@plain_dataclass(slots=True)
+@dataclass(slots=True)
 class RequestLog:
     """The requests of one input, in log order, and what was noticed reading them."""
 
@@ -113,20 +112,6 @@ class RequestLog:
     requests: list[Request]
     warnings: list[str] = field(default_factory=list)
     merged: int = 0  # records merged into the call before them (one call, several records)
-
-    def __init__(
-        self,
-        path: Path,
-        format: str,
-        requests: list[Request],
-        warnings: list[str] = UNSET,
-        merged: int = 0,
-    ) -> None:
-        self.path = path
-        self.format = format
-        self.requests = requests
-        self.warnings = [] if warnings is UNSET else warnings
-        self.merged = merged
 
 
 def _provider_of(dialect: str) -> str:
@@ -549,7 +534,7 @@ def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:
     return front
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Pending:
     """A request read from a session, its agent and kind still to be said."""
 
@@ -561,27 +546,6 @@ class _Pending:
     conversation: str
     version: str | None
     diagnostics: Mapping[str, Any] | None
-
-    def __init__(
-        self,
-        body: Mapping[str, Any],
-        time: datetime | None,
-        response_start: datetime | None,
-        usage: Mapping[str, Any] | None,
-        source: str,
-        conversation: str,
-        version: str | None,
-        diagnostics: Mapping[str, Any] | None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "body", body)
-        set_(self, "time", time)
-        set_(self, "response_start", response_start)
-        set_(self, "usage", usage)
-        set_(self, "source", source)
-        set_(self, "conversation", conversation)
-        set_(self, "version", version)
-        set_(self, "diagnostics", diagnostics)
 
     def _r(self, agent: str | None, *, compaction: bool, off_path: bool = False) -> Request:
         return Request(
