@@ -33,7 +33,7 @@ PACKAGES = [
     "ipse.store",
     "ipse.probe",
     "ipse.mcp",
-    "ipse.harness",
+    "ipse.agents",
 ]
 
 

@@ -1,5 +1,5 @@
 """``ipse install`` / ``ipse uninstall``: register ipse's MCP server (and the proxy) with an
-agent harness (a thin front end over `ipse.harness`)."""
+agent CLI (a thin front end over `ipse.agents`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from typing import Any
 
 import click
 
+from ipse.agents import AGENTS
 from ipse.cli._output import console, emit_json
 
 _AGENT = click.option(
     "--agent",
-    type=click.Choice(["claude-code", "codex", "gemini"]),
+    type=click.Choice(AGENTS),
     required=True,
-    help="The agent harness.",
+    help="The agent CLI.",
 )
 _USER = click.option("--user", is_flag=True, help="The user's own config, not the project's.")
 _ROOT = click.option(
@@ -107,8 +108,8 @@ def install_command(
       ipse install --agent codex --proxy
       ipse install --agent gemini --user
     """
+    from ipse.agents import install_agent, install_notes
     from ipse.errors import UsageError
-    from ipse.harness import install_agent, install_notes
 
     upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
     given = {k: v for k, v in upstreams.items() if v}
@@ -136,13 +137,13 @@ def install_command(
 @_JSON
 def uninstall_command(agent: str, user: bool, proxy: bool, root: Path, as_json: bool) -> None:
     """Remove what `ipse install` added, with or without --proxy (every other byte of each
-    file stays; entries a harness rewrote are found by their content).
+    file stays; entries an agent CLI rewrote are found by their content).
 
     \b
     Example:
       ipse uninstall --agent claude-code
     """
-    from ipse.harness import uninstall_agent
+    from ipse.agents import uninstall_agent
 
     del proxy  # the proxy's settings go whenever install wrote them
     _report(uninstall_agent(agent, root, user=user), as_json)

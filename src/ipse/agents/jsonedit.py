@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipse.agents._text import bom_length, newline_of, with_newline
 from ipse.errors import InputError
-from ipse.harness._text import bom_length, newline_of, with_newline
 
 _WS = " \t\n\r"
 
