@@ -251,6 +251,10 @@ def _uninstall_proxy(path: Path, attrs: dict[str, str]) -> Edit:
     return Edit(path, old, text)
 
 
+def _kept(request: Request) -> str:
+    return "" if request.proxy else " (installed earlier with --proxy, which stays)"
+
+
 # ------------------------------------------------------------------------------- compaction
 
 
@@ -347,14 +351,14 @@ class ClaudeCode(AgentCLI):
         return None
 
     def notes(self, request: Request, port: int | None) -> list[str]:
-        if not request.proxy:
+        if port is None:
             return [
                 "without --proxy, a checkpoint keeps notes for recall; nothing is removed from "
                 "the conversation"
             ]
         return [
-            f"Claude Code now goes through the ipse proxy at {proxy_url(request.port)}; its hooks "
-            "start it, and a prompt is refused with the reason when it cannot start"
+            f"Claude Code now goes through the ipse proxy at {proxy_url(port)}{_kept(request)}; "
+            "its hooks start it, and a prompt is refused with the reason when it cannot start"
         ]
 
     def hooks_file(self, root: Path) -> Path | None:

@@ -247,17 +247,24 @@ class Codex(AgentCLI):
         return _provider_port(doc) if doc.get("model_provider") == SERVER else None
 
     def notes(self, request: Request, port: int | None) -> list[str]:
-        if not request.proxy:
+        if port is None:
             return [
                 "without --proxy, a checkpoint keeps notes for recall; nothing is removed from "
                 "the conversation"
             ]
+        if request.proxy:
+            start = f"start it with `{start_command(port, request.upstreams, request.record)}`"
+        else:  # the upstreams and record of that install are not recorded
+            start = (
+                f"start it with `{start_command(port)}` (and the --openai-upstream and --record "
+                "that install was given, if any: its note gave the whole line)"
+            )
+        kept = "" if request.proxy else " (installed earlier with --proxy, which stays)"
         unset = "" if os.environ.get("OPENAI_API_KEY") else " (not set in this shell)"
         return [
-            f"Codex now reaches its model only through the ipse proxy at {proxy_url(request.port)}"
-            f": start it with `{start_command(request.port, request.upstreams, request.record)}`"
-            ' before running codex (again after a reboot); without it Codex waits "Reconnecting'
-            '..." until stopped',
+            f"Codex now reaches its model only through the ipse proxy at {proxy_url(port)}"
+            f"{kept}: {start} before running codex (again after a reboot); without it Codex "
+            'waits "Reconnecting..." until stopped',
             "the provider entry sends the key in OPENAI_API_KEY (env_key), which the proxy "
             f"forwards to the OpenAI API: set it to your key{unset}",
         ]
