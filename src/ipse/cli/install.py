@@ -1,5 +1,11 @@
 """``ipse install`` / ``ipse uninstall``: register ipse's MCP server (and the proxy) with an
-agent CLI (a thin front end over `ipse.agents`)."""
+agent CLI (a thin front end over `ipse.agents`).
+
+Uninstall also deals with the proxy the removed settings routed through (the one Claude Code's
+hooks started, or the one Codex's provider pointed at): it stops it when it is this user's own
+(`ipse.proxy.identify`), no other install ipse can see routes through that port, and no request
+is in flight; otherwise it says in one line that it still runs, why, and how to stop it.
+"""
 
 from __future__ import annotations
 
@@ -27,13 +33,20 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
 
-def _report(changes: list[Any], as_json: bool, notes: list[str] | None = None) -> None:
+def _report(
+    changes: list[Any],
+    as_json: bool,
+    notes: list[str] | None = None,
+    proxy: dict[str, Any] | None = None,
+) -> None:
     if as_json:
         document: dict[str, Any] = {
             "changes": [{"path": c.path, "action": c.action} for c in changes]
         }
         if notes is not None:
             document["notes"] = notes
+        if proxy is not None:
+            document["proxy"] = proxy
         emit_json(document)
         return
     out = console()
@@ -139,11 +152,51 @@ def uninstall_command(agent: str, user: bool, proxy: bool, root: Path, as_json: 
     """Remove what `ipse install` added, with or without --proxy (every other byte of each
     file stays; entries an agent CLI rewrote are found by their content).
 
+    The proxy those settings routed through is stopped when it is yours, nothing else ipse can
+    see routes through its port and no request is in flight; else one line says it still runs
+    and how to stop it.
+
     \b
-    Example:
+    Examples:
       ipse uninstall --agent claude-code
+      ipse uninstall --agent codex --proxy --json
     """
-    from ipse.agents import uninstall_agent
+    from ipse.agents import proxy_port, routed_ports, uninstall_agent
 
     del proxy  # the proxy's settings go whenever install wrote them
-    _report(uninstall_agent(agent, root, user=user), as_json)
+    port = proxy_port(agent, root, user=user)
+    changes = uninstall_agent(agent, root, user=user)
+    if port is None:
+        _report(changes, as_json)
+        return
+    outcome = _left_proxy(port, routed_ports(root).get(port, []))
+    line = outcome.pop("line")
+    _report(changes, as_json, [line] if line else [], outcome)
+
+
+def _left_proxy(port: int, users: list[str]) -> dict[str, Any]:
+    """Stop the proxy on ``port`` that the removed settings routed through, when that is safe;
+    what happened, and the line that says so (None when no ipse proxy answers there)."""
+    from ipse.agents import proxy_url
+    from ipse.cli.proxy import stop_proxy
+    from ipse.proxy import identify
+
+    url = proxy_url(port)
+    how = f"stop it with `ipse proxy stop --port {port}`"
+    listener = identify(url, port)
+    found: dict[str, Any] = {"url": url, "running": listener.health is not None, "stopped": False}
+    if listener.health is None:
+        return {**found, "line": None}
+    pid, inflight = listener.pid, listener.health.get("inflight")
+    if not listener.own:
+        why = f"it is not yours ({listener.reason})"
+    elif users:
+        why = f"{', '.join(users)} still route(s) through it"
+    elif inflight or listener.health.get("workers", 1) != 1:
+        why = f"{inflight} request(s) in flight" if inflight else "it runs several workers"
+    else:
+        stop_proxy(pid, port, url)
+        line = f"stopped the ipse proxy at {url} (pid {pid}), which nothing else routes through"
+        return {**found, "running": False, "stopped": True, "pid": pid, "line": line}
+    line = f"the ipse proxy at {url} (pid {pid}) still runs: {why}; {how}"
+    return {**found, "pid": pid, "reason": why, "line": line}
