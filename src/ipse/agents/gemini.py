@@ -2,8 +2,13 @@
 
 - MCP server: ``mcpServers.ipse`` in the project's ``.gemini/settings.json`` (user: in
   ``$GEMINI_CLI_HOME/.gemini``, else ``~/.gemini``), edited as the JSON with comments Gemini CLI
-  reads. Gemini CLI has no key that makes it wait for a server: a ``-p`` run always waits for
-  every server before its first request, an interactive one never does.
+  reads. The entry says ``"trust": true``: Gemini CLI then calls ipse's tools without asking
+  first. A headless run (``gemini -p``) cannot ask, so without it Gemini CLI leaves every tool
+  that would ask out of the request, ipse's among them (``tests/journey/test_gemini_journey.py``;
+  ``python bench/first_request.py --agents gemini`` counts it). ipse's tools read and write only
+  ipse's own store and state folder. Gemini CLI has no key that makes it wait for a server: a
+  ``-p`` run always waits for every server before its first request, an interactive one never
+  does.
 - Gemini CLI runs MCP servers, user-level ones too, only in folders the user trusts
   (``trustedFolders.json``): the notes say so when the folder is not trusted yet.
 - Instructions: ``GEMINI.md``. No ipse proxy serves Gemini's API: a checkpoint keeps notes.
@@ -70,6 +75,13 @@ COMPACTION = Compaction(
 )
 
 
+_TRUST_NOTE = (
+    "the entry says trust: Gemini CLI calls ipse's tools (notes, recall, the state folder: "
+    "nothing outside ipse's own store and state) without asking, which `gemini -p` needs, as "
+    "it cannot ask"
+)
+
+
 class Gemini(AgentCLI):
     name = "gemini"
     label = "Gemini CLI"
@@ -88,6 +100,7 @@ class Gemini(AgentCLI):
         env = home_env()
         if env:
             entry["env"] = env
+        entry["trust"] = True  # gemini -p offers only tools that need no confirmation
         return entry
 
     def install(self, where: Paths, request: Request, attrs: dict[str, str]) -> Installed:
@@ -100,6 +113,7 @@ class Gemini(AgentCLI):
         notes = [
             "no ipse proxy serves Gemini's API: a checkpoint keeps notes for recall, it does "
             "not shrink the conversation",
+            _TRUST_NOTE,
         ]
         if request.user:
             notes.append(

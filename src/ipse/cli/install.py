@@ -107,7 +107,8 @@ def install_command(
 
     claude-code: .mcp.json (--user: .claude.json in $CLAUDE_CONFIG_DIR or ~) and CLAUDE.md;
     codex: [mcp_servers.ipse] in $CODEX_HOME/config.toml and AGENTS.md; gemini:
-    .gemini/settings.json ($GEMINI_CLI_HOME/.gemini with --user) and GEMINI.md. --proxy:
+    .gemini/settings.json ($GEMINI_CLI_HOME/.gemini with --user; the entry says trust, so
+    Gemini CLI calls ipse's tools without asking, which `gemini -p` needs) and GEMINI.md. --proxy:
     Claude Code gets ANTHROPIC_BASE_URL and hooks that start the proxy (and refuse a prompt,
     saying why, when it cannot start); Codex a model provider at the proxy (start the proxy
     yourself: install prints the command); refused when the proxy's extra is not installed
