@@ -119,7 +119,7 @@ def _run(
 ) -> tuple[int | None, float | None, str]:
     """Run ``argv`` in its own process group; return its exit code (None when killed at
     ``timeout``), seconds from spawn to the first request ``seen()`` reports, and stderr's end.
-    The group (the harness and the servers it started) is killed before this returns."""
+    The group (the agent CLI and the servers it started) is killed before this returns."""
     first: float | None = None
     code: int | None = None
     with tempfile.TemporaryFile() as errors:
@@ -143,7 +143,7 @@ def _run(
                 time.sleep(0.01)
         finally:
             with suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the harness and its servers
+                os.killpg(process.pid, signal.SIGKILL)  # the agent CLI and its servers
             process.wait()
         errors.seek(0)
         return code, first, errors.read().decode("utf-8", "replace")[-600:]

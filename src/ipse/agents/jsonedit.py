@@ -1,6 +1,6 @@
 """Format-preserving edits of JSON text: add or remove one object member or array item.
 
-Harness settings files are edited by people; a tool that rewrites them (re-indents, reorders,
+Agent CLI settings files are edited by people; a tool that rewrites them (re-indents, reorders,
 drops the trailing newline) makes every install a diff. Here the text is parsed once into spans
 (where each value, key and member starts and ends), and an edit replaces exactly one span:
 
