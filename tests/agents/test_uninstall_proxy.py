@@ -146,3 +146,15 @@ def test_no_proxy_installed_no_proxy_said(homes: tuple[Path, Path]) -> None:
     assert _ipse(project, "install", "--agent", "claude-code").returncode == 0
     document = _uninstall(project, "--agent", "claude-code")
     assert "proxy" not in document and "notes" not in document
+
+
+def test_what_still_routes_through_a_port_is_named_once_each(homes: tuple[Path, Path]) -> None:
+    """Codex keeps one config for both scopes: it is named once, as the user's."""
+    from ipse.agents import install_agent, routed_ports
+
+    _, project = homes
+    install_agent("codex", project, proxy=True, port=9388)
+    install_agent("claude-code", project, proxy=True, port=9388)
+    assert routed_ports(project) == {
+        9388: ["Claude Code (the project's settings.json)", "Codex (the user's config.toml)"]
+    }

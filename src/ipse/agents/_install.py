@@ -148,14 +148,18 @@ def routed_ports(root: Path) -> dict[int, list[str]]:
     """Every proxy port an install ipse can see still routes through, with what routes there
     (each agent CLI's files for ``root`` and the user's own)."""
     found: dict[int, list[str]] = {}
+    seen: set[Path] = set()
     for cli in every_agent():
         for user in (False, True):
             where = cli.paths(root, user)
+            routing = (where.settings or where.config).absolute()
             port = cli.proxy_port(where)
-            if port is not None:
-                scope = "the user's" if user else "the project's"
-                named = (where.settings or where.config).name
-                found.setdefault(port, []).append(f"{cli.label} ({scope} {named})")
+            if port is None or routing in seen:  # (Codex's one config serves both scopes)
+                continue
+            seen.add(routing)
+            mine = routing.is_relative_to(root.absolute())
+            scope = "the project's" if mine else "the user's"
+            found.setdefault(port, []).append(f"{cli.label} ({scope} {routing.name})")
     return found
 
 
