@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,12 +111,28 @@ def journey(root: Path, gemini: str) -> Result:
         result.requests = [b for b in upstream.generate_requests() if b.get("tools")]
     world.seams.check(done.returncode == 0, "gemini -p: failed", done.stderr[-1500:])
     _check(world, result.requests, done.stdout)
+    _session_folder(world)
     with world.phase("uninstall"):
         gone = world.ipse("uninstall", "--agent", "gemini")
     world.seams.check(gone.returncode == 0, "uninstall: failed", gone.stderr[-800:])
     left = differences(before, snapshot(project))
     world.seams.check(not left, "uninstall: the project is not as it was", left)
     return result
+
+
+def _session_folder(world: World) -> None:
+    """The session folder ipse names for Gemini CLI (`ipse.agents`) holds this run's session."""
+    script = (
+        "from pathlib import Path; from ipse.agents import session_folder; "
+        "folder = session_folder('gemini', Path.cwd()); "
+        "print(sorted(p.name for p in folder.glob('session-*')) if folder else None)"
+    )
+    done = run([sys.executable, "-c", script], cwd=world.project, env=world.env, timeout=60)
+    world.seams.check(
+        done.stdout.startswith("['session-"),
+        "sessions: the session folder ipse names for Gemini CLI holds no session of this run",
+        done.stdout + done.stderr[-400:],
+    )
 
 
 def _check(world: World, requests: list[dict[str, Any]], stdout: str) -> None:

@@ -38,6 +38,7 @@ from ipse.agents._install import (
     proxy_port,
     routed_ports,
     server_entry,
+    session_folder,
     uninstall_agent,
 )
 from ipse.agents._table import AGENTS
@@ -77,5 +78,6 @@ __all__ = [
     "require",
     "routed_ports",
     "server_entry",
+    "session_folder",
     "uninstall_agent",
 ]

@@ -184,6 +184,11 @@ def hooks_file(agent: str, root: Path) -> Path | None:
     return agent_named(agent).hooks_file(root)
 
 
+def session_folder(agent: str, cwd: Path) -> Path | None:
+    """The folder where ``agent`` writes the sessions run in ``cwd`` (None: not known yet)."""
+    return agent_named(agent).session_folder(cwd)
+
+
 def agents_with_sessions() -> list[AgentCLI]:
     """The agent CLIs whose session files ipse reads, in table order."""
     return [cli for cli in every_agent() if cli.session_format is not None]
@@ -203,5 +208,6 @@ __all__ = [
     "proxy_port",
     "routed_ports",
     "server_entry",
+    "session_folder",
     "uninstall_agent",
 ]
