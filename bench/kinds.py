@@ -32,7 +32,7 @@ PACKAGES = [
     "ipse.store",
     "ipse.probe",
     "ipse.mcp",
-    "ipse.harness",
+    "ipse.agents",
 ]
 
 
