@@ -28,7 +28,7 @@ import msgspec
 
 from ipse._plain import plain_dataclass
 from ipse.prefix._columns import backing
-from ipse.prefix._hashing import Flat
+from ipse.prefix._flat import Flat
 from ipse.prefix._rules import Rules, rules
 
 
