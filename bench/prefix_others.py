@@ -11,9 +11,10 @@ Speed (default): per file, ipse's wall time against the fastest other tool's on 
 as a ratio (target: at most 1.0x on sessions up to 5 MB).
 
 ``--compare``: per file, each tool's break count and dollars lost, beside ipse's and beside what
-the recorded usage says (one row per billed call, by response id; a break is a call that read at
-least 1,000 tokens less than the previous call of its thread had cached (its read plus its write
-on Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
+the recorded usage says (one row per billed call, by response id, else by the call's identity
+in its usage: the same input side, the output rising; a break is a call that read at least
+1,000 tokens less than the previous call of its thread had cached (its read plus its write on
+Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
 dollars at the write price of the call's TTL less the read price).
 
 ``--instructions``: also the instructions of one run of ipse and of the fastest tool on each
@@ -192,8 +193,8 @@ def _recorded(session: Path) -> tuple[int, float, int]:
             if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
                 chains.setdefault(str(path), []).append(("", {}, None))  # (a compaction)
                 continue
-            if record.get("type") == "user":
-                last_usage = None
+            if record.get("type") == "user" and not _tool_results(record):
+                last_usage = None  # (a call's tool results may come between its records)
             if record.get("type") != "assistant":
                 continue
             chain: Any = str(path)
@@ -211,7 +212,8 @@ def _recorded(session: Path) -> tuple[int, float, int]:
                 if key in seen:
                     continue
                 seen.add(key)
-            elif usage == last_usage:
+            elif last_usage is not None and _one_call(last_usage, usage):
+                last_usage = usage
                 continue  # another record of the same call
             last_usage = usage
             item = (record.get("timestamp") or "", usage, message.get("model"))
@@ -243,6 +245,25 @@ def _recorded(session: Path) -> tuple[int, float, int]:
                     usd += lost * price * extra / 1e6
             previous = read + write
     return breaks, usd, calls
+
+
+def _tool_results(record: dict[str, Any]) -> bool:
+    content = (record.get("message") or {}).get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+_INPUT_SIDE = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _one_call(before: dict[str, Any], usage: dict[str, Any]) -> bool:
+    """Records of one streamed call without an id: the same input side, the output rising."""
+    if any(before.get(k) != usage.get(k) for k in _INPUT_SIDE):
+        return False
+    return bool((usage.get("output_tokens") or 0) >= (before.get("output_tokens") or 0))
 
 
 def _is_codex(path: Path) -> bool:

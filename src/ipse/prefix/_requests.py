@@ -23,7 +23,8 @@ response began, and the usage the provider reported, when the log has them. Sour
   Every billed call counts, in time order: those the live path leaves out (interrupted or
   retried, on a branch the conversation left; marked ``off_path``), the sub-agents' (inline
   sidechains, and ``<session>/subagents/*.jsonl``; each request names its ``agent``); records
-  of one call without a response id (consecutive, identical usage) are one call.
+  of one call without a response id (the same request id; with none, the same input side of
+  the usage and the output count rising, only the call's tool results between) are one call.
 * Codex rollouts: one Responses request per model call, every call a view of one shared list
   of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent;
   the first call after a ``compacted`` record is a compaction call.
@@ -45,6 +46,7 @@ import msgspec
 from ipse import jsonio
 from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, os_error
+from ipse.jsonio import is_object
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._log_requests import log_requests, rollout_requests
 from ipse.prefix._request import Request, provider_of
@@ -275,8 +277,9 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
     its live path leaves out (interrupted or retried requests on abandoned branches: billed,
     and they can rebuild the cache), and its sub-agents' files, each call attributed to its
     agent. Records of one call that carry no response id (exported or extracted sessions:
-    the call's thinking, text and tool uses as consecutive records with identical usage) are
-    one call."""
+    the call's thinking, text and tool uses as records of their own, its tool results between
+    them, each with the call's usage and the output counted so far) are one call
+    (`_same_call`)."""
     # (the Claude Code readers on use: a Codex rollout or a log needs none of them, and they
     # took 11 million instructions of 620, about 3 ms, of ``ipse prefix`` on a 1 MB rollout)
     from ipse.transcript.formats.claude_code import MAIN, read_session
@@ -369,17 +372,22 @@ class _ThreadCalls:
     ) -> Iterator[Request]:
         """The calls of one segment of the live path (``first``: the segment follows a
         compaction, and its first call is the compaction's)."""
+        call: Mapping[str, Any] | None = None  # the meta of the last record of the call
         for k, message in enumerate(messages):
-            if message.body["role"] != "assistant" or k == 0:
+            if message.body["role"] != "assistant":
+                call = call if _tool_results_only(message.body) else None
                 continue
             meta = message.meta
             model = meta.get("model")
-            if model == "<synthetic>":
+            if k == 0 or model == "<synthetic>":
+                call = None
                 continue
-            before = messages[k - 1]
-            if _repeats(before, message):
+            if call is not None and _same_call(call, meta):
                 merged[0] += 1
+                call = meta
                 continue
+            call = meta
+            before = messages[k - 1]
             journaled = journal.get(str(meta.get("request_ref")))
             if journaled is not None:
                 request_body = _journaled_body(journaled, model, dicts, k)
@@ -417,20 +425,46 @@ class _ThreadCalls:
         return pending._r(self.agent, compaction=self.compacting, off_path=True)
 
 
-def _repeats(before: Any, message: Any) -> bool:
-    """Whether ``message`` is another record of the call ``before`` answered (no user record
-    between them): the same request id where there is no response id to merge them by, or,
-    with no id at all, identical usage."""
-    if before.body["role"] != "assistant":
-        return False
-    a, b = before.meta, message.meta
-    if "message_id" in a or "message_id" in b:
+def _same_call(before: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    """Whether ``meta``'s record is another record of the call whose last record was
+    ``before``'s, with nothing but that call's tool results between them: the same request id
+    where there is no response id to merge them by; with no id at all, the call's identity in
+    its usage (the same input side, the output count no lower: a streamed response's records
+    each carry the output counted so far)."""
+    if "message_id" in before or "message_id" in meta:
         return False  # (records of one response are one message already)
-    first, second = a.get("request_id"), b.get("request_id")
+    first, second = before.get("request_id"), meta.get("request_id")
     if first is not None or second is not None:
         return isinstance(first, str) and first == second
-    usage = b.get("usage")
-    return isinstance(usage, Mapping) and usage == a.get("usage")
+    used, now = before.get("usage"), meta.get("usage")
+    if not (isinstance(used, Mapping) and isinstance(now, Mapping)):
+        return False
+    if any(used.get(key) != now.get(key) for key in _INPUT_SIDE):
+        return False
+    output, later = used.get("output_tokens"), now.get("output_tokens")
+    if type(output) is int and type(later) is int:
+        return later >= output
+    return used == now
+
+
+# What a call's usage says of its input: the same in every record of the call.
+_INPUT_SIDE = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation",
+)
+
+
+def _tool_results_only(message: Mapping[str, Any]) -> bool:
+    """Whether a user message holds nothing but tool results (what a call's tool uses get
+    back, written between the call's own records as they run)."""
+    content = message.get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(is_object(b) and b.get("type") == "tool_result" for b in content)
+    )
 
 
 def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:
