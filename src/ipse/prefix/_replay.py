@@ -50,6 +50,7 @@ class Replay:
         self.losses = RecordedLoss(sim, recorded, min_tokens)
         self.cost_ideal = 0.0
         self.chain_ttl: dict[str | None, str] = {}  # thread -> the TTL its last write carried
+        self.written: list[str | None] = []  # by slot: the TTL each request's writes carried
 
     def row(self, request: Request, flat: Flat) -> Row:
         """Replay one request: what the simulator predicts, what the record says, the cause
@@ -59,9 +60,11 @@ class Replay:
         prediction = self.sim.step(step)
         ideal_read, whole = self._ideal_read(flat, slot, step)
         lost = max(0, ideal_read - prediction.tokens.cache_read)
+        gap = self._since_candidate(request, slot)
         cause = None
         if lost > 0 and slot is not None:
             cause = self._replayed_cause(request, flat, step.shared, slot, prediction)
+            cause = self._expired_first(cause, slot, gap)
         charged = prediction
         agreeing: bool | None = None
         predicted_cause: Cause | None = None
@@ -104,11 +107,12 @@ class Replay:
             request.compaction,
             request.off_path,
             slot is None and charged.tokens.cache_write > 0 and not request.compaction,
-            self._since_candidate(request, slot),
+            gap,
             written_ttl,
             handoff_shown(request.handoff),
         )
         self.index.add(request, flat)
+        self.written.append(written_ttl)
         return row
 
     def _step(self, request: Request, flat: Flat, actual: Tokens | None) -> tuple[Step, int | None]:
@@ -156,9 +160,27 @@ class Replay:
         reusable = min(flat.tail, held)
         return self.sim.ideal(step.tokens(reusable), step.total, flat.model), reusable == held
 
+    def _expired_first(self, cause: Cause, slot: int, gap: float | None) -> Cause:
+        """An idle gap since the candidate longer than the TTL its writes carried names the
+        expiry, whatever else changed: nothing it cached was left to read (what else differs
+        is said in the detail)."""
+        ttl = self.written[slot]
+        seconds = self.sim.rules.ttl_seconds(ttl)
+        if cause.kind == "ttl_expired" or gap is None or seconds is None or gap <= seconds:
+            return cause
+        return Cause(
+            "ttl_expired",
+            cause.location,
+            f"idle {_duration(gap)} since request #{cause.candidate}, longer than the "
+            f"{ttl or _duration(seconds)} TTL: nothing it cached was left (the request also "
+            f"differs: {cause.kind}, {cause.detail})",
+            cause.candidate,
+            cause.value,
+        )
+
     def _replayed_cause(
         self, request: Request, flat: Flat, shared: int, slot: int, prediction: Prediction
-    ) -> Cause | None:
+    ) -> Cause:
         """Why the replay lost what it did against the candidate in ``slot``."""
         old_request, old_flat = self.index.seen[slot]
         position = shared if shared else divergence(flat, old_flat)
@@ -217,3 +239,9 @@ def _handoff_cause(handoff: Mapping[str, Any], cause: Cause) -> Cause:
         + f": the prefix after the cut is new by design (as replayed: {cause.kind})"
     )
     return Cause("handoff", cause.location, detail, cause.candidate)
+
+
+def _duration(seconds: float) -> str:
+    """``46,083 s (12.8 h)``: seconds, and hours where there are several."""
+    text = f"{seconds:,.0f} s"
+    return f"{text} ({seconds / 3600:.1f} h)" if seconds >= 7200 else text
