@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._request import Request, provider_of
 from ipse.transcript import parse_time
@@ -73,6 +74,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.usage,
             where,
             diagnostics=_diagnostics(entry),
+            compaction=compacts(fields.usage),
             handoff=_handoff(entry),
         )
 

@@ -2,7 +2,9 @@
 
 Input at the model's price; cache reads at the provider's read multiplier; cache writes at
 their TTL's multiplier (5-minute writes at 1.25x base input, 1-hour ones at 2x), from the
-record's split by TTL when it has one, else all at the TTL the request wrote with.
+record's split by TTL when it has one, else all at the TTL the request wrote with. What the
+record bills beyond its top level (a server-side compaction's iterations) is added to both
+the cost and the ideal: no read could have saved it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ipse.prefix._actual import write_split
+from ipse.prefix._actual import beyond_top_level, write_split
 from ipse.prefix._rules import Rules, prices
 from ipse.prefix._simulate import Prediction, Tokens
 
@@ -45,7 +47,9 @@ class Pricing:
     ) -> tuple[float, float]:
         """What the request cost as charged (its writes split by TTL as ``usage``, its record,
         says where it does), and what it would have cost at its ideal read out of its ``total``
-        input tokens (its writes at ``written_ttl``'s price)."""
+        input tokens (its writes at ``written_ttl``'s price); both with what the record bills
+        beyond its top level (`beyond_top_level`: a server-side compaction's summarising pass),
+        which no read could have saved."""
         price, multiplier = self.price(model)
         rules_ = self.rules
         cost = _cost(
@@ -54,6 +58,12 @@ class Pricing:
             multiplier,
             _write_weight(charged, write_split(usage), rules_),
         )
+        beyond = beyond_top_level(usage)
+        extra = 0.0  # iterations the top level leaves out: billed, and at their ideal
+        if beyond is not None:
+            tokens, (five, hour) = beyond
+            weight = five * rules_.write_multiplier("5m") + hour * rules_.write_multiplier("1h")
+            extra = _cost(tokens, price, multiplier, weight)
         made = charged.tokens.cache_read + charged.tokens.cache_write
         ideal_tokens = Tokens(
             ideal_read,
@@ -66,7 +76,7 @@ class Pricing:
             multiplier,
             ideal_tokens.cache_write * rules_.write_multiplier(written_ttl),
         )
-        return cost, ideal
+        return cost + extra, ideal + extra
 
 
 def _write_weight(charged: Prediction, split: tuple[int, int] | None, table: Rules) -> float:

@@ -47,6 +47,7 @@ from ipse import jsonio
 from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, os_error
 from ipse.jsonio import is_object
+from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._log_requests import log_requests, rollout_requests
 from ipse.prefix._request import Request, provider_of
@@ -396,7 +397,8 @@ class _ThreadCalls:
             pending = _request(
                 request_body, meta, before.meta, f"{self.p}:message {k}", self.conversation
             )
-            yield pending._r(self.agent, compaction=first or self.compacting)
+            compaction = first or self.compacting or compacts(meta.get("usage"))
+            yield pending._r(self.agent, compaction=compaction)
             first = False
 
     def off_path(
@@ -422,7 +424,8 @@ class _ThreadCalls:
         pending = _request(
             request_body, call.meta, sent_before, f"{self.p}:line {line}", self.conversation
         )
-        return pending._r(self.agent, compaction=self.compacting, off_path=True)
+        compaction = self.compacting or compacts(call.meta.get("usage"))
+        return pending._r(self.agent, compaction=compaction, off_path=True)
 
 
 def _same_call(before: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
