@@ -11,6 +11,7 @@ input items.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,24 +115,70 @@ def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     """One Responses request per model call of a Codex rollout, with the recorded usage
-    (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
+    (``cached_input_tokens`` of the ``token_count`` event that followed it). A rollout forked
+    from an earlier task says so (its ``session_meta`` names the parent): the calls it holds
+    from before the fork began are the parent's, billed there, and not counted here (what was
+    inherited goes to ``warnings``)."""
     from ipse.transcript.formats import codex
 
+    fork = _fork(p)
     history: Any = None
-    for index, call in enumerate(codex.rollout_requests(p, warnings=warnings, shared=True)):
+    index = inherited = 0
+    for call in codex.rollout_requests(p, warnings=warnings, shared=True):
         assert call.history is not None
         # a ``compacted`` record starts a list of its own: the first call on it is a
         # compaction call (its history is the summary, not what the calls before it sent)
         compaction = history is not None and call.history is not history
         history = call.history
+        response_time = parse_time(call.response_time)
+        if fork is not None and _before_the_fork(response_time, fork[1]):
+            inherited += 1
+            continue
         yield Request(
             index,
             SharedHistory(call.body, call.history, call.count, key="input"),
             "openai",
             parse_time(call.time),
-            parse_time(call.response_time),
+            response_time,
             call.usage,
             f"{p}:line {call.line}",
             "main",
             compaction=compaction,
         )
+        index += 1
+    if fork is not None:
+        warnings.append(_inherited(fork[0], inherited))
+
+
+def _fork(p: Path) -> tuple[str, datetime | None] | None:
+    """The task a rollout was forked from, and when the fork began (its ``session_meta``:
+    ``forked_from_id`` and ``timestamp``); None for a rollout that is no fork."""
+    try:
+        with p.open("rb") as handle:
+            record = jsonio.loads(handle.readline())
+    except (OSError, jsonio.JSONDecodeError):
+        return None
+    payload = record.get("payload") if jsonio.is_object(record) else None
+    if record.get("type") != "session_meta" or not jsonio.is_object(payload):
+        return None
+    parent = payload.get("forked_from_id")
+    if not isinstance(parent, str) or not parent:
+        return None
+    began = payload.get("timestamp", record.get("timestamp"))
+    return parent, parse_time(began if isinstance(began, str) else None)
+
+
+def _before_the_fork(response_time: datetime | None, began: datetime | None) -> bool:
+    """Whether a call was answered before the fork began: a call copied from the parent."""
+    return response_time is not None and began is not None and response_time <= began
+
+
+def _inherited(parent: str, calls: int) -> str:
+    """What a forked rollout inherited from its parent, in one line."""
+    said = f"forked from task {parent}: the history before the fork is the parent's"
+    if calls:
+        return (
+            f"{said}; {calls} call(s) copied from it into this rollout were billed to the "
+            "parent and are not counted here"
+        )
+    return f"{said} (this rollout holds none of it; its calls send it again, and are counted)"
