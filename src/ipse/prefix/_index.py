@@ -34,12 +34,8 @@ class PrefixIndex:
         """Positions shared with the request this one could have appended to, and its slot."""
         seen = self.seen
         shared, slot = _best(flat, self.index, self.by_first, len(seen[-1][1].chain) if seen else 0)
-        if (
-            slot is not None
-            and unrecorded  # (a session's request: its system prompt and tools not recorded)
-            and seen[slot][0].conversation != request.conversation
-        ):
-            shared, slot = 0, None  # another agent's thread: the shared front is a placeholder
+        if slot is not None and _apart(request, seen[slot][0], unrecorded):
+            shared, slot = 0, None
         if slot is None and request.conversation is not None:
             slot = self.by_conversation.get(request.conversation)
         return shared, slot
@@ -96,3 +92,14 @@ def _best(
         return lo, index[chain[lo - 1]][0]
     first = flat.first_message
     return 0, by_first.get(first) if first is not None else None
+
+
+def _apart(request: Request, candidate: Request, unrecorded: bool) -> bool:
+    """Whether ``candidate``, though it shares a prefix, is another conversation's: a request
+    is measured against its own conversation only. Two requests of known, different
+    conversations (another agent's thread, whose shared front is a placeholder when
+    ``unrecorded``; another session of a proxy's record) are apart."""
+    new, old = request.conversation, candidate.conversation
+    if unrecorded:  # (a session's request: its system prompt and tools not recorded)
+        return new != old
+    return new is not None and old is not None and new != old

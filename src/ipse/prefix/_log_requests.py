@@ -74,6 +74,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.response_time or fields.time,
             fields.usage,
             where,
+            http_log.entry_conversation(entry, fields.body),
             diagnostics=_diagnostics(entry),
             compaction=compacts(fields.usage),
             handoff=_handoff(entry),

@@ -110,6 +110,7 @@ class Replay:
             gap,
             written_ttl,
             handoff_shown(request.handoff),
+            request.conversation,
         )
         self.index.add(request, flat)
         self.written.append(written_ttl)

@@ -45,6 +45,7 @@ class Row(msgspec.Struct, frozen=True):
     gap_s: float | None = None  # seconds since its candidate was sent (None: not known)
     ttl: str | None = None  # the TTL its writes carried (recorded, else its thread's, else None)
     handoff: dict[str, Any] | None = None  # ipse's handoff rewrote it (`handoff_shown`)
+    conversation: str | None = None  # the conversation it belongs to, where the input says
 
     @property
     def basis(self) -> str:
@@ -82,6 +83,7 @@ class Row(msgspec.Struct, frozen=True):
             "cost_usd": round(self.cost_usd, 6),
             "cost_lost_usd": round(self.cost_lost_usd, 6),
             "handoff": self.handoff,
+            "conversation": self.conversation,
         }
 
 
@@ -179,6 +181,8 @@ class PrefixReport:
         summary["agreement"] = self.agreement.to_json() if self.agreement else None
         if t.agents:
             summary["by_agent"] = t.agents
+        if t.conversations:
+            summary["by_conversation"] = t.conversations
         from ipse.prefix._advice import advice  # (the advice is read once, at the end)
 
         summary["advice"] = advice(self)
@@ -209,12 +213,13 @@ class _Totals:
         self.cold: dict[str, Any] = {"requests": 0, "tokens_written": 0, "cost_usd": 0.0}
         self.off_path = 0
         if any(row.agent is not None for row in rows):
-            self.agents["main"] = {
-                "requests": 0,
-                "cost_usd": 0.0,
-                "tokens_lost": 0,
-                "cost_lost_usd": 0.0,
-            }
+            self.agents["main"] = _group()
+        # the conversations of the main thread (a proxy's record holds many sessions), when
+        # there are several: in the order each first appears
+        named = dict.fromkeys(r.conversation for r in rows if r.agent is None and r.conversation)
+        self.conversations: dict[str, dict[str, Any]] = (
+            {name: _group() for name in named if name} if len(named) > 1 else {}
+        )
 
     def add(self, row: Row) -> None:
         """One row into the totals: tokens, cost, its agent's, a cold start's, its cause's."""
@@ -233,7 +238,9 @@ class _Totals:
             self.actual_read += actual.cache_read
         self.costs.append(row.cost_usd)
         if row.agent is not None or self.agents:
-            self._add_agent(row)
+            _add_to(self.agents.setdefault(row.agent or "main", _group()), row)
+        if self.conversations and row.agent is None and row.conversation in self.conversations:
+            _add_to(self.conversations[row.conversation], row)
         if row.cold_start:
             self.cold["requests"] += 1
             self.cold["tokens_written"] += charged.cache_write
@@ -242,17 +249,6 @@ class _Totals:
             self.off_path += 1
         if row.cause is not None:
             self._add_loss(row, row.cause)
-
-    def _add_agent(self, row: Row) -> None:
-        slot = self.agents.setdefault(
-            row.agent or "main",
-            {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0},
-        )
-        slot["requests"] += 1
-        slot["cost_usd"] += row.cost_usd
-        if row.cause is not None and not row.compaction:
-            slot["tokens_lost"] += row.lost_tokens
-            slot["cost_lost_usd"] += row.cost_lost_usd
 
     def _add_loss(self, row: Row, cause: Cause) -> None:
         if row.compaction:  # apart: the front it is charged against is not in the file
@@ -270,7 +266,22 @@ class _Totals:
 
     def round_money(self) -> None:
         """The money of every group, to the micro-dollar the report shows."""
-        for entry in [*self.by_cause.values(), *self.agents.values(), self.compaction, self.cold]:
+        groups = [*self.agents.values(), *self.conversations.values()]
+        for entry in [*self.by_cause.values(), *groups, self.compaction, self.cold]:
             for key in ("cost_lost_usd", "cost_usd"):
                 if key in entry:
                     entry[key] = round(entry[key], 6)
+
+
+def _group() -> dict[str, Any]:
+    """The totals of an agent's or a conversation's requests."""
+    return {"requests": 0, "cost_usd": 0.0, "tokens_lost": 0, "cost_lost_usd": 0.0}
+
+
+def _add_to(group: dict[str, Any], row: Row) -> None:
+    """A row into its agent's or its conversation's totals (a compaction's loss apart)."""
+    group["requests"] += 1
+    group["cost_usd"] += row.cost_usd
+    if row.cause is not None and not row.compaction:
+        group["tokens_lost"] += row.lost_tokens
+        group["cost_lost_usd"] += row.cost_lost_usd
