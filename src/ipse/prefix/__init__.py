@@ -12,17 +12,17 @@ ipse; save the four a replay builds for every request, `Request`, `Tokens`, `Pre
 `Row`: frozen msgspec structs, built several times faster. As dataclasses they would cost a
 replay of a Claude Code session about 11% more instructions (each one's docstring gives its
 share); `msgspec.structs.replace` makes a changed copy of one. The rule and price tables are
-frozen dataclasses whose memo of answers is no part of their value (equality, repr), made by
-`ipse._plain.plain_dataclass`: ``@dataclass`` would cost every start a millisecond a class.
+frozen dataclasses whose memo of answers is no part of their value (equality, repr).
 """
 
 from __future__ import annotations
 
+import typing as _typing
+
 from ipse import _lazy
 from ipse.errors import PrefixEdit
 
-_TYPE_CHECKING = False  # (`typing` is not imported for this)
-if _TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ipse.prefix._actual import Agreement, actual_tokens, agreement
     from ipse.prefix._assemble import Assembler, CacheCost
     from ipse.prefix._causes import CAUSES, Cause

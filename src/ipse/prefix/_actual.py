@@ -11,9 +11,9 @@ request's input tokens, and at least 128 tokens (OpenAI's step; block estimates 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ipse._plain import plain_dataclass
 from ipse.jsonio import is_object
 from ipse.prefix._simulate import Tokens
 
@@ -140,7 +140,7 @@ def agrees(predicted: Tokens, actual: Tokens, within: float | None = None) -> bo
     return abs(predicted.cache_read - actual.cache_read) <= within
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Agreement:
     """Prediction against recorded usage over the requests that have both."""
 
@@ -151,25 +151,6 @@ class Agreement:
     write_predicted: int
     write_actual: int
     mean_abs_read_error: float
-
-    def __init__(
-        self,
-        compared: int,
-        agreeing: int,
-        read_predicted: int,
-        read_actual: int,
-        write_predicted: int,
-        write_actual: int,
-        mean_abs_read_error: float,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "compared", compared)
-        set_(self, "agreeing", agreeing)
-        set_(self, "read_predicted", read_predicted)
-        set_(self, "read_actual", read_actual)
-        set_(self, "write_predicted", write_predicted)
-        set_(self, "write_actual", write_actual)
-        set_(self, "mean_abs_read_error", mean_abs_read_error)
 
     @property
     def share(self) -> float:

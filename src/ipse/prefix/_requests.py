@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipse import jsonio
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, os_error
 from ipse.jsonio import is_object
 from ipse.prefix._actual import compacts
@@ -82,7 +81,7 @@ UNRECORDED_FRONT: list[dict[str, Any]] = [
 ]
 
 
-@plain_dataclass(slots=True)
+@dataclass(slots=True)
 class RequestLog:
     """The requests of one input, in log order, and what was noticed reading them."""
 
@@ -91,20 +90,6 @@ class RequestLog:
     requests: list[Request]
     warnings: list[str] = field(default_factory=list)
     merged: int = 0  # records merged into the call before them (one call, several records)
-
-    def __init__(
-        self,
-        path: Path,
-        format: str,
-        requests: list[Request],
-        warnings: list[str] = UNSET,
-        merged: int = 0,
-    ) -> None:
-        self.path = path
-        self.format = format
-        self.requests = requests
-        self.warnings = [] if warnings is UNSET else warnings
-        self.merged = merged
 
 
 def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
@@ -480,7 +465,7 @@ def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:
     return front
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Pending:
     """A request read from a session, its agent and kind still to be said."""
 
@@ -492,27 +477,6 @@ class _Pending:
     conversation: str
     version: str | None
     diagnostics: Mapping[str, Any] | None
-
-    def __init__(
-        self,
-        body: Mapping[str, Any],
-        time: datetime | None,
-        response_start: datetime | None,
-        usage: Mapping[str, Any] | None,
-        source: str,
-        conversation: str,
-        version: str | None,
-        diagnostics: Mapping[str, Any] | None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "body", body)
-        set_(self, "time", time)
-        set_(self, "response_start", response_start)
-        set_(self, "usage", usage)
-        set_(self, "source", source)
-        set_(self, "conversation", conversation)
-        set_(self, "version", version)
-        set_(self, "diagnostics", diagnostics)
 
     def _r(self, agent: str | None, *, compaction: bool, off_path: bool = False) -> Request:
         return Request(

@@ -6,13 +6,12 @@ compaction, cold starts, agents, advice).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
-from ipse._plain import UNSET, plain_dataclass
 from ipse.prefix._actual import Agreement
 from ipse.prefix._causes import CAUSES, Cause
 from ipse.prefix._simulate import Tokens
@@ -103,7 +102,7 @@ def handoff_shown(handoff: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-@plain_dataclass(slots=True)
+@dataclass(slots=True)
 class PrefixReport:
     """Rows in log order, and what holds for the whole log."""
 
@@ -116,28 +115,6 @@ class PrefixReport:
     cost_ideal_usd: float = 0.0
     min_tokens: int = 0  # the least recorded loss charged
     merged: int = 0  # records of one call merged into it (no response id to tell them apart)
-
-    def __init__(
-        self,
-        provider: str,
-        rows: list[Row],
-        agreement: Agreement | None,
-        ttl_modelled: bool,
-        tokens_by: str,
-        warnings: list[str] = UNSET,
-        cost_ideal_usd: float = 0.0,
-        min_tokens: int = 0,
-        merged: int = 0,
-    ) -> None:
-        self.provider = provider
-        self.rows = rows
-        self.agreement = agreement
-        self.ttl_modelled = ttl_modelled
-        self.tokens_by = tokens_by
-        self.warnings = [] if warnings is UNSET else warnings
-        self.cost_ideal_usd = cost_ideal_usd
-        self.min_tokens = min_tokens
-        self.merged = merged
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
