@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
+from ipse.prefix._blocks import block_text
+from ipse.prefix._flat import Flat, Locator
 from ipse.prefix._growing import SharedHistory
-from ipse.prefix._hashing import Flat, Locator, block_text
 from ipse.prefix._simulate import Miss
 
 CAUSES = (

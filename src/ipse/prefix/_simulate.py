@@ -27,7 +27,7 @@ from typing import Protocol
 import msgspec
 
 from ipse.prefix._columns import backing
-from ipse.prefix._hashing import Flat
+from ipse.prefix._flat import Flat
 from ipse.prefix._rules import Rules, rules
 
 

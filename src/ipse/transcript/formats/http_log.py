@@ -57,6 +57,7 @@ class Exchange:
     url: str | None = None
     source: str = ""
     body: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    conversation: str | None = None  # `entry_conversation`
 
     @property
     def model(self) -> str | None:
@@ -107,9 +108,28 @@ def read_http_log(
                 url=fields.url,
                 source=where,
                 body=fields.body,
+                conversation=entry_conversation(entry, fields.body),
             )
         )
     return exchanges
+
+
+def entry_conversation(entry: Mapping[str, Any], body: Mapping[str, Any]) -> str | None:
+    """The conversation an exchange belongs to: the one a proxy's record names (its key for
+    the conversation, ``ipse.conversation``), else the harness's session its headers carry
+    (`ipse.sessions.request_session`); None when neither says. A record collects every session
+    that went through the proxy: readers keep each conversation's requests together."""
+    from ipse.sessions import request_session  # (light; asked only of logs)
+
+    extra = entry.get("ipse")
+    named = extra.get("conversation") if jsonio.is_object(extra) else None
+    if isinstance(named, str) and named:
+        return named
+    request = entry.get("request")
+    headers = request.get("headers") if jsonio.is_object(request) else None
+    if not jsonio.is_object(headers):
+        return request_session({}, body)
+    return request_session({str(k): str(v) for k, v in headers.items()}, body)
 
 
 @dataclass(frozen=True, slots=True)
