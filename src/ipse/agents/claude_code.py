@@ -316,6 +316,7 @@ class ClaudeCode(AgentCLI):
     proxy = True
     private = frozenset({".claude.json", ".config.json"})
     session_format = "claude-code"
+    session_globs = ("**/*.jsonl",)  # sub-agents' files too: <session>/subagents/*.jsonl
     compaction = COMPACTION
 
     def paths(self, root: Path, user: bool) -> Paths:
@@ -371,6 +372,9 @@ class ClaudeCode(AgentCLI):
 
     def session_file(self, session: str, cwd: Path) -> Path | None:
         return claude_code_session_file(session, cwd)
+
+    def sessions_root(self) -> Path | None:
+        return claude_config_dir() / "projects"
 
     def compaction_values(self, where: Paths) -> dict[str, str]:
         settings = parsed(read(where.settings)) if where.settings is not None else None
