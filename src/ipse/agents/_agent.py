@@ -50,6 +50,7 @@ class Request:
     port: int = DEFAULT_PORT
     upstreams: Mapping[str, str] = field(default_factory=dict)
     record: str | None = None
+    statusline: bool = False  # show ``ipse usage statusline`` under the prompt
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class AgentCLI:
     label: str = ""  # how people write its name
     instructions: str = ""  # its instructions file's name
     proxy: bool = False  # whether the ipse proxy serves its API
+    statusline: bool = False  # whether it runs a status line command ipse can be
     private: frozenset[str] = frozenset()  # names of files it keeps 0600
     comments: bool = False  # whether it reads its JSON config as JSON with comments
     session_format: str | None = None  # the transcript format of its session files

@@ -39,7 +39,7 @@ class Bucket:
     saved_usd: float = 0.0
     saved_tokens: int = 0
     handoffs: set[str] = field(default_factory=set)
-    models: set[str] = field(default_factory=set)
+    models: dict[str, list[float]] = field(default_factory=dict)  # calls, tokens..., cost
     first: float = 0.0
     last: float = 0.0
 
@@ -54,8 +54,12 @@ class Bucket:
         self.read += row.read
         self.output += row.output
         self.cost += row.cost
-        if row.model:
-            self.models.add(row.model)
+        sums = self.models.get(row.model)
+        if sums is None:
+            sums = self.models[row.model] = [0, 0, 0, 0, 0, 0, 0.0]
+        for i, value in enumerate((row.calls, row.input, row.write_5m, row.write_1h, row.read,
+                                   row.output, row.cost)):  # fmt: skip
+            sums[i] += value
 
     @property
     def hit_rate(self) -> float:
@@ -80,7 +84,18 @@ class Bucket:
             "saved_usd": round(self.saved_usd, 6),
             "saved_tokens": self.saved_tokens,
             "handoffs": len(self.handoffs),
-            "models": sorted(self.models),
+            "models": {
+                name or "(unknown)": {
+                    "calls": int(m[0]),
+                    "input_tokens": int(m[1]),
+                    "cache_write_5m_tokens": int(m[2]),
+                    "cache_write_1h_tokens": int(m[3]),
+                    "cache_read_tokens": int(m[4]),
+                    "output_tokens": int(m[5]),
+                    "cost_usd": round(m[6], 6),
+                }
+                for name, m in sorted(self.models.items())
+            },
             "first": _iso(self.first) if self.calls else None,
             "last": _iso(self.last) if self.calls else None,
         }
@@ -253,7 +268,10 @@ def total(buckets: Iterable[Bucket]) -> Bucket:
         out.saved_usd += bucket.saved_usd
         out.saved_tokens += bucket.saved_tokens
         out.handoffs |= bucket.handoffs
-        out.models |= bucket.models
+        for name, sums in bucket.models.items():
+            mine = out.models.setdefault(name, [0, 0, 0, 0, 0, 0, 0.0])
+            for i, value in enumerate(sums):
+                mine[i] += value
     return out
 
 
