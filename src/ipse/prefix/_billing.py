@@ -2,8 +2,8 @@
 
 Every reader of recorded usage applies it: ``ipse prefix``'s replay (`ipse.prefix._actual`
 reads it as `Tokens`) and ``ipse usage``'s bill, down to its status line, which is why this
-module imports nothing but the JSON helpers (no dataclasses, no msgspec: Claude Code runs
-the status line after every message). Usage as recorded: Anthropic ``input_tokens`` (after
+module imports nothing at all (no JSON library, no dataclasses: Claude Code runs the status
+line after every message). Usage as recorded: Anthropic ``input_tokens`` (after
 the last breakpoint), ``cache_creation_input_tokens`` (split by TTL in ``cache_creation``),
 ``cache_read_input_tokens``, ``output_tokens``, and the ``iterations`` a server-side
 compaction adds; OpenAI Chat Completions ``prompt_tokens`` with
@@ -14,9 +14,13 @@ compaction adds; OpenAI Chat Completions ``prompt_tokens`` with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
-from ipse.jsonio import is_object
+def is_object(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """`ipse.jsonio.is_object` (a dict answered without the abstract class's check), without
+    importing the JSON library."""
+    return type(value) is dict or isinstance(value, Mapping)
+
 
 # Larger counts than this are not token counts (and would not fit the JSON report's integers).
 _MAX_TOKENS = 2**53

@@ -22,12 +22,12 @@ It is run after every message, so it stays small: no command-line framework, no 
 
 from __future__ import annotations
 
+import json
 import os
 import zlib
 from pathlib import Path
 from typing import Any
 
-from ipse import jsonio
 from ipse.errors import IpseError
 from ipse.usage._call import Call
 from ipse.usage._claude import ClaudeReader
@@ -38,9 +38,9 @@ _CACHE_FOLDER = "statusline"
 
 def statusline(stdin: bytes, *, store: str | None = None) -> str:
     """The status line for the JSON document Claude Code piped (``stdin``)."""
-    try:
-        data = jsonio.loads(stdin) if stdin.strip() else {}
-    except jsonio.JSONDecodeError:
+    try:  # (the standard library's parser: orjson's start costs more than this document)
+        data = json.loads(stdin) if stdin.strip() else {}
+    except (ValueError, RecursionError):
         data = {}
     if not isinstance(data, dict):
         data = {}
@@ -153,8 +153,8 @@ def _load(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        value = jsonio.loads(path.read_bytes())
-    except (OSError, jsonio.JSONDecodeError):
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -163,7 +163,7 @@ def _save(path: Path, value: dict[str, Any]) -> None:
     """Written whole, by rename: a status line run at the same moment reads one or the other."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     try:
-        temporary.write_bytes(jsonio.dumps(value))
+        temporary.write_text(json.dumps(value, separators=(",", ":")), encoding="utf-8")
         os.replace(temporary, path)
     except OSError:
         temporary.unlink(missing_ok=True)
@@ -198,8 +198,8 @@ def _saved(store: str | None) -> float | None:
     if not rows:
         return None
     try:
-        summary = jsonio.loads(rows[0][0])
-    except jsonio.JSONDecodeError:
+        summary = json.loads(rows[0][0])
+    except (ValueError, RecursionError, TypeError):
         return None
     saved = summary.get("saved_usd") if isinstance(summary, dict) else None
     return float(saved) if isinstance(saved, int | float) else None
