@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+
 def is_object(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """`ipse.jsonio.is_object` (a dict answered without the abstract class's check), without
     importing the JSON library."""
