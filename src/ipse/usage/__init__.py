@@ -4,8 +4,8 @@
 ipse proxy's records into a `Ledger` of billed calls, each call counted once, through an index
 in ipse's store that reads only what changed since the last run; `group` sums it by day, week,
 month, project, session, model or 5-hour block, with the cache losses the prefix replay found
-(`replay_losses`) and what ipse's handoffs saved. `statusline` is the line Claude Code shows
-under its prompt.
+(`replay_losses`) and what ipse's handoffs saved; `bill_of` reads one input alone (``ipse
+report``'s section). `statusline` is the line Claude Code shows under its prompt.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.usage._call import Call
-    from ipse.usage._collect import READERS, Collected, Folder, collect, find_files
+    from ipse.usage._collect import READERS, Collected, Folder, bill_of, collect, find_files
     from ipse.usage._cost import Costs
     from ipse.usage._ledger import Ledger, Loss, Row, Saving, ledger_of, one_each
     from ipse.usage._losses import replay_losses
@@ -25,7 +25,7 @@ if _typing.TYPE_CHECKING:
 
 _MODULES = {
     "_call": ("Call",),
-    "_collect": ("READERS", "Collected", "Folder", "collect", "find_files"),
+    "_collect": ("READERS", "Collected", "Folder", "bill_of", "collect", "find_files"),
     "_cost": ("Costs",),
     "_ledger": ("Ledger", "Loss", "Row", "Saving", "ledger_of", "one_each"),
     "_losses": ("replay_losses",),

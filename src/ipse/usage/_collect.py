@@ -88,10 +88,19 @@ def find_files(folders: Iterable[Folder], paths: Sequence[Path]) -> dict[str, st
         elif path.is_file():
             kind = _sniff(path, strict=True)
             assert kind is not None
-            found.setdefault(str(path), kind)
+            found.update({name: kind for name in _with_subagents(path, kind)})
         else:
             raise InputError("no such file or folder", path=path)
     return found
+
+
+def _with_subagents(path: Path, kind: str) -> list[str]:
+    """A file given by path, and where it is a Claude Code session, its sub-agents' files
+    (``<session>/subagents/*.jsonl``)."""
+    subagents = path.with_suffix("") / "subagents"
+    if kind != "claude-code" or not subagents.is_dir():
+        return [str(path)]
+    return [str(path), *(str(p) for p in sorted(subagents.glob("*.jsonl")))]
 
 
 def _sniff(path: Path, *, strict: bool) -> str | None:
@@ -252,6 +261,27 @@ def _ledger(
     return ledger
 
 
+def bill_of(path: Path) -> Ledger | None:
+    """The ledger of one input read directly, without the index (nothing is stored): a
+    session file with its sub-agents' files, a rollout, a Gemini CLI session or a proxy
+    record. None when the input is none of those (a folder of exchanges, a request body)."""
+    if not path.is_file():
+        return None
+    kind = _sniff(path, strict=False)
+    if kind is None:
+        return None
+    files = {name: kind for name in _with_subagents(path, kind)}
+    every = {name: read_file((name, reader, 0, {}, [])) for name, reader in files.items()}
+    entries = {
+        name: FileEntry(name, files[name], 0, 0, 0, end, tail, state)
+        for name, (end, state, _, tail, _) in every.items()
+    }
+    ledger = _ledger((calls for _, _, calls, _, _ in every.values()),
+                     {n: e.state for n, e in entries.items()}, {})  # fmt: skip
+    ledger.files = len(files)
+    return ledger
+
+
 def _same_tail(name: str, entry: FileEntry) -> bool:
     """Whether the bytes before the offset read to are still the ones read."""
     return _tail(name, entry.read_to) == entry.tail
@@ -320,4 +350,4 @@ def _size(name: str) -> int:
         return 0
 
 
-__all__ = ["READERS", "Collected", "Folder", "collect", "find_files", "fingerprint"]
+__all__ = ["READERS", "Collected", "Folder", "bill_of", "collect", "find_files", "fingerprint"]
