@@ -137,6 +137,25 @@ def test_the_status_line_of_a_session_and_after_an_append(tmp_path: Path) -> Non
     assert second.startswith("context 20k/200k (10%)") and "cache hit 97%" in second
 
 
+def test_the_status_line_says_what_the_last_usage_run_found_ipse_saved(
+    cli: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("IPSE_HOME", str(home))
+    exchange = {"ts": "2026-03-01T10:00:00+00:00",
+                "request": {"method": "POST", "url": "/v1/messages",
+                            "body": {"model": "claude-opus-4-6", "messages": []}},
+                "response": {"status": 200, "headers": {"request-id": "req_1"},
+                             "body": {"id": "msg_1", "usage": usage(100)}},
+                "ipse": {"provider": "anthropic", "conversation": "c1",
+                         "handoff": {"applied": True, "anchor": "t1",
+                                     "saved": {"tokens": 2_000_000, "bytes": 9}}}}  # fmt: skip
+    record = write_jsonl(tmp_path / "record.jsonl", [exchange])
+    assert cli("usage", "--path", str(record)).returncode == 0
+    line = _statusline(json.dumps(STARTING).encode(), home).stdout.decode().strip()
+    assert line == "context - | ipse saved $1.00"  # 2M tokens at opus 4.6's read price
+
+
 def test_the_status_line_through_click_is_the_same(cli: CliRun, tmp_path: Path) -> None:
     done = cli("usage", "statusline", input=json.dumps(STARTING))
     assert done.returncode == 0 and done.stdout.strip() == "context -"

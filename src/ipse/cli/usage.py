@@ -171,8 +171,7 @@ def _cells(b: Any) -> list[str]:
 
 
 @usage_group.command("statusline")
-@click.option("--store", help="The store URL the savings are read from.")
-def statusline_command(store: str | None) -> None:
+def statusline_command() -> None:
     """Claude Code's status line: context used, this session's cost, cache hit rate, and
     what ipse saved. Reads the JSON Claude Code pipes to a statusLine command on stdin.
 
@@ -183,4 +182,4 @@ def statusline_command(store: str | None) -> None:
     """
     from ipse.usage import statusline
 
-    sys.stdout.write(statusline(sys.stdin.buffer.read(), store=store) + "\n")
+    sys.stdout.write(statusline(sys.stdin.buffer.read()) + "\n")

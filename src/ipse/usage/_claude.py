@@ -2,23 +2,24 @@
 sub-agents its ``progress`` records carry.
 
 Only lines holding ``"usage"`` are decoded, each into a narrow struct (msgspec skips the
-content it does not name): ``assistant`` records (``message.id``, ``message.model``,
-``message.usage``, ``requestId``, ``timestamp``, ``sessionId``, ``isSidechain``) and
-``progress`` records, whose ``data.message`` is a sub-agent's assistant record (Claude Code
-2.1 writes the sub-agent's calls there as they stream, and again in
-``<session>/subagents/agent-*.jsonl``). A call's records (one per content block, each with the
-output counted so far) and its copies in other files share the response id and request id:
-`ipse.prefix.same_call` says which records are one call, and the tally keeps one of them
-(`ipse.usage._call.counted`). Synthetic records (model ``<synthetic>``: Claude Code's own
-error messages, never sent) are not calls.
+content it does not name, `ipse.usage._claude_struct`; the status line, which cannot afford
+msgspec's import, parses them with the standard library into the same values):
+``assistant`` records (``message.id``, ``message.model``, ``message.usage``, ``requestId``,
+``timestamp``, ``sessionId``, ``isSidechain``) and ``progress`` records, whose
+``data.message`` is a sub-agent's assistant record (Claude Code 2.1 writes the sub-agent's
+calls there as they stream, and again in ``<session>/subagents/agent-*.jsonl``). A call's
+records (one per content block, each with the output counted so far) and its copies in other
+files share the response id and request id: `ipse.prefix.same_call` says which records are one
+call, and the tally keeps one of them (`ipse.usage._call.counted`). Synthetic records (model
+``<synthetic>``: Claude Code's own error messages, never sent) are not calls.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from ipse.prefix import billed_tokens, same_call
 from ipse.usage._call import Call, counted
@@ -26,36 +27,46 @@ from ipse.usage._lines import marked_lines, seconds
 
 _MARKERS = (b'"usage"',)
 
-
-class _Message(msgspec.Struct):
-    id: Any = None
-    model: Any = None
-    usage: Any = None
+# One record's call, as read: response id, request id, model, usage, time, session, whether
+# it is an inline sidechain's, and the sub-agent a progress record names (None: not one).
+Values = tuple[Any, Any, Any, Any, Any, Any, bool, str | None]
 
 
-class _Inner(msgspec.Struct):
-    message: _Message | None = None
-    requestId: Any = None
-    timestamp: Any = None
+def dict_values(record: Any) -> Values | None:
+    """The values of one record parsed whole (None for a record that is no call)."""
+    if not isinstance(record, dict):
+        return None
+    kind = record.get("type")
+    if kind == "assistant":
+        message = record.get("message")
+        if not isinstance(message, dict):
+            return None
+        return (message.get("id"), record.get("requestId"), message.get("model"),
+                message.get("usage"), record.get("timestamp"), record.get("sessionId"),
+                record.get("isSidechain") is True, None)  # fmt: skip
+    data = record.get("data")
+    inner = data.get("message") if kind == "progress" and isinstance(data, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else None
+    if not isinstance(message, dict):
+        return None
+    assert isinstance(inner, dict) and isinstance(data, dict)
+    time = inner.get("timestamp", record.get("timestamp"))
+    agent = data.get("agentId")
+    return (message.get("id"), inner.get("requestId"), message.get("model"),
+            message.get("usage"), time, record.get("sessionId"), False,
+            agent if isinstance(agent, str) else "")  # fmt: skip
 
 
-class _Progress(msgspec.Struct):
-    message: _Inner | None = None
-    agentId: Any = None
+def _json_values(line: bytes) -> Values | None:
+    return dict_values(json.loads(line))
 
 
-class _Record(msgspec.Struct):
-    type: Any = None
-    message: Any = None  # raw: a user record's may be any JSON
-    requestId: Any = None
-    timestamp: Any = None
-    sessionId: Any = None
-    isSidechain: Any = None
-    data: msgspec.Raw = msgspec.Raw(b"null")
+def _decoder(fast: bool) -> Callable[[bytes], Values | None]:
+    if not fast:
+        return _json_values
+    from ipse.usage._claude_struct import struct_values
 
-
-_RECORD = msgspec.json.Decoder(_Record)
-_PROGRESS = msgspec.json.Decoder(_Progress)
+    return struct_values
 
 
 def where(path: Path) -> tuple[str, str, str]:
@@ -74,9 +85,12 @@ class ClaudeReader:
     ``calls`` holds the file's calls read so far (from the index on an append) and grows;
     ``last`` holds, per agent, the record its next record may continue (`same_call`)."""
 
-    def __init__(self, path: Path, calls: list[Call], state: dict[str, Any]) -> None:
+    def __init__(
+        self, path: Path, calls: list[Call], state: dict[str, Any], *, fast: bool = True
+    ) -> None:
         self.path = path
         self.calls = calls
+        self.fast = fast  # msgspec's narrow structs (`ipse.usage._claude_struct`), else json
         self.project, self.file_session, self.file_agent = where(path)
         self.keyed = {c.key: i for i, c in enumerate(calls) if c.key}
         self.last: dict[str, Any] = dict(state.get("last") or {})
@@ -88,53 +102,22 @@ class ClaudeReader:
     def read(self, start: int) -> int:
         """Read from byte ``start``; the offset after the last complete line."""
         end = [start]
+        values_of = _decoder(self.fast)
         for line in marked_lines(self.path, start, _MARKERS, end):
             try:
-                record = _RECORD.decode(line)
-            except msgspec.DecodeError:
+                found = values_of(line)
+            except (ValueError, RecursionError):
                 self.skipped += 1
                 continue
-            kind = record.type
-            if kind == "assistant":
-                self._assistant(record)
-            elif kind == "progress":
-                self._progress(record)
+            if found is None:
+                continue
+            message_id, request_id, model, usage, time, session, sidechain, named = found
+            if named is not None:
+                agent = f"agent-{named}" if named else "agent"
+            else:
+                agent = self.file_agent or ("sidechain" if sidechain else "")
+            self._add(message_id, request_id, model, usage, time, session, agent)
         return end[0]
-
-    def _assistant(self, record: _Record) -> None:
-        message = record.message
-        if not isinstance(message, dict):
-            return
-        agent = self.file_agent or ("sidechain" if record.isSidechain is True else "")
-        self._add(
-            message.get("id"),
-            record.requestId,
-            message.get("model"),
-            message.get("usage"),
-            record.timestamp,
-            record.sessionId,
-            agent,
-        )
-
-    def _progress(self, record: _Record) -> None:
-        try:
-            data = _PROGRESS.decode(record.data)
-        except msgspec.DecodeError:
-            return
-        inner = data.message
-        if inner is None or inner.message is None:
-            return
-        message = inner.message
-        agent = f"agent-{data.agentId}" if isinstance(data.agentId, str) else "agent"
-        self._add(
-            message.id,
-            inner.requestId,
-            message.model,
-            message.usage,
-            inner.timestamp if inner.timestamp is not None else record.timestamp,
-            record.sessionId,
-            agent,
-        )
 
     def _add(
         self,
@@ -199,4 +182,4 @@ def _key(message_id: Any, request_id: Any) -> str:
     return ""
 
 
-__all__ = ["ClaudeReader", "where"]
+__all__ = ["ClaudeReader", "Values", "dict_values", "where"]

@@ -36,6 +36,7 @@ from ipse.usage._gemini import GeminiReader
 from ipse.usage._index import FileEntry, UsageIndex
 from ipse.usage._ledger import Ledger, Saving, ledger_of
 from ipse.usage._proxy import ProxyReader
+from ipse.usage._statusline import save_summary
 
 READERS: dict[str, type[Any]] = {
     "claude-code": ClaudeReader,
@@ -223,6 +224,7 @@ def _update(
     collected.ledger = _ledger(every.values(), states, {**known, **{e.path: e for e, _ in entries}})
     collected.ledger.files = len(stats)
     index.save_ledger(mark, collected.ledger)
+    save_summary(collected.ledger)
     return collected
 
 

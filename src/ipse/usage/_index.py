@@ -94,25 +94,13 @@ class UsageIndex:
         return Ledger.from_state(_DECODER.decode(bytes(rows[0][1])))
 
     def save_ledger(self, fingerprint: str, ledger: Ledger) -> None:
-        """Keep ``ledger``, and beside it its savings summed (``summary``, JSON: what the
-        status line shows without reading the ledger)."""
+        """Keep ``ledger`` as made from files with this fingerprint."""
         body = _ENCODER.encode(ledger.to_state())
-        summary = jsonio.dumps(
-            {
-                "saved_usd": sum(s.usd for s in ledger.savings),
-                "saved_tokens": sum(s.tokens for s in ledger.savings),
-                "handoffs": len({s.handoff for s in ledger.savings}),
-            }
-        )
         with self._tx() as cur:
-            cur.execute("DELETE FROM usage_ledger WHERE name IN (?, ?)", ("ledger", "summary"))
+            cur.execute("DELETE FROM usage_ledger WHERE name = ?", ("ledger",))
             cur.execute(
                 "INSERT INTO usage_ledger (name, fingerprint, body) VALUES (?, ?, ?)",
                 ("ledger", f"{LEDGER_VERSION}:{fingerprint}", body),
-            )
-            cur.execute(
-                "INSERT INTO usage_ledger (name, fingerprint, body) VALUES (?, ?, ?)",
-                ("summary", f"{LEDGER_VERSION}:{fingerprint}", summary),
             )
 
     def files(self) -> dict[str, FileEntry]:

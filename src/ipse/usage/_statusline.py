@@ -14,8 +14,8 @@ the prompt. This answers from:
   the same reader as ``ipse usage`` (`ClaudeReader`), each call once, priced the same way;
   what was read is kept in a small file per session in ipse's home folder, so each run
   reads only what Claude Code appended since the last;
-* ipse's savings: the total the last ``ipse usage`` run found (the index's summary), when
-  the default store has one.
+* ipse's savings: the total the last ``ipse usage`` run found (`save_summary` keeps it in
+  ipse's home folder).
 
 It is run after every message, so it stays small: no command-line framework, no rich.
 """
@@ -36,7 +36,7 @@ from ipse.usage._cost import Costs
 _CACHE_FOLDER = "statusline"
 
 
-def statusline(stdin: bytes, *, store: str | None = None) -> str:
+def statusline(stdin: bytes) -> str:
     """The status line for the JSON document Claude Code piped (``stdin``)."""
     try:  # (the standard library's parser: orjson's start costs more than this document)
         data = json.loads(stdin) if stdin.strip() else {}
@@ -55,7 +55,7 @@ def statusline(stdin: bytes, *, store: str | None = None) -> str:
         read = sum(c.read for c in unique)
         parts.append(f"${cost:,.2f} this session")
         parts.append(f"cache hit {read / sent:.0%}" if sent else "cache hit -")
-    saved = _saved(store)
+    saved = _saved()
     if saved is not None:
         parts.append(f"ipse saved ${saved:,.2f}")
     return " | ".join(parts)
@@ -129,7 +129,7 @@ def _read(path: Path, stamp: list[int], entry: dict[str, Any]) -> dict[str, Any]
         start = read_to
         calls = [Call(*row) for row in entry.get("calls") or ()]
         state = entry.get("state") or {}
-    reader = ClaudeReader(path, calls, state)
+    reader = ClaudeReader(path, calls, state, fast=False)
     try:
         end = reader.read(start)
     except IpseError:
@@ -139,10 +139,11 @@ def _read(path: Path, stamp: list[int], entry: dict[str, Any]) -> dict[str, Any]
 
 
 def _cache_path(transcript: Path) -> Path | None:
+    home = _home()
+    if home is None:
+        return None
+    folder = home / _CACHE_FOLDER
     try:
-        from ipse.home import home_dir
-
-        folder = home_dir() / _CACHE_FOLDER
         folder.mkdir(mode=0o700, exist_ok=True)
     except OSError:
         return None
@@ -169,40 +170,37 @@ def _save(path: Path, value: dict[str, Any]) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _saved(store: str | None) -> float | None:
-    """What ipse's handoffs saved, as the last ``ipse usage`` run summed it (the default
-    SQLite store only: the status line opens no network connection)."""
-    url = store or os.environ.get("IPSE_DATABASE_URL") or ""
-    if url and not url.startswith("sqlite:"):
-        return None
-    import sqlite3
+SUMMARY = "usage-summary.json"
 
-    from ipse.home import default_db_path
 
-    if url:
-        from ipse.store import sqlite_path
+def save_summary(ledger: Any) -> None:
+    """Keep what the ledger says ipse saved, in ipse's home (`SUMMARY`): the status line shows
+    it without opening the store (a database driver's import costs more than its whole work)."""
+    saved = {
+        "saved_usd": sum(s.usd for s in ledger.savings),
+        "saved_tokens": sum(s.tokens for s in ledger.savings),
+        "handoffs": len({s.handoff for s in ledger.savings}),
+    }
+    folder = _home()
+    if folder is not None:
+        _save(folder / SUMMARY, saved)
 
-        path = sqlite_path(url)
-    else:
-        path = default_db_path(create=False)
-    if not path.is_file():
-        return None
+
+def _home() -> Path | None:
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("SELECT body FROM usage_ledger WHERE name = 'summary'").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        from ipse.home import home_dir
+
+        return home_dir()
+    except OSError:
         return None
-    if not rows:
-        return None
-    try:
-        summary = json.loads(rows[0][0])
-    except (ValueError, RecursionError, TypeError):
-        return None
-    saved = summary.get("saved_usd") if isinstance(summary, dict) else None
+
+
+def _saved() -> float | None:
+    """What ipse's handoffs saved, as the last ``ipse usage`` run summed it."""
+    folder = _home()
+    summary = _load(folder / SUMMARY) if folder is not None else {}
+    saved = summary.get("saved_usd")
     return float(saved) if isinstance(saved, int | float) else None
 
 
-__all__ = ["statusline"]
+__all__ = ["SUMMARY", "save_summary", "statusline"]
