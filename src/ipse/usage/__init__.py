@@ -16,7 +16,14 @@ from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.usage._call import Call
-    from ipse.usage._collect import READERS, Collected, Folder, bill_of, collect, find_files
+    from ipse.usage._collect import (
+        Collected,
+        Folder,
+        bill_of,
+        collect,
+        find_files,
+        reader_for,
+    )
     from ipse.usage._cost import Costs
     from ipse.usage._ledger import Ledger, Loss, Row, Saving, ledger_of, one_each
     from ipse.usage._losses import replay_losses
@@ -25,7 +32,7 @@ if _typing.TYPE_CHECKING:
 
 _MODULES = {
     "_call": ("Call",),
-    "_collect": ("READERS", "Collected", "Folder", "bill_of", "collect", "find_files"),
+    "_collect": ("Collected", "Folder", "bill_of", "collect", "find_files", "reader_for"),
     "_cost": ("Costs",),
     "_ledger": ("Ledger", "Loss", "Row", "Saving", "ledger_of", "one_each"),
     "_losses": ("replay_losses",),

@@ -85,6 +85,9 @@ class ClaudeReader:
     ``calls`` holds the file's calls read so far (from the index on an append) and grows;
     ``last`` holds, per agent, the record its next record may continue (`same_call`)."""
 
+    has_subagents = True  # <session>/subagents/*.jsonl
+    replayed = True  # the prefix replay reads it (`ipse.usage._losses`)
+
     def __init__(
         self, path: Path, calls: list[Call], state: dict[str, Any], *, fast: bool = True
     ) -> None:

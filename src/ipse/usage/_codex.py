@@ -38,6 +38,8 @@ class CodexReader:
     """Reads one rollout's calls from an offset on; ``state`` carries what a later append
     needs (the session, the model, the last total, the fork's start)."""
 
+    replayed = True  # the prefix replay reads it (`ipse.usage._losses`)
+
     def __init__(self, path: Path, calls: list[Call], state: dict[str, Any]) -> None:
         self.path = path
         self.calls = calls

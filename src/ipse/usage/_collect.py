@@ -2,7 +2,8 @@
 
 The files: each agent CLI's session folder (given by the caller: the agent table lives above
 this layer) and the paths asked for (files, or folders searched for ``*.jsonl`` and Gemini's
-``session-*.json``), each with its reader (`READERS`). For each file the index (`UsageIndex`)
+``session-*.json``), each with its reader (`reader_for`: by the shape the format table gives
+the file's format). For each file the index (`UsageIndex`)
 knows the size, modification time and inode it had when read, and the offset it was read to:
 
 * nothing changed in any file (the fingerprint of them all is the last ledger's): the ledger
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ipse import progress
-from ipse.errors import InputError
+from ipse.errors import InputError, IpseError
+from ipse.transcript import Shape, format_named
 from ipse.usage._call import Call
 from ipse.usage._claude import ClaudeReader
 from ipse.usage._codex import CodexReader
@@ -38,12 +40,24 @@ from ipse.usage._ledger import Ledger, Saving, ledger_of
 from ipse.usage._proxy import ProxyReader
 from ipse.usage._statusline import save_summary
 
-READERS: dict[str, type[Any]] = {
-    "claude-code": ClaudeReader,
-    "codex": CodexReader,
-    "gemini-cli": GeminiReader,
-    "http-log": ProxyReader,
+# The reader of each shape of input the format table knows (`ipse.transcript.format_named`):
+# a session (Claude Code's), a rollout (Codex's), a log of exchanges (the proxy's record), and
+# a conversation, whose file records the calls' tokens when its agent CLI writes them (Gemini
+# CLI's does; the other conversation formats hold no billed call).
+_BY_SHAPE: dict[Shape, type[Any]] = {
+    Shape.SESSION: ClaudeReader,
+    Shape.ROLLOUT: CodexReader,
+    Shape.LOG: ProxyReader,
+    Shape.CONVERSATION: GeminiReader,
 }
+
+
+def reader_for(format_name: str | None) -> type[Any] | None:
+    """The reader of a file of format ``format_name`` (None: no bill is read from it)."""
+    entry = format_named(format_name) if format_name else None
+    return None if entry is None else _BY_SHAPE.get(entry.shape)
+
+
 POOL_BYTES = 16 * 1024 * 1024
 TAIL = 64  # bytes before the offset read to, compared on an append
 
@@ -99,7 +113,7 @@ def _with_subagents(path: Path, kind: str) -> list[str]:
     """A file given by path, and where it is a Claude Code session, its sub-agents' files
     (``<session>/subagents/*.jsonl``)."""
     subagents = path.with_suffix("") / "subagents"
-    if kind != "claude-code" or not subagents.is_dir():
+    if not getattr(reader_for(kind), "has_subagents", False) or not subagents.is_dir():
         return [str(path)]
     return [str(path), *(str(p) for p in sorted(subagents.glob("*.jsonl")))]
 
@@ -119,11 +133,14 @@ def _sniff(path: Path, *, strict: bool) -> str | None:
     except (OSError, ValueError):
         value = None
     kind = record_format(value) if isinstance(value, dict) else None
-    if kind == "gemini-cli" or (
-        kind is None and path.suffix == ".json" and path.name.startswith("session-")
-    ):
-        return "gemini-cli"
-    if kind in READERS:
+    if kind is None and path.suffix == ".json":  # one document over many lines: read it all
+        from ipse.transcript import detect
+
+        try:
+            kind = detect(path)
+        except (IpseError, OSError):
+            kind = None
+    if reader_for(kind) is not None:
         return kind
     if strict:
         raise InputError(
@@ -258,7 +275,7 @@ def _ledger(
         if entry.losses is not None:
             ledger.replayed += 1
             ledger.losses.extend(Loss(*values) for values in entry.losses)
-        elif entry.reader in ("claude-code", "codex") and "/subagents/" not in entry.path:
+        elif getattr(reader_for(entry.reader), "replayed", False) and not _sub_agents(entry):
             ledger.unreplayed += 1
     return ledger
 
@@ -284,6 +301,11 @@ def bill_of(path: Path) -> Ledger | None:
     return ledger
 
 
+def _sub_agents(entry: FileEntry) -> bool:
+    """Whether the file is a sub-agent's (the replay of its parent's session reads it)."""
+    return Path(entry.path).parent.name == "subagents"
+
+
 def _same_tail(name: str, entry: FileEntry) -> bool:
     """Whether the bytes before the offset read to are still the ones read."""
     return _tail(name, entry.read_to) == entry.tail
@@ -306,7 +328,9 @@ def read_file(
     calls, the bytes before that offset, warnings)."""
     name, reader_name, start, state, calls = task
     calls = list(calls)
-    reader = READERS[reader_name](Path(name), calls, state)
+    reader_class = reader_for(reader_name)
+    assert reader_class is not None
+    reader = reader_class(Path(name), calls, state)
     warnings: list[str] = []
     try:
         end = reader.read(start)
@@ -352,4 +376,12 @@ def _size(name: str) -> int:
         return 0
 
 
-__all__ = ["READERS", "Collected", "Folder", "bill_of", "collect", "find_files", "fingerprint"]
+__all__ = [
+    "Collected",
+    "Folder",
+    "bill_of",
+    "collect",
+    "find_files",
+    "fingerprint",
+    "reader_for",
+]

@@ -17,10 +17,8 @@ from typing import Any
 
 from ipse import progress
 from ipse.errors import IpseError
-from ipse.usage._collect import Collected, Folder, collect
+from ipse.usage._collect import Collected, Folder, collect, reader_for
 from ipse.usage._index import UsageIndex
-
-REPLAYED = ("claude-code", "codex")
 
 
 def replay(path: Path, project: str, session: str) -> list[list[Any]]:
@@ -54,7 +52,9 @@ def replay_losses(
         todo = [
             e
             for e in entries.values()
-            if e.reader in REPLAYED and e.replayed_size != e.size and "/subagents/" not in e.path
+            if getattr(reader_for(e.reader), "replayed", False)
+            and e.replayed_size != e.size
+            and Path(e.path).parent.name != "subagents"
         ]
         calls = index.calls([e.path for e in todo]) if todo else {}
         done = []
@@ -80,4 +80,4 @@ def replay_losses(
     return again
 
 
-__all__ = ["REPLAYED", "replay", "replay_losses"]
+__all__ = ["replay", "replay_losses"]
