@@ -8,6 +8,10 @@ next to what the provider's cache model predicted, the cause when reuse was lost
 cost, and what a handoff removed and saved. A streamed response also gets a line when it starts
 (`start_line`), and a request the proxy answers itself (a refusal, ``HEAD /``) one of its own
 (`answer_line`): every request leaves a line, every error is in exactly one.
+
+What is written has the request's credentials masked: in headers, the query and body fields named
+like one (`record_entry`), and wherever a value the request carried as a credential turns up
+again, such as an upstream's error that quotes its URL (`exchange_secrets`, `without`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,13 @@ from typing import Any
 from ipse import jsonio
 from ipse.fileio import private_file
 from ipse.proxy._exchange import Exchange
+from ipse.proxy._wire import CREDENTIALS, masked
+from ipse.redact import is_credential_name, redact_query
+
+# fields of a request body that are the conversation itself, kept whole in a record
+_CONTENT_FIELDS = frozenset({"messages", "input", "system", "tools", "instructions", "prompt"})
+_NOT_CREDENTIALS = frozenset({"prompt_cache_key"})  # names that look like a credential's
+_SHORTEST_SECRET = 8  # shorter values are not searched for (they would mask ordinary words)
 
 
 class Recorder:
@@ -164,10 +175,113 @@ def answer_line(method: str, path: str, status: int, note: str, *, json_log: boo
     return f"ipse proxy: {method} {path} {status} {note}"
 
 
+def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
+    """The record's line for an exchange, its credentials masked (headers, query, fields)."""
+    from ipse.transcript.formats.http_log import exchange_record
+
+    rewrite = ex.rewrite
+    client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)
+    sent = client
+    if ex.sent_body is not ex.client_body:
+        sent = rewrite.body if rewrite is not None and rewrite.body else ex.sent_body
+        sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
+    handoff = None
+    if rewrite is not None:
+        handoff = rewrite.to_json()
+        del handoff["removed_bytes"]  # the archived items' JSON; the saving is ``saved``
+        handoff["saved"] = saved(ex) if rewrite.applied else None
+    extra = {
+        "provider": ex.provider,
+        "conversation": ex.key,
+        "handoff": handoff,
+        "error": ex.error,
+        "client_disconnected": ex.disconnected,
+        "analysis": analysis,
+    }
+    return exchange_record(
+        method=ex.method,
+        url=ex.path + (f"?{redact_query(ex.query)}" if ex.query else ""),
+        headers=masked(ex.headers),
+        body=_scrubbed(sent),
+        client_body=None if ex.sent_body is ex.client_body else _scrubbed(client),
+        status=ex.status,
+        response_headers=masked(ex.response_headers),
+        response_body=body,
+        started=ex.started,
+        first_byte=ex.first_byte,
+        finished=ex.finished,
+        extra=extra,
+    )
+
+
+def _json_or_text(data: bytes) -> Any:
+    try:
+        return jsonio.loads(data)
+    except (jsonio.JSONDecodeError, ValueError):
+        return data.decode("utf-8", errors="replace")
+
+
+def exchange_secrets(ex: Exchange) -> list[str]:
+    """The credentials a request carried (credential query parameters and headers): masked
+    wherever else they turn up in what is written, such as an upstream's error that quotes its
+    URL. Longest first."""
+    from urllib.parse import unquote_plus
+
+    found: set[str] = set()
+    for pair in ex.query.split("&") if ex.query else ():
+        name, equals, value = pair.partition("=")
+        if equals and is_credential_name(unquote_plus(name)):
+            found.update((value, unquote_plus(value)))
+    for name, value in ex.headers:
+        lowered = name.lower()
+        if lowered in CREDENTIALS or is_credential_name(lowered):
+            found.update((value, value.rpartition(" ")[2]))
+    return sorted((v for v in found if len(v) >= _SHORTEST_SECRET), key=len, reverse=True)
+
+
+def without(line: str, secrets: Sequence[str]) -> str:
+    """``line`` with every one of ``secrets`` masked."""
+    for secret_value in secrets:
+        line = line.replace(secret_value, "***")
+    return line
+
+
+def _scrubbed(body: Any) -> Any:
+    """A request body for the record: the value of every field named like a credential masked
+    (``api_key``, ``metadata.token``, ...), the conversation itself (messages, input, system,
+    tools) kept whole."""
+    if not isinstance(body, dict):
+        return body
+    return {
+        key: value if key in _CONTENT_FIELDS else _masked_fields(key, value)
+        for key, value in body.items()
+    }
+
+
+def _masked_fields(name: str, value: Any) -> Any:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        credential = is_credential_name(name) and name not in _NOT_CREDENTIALS
+        return "***" if credential else value
+    if isinstance(value, dict):
+        return {k: _masked_fields(str(k), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked_fields(name, v) for v in value]
+    return value
+
+
 def _saved(saving: Mapping[str, Any]) -> str:
     tokens = saving.get("tokens")
     counted = "" if tokens is None else f"{tokens} tokens, "
     return f"{counted}{saving['bytes']} bytes"
 
 
-__all__ = ["Recorder", "answer_line", "log_line", "saved", "start_line"]
+__all__ = [
+    "Recorder",
+    "answer_line",
+    "exchange_secrets",
+    "log_line",
+    "record_entry",
+    "saved",
+    "start_line",
+    "without",
+]
