@@ -484,9 +484,11 @@ def same_saving(
         )
 
 
-def one_session(world: World) -> None:
+def one_session(world: World, expected: str | None = None, removed: str | None = None) -> None:
     """The checkpoint's notes (the MCP server) and what the handoff removed (the proxy) are
-    filed under one session, which ``ipse archive list`` shows."""
+    filed under one session, which ``ipse archive list`` shows; with ``expected``, the harness's
+    own session (``session:<id>``), where ``ipse archive list session:<id>`` finds the notes
+    and the item ``removed``."""
     listed = world.ipse("archive", "list", "--json")
     sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
     world.seams.check(
@@ -495,6 +497,16 @@ def one_session(world: World) -> None:
         "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
         "wrote to another ipse home)",
         listed.stdout[:600] + listed.stderr[-300:],
+    )
+    if expected is None:
+        return
+    found = world.ipse("archive", "list", expected, "--json")
+    text = found.stdout
+    world.seams.check(
+        found.returncode == 0 and "checkpoint" in text and (removed is None or removed in text),
+        f"one session key: `ipse archive list {expected}` (the harness's own session) does not "
+        "find the checkpoint's notes and what the handoff removed",
+        f"sessions {sessions}; exit {found.returncode}: {text[:600]} {found.stderr[-300:]}",
     )
 
 

@@ -353,8 +353,8 @@ class Front:
     def call(
         self, rid: Any, name: str, arguments: dict[str, Any] | None, modern: bool, meta: Any
     ) -> None:
-        """One tool call (in a worker thread): its answer, whatever happens. A server that knew
-        no harness session at start takes the one the call's ``_meta`` names."""
+        """One tool call (in a worker thread): its answer, whatever happens. Its session is
+        read at the call (`ipse.mcp._tools.for_call`), not once at start."""
         try:
             from ipse.mcp._server import tool_result
             from ipse.mcp._tools import for_call
