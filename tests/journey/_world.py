@@ -367,7 +367,8 @@ def shows_handoff(document: Any, anchor: str) -> bool:
 
 
 def record_handoffs(record: Path) -> list[dict[str, Any]]:
-    """The handoffs the proxy's record says it made (``ipse.handoff`` of each exchange)."""
+    """The handoffs the proxy's record says it made (``ipse.handoff`` of the exchanges it marks
+    as the handoff; the later exchanges that carry the same cut are rewritten too)."""
     found = []
     try:
         lines = record.read_bytes().splitlines()
@@ -379,7 +380,7 @@ def record_handoffs(record: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         handoff = (entry.get("ipse") or {}).get("handoff") if isinstance(entry, dict) else None
-        if isinstance(handoff, dict) and handoff.get("applied"):
+        if isinstance(handoff, dict) and handoff.get("applied") and handoff.get("event"):
             found.append(handoff)
     return found
 
@@ -437,9 +438,10 @@ def same_saving(
     if applied:
         seams.check(logged, "proxy log: no line says what the handoff saved", world.log()[-800:])
         seams.check(
-            len(log_tokens) <= 1,
-            "proxy log: the same handoff saved a different amount from one request to the next",
-            logged,
+            len(logged) == 1 and len(record_handoffs(world.record)) == 1,
+            "one handoff: the proxy's log or record count the checkpoint's one handoff more than "
+            "once (every later request carries the same cut)",
+            f"log {logged}, record {record_handoffs(world.record)}",
         )
         seams.check(
             log_tokens and log_tokens == mcp_tokens,
@@ -475,6 +477,14 @@ def same_saving(
             shows_handoff(document, anchor),
             f"{command}: does not show the handoff the proxy made (at {anchor})",
             json.dumps(document)[:600],
+        )
+        shown = [v for _, v in find_numbers(document, ("handoff",)) if isinstance(v, dict)]
+        shown += [h for _, v in find_numbers(document, ("handoffs",)) if isinstance(v, list)
+                  for h in v]  # fmt: skip
+        seams.check(
+            len(shown) == 1,
+            f"one handoff: `ipse {command}` shows the checkpoint's one handoff {len(shown)} times",
+            shown[:4],
         )
         numbers = sorted(n for n in integers(document) if n > 100)
         seams.check(

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipse import _notes, jsonio
+from ipse._handoff_events import recorded_handoff
 from ipse.errors import MissingExtra
 
 try:
@@ -52,6 +53,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ipse.handoff import StripOptions
 from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
+from ipse.store import request_digest
 
 if TYPE_CHECKING:
     from ipse.prefix import LiveAnalysis
@@ -199,6 +201,28 @@ def _provider(dialect: str) -> str:
     from ipse.transcript import codec
 
     return codec(dialect).provider
+
+
+def _handoff(sent: _Sent, made_cut: bool | None, removed_bytes: int) -> dict[str, Any] | None:
+    """What the record and the log line say of the request's handoff: whether it is the
+    conversation's handoff (``made_cut``, the conversation store's answer; None: no answer, so
+    the first request this process cut there) and, at the handoff only, what it saved
+    (`ipse._handoff_events.recorded_handoff`, as ``ipse proxy`` writes it)."""
+    rewrite = sent.rewrite
+    if rewrite is None:
+        return None
+    event = rewrite.applied and (made_cut if made_cut is not None else not rewrite.cached)
+    tokens = None
+    if event and rewrite.body is not None:
+        from ipse.handoff import tokens_saved
+        from ipse.transcript import codec
+
+        read = codec(sent.dialect).read_body
+        with contextlib.suppress(Exception):  # a count must not stop the record or the log
+            tokens = tokens_saved(read(sent.client), read(rewrite.body))
+    return recorded_handoff(
+        rewrite.to_json(), event=event, tokens=tokens, removed_bytes=removed_bytes
+    )
 
 
 def _seconds(value: Any) -> float | None:
@@ -406,6 +430,7 @@ class IpseHandoff(CustomLogger):
         if applied:
             before = len(jsonio.dumps(sent.client.get("messages")))
             removed_bytes = max(0, before - len(jsonio.dumps(sent.sent.get("messages"))))
+        digest = request_digest(sent.route, jsonio.dumps(sent.client))
         state = None
         try:
             state = self.conversations().record(
@@ -414,9 +439,11 @@ class IpseHandoff(CustomLogger):
                 handoff=applied,
                 removed_calls=rewrite.removed_calls if rewrite is not None and applied else 0,
                 removed_bytes=removed_bytes,
+                request=digest,
             )
         except Exception as exc:
             log.warning("ipse litellm: the conversation store failed: %s", exc)
+        made_cut = state.made_cut(digest) if state is not None else None
         usage = usage_of(response, sent.dialect) if response is not None else None
         analysis = self._analyze(sent, status, usage, first, finished)
         document: dict[str, Any] = {
@@ -427,8 +454,7 @@ class IpseHandoff(CustomLogger):
             "conversation": sent.key,
             "usage": usage,
             "cache": analysis,
-            "handoff": rewrite.to_json() if rewrite is not None else None,
-            "bytes_saved": removed_bytes,
+            "handoff": _handoff(sent, made_cut, removed_bytes),
             "error": error,
             "requests_in_conversation": state.requests if state is not None else None,
         }

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipse import jsonio
+from ipse._handoff_events import RecordedHandoffs
 from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, os_error
 from ipse.prefix._growing import SharedHistory
@@ -96,7 +97,7 @@ class Request(msgspec.Struct, frozen=True):
     diagnostics: Mapping[str, Any] | None = None  # the API's cache diagnosis of its response
     compaction: bool = False  # the first call after a compaction, or the compacting call
     off_path: bool = False  # billed, but its response is not on the live path
-    handoff: Mapping[str, Any] | None = None  # ipse's own handoff, applied to this request
+    handoff: Mapping[str, Any] | None = None  # the handoff ipse made here (`RecordedHandoffs`)
 
     @property
     def model(self) -> str | None:
@@ -336,6 +337,7 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     from ipse.transcript.formats import http_log  # (each format's reader imported on use)
 
     interner = Interner()
+    handoffs = RecordedHandoffs()
     for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
         fields = http_log.exchange_fields(entry, where)
         body = fields.body
@@ -350,7 +352,7 @@ def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.usage,
             where,
             diagnostics=_diagnostics(entry),
-            handoff=_handoff(entry),
+            handoff=handoffs.event(entry),
         )
 
 
@@ -372,16 +374,6 @@ def _diagnostics(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return None
     found = body.get("diagnostics")
     return found if jsonio.is_object(found) else None
-
-
-def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """What the proxy's record says ipse's handoff did to this request (``ipse.handoff`` with
-    ``applied``), or None when it did nothing."""
-    extra = entry.get("ipse")
-    handoff = extra.get("handoff") if jsonio.is_object(extra) else None
-    if jsonio.is_object(handoff) and handoff.get("applied") is True:
-        return handoff
-    return None
 
 
 # ------------------------------------------------------------------------------ codex rollouts

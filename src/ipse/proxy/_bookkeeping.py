@@ -1,7 +1,9 @@
 """What happens after a response, off the request's path: the record, the log lines, the cache
 analysis and the handoff's saving, on one thread, in completion order.
 
-Each finished exchange is handed over whole (`Bookkeeping.finished`); the log line of a stream's
+Each finished exchange is handed over whole (`Bookkeeping.finished`); a handoff's saving is
+measured at the handoff only (the conversation store says which request that is:
+`ipse.proxy._store`), not at the later requests that carry the same cut. The log line of a stream's
 start or of a request the proxy answered itself goes through the same thread (`Bookkeeping.say`),
 so lines come out in the order things happened. The cache analysis is the costly part (megabyte
 bodies are hashed block by block): when exchanges come faster than it keeps up, it is skipped so
@@ -23,14 +25,12 @@ from ipse import _notes
 from ipse.proxy._config import ProxyConfig
 from ipse.proxy._exchange import Exchange, identify_conversation
 from ipse.proxy._record import Recorder, exchange_secrets, log_line, record_entry, without
-from ipse.proxy._store import Recent
 
 if TYPE_CHECKING:
     from ipse.prefix import LiveAnalysis
 
 _log = _notes.logger("ipse.proxy")
 ANALYSIS_BACKLOG = 32  # tasks waiting beyond which the cache analysis is skipped
-_SAVINGS_MAX = 128  # handoffs whose measured saving is kept (one count per checkpoint)
 
 
 class Bookkeeping:
@@ -43,7 +43,6 @@ class Bookkeeping:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ipse-proxy-books")
         self._recorder = Recorder(config.record) if config.record is not None else None
         self._live: LiveAnalysis | None = None  # each conversation's previous request
-        self._savings = Recent(_SAVINGS_MAX)  # tokens saved, per checkpoint of a conversation
         self._log_stream = log_stream
         self._lock = threading.Lock()
 
@@ -83,9 +82,9 @@ class Bookkeeping:
         was written while the request went upstream, `ProxyStore.start_count`)."""
         requests = ex.counted.result() if ex.counted is not None else None
         identify_conversation(ex)
-        if ex.handed_off:
+        if ex.handed_off and ex.handoff_event:
             with contextlib.suppress(Exception):  # a count must not stop the record or the log
-                ex.saved_tokens = self._saved_tokens(ex)
+                ex.saved_tokens = _saved_tokens(ex)
         body = b"".join(ex.chunks)
         usage = _usage(body)
         behind = self.pending > ANALYSIS_BACKLOG
@@ -96,28 +95,6 @@ class Bookkeeping:
         if self.config.log:
             line = log_line(ex, usage, analysis, requests, json_log=self.config.json_log)
             self.write_line(without(line, secrets))
-
-    def _saved_tokens(self, ex: Exchange) -> int | None:
-        """The tokens the handoff took out of this request (`ipse.handoff.tokens_saved`, on the
-        client's and the rewritten body), counted once per checkpoint of a conversation: every
-        later request of it carries the same rewritten prefix, so the same saving."""
-        rewrite = ex.rewrite
-        if rewrite is None or rewrite.body is None or not isinstance(ex.parsed, Mapping):
-            return None
-        if ex.dialect is None:
-            return None
-        memo = (ex.key, rewrite.anchor, rewrite.removed_calls, rewrite.removed_thinking,
-                rewrite.kept_thinking_removed)  # fmt: skip
-        found = self._savings.get(memo) if ex.key is not None else None
-        if found is None:
-            from ipse.handoff import tokens_saved
-            from ipse.transcript import codec
-
-            read = codec(ex.dialect).read_body
-            found = tokens_saved(read(ex.parsed), read(rewrite.body))
-            if ex.key is not None:
-                self._savings.put(memo, found)
-        return int(found)
 
     def _analyze(self, ex: Exchange, usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """This request's cache use as the provider's cache model predicts it, given the
@@ -151,6 +128,21 @@ class Bookkeeping:
         self._thread.shutdown(wait=True)
         if self._recorder is not None:
             self._recorder.close()
+
+
+def _saved_tokens(ex: Exchange) -> int | None:
+    """The tokens the handoff took out of its request (`ipse.handoff.tokens_saved`, on the
+    client's and the rewritten body): measured at the handoff, once per cut."""
+    rewrite = ex.rewrite
+    if rewrite is None or rewrite.body is None or not isinstance(ex.parsed, Mapping):
+        return None
+    if ex.dialect is None:
+        return None
+    from ipse.handoff import tokens_saved
+    from ipse.transcript import codec
+
+    read = codec(ex.dialect).read_body
+    return int(tokens_saved(read(ex.parsed), read(rewrite.body)))
 
 
 def _usage(body: bytes) -> Mapping[str, Any] | None:

@@ -43,6 +43,7 @@ class Exchange:
     handoff_error: str | None = None  # the handoff failed on a body it could not read
     disconnected: bool = False
     streaming: bool = False  # the response is an event stream
+    handoff_event: bool = False  # the rewrite is the conversation's handoff, not a later request
     saved_tokens: int | None = None  # what the handoff saved (set by the bookkeeping)
     counted: Future[int | None] | None = None  # the store's count of the conversation's requests
     model_hint: str | None = None  # the body's model, while the parsed body is not kept

@@ -5,9 +5,10 @@ read (`ipse.transcript.formats.http_log.exchange_record` builds each line); it i
 and each line is written whole and flushed, so a reader never sees half an exchange. Headers in
 it have their credentials masked. The log line says what the cache did (read, written, uncached)
 next to what the provider's cache model predicted, the cause when reuse was lost and what it
-cost, and what a handoff removed and saved. A streamed response also gets a line when it starts
-(`start_line`), and a request the proxy answers itself (a refusal, ``HEAD /``) one of its own
-(`answer_line`): every request leaves a line, every error is in exactly one.
+cost, and what a handoff removed and saved, at the handoff only: the later requests that carry
+the same cut say so without a saving (`ipse._handoff_events`). A streamed response also gets a
+line when it starts (`start_line`), and a request the proxy answers itself (a refusal, ``HEAD
+/``) one of its own (`answer_line`): every request leaves a line, every error is in exactly one.
 
 What is written has the request's credentials masked: in headers, the query and body fields named
 like one (`record_entry`), and wherever a value the request carried as a credential turns up
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._handoff_events import recorded_handoff
 from ipse.fileio import private_file
 from ipse.proxy._exchange import Exchange
 from ipse.proxy._wire import CREDENTIALS, masked
@@ -93,10 +95,11 @@ def log_line(
     if rewrite is not None and rewrite.applied:
         handoff = {
             "anchor": rewrite.anchor,
+            "event": ex.handoff_event,
             "removed_calls": rewrite.removed_calls,
             "removed_thinking": rewrite.removed_thinking,
             "kept_thinking_removed": rewrite.kept_thinking_removed,
-            "saved": saved(ex),
+            "saved": saved(ex) if ex.handoff_event else None,
             "cached_prefix": rewrite.cached,
         }
     skipped = rewrite.reason if rewrite is not None and rewrite.invalid else ex.handoff_error
@@ -130,13 +133,15 @@ def log_line(
             lost = analysis.get("cost_lost_usd", 0)
             parts.append(f"reuse lost: {analysis['cause']} ({analysis.get('lost_tokens')} "
                          f"tokens, ${lost})")  # fmt: skip
-    if handoff:
+    if handoff and handoff["event"]:
         where = "cached prefix" if handoff["cached_prefix"] else "new prefix"
         parts.append(
             f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
             f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
             f"saved {_saved(handoff['saved'])} ({where})"
         )
+    elif handoff:
+        parts.append(f"cut at {handoff['anchor']} (the handoff of an earlier request)")
     if skipped:
         parts.append(f"handoff skipped: {skipped}")
     if ex.error:
@@ -147,8 +152,8 @@ def log_line(
 
 
 def saved(ex: Exchange) -> dict[str, int | None]:
-    """What a handoff saved, as the log line and the record both show it: the message tokens
-    (`ipse.handoff.tokens_saved`) and the bytes the request lost."""
+    """What a handoff saved, as the log line and the record both show it (at the handoff
+    only): the message tokens (`ipse.handoff.tokens_saved`) and the bytes the request lost."""
     return {"tokens": ex.saved_tokens, "bytes": ex.saved_bytes}
 
 
@@ -187,9 +192,12 @@ def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
         sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
     handoff = None
     if rewrite is not None:
-        handoff = rewrite.to_json()
-        del handoff["removed_bytes"]  # the archived items' JSON; the saving is ``saved``
-        handoff["saved"] = saved(ex) if rewrite.applied else None
+        handoff = recorded_handoff(
+            rewrite.to_json(),
+            event=ex.handoff_event,
+            tokens=ex.saved_tokens,
+            removed_bytes=ex.saved_bytes,
+        )
     extra = {
         "provider": ex.provider,
         "conversation": ex.key,

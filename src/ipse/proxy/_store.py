@@ -110,10 +110,18 @@ class ProxyStore:
             return None
 
     def count(self, ex: Exchange) -> int | None:
-        """Count the request in its conversation's state; the conversation's requests so far."""
+        """Count the request in its conversation's state (a request sent again unchanged counts
+        once); the conversation's requests so far. Whether a rewritten request is the
+        conversation's handoff is the store's answer (``ex.handoff_event``): the first request
+        at its cut, whichever replica counted it. Without the store's answer, it is the first
+        request this process cut there."""
+        rewrite = ex.rewrite if ex.handed_off else None
+        ex.handoff_event = rewrite is not None and not rewrite.cached
         if ex.key is None:
             return None
-        rewrite = ex.rewrite if ex.handed_off else None
+        from ipse.store import request_digest
+
+        digest = request_digest(ex.method, ex.path, ex.query, ex.client_body)
         try:
             state = self.conversations().record(
                 ex.key,
@@ -121,10 +129,12 @@ class ProxyStore:
                 handoff=rewrite is not None,
                 removed_calls=rewrite.removed_calls if rewrite is not None else 0,
                 removed_bytes=ex.saved_bytes,
+                request=digest,
             )
         except Exception as exc:
             _log.warning("ipse proxy: the conversation store failed: %s", redact(str(exc)))
             return None
+        ex.handoff_event = rewrite is not None and state.made_cut(digest)
         return int(state.requests)
 
     async def wait_for_count(self, ex: Exchange) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._handoff_events import saved_tokens
 from ipse.handoff import RATES, CacheRates, break_even, is_checkpoint
 from ipse.prefix import (
     UNRECORDED_FRONT,
@@ -135,6 +136,39 @@ class HandoffSaving:
         }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandoffMade:
+    """A handoff an ipse proxy made, as its record says (`ipse._handoff_events`: each cut once,
+    with the saving the proxy measured at it)."""
+
+    index: int
+    anchor: str | None
+    removed_calls: int | None
+    saved_tokens: int | None
+    saved_bytes: int | None
+
+    @classmethod
+    def of(cls, index: int, handoff: Mapping[str, Any]) -> HandoffMade:
+        saved = handoff.get("saved")
+        saved = saved if isinstance(saved, Mapping) else {}
+        return cls(
+            index=index,
+            anchor=handoff.get("anchor"),
+            removed_calls=handoff.get("removed_calls"),
+            saved_tokens=saved_tokens(handoff),
+            saved_bytes=saved.get("bytes"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "anchor": self.anchor,
+            "removed_calls": self.removed_calls,
+            "saved_tokens": self.saved_tokens,
+            "saved_bytes": self.saved_bytes,
+        }
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReportData:
     """Everything the page shows."""
@@ -152,6 +186,7 @@ class ReportData:
     # why the input has no requests to replay (a harness file that records one conversation,
     # not the requests sent): the prompt cache and the handoff sections are then empty
     no_requests: str | None = None
+    handoffs: tuple[HandoffMade, ...] = ()  # the handoffs an ipse proxy made, as it recorded
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,6 +200,7 @@ class ReportData:
             "requests": [p.to_json() for p in self.points],
             "top_tools": [{"tool": t, "tokens": n} for t, n in self.top_tools],
             "checkpoints": [c.to_json() for c in self.checkpoints],
+            "handoffs": [h.to_json() for h in self.handoffs],
             "warnings": list(self.warnings),
         }
 
@@ -184,8 +220,7 @@ def collect(
     log = read_requests(path, format)
     report = analyze(log.requests, provider, progress=progress, warnings=log.warnings)
     tally = Composition(log.requests)
-    applied = _proxy_handoffs(log) if log.format in _LOGS else frozenset()
-    points = tuple(_points(log, report, tally, applied))
+    points = tuple(_points(log, report, tally))
     return ReportData(
         source=str(log.path),
         format=log.format,
@@ -199,6 +234,9 @@ def collect(
         ),
         command=command,
         warnings=tuple(report.warnings),
+        handoffs=tuple(
+            HandoffMade.of(r.index, r.handoff) for r in log.requests if r.handoff is not None
+        ),
     )
 
 
@@ -286,25 +324,10 @@ def _conversation_only(path: str, name: str, command: str) -> ReportData:
     )
 
 
-def _proxy_handoffs(log: RequestLog) -> frozenset[str]:
-    """The requests (by where they stand in the log) that an ipse proxy rewrote at a
-    checkpoint: its record says so (``ipse.handoff.applied``), whatever the handoff's size."""
-    from ipse.transcript.formats import http_log
-
-    found = set()
-    for where, entry in http_log.iter_entries(log.path):
-        extra = entry.get("ipse")
-        handoff = extra.get("handoff") if isinstance(extra, Mapping) else None
-        if isinstance(handoff, Mapping) and handoff.get("applied") is True:
-            found.add(where)
-    return frozenset(found)
-
-
 def _points(
     log: RequestLog,
     report: PrefixReport,
     tally: Composition,
-    applied: frozenset[str] = frozenset(),
 ) -> Iterable[Point]:
     previous = 0
     table = prices()
@@ -320,7 +343,8 @@ def _points(
         context = cache.total or counted
         if unseen or log.format in _PARTLY_RECORDED:
             composition["not_recorded"] = max(0, context - counted)
-        marker = "handoff" if request.source in applied else None
+        # a handoff an ipse proxy made (its record says so, once per cut), whatever its size
+        marker = "handoff" if request.handoff is not None else None
         marker = marker or _marker(request, previous, context, tally)
         previous = context
         if row.model not in rates:
@@ -420,4 +444,4 @@ def _segment_ends(points: Sequence[Point]) -> list[int]:
     return ends
 
 
-__all__ = ["CONTEXT_KINDS", "HandoffSaving", "Point", "ReportData", "collect"]
+__all__ = ["CONTEXT_KINDS", "HandoffMade", "HandoffSaving", "Point", "ReportData", "collect"]
