@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ipse import _notes
 from ipse.proxy._config import ProxyConfig
 from ipse.proxy._exchange import Exchange, identify_conversation
-from ipse.proxy._record import Recorder, exchange_secrets, log_line, record_entry, without
+from ipse.proxy._record import Recorder, exchange_secrets, log_line, record_entry
 
 if TYPE_CHECKING:
     from ipse.prefix import LiveAnalysis
@@ -94,7 +94,7 @@ class Bookkeeping:
             self._recorder.write(record_entry(ex, body, analysis), secrets=secrets)
         if self.config.log:
             line = log_line(ex, usage, analysis, requests, json_log=self.config.json_log)
-            self.write_line(without(line, secrets))
+            self.write_line(secrets.text(line))
 
     def _analyze(self, ex: Exchange, usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """This request's cache use as the provider's cache model predicts it, given the

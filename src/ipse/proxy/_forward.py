@@ -47,7 +47,7 @@ from ipse.proxy._wire import (
     request_headers,
     response_headers,
 )
-from ipse.redact import redact
+from ipse.redact import mask_text, redact
 
 if TYPE_CHECKING:
     from ipse.proxy._app import ProxyState
@@ -361,7 +361,7 @@ def _joined(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _reason(exc: BaseException) -> str:
-    text = redact(str(exc).strip())
+    text = mask_text(str(exc).strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

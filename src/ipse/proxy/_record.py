@@ -10,16 +10,17 @@ the same cut say so without a saving (`ipse._handoff_events`). A streamed respon
 line when it starts (`start_line`), and a request the proxy answers itself (a refusal, ``HEAD
 /``) one of its own (`answer_line`): every request leaves a line, every error is in exactly one.
 
-What is written has the request's credentials masked: in headers, the query and body fields named
-like one (`record_entry`), and wherever a value the request carried as a credential turns up
-again, such as an upstream's error that quotes its URL (`exchange_secrets`, `without`).
+What is written has the request's credentials masked, by the masking step every front end
+shares (`ipse.redact`): in headers, the query and body fields named like one (`record_entry`),
+and wherever a value the request carried as a credential turns up again, such as an upstream's
+error that quotes its URL (`exchange_secrets`).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,7 @@ from ipse import jsonio
 from ipse._handoff_events import recorded_handoff
 from ipse.fileio import private_file
 from ipse.proxy._exchange import Exchange
-from ipse.proxy._wire import CREDENTIALS, masked
-from ipse.redact import is_credential_name, redact_query
-
-# fields of a request body that are the conversation itself, kept whole in a record
-_CONTENT_FIELDS = frozenset({"messages", "input", "system", "tools", "instructions", "prompt"})
-_NOT_CREDENTIALS = frozenset({"prompt_cache_key"})  # names that look like a credential's
-_SHORTEST_SECRET = 8  # shorter values are not searched for (they would mask ordinary words)
+from ipse.redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 
 
 class Recorder:
@@ -52,11 +47,11 @@ class Recorder:
         self._lock = threading.Lock()
         self.written = 0
 
-    def write(self, entry: Mapping[str, Any], *, secrets: Sequence[str] = ()) -> None:
+    def write(self, entry: Mapping[str, Any], *, secrets: RequestSecrets | None = None) -> None:
         """Append ``entry``, with every one of ``secrets`` masked wherever it occurs."""
         line = jsonio.dumps(entry) + b"\n"
-        for secret in secrets:
-            line = line.replace(secret.encode("utf-8", "surrogateescape"), b"***")
+        if secrets is not None:
+            line = secrets.bytes(line)
         with self._lock:
             view = memoryview(line)
             while view:
@@ -209,12 +204,12 @@ def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
     return exchange_record(
         method=ex.method,
         url=ex.path + (f"?{redact_query(ex.query)}" if ex.query else ""),
-        headers=masked(ex.headers),
-        body=_scrubbed(sent),
-        client_body=None if ex.sent_body is ex.client_body else _scrubbed(client),
+        headers=masked_headers(ex.headers),
+        body=masked_body(sent),
+        client_body=None if ex.sent_body is ex.client_body else masked_body(client),
         status=ex.status,
-        response_headers=masked(ex.response_headers),
-        response_body=body,
+        response_headers=masked_headers(ex.response_headers),
+        response_body=body if ex.status is not None and ex.status < 400 else _error_text(body),
         started=ex.started,
         first_byte=ex.first_byte,
         finished=ex.finished,
@@ -229,52 +224,17 @@ def _json_or_text(data: bytes) -> Any:
         return data.decode("utf-8", errors="replace")
 
 
-def exchange_secrets(ex: Exchange) -> list[str]:
-    """The credentials a request carried (credential query parameters and headers): masked
-    wherever else they turn up in what is written, such as an upstream's error that quotes its
-    URL. Longest first."""
-    from urllib.parse import unquote_plus
-
-    found: set[str] = set()
-    for pair in ex.query.split("&") if ex.query else ():
-        name, equals, value = pair.partition("=")
-        if equals and is_credential_name(unquote_plus(name)):
-            found.update((value, unquote_plus(value)))
-    for name, value in ex.headers:
-        lowered = name.lower()
-        if lowered in CREDENTIALS or is_credential_name(lowered):
-            found.update((value, value.rpartition(" ")[2]))
-    return sorted((v for v in found if len(v) >= _SHORTEST_SECRET), key=len, reverse=True)
+def _error_text(body: bytes) -> bytes:
+    """An error's body for the record: a provider's (or a gateway's) error may quote a key this
+    request never carried, so it is masked as every front end masks an error (`mask_text`)."""
+    return mask_text(body.decode("utf-8", errors="replace")).encode("utf-8")
 
 
-def without(line: str, secrets: Sequence[str]) -> str:
-    """``line`` with every one of ``secrets`` masked."""
-    for secret_value in secrets:
-        line = line.replace(secret_value, "***")
-    return line
-
-
-def _scrubbed(body: Any) -> Any:
-    """A request body for the record: the value of every field named like a credential masked
-    (``api_key``, ``metadata.token``, ...), the conversation itself (messages, input, system,
-    tools) kept whole."""
-    if not isinstance(body, dict):
-        return body
-    return {
-        key: value if key in _CONTENT_FIELDS else _masked_fields(key, value)
-        for key, value in body.items()
-    }
-
-
-def _masked_fields(name: str, value: Any) -> Any:
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        credential = is_credential_name(name) and name not in _NOT_CREDENTIALS
-        return "***" if credential else value
-    if isinstance(value, dict):
-        return {k: _masked_fields(str(k), v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked_fields(name, v) for v in value]
-    return value
+def exchange_secrets(ex: Exchange) -> RequestSecrets:
+    """The credentials the request carried (headers, query, body fields), to mask wherever
+    they turn up again in what is written about it (`ipse.redact.RequestSecrets`)."""
+    body = ex.parsed if isinstance(ex.parsed, dict) else None
+    return RequestSecrets.of_request(ex.headers, ex.query, body)
 
 
 def _saved(saving: Mapping[str, Any]) -> str:
@@ -291,5 +251,4 @@ __all__ = [
     "record_entry",
     "saved",
     "start_line",
-    "without",
 ]
