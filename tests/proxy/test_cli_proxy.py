@@ -87,6 +87,19 @@ def test_exposed_address_warns(capsys: object) -> None:
     assert "not loopback" in out.getvalue()
 
 
+def test_replicas_that_keep_records_of_their_own_show_one_settings_digest(tmp_path: Path) -> None:
+    """Where a replica keeps its record is not how it treats a request: the health document's
+    ``settings`` is the same for replicas with records of their own; ``start`` still tells the
+    record asked for from the one a running proxy keeps (``record_file``)."""
+    from ipse.proxy import ProxyConfig
+
+    first = ProxyConfig(record=tmp_path / "replica-1.jsonl")
+    second = ProxyConfig(record=tmp_path / "replica-2.jsonl")
+    assert first.digest() == second.digest() == ProxyConfig().digest()
+    assert ProxyConfig(store="postgresql://db/ipse").digest() != first.digest()
+    assert first.record_digest() != second.record_digest() and ProxyConfig().record_digest() is None
+
+
 def test_start_with_other_upstreams_says_so_or_restarts(_isolated_home: Path) -> None:
     port = str(_port())
     first = _ipse(

@@ -214,6 +214,7 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
         health = listener.health
         given = _given(ctx, _SETTINGS)
         same = health.get("settings") == config.digest()
+        same = same and health.get("record_file") == config.record_digest()
         if "workers" in given:  # else any count will do (a hook's start names none)
             same = same and health.get("workers", 1) == config.workers
         if not given or same:

@@ -106,6 +106,7 @@ class ProxyState:
             "settings": config.digest(),
             "handoff": config.handoff,
             "record": config.record is not None,
+            "record_file": config.record_digest(),
         }
         nonce = request.query_params.get("nonce")
         if nonce is not None:
