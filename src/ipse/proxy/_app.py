@@ -37,10 +37,10 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from ipse.proxy._bookkeeping import Bookkeeping
 from ipse.proxy._exchange import RequestCounters
 from ipse.proxy._forward import forward
+from ipse.proxy._health import HEALTH_PATH
 from ipse.proxy._store import ProxyStore, Recent
 from ipse.proxy._upstream import upstream_client
 
-HEALTH_PATH = "/ipse/health"
 SERVICE = "ipse-proxy"
 _ANCHORS_MAX = 4096  # conversations whose checkpoint anchor is kept in memory
 
