@@ -19,6 +19,7 @@ ends, and handed to the bookkeeping once (`end_exchange`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -149,7 +150,7 @@ async def forward(state: ProxyState, request: Request, opened: OpenRequest) -> R
         started=started,
     )
     await hand_off(state, ex, lowered)
-    return await _send(state, ex, upstream, target, opened)
+    return await _send(state, request, ex, (upstream, target), opened)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -237,12 +238,18 @@ async def _rewrite(
 
 
 async def _send(
-    state: ProxyState, ex: Exchange, upstream: Upstream, target: str, opened: OpenRequest
+    state: ProxyState,
+    request: Request,
+    ex: Exchange,
+    where: tuple[Upstream, str],
+    opened: OpenRequest,
 ) -> Response:
-    """Send the exchange upstream; its response streams back (`_relay`), or a failure to get
-    one becomes the provider's error document."""
+    """Send the exchange upstream (``where``: the upstream and the path there); its response
+    streams back (`_relay`), or a failure to get one becomes the provider's error document. A
+    client that leaves while the upstream has not answered yet cancels the upstream request."""
     client = state.client
     assert client is not None, "the proxy's lifespan has not started"
+    upstream, target = where
     outgoing = client.build_request(
         ex.method,
         upstream.url(target, ex.query),
@@ -251,12 +258,16 @@ async def _send(
     )
     ex.counted = state.store.start_count(ex)
     try:
-        upstream_response = await client.send(outgoing, stream=True)
+        upstream_response = await _unless_the_client_leaves(
+            request.receive, client.send(outgoing, stream=True)
+        )
     except httpx.TimeoutException as exc:
         message = f"upstream {upstream} timed out: {type(exc).__name__}"
         return _failed(state, ex, opened, 504, message)
     except httpx.HTTPError as exc:
         return _failed(state, ex, opened, 502, f"upstream {upstream} unreachable: {_reason(exc)}")
+    if upstream_response is None:
+        return _left(state, ex, opened)
     ex.status = upstream_response.status_code
     ex.response_headers = [
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in upstream_response.headers.raw
@@ -340,6 +351,44 @@ async def _relay(
         raise
     finally:
         await finish()
+
+
+async def _unless_the_client_leaves(
+    receive: Receive, sending: Awaitable[httpx.Response]
+) -> httpx.Response | None:
+    """The upstream's response, or None when the client disconnected before it came: the
+    request upstream is then cancelled (its connection closed). The request's body has been
+    read whole, so the next message the server has for it is its disconnect."""
+    answer = asyncio.ensure_future(sending)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (answer, gone):
+            if not task.done():
+                task.cancel()
+        with contextlib.suppress(BaseException):
+            await gone
+    if not gone.done() or gone.cancelled():
+        return answer.result()
+    with contextlib.suppress(BaseException):  # the cancellation closes the upstream connection
+        response = await answer
+        await response.aclose()  # (an answer that came in the same moment: nobody reads it)
+    return None
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _left(state: ProxyState, ex: Exchange, opened: OpenRequest) -> Response:
+    """The end of an exchange whose client left before the upstream answered (recorded once)."""
+    ex.disconnected = True
+    ex.error = "the client disconnected before the upstream answered; the request was cancelled"
+    ex.finished = time.time()
+    end_exchange(state, opened, ex)
+    return Response(b"", 499)  # (nobody reads it: the client has gone)
 
 
 def last_events(provider: Provider, dialect: str | None) -> tuple[bytes, ...]:

@@ -117,7 +117,7 @@ def log_line(
     }
     if json_log:
         return jsonio.dumps(document).decode()
-    parts = [f"ipse proxy: {ex.method} {ex.path} {ex.status}"]
+    parts = [f"ipse proxy: {ex.method} {ex.path} {ex.status or '-'}"]
     if ex.model:
         parts.append(ex.model)
     parts.append(f"{document['ms_total']} ms")
