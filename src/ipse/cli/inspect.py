@@ -159,18 +159,22 @@ def _render(report: dict[str, Any]) -> None:
             )
         names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
         print_table(out, "requests", [(name, "left") for name in names], rows)
-    for made in report.get("handoffs", []):
+    _render_handoffs(out, report.get("handoffs", []))
+    if report.get("other_exchanges"):
+        others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
+        out.print(f"other exchanges (not conversation turns): {others}", markup=False)
+    if "message_index" in report:
+        _render_messages(out, report["message_index"])
+
+
+def _render_handoffs(out: Any, handoffs: list[dict[str, Any]]) -> None:
+    for made in handoffs:
         saved = made["saved_tokens"]
         out.print(
             f"request {made['index']}: ipse's handoff at {made['anchor']} removed "
             f"{made['removed_calls']} tool call(s), saved {'-' if saved is None else saved} tokens",
             markup=False,
         )
-    if report.get("other_exchanges"):
-        others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
-        out.print(f"other exchanges (not conversation turns): {others}", markup=False)
-    if "message_index" in report:
-        _render_messages(out, report["message_index"])
 
 
 def _render_messages(out: Any, rows: list[dict[str, Any]]) -> None:

@@ -86,17 +86,7 @@ def log_line(
 ) -> str:
     """One line about a finished exchange (JSON with ``json_log``)."""
     rewrite = ex.rewrite
-    handoff: dict[str, Any] | None = None
-    if rewrite is not None and rewrite.applied:
-        handoff = {
-            "anchor": rewrite.anchor,
-            "event": ex.handoff_event,
-            "removed_calls": rewrite.removed_calls,
-            "removed_thinking": rewrite.removed_thinking,
-            "kept_thinking_removed": rewrite.kept_thinking_removed,
-            "saved": saved(ex) if ex.handoff_event else None,
-            "cached_prefix": rewrite.cached,
-        }
+    handoff = _handoff_shown(ex)
     skipped = rewrite.reason if rewrite is not None and rewrite.invalid else ex.handoff_error
     document: dict[str, Any] = {
         "event": "end",
@@ -121,22 +111,9 @@ def log_line(
     if ex.model:
         parts.append(ex.model)
     parts.append(f"{document['ms_total']} ms")
-    if analysis and "predicted" in analysis:
-        parts.append(f"cache {_tokens(analysis.get('actual'))}")
-        parts.append(f"(predicted {_tokens(analysis.get('predicted'))})")
-        if analysis.get("cause"):
-            lost = analysis.get("cost_lost_usd", 0)
-            parts.append(f"reuse lost: {analysis['cause']} ({analysis.get('lost_tokens')} "
-                         f"tokens, ${lost})")  # fmt: skip
-    if handoff and handoff["event"]:
-        where = "cached prefix" if handoff["cached_prefix"] else "new prefix"
-        parts.append(
-            f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
-            f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
-            f"saved {_saved(handoff['saved'])} ({where})"
-        )
-    elif handoff:
-        parts.append(f"cut at {handoff['anchor']} (the handoff of an earlier request)")
+    parts += _cache_words(analysis)
+    if handoff is not None:
+        parts.append(_handoff_words(handoff))
     if skipped:
         parts.append(f"handoff skipped: {skipped}")
     if ex.error:
@@ -144,6 +121,48 @@ def log_line(
     if ex.disconnected:
         parts.append("client disconnected")
     return " ".join(parts)
+
+
+def _handoff_shown(ex: Exchange) -> dict[str, Any] | None:
+    """What a log line says of the request's handoff (None: not rewritten): the saving at the
+    handoff only (`ipse._handoff_events`)."""
+    rewrite = ex.rewrite
+    if rewrite is None or not rewrite.applied:
+        return None
+    return {
+        "anchor": rewrite.anchor,
+        "event": ex.handoff_event,
+        "removed_calls": rewrite.removed_calls,
+        "removed_thinking": rewrite.removed_thinking,
+        "kept_thinking_removed": rewrite.kept_thinking_removed,
+        "saved": saved(ex) if ex.handoff_event else None,
+        "cached_prefix": rewrite.cached,
+    }
+
+
+def _handoff_words(handoff: Mapping[str, Any]) -> str:
+    if not handoff["event"]:
+        return f"cut at {handoff['anchor']} (the handoff of an earlier request)"
+    where = "cached prefix" if handoff["cached_prefix"] else "new prefix"
+    return (
+        f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
+        f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
+        f"saved {_saved(handoff['saved'])} ({where})"
+    )
+
+
+def _cache_words(analysis: Mapping[str, Any] | None) -> list[str]:
+    if not analysis or "predicted" not in analysis:
+        return []
+    words = [
+        f"cache {_tokens(analysis.get('actual'))}",
+        f"(predicted {_tokens(analysis.get('predicted'))})",
+    ]
+    if analysis.get("cause"):
+        lost = analysis.get("cost_lost_usd", 0)
+        words.append(f"reuse lost: {analysis['cause']} ({analysis.get('lost_tokens')} "
+                     f"tokens, ${lost})")  # fmt: skip
+    return words
 
 
 def saved(ex: Exchange) -> dict[str, int | None]:
