@@ -223,9 +223,9 @@ def rewrite_request(
 
     ``anchor`` is the checkpoint call id a caller stored for this conversation (a hint that
     makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
-    ``archive`` gets what was removed, the first time a prefix is rewritten: under ``session``
-    when it is a harness's session key, else under the session the checkpoint's answer names
-    (`ipse.sessions.filing_session`), else under ``session``.
+    ``archive`` gets what was removed, the first time a prefix is rewritten: under the session
+    the checkpoint's answer names, unless both it and ``session`` are a harness's session ids
+    (then ``session``, the request's own: `ipse.sessions.filing_session`); else ``session``.
     """
     dialect_codec = codec(dialect)
     key_name = dialect_codec.history_key
@@ -254,7 +254,8 @@ def rewrite_request(
             )
     if archive is not None:
         # the checkpoint's answer names the session it was recorded under: what this handoff
-        # removes goes there too when the caller knows no harness session (`filing_session`)
+        # removes goes there too, unless the request names a harness session of its own
+        # (`filing_session`)
         session = filing_session(session, _recorded(raw, dialect, call_id))
     try:
         conversation = dialect_codec.read_body(body)

@@ -18,8 +18,9 @@ gives one:
 falls back on its own key (the proxy a hash of the conversation's start, the MCP server a fresh
 ``mcp-<uuid>``, the CLI a hash of the file), and then one more link holds the loop together: the
 checkpoint tool's answer names the session it was recorded under (`MARKER`), and a handoff at
-that checkpoint files what it removed under that session (`recorded_session`). A harness's own
-id always wins over what an answer claims (`ipse.sessions.filing_session`). So ``recall`` with
+that checkpoint files what it removed under that session (`recorded_session`). Where the front
+end and the answer both name a harness's session, the front end's own id wins over what the
+answer claims (`ipse.sessions.filing_session`). So ``recall`` with
 a checkpoint's id finds the items its handoff removed whichever part did the removing.
 """
 
@@ -93,9 +94,10 @@ def recorded_session(
 
 
 def handoff_session(source: Source, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> str:
-    """The key ``ipse handoff`` archives under: the harness's (a Claude Code session's
-    ``sessionId``, a Codex rollout's id), else the session the checkpoint was recorded under,
-    else a hash of the file (`ipse.sessions.filing_session`)."""
+    """The key ``ipse handoff`` archives under: the session the checkpoint was recorded under,
+    unless that and the file's own are both a harness's session ids (then the file's: a Claude
+    Code session's ``sessionId``, a Codex rollout's id; `ipse.sessions.filing_session`); else
+    the file's own key (a hash of the file without one)."""
     try:
         recorded = recorded_session(source.current(), tool_names)
     except IpseError:  # no conversation: the harness's key
