@@ -58,6 +58,31 @@ def test_start_is_idempotent_and_stop_stops(_isolated_home: Path) -> None:
     assert gone.returncode == 1 and json.loads(gone.stdout)["running"] is False
 
 
+def test_starts_at_once_agree_on_one_proxy(_isolated_home: Path) -> None:
+    """Hooks start the proxy at the same moment (SessionStart, UserPromptSubmit): each start
+    succeeds, one proxy serves; a start that finds the other's proxy still starting on the port
+    waits for it rather than calling it a stranger."""
+    port = str(_port())
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ipse", "proxy", "start", "--port", port, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for _ in range(3)
+    ]
+    try:
+        answers = [p.communicate(timeout=90) for p in starts]
+        assert [p.returncode for p in starts] == [0, 0, 0], answers
+        said = [json.loads(out) for out, _ in answers]
+        assert len({d["pid"] for d in said}) == 1
+        assert sum(1 for d in said if d["started"]) == 1
+    finally:
+        assert _ipse("proxy", "stop", "--port", port).returncode == 0
+
+
 def test_stop_when_nothing_runs(cli: CliRun) -> None:
     done = cli("proxy", "stop", "--port", str(_port()))
     assert done.returncode == 0 and "not running" in done.stdout

@@ -234,11 +234,34 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
     elif listener.other_user is not None:
         raise _not_yours(url, listener, "not starting")
     elif listener.holder is not None:
+        started = _starting(listener, config.port, url)  # another start launched it just now
+        if started is not None:
+            _say(as_json, {"running": True, "started": False, "url": url, "pid": started.pid},
+                 f"ipse proxy: already running at {url} (pid {started.pid})")  # fmt: skip
+            return
         raise CheckFailed(
             f"not starting: port {config.port} is held by {listener.holder}, which does not "
             "answer as an ipse proxy; stop it or use another --port"
         )
     _launch(config, options, url, as_json)
+
+
+def _starting(listener: Listener, port: int, url: str) -> Listener | None:
+    """The proxy holding the port once it answers as this user's own, when it is a proxy of
+    this user's for that port still starting (a hook's start racing another's): waited for as
+    ``_launch`` waits for its own; None for any other holder."""
+    from ipse.proxy import proxy_process
+
+    pid = listener.holder_pid
+    if pid is None or not proxy_process(pid, port):
+        return None
+    deadline = time.monotonic() + _STARTUP_SECONDS
+    while time.monotonic() < deadline and _alive(pid):
+        found = _identify(url, port, timeout=0.5)
+        if found.own:
+            return found
+        time.sleep(0.1)
+    return None
 
 
 def _shown(upstreams: Any) -> str:

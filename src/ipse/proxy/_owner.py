@@ -107,6 +107,7 @@ class Listener:
     reason: str | None = None
     holder: str | None = None
     other_user: int | None = None  # the uid of another user holding the port
+    holder_pid: int | None = None  # the process of this user's that holds it, when known
 
     @property
     def pid(self) -> int | None:
@@ -128,7 +129,10 @@ def identify(url: str, port: int, *, timeout: float = 2.0, home: Path | None = N
     nonce = new_nonce()
     health = health_document(url, timeout=timeout, nonce=nonce)
     if health is None:
-        return Listener(None, False, "no ipse proxy answers", port_holder(port))
+        held = port_holder(port)
+        if held is None:
+            return Listener(None, False, "no ipse proxy answers")
+        return Listener(None, False, "no ipse proxy answers", held[0], holder_pid=held[1])
     pid = health.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return Listener(health, False, "it names no process")
@@ -169,22 +173,22 @@ def _listening(port: int) -> list[tuple[int, int]]:
     return found
 
 
-def port_holder(port: int) -> str | None:
-    """What holds a listening socket on ``port``, in words: another user (by uid), or this
-    user's process by command line and pid; None when nothing listens there or ``/proc`` is
-    missing."""
+def port_holder(port: int) -> tuple[str, int | None] | None:
+    """What holds a listening socket on ``port``: in words (another user by uid, or this
+    user's process by command line and pid) and that process's pid where it is this user's;
+    None when nothing listens there or ``/proc`` is missing."""
     listening = _listening(port)
     if not listening:
         return None
     others = foreign_listeners(port)
     if others:
-        return f"another user (uid {others[0]})"
+        return f"another user (uid {others[0]})", None
     proc = _proc()
     inodes = {inode for _, inode in listening}
     for entry in _processes(proc) if proc is not None else ():
         if inodes & _socket_inodes(entry / "fd"):
-            return f"{_command(entry)} (pid {entry.name})"
-    return "a process that cannot be named"
+            return f"{_command(entry)} (pid {entry.name})", int(entry.name)
+    return "a process that cannot be named", None
 
 
 def _processes(proc: Path) -> list[Path]:
