@@ -76,6 +76,20 @@ def is_fresh(session: str) -> bool:
     return session.startswith(FRESH)
 
 
+def filing_session(own: str, claimed: str | None) -> str:
+    """The session a handoff files what it removed under, given the front end's own key and the
+    session a checkpoint's answer claims it was recorded under (None: no claim).
+
+    Where both are a harness's session id, the front end's own wins: it is what the request or
+    the session file says now (an MCP server may have started under an id its harness then
+    left). Otherwise the claim wins: the server knew the session where the front end did not,
+    or it files under a key of its own (``IPSE_SESSION``, its fresh ``mcp-`` key), and the
+    checkpoint's items go with its notes."""
+    if claimed is None or (own.startswith(PREFIX) and claimed.startswith(PREFIX)):
+        return own
+    return claimed
+
+
 def _turn_metadata_session(value: Any) -> str | None:
     if isinstance(value, str) and value.startswith("{"):
         try:
@@ -105,6 +119,7 @@ __all__ = [
     "CODEX_HEADERS",
     "FRESH",
     "PREFIX",
+    "filing_session",
     "is_fresh",
     "mcp_session",
     "meta_session",

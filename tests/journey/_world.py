@@ -367,7 +367,8 @@ def shows_handoff(document: Any, anchor: str) -> bool:
 
 
 def record_handoffs(record: Path) -> list[dict[str, Any]]:
-    """The handoffs the proxy's record says it made (``ipse.handoff`` of each exchange)."""
+    """The handoffs the proxy's record says it made (``ipse.handoff`` of the exchanges it marks
+    as the handoff; the later exchanges that carry the same cut are rewritten too)."""
     found = []
     try:
         lines = record.read_bytes().splitlines()
@@ -379,7 +380,7 @@ def record_handoffs(record: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         handoff = (entry.get("ipse") or {}).get("handoff") if isinstance(entry, dict) else None
-        if isinstance(handoff, dict) and handoff.get("applied"):
+        if isinstance(handoff, dict) and handoff.get("applied") and handoff.get("event"):
             found.append(handoff)
     return found
 
@@ -437,9 +438,10 @@ def same_saving(
     if applied:
         seams.check(logged, "proxy log: no line says what the handoff saved", world.log()[-800:])
         seams.check(
-            len(log_tokens) <= 1,
-            "proxy log: the same handoff saved a different amount from one request to the next",
-            logged,
+            len(logged) == 1 and len(record_handoffs(world.record)) == 1,
+            "one handoff: the proxy's log or record count the checkpoint's one handoff more than "
+            "once (every later request carries the same cut)",
+            f"log {logged}, record {record_handoffs(world.record)}",
         )
         seams.check(
             log_tokens and log_tokens == mcp_tokens,
@@ -476,6 +478,14 @@ def same_saving(
             f"{command}: does not show the handoff the proxy made (at {anchor})",
             json.dumps(document)[:600],
         )
+        shown = [v for _, v in find_numbers(document, ("handoff",)) if isinstance(v, dict)]
+        shown += [h for _, v in find_numbers(document, ("handoffs",)) if isinstance(v, list)
+                  for h in v]  # fmt: skip
+        seams.check(
+            len(shown) == 1,
+            f"one handoff: `ipse {command}` shows the checkpoint's one handoff {len(shown)} times",
+            shown[:4],
+        )
         numbers = sorted(n for n in integers(document) if n > 100)
         seams.check(
             log_tokens and log_tokens <= set(numbers),
@@ -484,9 +494,11 @@ def same_saving(
         )
 
 
-def one_session(world: World) -> None:
+def one_session(world: World, expected: str | None = None, removed: str | None = None) -> None:
     """The checkpoint's notes (the MCP server) and what the handoff removed (the proxy) are
-    filed under one session, which ``ipse archive list`` shows."""
+    filed under one session, which ``ipse archive list`` shows; with ``expected``, the harness's
+    own session (``session:<id>``), where ``ipse archive list session:<id>`` finds the notes
+    and the item ``removed``."""
     listed = world.ipse("archive", "list", "--json")
     sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
     world.seams.check(
@@ -495,6 +507,16 @@ def one_session(world: World) -> None:
         "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
         "wrote to another ipse home)",
         listed.stdout[:600] + listed.stderr[-300:],
+    )
+    if expected is None:
+        return
+    found = world.ipse("archive", "list", expected, "--json")
+    text = found.stdout
+    world.seams.check(
+        found.returncode == 0 and "checkpoint" in text and (removed is None or removed in text),
+        f"one session key: `ipse archive list {expected}` (the harness's own session) does not "
+        "find the checkpoint's notes and what the handoff removed",
+        f"sessions {sessions}; exit {found.returncode}: {text[:600]} {found.stderr[-300:]}",
     )
 
 

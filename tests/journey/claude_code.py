@@ -107,7 +107,11 @@ def model(project: Path) -> Any:
 
 
 def journey(
-    root: Path, claude: str, tool_search: bool = True, env: dict[str, str] | None = None
+    root: Path,
+    claude: str,
+    tool_search: bool = True,
+    env: dict[str, str] | None = None,
+    resume: str = "--resume",
 ) -> Result:
     """Run the whole journey in ``root`` (empty); the seams it checked, failures included.
 
@@ -116,7 +120,10 @@ def journey(
     ``alwaysLoad``, as ipse's does (its tools then come with their schemas in ``tools``); False:
     ``ENABLE_TOOL_SEARCH=false``, which puts every server's tools in ``tools``. Either way what
     the first request offers stays the same through the session. ``env``: more of the
-    user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it)."""
+    user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it).
+    ``resume``: how the second and third turns go on with the first one's session, ``--resume
+    ID`` or ``--continue`` (Claude Code starts its MCP server under a new session id for either,
+    then switches to the one it continues)."""
     settings = {} if tool_search else {"ENABLE_TOOL_SEARCH": "false"}
     world = World.create(
         root,
@@ -137,7 +144,7 @@ def journey(
         try:
             with world.phase("install"):
                 installed = _install(world, upstream.url)
-            session = _three_turns(world, claude, upstream.url)
+            session = _three_turns(world, claude, upstream.url, resume)
             world.settled()
             with world.phase("report, recall"):
                 _check(world, upstream, session)
@@ -178,13 +185,14 @@ def _install(world: World, upstream: str) -> bytes:
     return written
 
 
-def _three_turns(world: World, claude: str, upstream: str) -> str | None:
-    """Three ``claude -p`` turns of one session; its id."""
+def _three_turns(world: World, claude: str, upstream: str, resume: str) -> str | None:
+    """Three ``claude -p`` turns of one session (the later two going on with ``resume``: the
+    session's id after ``--resume``, or ``--continue``); its id."""
     session = None
     for n, prompt in enumerate(PROMPTS):
         argv = [claude, "-p", prompt, "--output-format", "json", "--allowedTools", CHECKPOINT]
         if session is not None:
-            argv += ["--resume", session]
+            argv += [resume, session] if resume == "--resume" else [resume]
         with world.phase(f"turn {n + 1}"):
             done = run(argv, cwd=world.project, env=world.env, timeout=TURN_TIMEOUT)
         out = json_out(done)
@@ -193,7 +201,13 @@ def _three_turns(world: World, claude: str, upstream: str) -> str | None:
             f"turn {n + 1}: `claude -p` did not answer through the proxy (exit {done.returncode})",
             f"{done.stdout[-800:]} {done.stderr[-800:]} proxy log: {world.log()[-800:]}",
         )
-        session = session or out.get("session_id")
+        said = out.get("session_id") if isinstance(out, dict) else None
+        world.seams.check(
+            session is None or said == session,
+            f"turn {n + 1}: `claude -p {resume}` went on in another session",
+            f"{said} after {session}",
+        )
+        session = session or said
         if n == 0:
             _started_by_the_hook(world, upstream)
         if n == 2:
@@ -222,7 +236,7 @@ def _check(world: World, upstream: Any, session: str | None) -> None:
     mcp_result = _checkpoint_result(turns)
     same_saving(world, CHECKPOINT_ID, _mcp_tokens(mcp_result), applied, mcp_result=mcp_result)
     if applied:
-        one_session(world)
+        one_session(world, f"session:{session}", READ_ID)
         recalls(world, READ_ID, "run 059: parser 12.5 MB/s")
     else:
         world.seams.skip("one session key for the notes and what the handoff removed", "no handoff")

@@ -72,6 +72,8 @@ def inspect_command(
         # the tokens by kind and the rows of --messages count the same blocks: once
         counter = MemoCounter(default_counter()) if list_messages else default_counter()
         report = inspect_report(source, counter)
+        if source.exchanges is not None:
+            report["handoffs"] = _handoffs(file, skip_bad_lines)
         if list_messages:
             report["message_index"] = message_rows(source.current(), counter)
     if as_json:
@@ -80,6 +82,23 @@ def inspect_command(
     for line in report.get("warnings", []):
         warn(line)
     _render(report)
+
+
+def _handoffs(path: Path, skip_bad_lines: bool) -> list[dict[str, Any]]:
+    """The handoffs an ipse proxy's record says it made, each cut once, with the saving it
+    measured (`ipse._handoff_events`, as ``ipse prefix`` and ``ipse report`` read them)."""
+    from ipse._handoff_events import RecordedHandoffs, saved_tokens
+    from ipse.transcript.formats import http_log
+
+    events = RecordedHandoffs()
+    found = []
+    for index, (_, entry) in enumerate(http_log.iter_entries(path, skip_bad_lines=skip_bad_lines)):
+        made = events.event(entry)
+        if made is not None:
+            anchor, calls = made.get("anchor"), made.get("removed_calls")
+            found.append({"index": index, "anchor": anchor, "removed_calls": calls,
+                          "saved_tokens": saved_tokens(made)})  # fmt: skip
+    return found
 
 
 def _render(report: dict[str, Any]) -> None:
@@ -142,6 +161,7 @@ def _render(report: dict[str, Any]) -> None:
         print_table(out, "requests", [(name, "left") for name in names], rows)
     if report.get("conversations"):
         _render_conversations(out, report["conversations"])
+    _render_handoffs(out, report.get("handoffs", []))
     if report.get("other_exchanges"):
         others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
         out.print(f"other exchanges (not conversation turns): {others}", markup=False)
@@ -158,6 +178,16 @@ def _render_conversations(out: Any, conversations: list[dict[str, Any]]) -> None
         for c in conversations
     ]  # fmt: skip
     print_table(out, "conversations", [(name, "left") for name in names], rows)
+
+
+def _render_handoffs(out: Any, handoffs: list[dict[str, Any]]) -> None:
+    for made in handoffs:
+        saved = made["saved_tokens"]
+        out.print(
+            f"request {made['index']}: ipse's handoff at {made['anchor']} removed "
+            f"{made['removed_calls']} tool call(s), saved {'-' if saved is None else saved} tokens",
+            markup=False,
+        )
 
 
 def _render_messages(out: Any, rows: list[dict[str, Any]]) -> None:

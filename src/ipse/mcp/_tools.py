@@ -49,12 +49,12 @@ def default_session() -> str:
 
 
 def for_call(settings: Settings, meta: Any) -> Settings:
-    """The settings of one tool call: a server that knew no harness session at start takes the
-    one the call's ``_meta`` names (Codex sends its session id there)."""
-    from ipse.sessions import is_fresh, meta_session
+    """The settings of one tool call: its session read at the call (`ipse.mcp._session`: the
+    harness may have switched sessions since the server started)."""
+    from ipse.mcp._session import call_session
 
-    found = meta_session(meta) if is_fresh(settings.session) else None
-    return settings if found is None else replace(settings, session=found)
+    found = call_session(settings.session, meta)
+    return settings if found == settings.session else replace(settings, session=found)
 
 
 @dataclass(frozen=True, slots=True)
