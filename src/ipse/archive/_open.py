@@ -71,16 +71,21 @@ def _sqlite_index(driver: SqliteDriver) -> SearchIndex:
 class LazyArchive:
     """An archive opened on the first `put` (so a run that archives nothing creates no database).
 
-    Only ``put`` and ``close`` are offered: it is what a handoff run needs."""
+    Only ``put`` and ``close`` are offered: it is what a handoff run needs. ``project``: the
+    project the sessions it archives ran in (`ipse.archive.project_key`), filed with each."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, project: str | None = None) -> None:
         self._url = url
+        self._project = project
         self._store: ArchiveStore | None = None
 
     def put(self, session: str, removed: Sequence[Archivable], source: str) -> int:
         if self._store is None:
             self._store = open_archive(self._url)
-        return self._store.put(session, removed, source)
+        added = self._store.put(session, removed, source)
+        if self._project is not None and removed:
+            self._store.add_project(session, self._project)
+        return added
 
     def close(self) -> None:
         if self._store is not None:

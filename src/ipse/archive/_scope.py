@@ -49,7 +49,7 @@ class Scope:
         if self.name == SESSION:
             return f"session {self.session!r}"
         if self.name == PROJECT:
-            return f"the sessions of project {self.project!r}"
+            return "this project's sessions"
         return "every session"
 
 
