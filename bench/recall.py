@@ -6,9 +6,10 @@ projects, a few outputs of tens of kilobytes), then on each backend:
 
 - ingest: `ArchiveStore.put` in handoff-sized batches (20 items), the words indexed as they
   are stored, beside a plain insert of the same items in the same batches measured in the same
-  run (the compressed payloads and the item rows, no index: what ``put`` did before the
-  search); the ratio of their per-item times, and the per-item time of the last tenth of the
-  ingest over the first tenth (1.0 when ingest is linear in the archive's size);
+  run, batch for batch in turn (the compressed payloads and the item rows, no index: what
+  ``put`` did before the search); the ratio of their per-item times, and the per-item time of
+  the last tenth of the ingest over the first tenth (1.0 when ingest is linear in the
+  archive's size; beside the plain insert's, which a busy machine moves alike);
 - queries: recall by id, and searches by a word, two words, a path, a kind, in the caller's
   session, its project and every session, a common word among them; p50 and p95 of each kind
   and of all, in milliseconds.
@@ -25,6 +26,8 @@ import contextlib
 import os
 import random
 import secrets
+import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -43,18 +46,21 @@ SESSION_SIZE = 200
 PROJECTS = 25
 BATCH = 20
 SAMPLES = 40
-SYLLABLES = (
+_SYLLABLES = (
     "con fig par se load save user req res hand ler buf fer to ken stat dir path file cache "
-    "lock queue work er sched ule time out ret ry auth sess ion row col umn in dex map red uce "
-    "flat ten json yaml http sock et pool conn ect read writ log trace span proc ess sig nal"
-).split()
-ENGLISH = (
+    "lock queue work er sched ule time out ret ry auth sess ion row col umn in dex map red "
+    "uce flat ten json yaml http sock et pool conn ect read writ log trace span proc ess "
+    "sig nal"
+)
+SYLLABLES = _SYLLABLES.split()
+_ENGLISH = (
     "the of and to in is that it for on was with as be this by not are from or have an but "
-    "which one all were when we there can more if no out so what up its about into than them "
-    "only other new some could time these two may then first any like now my such make over "
-    "did most after also made many before must through back years where much your way well "
-    "down should because each just those people how too little state good very great"
-).split()
+    "which one all were when we there can more if no out so what up its about into than "
+    "them only other new some could time these two may then first any like now my such make "
+    "over did most after also made many before must through back years where much your way "
+    "well down should because each just those people how too little state good very great"
+)
+ENGLISH = _ENGLISH.split()
 ERRORS = ("KeyError", "ValueError", "TypeError", "TimeoutError", "AssertionError", "OSError")
 
 
@@ -120,7 +126,11 @@ def item(made: World, session: int, n: int, files: list[str]) -> Item:
     pick, path = rng.random(), rng.choice(files)
     big = rng.random() < 0.02
     if pick < 0.35:
-        name, args, out = "Read", {"file_path": path}, made.code(400 if big else rng.randint(20, 80))
+        name, args, out = (
+            "Read",
+            {"file_path": path},
+            made.code(400 if big else rng.randint(20, 80)),
+        )
     elif pick < 0.6:
         test = rng.choice([f for f in files if "/tests/" in f])
         command = rng.choice(
@@ -135,12 +145,18 @@ def item(made: World, session: int, n: int, files: list[str]) -> Item:
         args = {"file_path": path, "old_string": made.code(3), "new_string": made.code(4)}
         name, out = "Edit", f"The file {path} has been updated."
     elif pick < 0.85:
-        hits = "\n".join(f"{rng.choice(files)}:{rng.randint(1, 400)}: {made.code(1)}" for _ in range(8))
+        hits = "\n".join(
+            f"{rng.choice(files)}:{rng.randint(1, 400)}: {made.code(1)}" for _ in range(8)
+        )
         name, args, out = "Grep", {"pattern": made.ident(), "path": path.rsplit("/", 2)[0]}, hits
     elif pick < 0.9:
         name, args, out = "Write", {"file_path": path, "content": made.code(30)}, "File created"
     else:
-        call = {"type": "thinking", "thinking": made.prose(rng.randint(30, 120)), "signature": "s"}
+        call: dict[str, Any] = {
+            "type": "thinking",
+            "thinking": made.prose(rng.randint(30, 120)),
+            "signature": "s",
+        }
         return Item(kind="thinking", id=item_id, tool="thinking", call=call, result=None, message=n)
     call = {"type": "tool_use", "id": item_id, "name": name, "input": args}
     result = {"type": "tool_result", "tool_use_id": item_id, "content": out}
@@ -195,27 +211,28 @@ def batches(made: World) -> Iterator[tuple[str, str, list[Item]]]:
             yield session, project, items[start : start + BATCH]
 
 
-def ingest(made: World, put: Callable[[str, str, list[Item]], None]) -> list[float]:
-    """Seconds per batch, in order."""
-    times = []
+def ingest(made: World, puts: list[Callable[[str, str, list[Item]], None]]) -> list[list[float]]:
+    """Seconds per batch, in order, of each of ``puts``: batch by batch, one after the other,
+    so that whatever else the machine does weighs on each alike."""
+    times: list[list[float]] = [[] for _ in puts]
     for session, project, items in batches(made):
-        start = time.perf_counter()
-        put(session, project, items)
-        times.append(time.perf_counter() - start)
+        for put, spent in zip(puts, times, strict=True):
+            start = time.perf_counter()
+            put(session, project, items)
+            spent.append(time.perf_counter() - start)
     return times
 
 
 # ---------------------------------------------------------------------------------- queries
 
 
-def questions(made: World) -> dict[str, list[Callable[[Any], object]]]:
-    """Per kind of query, `SAMPLES` calls on an open archive."""
+Question = tuple[Callable[..., object], Caller, dict[str, str]]
+
+
+def questions(made: World) -> dict[str, list[Question]]:
+    """Per kind of query, `SAMPLES` (function, caller, arguments) to time on an open archive."""
     rng = random.Random(11)
-    asked: dict[str, list[Callable[[Any], object]]] = {}
-
-    def add(kind: str, call: Callable[[Any], object]) -> None:
-        asked.setdefault(kind, []).append(call)
-
+    asked: dict[str, list[Question]] = {}
     for _ in range(SAMPLES):
         session, project, items = rng.choice(made.sessions)
         me = Caller(session, project)
@@ -225,29 +242,32 @@ def questions(made: World) -> dict[str, list[Callable[[Any], object]]]:
         held = [w for w in str((target.result or {}).get("content", "")).split() if w.isalnum()]
         word = rng.choice(held or [target.tool])
         tail = "/".join(path.split("/")[-2:])
-        two = f"{word} {target.tool}"
-        add("recall by id, session", lambda a, i=target.id, m=me: recall_item(a, m, i))
-        add("word, session", lambda a, w=word, m=me: search_items(a, m, query=w))
-        add("two words, session", lambda a, w=two, m=me: search_items(a, m, query=w))
-        add("path, session", lambda a, p=tail, m=me: search_items(a, m, path=p))
-        add("kind edit, session", lambda a, m=me: search_items(a, m, kind="edit"))
-        add("word, project", lambda a, w=word, m=me: search_items(a, m, query=w, scope="project"))
-        add("word, all", lambda a, w=word, m=me: search_items(a, m, query=w, scope="all"))
-        add("common word, all", lambda a, m=me: search_items(a, m, query="the", scope="all"))
-        add("path, all", lambda a, p=tail, m=me: search_items(a, m, path=p, scope="all"))
-        add(
-            "path + kind, project",
-            lambda a, p=tail, m=me: search_items(a, m, path=p, kind="read", scope="project"),
-        )
+        table: dict[str, tuple[Callable[..., object], dict[str, str]]] = {
+            "recall by id, session": (recall_item, {"item_id": target.id}),
+            "word, session": (search_items, {"query": word}),
+            "two words, session": (search_items, {"query": f"{word} {target.tool}"}),
+            "path, session": (search_items, {"path": tail}),
+            "kind edit, session": (search_items, {"kind": "edit"}),
+            "word, project": (search_items, {"query": word, "scope": "project"}),
+            "word, all": (search_items, {"query": word, "scope": "all"}),
+            "common word, all": (search_items, {"query": "the", "scope": "all"}),
+            "path, all": (search_items, {"path": tail, "scope": "all"}),
+            "path + kind, project": (
+                search_items,
+                {"path": tail, "kind": "read", "scope": "project"},
+            ),
+        }
+        for kind, (function, arguments) in table.items():
+            asked.setdefault(kind, []).append((function, me, arguments))
     return asked
 
 
-def timed(archive: Any, asked: dict[str, list[Callable[[Any], object]]]) -> dict[str, list[float]]:
+def timed(archive: Any, asked: dict[str, list[Question]]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for kind, calls in asked.items():
-        for call in calls:
+        for function, me, arguments in calls:
             start = time.perf_counter()
-            call(archive)
+            function(archive, me, **arguments)
             out.setdefault(kind, []).append((time.perf_counter() - start) * 1000)
     return out
 
@@ -296,8 +316,6 @@ def plain_driver(url: str) -> Driver:
 def run(backend: str, made: World, pg: str | None) -> dict[str, float]:
     with urls(backend, pg) as (search_url, plain_url):
         driver = plain_driver(plain_url)
-        plain = ingest(made, lambda s, p, items: plain_put(driver, s, items))
-        driver.close()
         archive = open_archive(search_url)
         projects: set[str] = set()
 
@@ -307,7 +325,8 @@ def run(backend: str, made: World, pg: str | None) -> dict[str, float]:
                 archive.add_project(session, project)
                 projects.add(session)
 
-        indexed = ingest(made, put)
+        plain, indexed = ingest(made, [lambda s, p, items: plain_put(driver, s, items), put])
+        driver.close()
         latencies = timed(archive, questions(made))
         archive.close()
     count = sum(len(items) for _, _, items in made.sessions)
@@ -326,7 +345,7 @@ def run(backend: str, made: World, pg: str | None) -> dict[str, float]:
     )
     print(
         f"  last tenth / first tenth of the ingest, per item: {result['linear']:.2f}"
-        f" (plain insert {result['plain_linear']:.2f})"
+        f" (plain insert {result['plain_linear']:.2f}; the batches of both alternate)"
     )
     print(f"  {'query':28} {'p50 ms':>8} {'p95 ms':>8}")
     every: list[float] = []
@@ -339,6 +358,7 @@ def run(backend: str, made: World, pg: str | None) -> dict[str, float]:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # drop the scratch schemas
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")

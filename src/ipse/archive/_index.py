@@ -31,6 +31,7 @@ from ipse.archive._text import call_text, output_text, words
 MAX_CALL_WORDS = 2_000
 MAX_PATH_WORDS = 500
 MAX_OUTPUT_WORDS = 8_000
+_DOCS_PER_STATEMENT = 200
 
 log = _notes.logger(__name__)
 
@@ -72,7 +73,7 @@ class Ask:
     path: str | None = None
     path_words: tuple[str, ...] = ()
     action: str | None = None
-    session: str | None = None  # a session's token, when the scope is one session
+    sessions: tuple[str, ...] = ()  # tokens of the sessions in scope (any); () for any session
     call_only: bool = False
 
 
@@ -82,9 +83,10 @@ class SearchIndex(Protocol):
     method: str  # how it searches, as answers report it
     indexes: bool  # whether items are written to it as they are stored
     order: str  # the column that orders its matches, newest last
+    capped: bool  # whether `select` reads at most ``cap`` candidates (None: all)
 
-    def add(self, cur: Any, seq: int, doc: Doc) -> None: ...
-    def select(self, ask: Ask) -> tuple[str, list[Any]]: ...
+    def add(self, cur: Any, docs: list[tuple[int, Doc]]) -> None: ...
+    def select(self, ask: Ask, cap: int | None) -> tuple[str, list[Any]]: ...
     def contains(self, column: str) -> str: ...
 
 
@@ -115,24 +117,28 @@ class Fts5Index:
     method = "fts5"
     indexes = True
     order = "f.rowid"
+    capped = False
     CREATE = (
         "CREATE VIRTUAL TABLE archive_fts USING fts5(head, paths, body, meta, content='',"
         " columnsize=0, detail='column', tokenize='ascii')"
     )
 
-    def add(self, cur: Any, seq: int, doc: Doc) -> None:
-        cur.execute(
+    def add(self, cur: Any, docs: list[tuple[int, Doc]]) -> None:
+        cur.executemany(
             "INSERT INTO archive_fts (rowid, head, paths, body, meta) VALUES (?, ?, ?, ?, ?)",
-            (
-                seq,
-                " ".join(doc.call),
-                " ".join(doc.path_words),
-                " ".join(doc.output),
-                f"s{doc.session} k{doc.action}",
-            ),
+            [
+                (
+                    seq,
+                    " ".join(doc.call),
+                    " ".join(doc.path_words),
+                    " ".join(doc.output),
+                    f"s{doc.session} k{doc.action}",
+                )
+                for seq, doc in docs
+            ],
         )
 
-    def select(self, ask: Ask) -> tuple[str, list[Any]]:
+    def select(self, ask: Ask, cap: int | None = None) -> tuple[str, list[Any]]:
         """FROM and WHERE of the items matching ``ask`` (alias ``i``), newest first by ``seq``."""
         clauses = []
         if ask.words:
@@ -142,8 +148,8 @@ class Fts5Index:
             clauses.append(f"paths : ({_all(ask.path_words, ' AND ')})")
         if ask.action is not None:
             clauses.append(f'meta : "k{ask.action}"')
-        if ask.session is not None:
-            clauses.append(f'meta : "s{ask.session}"')
+        if ask.sessions:
+            clauses.append(f"meta : ({_all(tuple('s' + t for t in ask.sessions), ' OR ')})")
         return (
             "archive_fts f JOIN archive_items i ON i.seq = f.rowid WHERE archive_fts MATCH ?",
             [" AND ".join(clauses)],
@@ -159,26 +165,34 @@ class TsvectorIndex:
 
     method = "tsvector"
     indexes = True
-    order = "d.seq"
+    order = "i.seq"
+    capped = True
 
-    def add(self, cur: Any, seq: int, doc: Doc) -> None:
-        cur.execute(
-            "INSERT INTO archive_docs (seq, terms) VALUES (?, array_to_tsvector(?::text[]))",
-            (seq, lexemes(doc)),
-        )
+    def add(self, cur: Any, docs: list[tuple[int, Doc]]) -> None:
+        for start in range(0, len(docs), _DOCS_PER_STATEMENT):
+            chunk = docs[start : start + _DOCS_PER_STATEMENT]
+            marks = ", ".join(["(?, array_to_tsvector(?::text[]))"] * len(chunk))
+            cur.execute(
+                f"INSERT INTO archive_docs (seq, terms) VALUES {marks}",
+                [v for seq, doc in chunk for v in (seq, lexemes(doc))],
+            )
 
-    def select(self, ask: Ask) -> tuple[str, list[Any]]:
+    def select(self, ask: Ask, cap: int | None = None) -> tuple[str, list[Any]]:
+        """The newest ``cap`` items (None: all) whose lexemes answer ``ask``, joined to their
+        rows: the GIN index finds them, the item numbers order them, and only those rows are
+        read."""
         terms: list[str] = []
         prefix = "h:" if ask.call_only else ""
         terms.extend(f"'{prefix}{w}'" for w in ask.words)
         terms.extend(f"'p:{w}'" for w in ask.path_words)
         if ask.action is not None:
             terms.append(f"'k:{ask.action}'")
-        if ask.session is not None:
-            terms.append(f"'s:{ask.session}'")
+        if ask.sessions:
+            terms.append("(" + " | ".join(f"'s:{t}'" for t in ask.sessions) + ")")
         return (
-            "archive_docs d JOIN archive_items i ON i.seq = d.seq WHERE d.terms @@ ?::tsquery",
-            [" & ".join(terms)],
+            "archive_items i JOIN (SELECT d.seq FROM archive_docs d WHERE d.terms @@ ?::tsquery"
+            " ORDER BY d.seq DESC LIMIT ?) m ON m.seq = i.seq WHERE 1 = 1",
+            [" & ".join(terms), cap],
         )
 
     @staticmethod
@@ -192,14 +206,15 @@ class ScanIndex:
     method = "scan"
     indexes = False
     order = "i.seq"
+    capped = False
 
     def __init__(self) -> None:
         _warn_once()
 
-    def add(self, cur: Any, seq: int, doc: Doc) -> None:
+    def add(self, cur: Any, docs: list[tuple[int, Doc]]) -> None:
         return None
 
-    def select(self, ask: Ask) -> tuple[str, list[Any]]:
+    def select(self, ask: Ask, cap: int | None = None) -> tuple[str, list[Any]]:
         return "archive_items i WHERE 1 = 1", []
 
     @staticmethod

@@ -49,6 +49,7 @@ _COLUMNS = (
 )
 _CONTENT, _CALL, _RESULT, _PATHS = 10, 11, 12, 13  # places in a row of _COLUMNS
 _PAGE = 500  # items a scan reads at a time
+_MAX_TOKENS = 500  # sessions of a project a search names in its index query
 _INSERT = (
     "INSERT INTO archive_items (session, item_id, content, kind, tool, action, paths,"
     " path_match, preview, size, call_sha256, result_sha256, position, source, indexed)"
@@ -101,7 +102,6 @@ class SqlArchive:
             doc = document(session_token(key), item.kind, item.tool, item.call, item.result)
             rows.append((self._row(key, item, content, call, result, source, doc), doc))
         rows.sort(key=lambda row: (row[0][1], row[0][2]))
-        added = 0
         with self._driver.tx() as cur:
             for sha in sorted(blobs):
                 self._blob(cur, sha, blobs[sha])
@@ -111,11 +111,9 @@ class SqlArchive:
                     " ON CONFLICT DO NOTHING",
                     (key,),
                 )
-            for row, doc in rows:
-                seq = self._driver.insert_seq(cur, _INSERT, row)
-                if seq is not None:
-                    added += 1
-                    self._index.add(cur, seq, doc)
+            added = self._driver.insert_rows(cur, _INSERT, [row for row, _ in rows])
+            docs = {(row[1], row[2]): doc for row, doc in rows}
+            self._index.add(cur, [(seq, docs[(key_, content)]) for seq, key_, content in added])
         if taken:
             log.warning(
                 "archive: %d item(s) of session %s share an id with a different item archived "
@@ -124,7 +122,7 @@ class SqlArchive:
                 taken,
                 shown(key),
             )
-        return added
+        return len(added)
 
     def _row(
         self,
@@ -233,23 +231,26 @@ class SqlArchive:
                 seq,
             ),
         )
-        self._index.add(cur, int(seq), doc)
+        self._index.add(cur, [(int(seq), doc)])
 
     # ------------------------------------------------------------------------------ sessions
 
-    def resolve_session(self, name: str) -> str | None:
-        """The stored key of the session ``name`` names: as given, in its other form (a bare
-        harness id or ``session:<id>``), else the one session it begins (at least
-        `MIN_PREFIX` characters); None when none. `UsageError` when it begins several."""
+    def resolve_session(self, name: str) -> tuple[str, ...]:
+        """The stored keys of the session ``name`` names: the name as given and its other form
+        (a bare harness id and ``session:<id>`` are one session, whichever a writer used),
+        else the one session it begins (at least `MIN_PREFIX` characters); () when none.
+        `UsageError` when it begins several."""
         forms = session_names(name) or (name,)
-        for form in forms:
-            for key in lookup_keys(form):
-                if self._driver.query(
-                    "SELECT 1 FROM archive_sessions WHERE session = ? LIMIT 1", (key,)
-                ):
-                    return key
+        keys = tuple(dict.fromkeys(k for form in forms for k in lookup_keys(form)))
+        marks = ", ".join("?" * len(keys))
+        rows = self._driver.query(
+            f"SELECT DISTINCT session FROM archive_sessions WHERE session IN ({marks})", keys
+        )
+        if rows:
+            held = {str(r[0]) for r in rows}
+            return tuple(k for k in keys if k in held)
         if len(name.strip()) < MIN_PREFIX:
-            return None
+            return ()
         found: set[str] = set()
         for form in forms:
             start = stored_key(form)
@@ -261,7 +262,7 @@ class SqlArchive:
             found.update(str(r[0]) for r in rows)
         if len(found) > 1:
             raise UsageError(f"session {name!r} begins several sessions: give more of its id")
-        return next(iter(found), None)
+        return tuple(found)
 
     def sessions(self, scope: Scope | None = None) -> list[tuple[str, int]]:
         where, params = self._scope_sql(scope or Scope(ALL))
@@ -278,8 +279,10 @@ class SqlArchive:
         """The WHERE condition (`` AND ...``) that keeps items of ``scope`` (alias ``i``); None
         when the scope names a session that is not there."""
         if scope.name == SESSION:
-            key = self.resolve_session(scope.session or "")
-            return (None, []) if key is None else (" AND i.session = ?", [key])
+            keys = self.resolve_session(scope.session or "")
+            if not keys:
+                return None, []
+            return f" AND i.session IN ({', '.join('?' * len(keys))})", list(keys)
         if scope.name == PROJECT:
             return (
                 " AND i.session IN (SELECT session FROM archive_sessions WHERE project = ?)",
@@ -290,13 +293,13 @@ class SqlArchive:
     # ------------------------------------------------------------------------------ reading
 
     def items(self, session: str) -> list[Item]:
-        key = self.resolve_session(session)
-        if key is None:
+        where, params = self._scope_sql(Scope(SESSION, session=session))
+        if where is None:
             return []
         rows = self._driver.query(
-            f"SELECT {_COLUMNS} FROM archive_items i WHERE i.session = ?"
+            f"SELECT {_COLUMNS} FROM archive_items i WHERE 1 = 1{where}"
             " ORDER BY i.position, i.item_id, i.seq",
-            (key,),
+            params,
         )
         return _qualified(rows)
 
@@ -349,49 +352,76 @@ class SqlArchive:
         where, params = self._scope_sql(scope)
         if where is None:
             return Found((), self._index.method)
-        if scope.name == SESSION:
-            ask = replace(ask, session=session_token(params[0]))
-        needle = path_needle(ask.path) if ask.path else None
+        tokens = self._tokens(scope, params)
+        ask = replace(ask, sessions=tokens or ())
+        exact = ask.path is None and (scope.name != PROJECT or tokens is not None)
         if isinstance(self._index, ScanIndex):
-            hits = self._scan(ask, where, params, needle, limit)
+            hits = self._scan(ask, where, params, limit)
         else:
-            hits = self._tiers(ask, where, params, needle, limit)
-        found = tuple(self._match(row, ask, found_in) for row, found_in in hits)
-        return Found(found, self._index.method)
+            hits = self._tiers(ask, where, params, limit, exact)
+        return Found(self._matches(hits, ask), self._index.method)
+
+    def _tokens(self, scope: Scope, params: list[Any]) -> tuple[str, ...] | None:
+        """The index tokens of the sessions in ``scope``: None for any session, or for a
+        project of more sessions than a query should name (the rows then say)."""
+        if scope.name == SESSION:
+            return tuple(session_token(key) for key in params)
+        if scope.name != PROJECT:
+            return None
+        rows = self._driver.query(
+            "SELECT DISTINCT session FROM archive_sessions WHERE project = ? LIMIT ?",
+            (params[0], _MAX_TOKENS + 1),
+        )
+        if len(rows) > _MAX_TOKENS:
+            return None
+        return tuple(sorted(session_token(str(r[0])) for r in rows)) or ("none",)
 
     def _tiers(
-        self, ask: Ask, where: str, params: list[Any], needle: str | None, limit: int
+        self, ask: Ask, where: str, params: list[Any], limit: int, exact: bool
     ) -> list[tuple[tuple[Any, ...], str]]:
         """Items with every word in the call first, then those with some only in the output;
         newest first within each."""
         if not ask.words:
-            return [(r, "call") for r in self._select(ask, where, params, needle, limit)]
-        first = self._select(replace(ask, call_only=True), where, params, needle, limit)
+            found = self._select(ask, where, params, limit, exact)
+            return [(r, "call") for r in found]
+        first = self._select(replace(ask, call_only=True), where, params, limit, exact)
         hits = [(r, "call") for r in first]
         if len(hits) < limit:
             seen = {r[9] for r in first}
-            rest = self._select(ask, where, params, needle, limit + len(first))
+            rest = self._select(ask, where, params, limit + len(first), exact)
             hits += [(r, "output") for r in rest if r[9] not in seen][: limit - len(hits)]
         return hits
 
     def _select(
-        self, ask: Ask, where: str, params: list[Any], needle: str | None, limit: int
+        self, ask: Ask, where: str, params: list[Any], limit: int, exact: bool
     ) -> list[tuple[Any, ...]]:
-        source, asked = self._index.select(ask)
-        sql = f"SELECT {_COLUMNS} FROM {source}{where}"
-        values = [*asked, *params]
-        if needle is not None:
-            sql += " AND " + self._index.contains("i.path_match")
-            values.append(needle)
-        sql += f" ORDER BY {self._index.order} DESC LIMIT ?"
-        return self._driver.search(sql, (*values, limit))
+        """The newest ``limit`` items answering ``ask`` in the scope. An index that reads a
+        capped number of candidates (`SearchIndex.capped`) reads more when the scope's rows
+        or the path test kept too few of them."""
+        caps: tuple[int | None, ...] = (None,)
+        if self._index.capped:
+            caps = (limit,) if exact else (limit * 4, limit * 64, None)
+        rows: list[tuple[Any, ...]] = []
+        for cap in caps:
+            source, asked = self._index.select(ask, cap)
+            sql = f"SELECT {_COLUMNS} FROM {source}{where}"
+            values = [*asked, *params]
+            if ask.path is not None:
+                sql += " AND " + self._index.contains("i.path_match")
+                values.append(path_needle(ask.path))
+            sql += f" ORDER BY {self._index.order} DESC LIMIT ?"
+            rows = self._driver.search(sql, (*values, limit))
+            if len(rows) >= limit:
+                break
+        return rows
 
     def _scan(
-        self, ask: Ask, where: str, params: list[Any], needle: str | None, limit: int
+        self, ask: Ask, where: str, params: list[Any], limit: int
     ) -> list[tuple[tuple[Any, ...], str]]:
         """A search without an index: every item of the scope read, newest first."""
         first: list[tuple[Any, ...]] = []
         rest: list[tuple[Any, ...]] = []
+        needle = path_needle(ask.path) if ask.path is not None else None
         offset = 0
         while len(first) < limit:
             rows = self._driver.query(
@@ -403,9 +433,7 @@ class SqlArchive:
                 if needle is not None and needle not in str(row[_PATHS]):
                     continue
                 call, result = self._decoded(row)
-                doc = document(ask.session or "", str(row[2]), str(row[3]), call, result)
-                if ask.action is not None and doc.action != ask.action:
-                    continue
+                doc = document("", str(row[2]), str(row[3]), call, result)
                 if matches(doc, replace(ask, call_only=True)):
                     first.append(row)
                 elif len(rest) < limit and matches(doc, ask):
@@ -421,17 +449,46 @@ class SqlArchive:
         result_bytes = self._load_optional(row[_RESULT])
         return call, jsonio.loads(result_bytes) if result_bytes is not None else None
 
-    def _match(self, row: tuple[Any, ...], ask: Ask, found_in: str) -> Match:
-        item = _item(row)
-        shared = self._driver.query(
-            "SELECT count(*) FROM archive_items WHERE session = ? AND item_id = ?",
-            (row[0], row[1]),
-        )
-        if shared and int(shared[0][0]) > 1:
-            item = replace(item, id=_full(item.id, row))
-        call, result = self._decoded(row)
+    def _matches(self, hits: list[tuple[tuple[Any, ...], str]], ask: Ask) -> tuple[Match, ...]:
+        """The hits with their excerpts, and their full ids where an id is shared."""
+        if not hits:
+            return ()
+        rows = [row for row, _ in hits]
+        shas = sorted({str(r[_CALL]) for r in rows} | {str(r[_RESULT]) for r in rows if r[_RESULT]})
+        blobs = self._load_many(shas)
+        marks = ", ".join("?" * len(rows))
+        shared = {
+            (str(s), str(i))
+            for s, i in self._driver.query(
+                "SELECT session, item_id FROM archive_items WHERE item_id IN"
+                f" ({marks}) GROUP BY session, item_id HAVING count(*) > 1",
+                [r[1] for r in rows],
+            )
+        }
         asked = list(ask.words or ask.path_words)
-        return Match(item, excerpt_of(item.tool, call, result, asked, found_in), found_in)
+        found = []
+        for row, found_in in hits:
+            item = _item(row)
+            if (str(row[0]), str(row[1])) in shared:
+                item = replace(item, id=_full(item.id, row))
+            call = jsonio.loads(blobs[str(row[_CALL])])
+            result = jsonio.loads(blobs[str(row[_RESULT])]) if row[_RESULT] else None
+            excerpt = excerpt_of(item.tool, call, result, asked, found_in)
+            found.append(Match(item, excerpt, found_in))
+        return tuple(found)
+
+    def _load_many(self, shas: list[str]) -> dict[str, bytes]:
+        marks = ", ".join("?" * len(shas))
+        rows = self._driver.query(
+            f"SELECT sha256, codec, data FROM archive_blobs WHERE sha256 IN ({marks})", shas
+        )
+        loaded = {
+            str(sha): decompress(bytes(data), str(codec), str(sha)) for sha, codec, data in rows
+        }
+        missing = [sha for sha in shas if sha not in loaded]
+        if missing:
+            raise StoreError(f"archive blob {missing[0][:12]} is missing")
+        return loaded
 
     def _load_optional(self, sha: Any) -> bytes | None:
         return None if sha is None else self._load(str(sha))

@@ -323,6 +323,14 @@ def check_bare_session_ids_name_the_session(archive: ArchiveStore) -> None:
         assert archive.recall("r1", name).item.session == "session:f0a5c3d2-uuid"
         assert _ids(search_items(archive, Caller(), session=name, query="config").found.matches)
     assert [i.id for i in archive.items("session:plain-name")] == ["e1"]
+    # a writer that named the session bare and one that named its key: one session
+    archive.put("f0a5c3d2-uuid", stored[3:4], "d")
+    assert [i.id for i in archive.items("f0a5c3d2-uuid")] == ["r1", "b1", "t1"]
+    assert _ids(list_items(archive, Caller(session="session:f0a5c3d2-uuid")).items) == [
+        "t1",
+        "r1",
+        "b1",
+    ]
     archive.put("session:f0a5c3d2-other", stored[:1], "c")
     with raises(UsageError, match="several sessions"):
         archive.items("f0a5c3d2")

@@ -242,7 +242,7 @@ def _print_sessions(
     out = console()
     rows = [[name, str(count)] for name, count in sessions]
     columns = [("session", "left"), ("items", "right")]
-    print_table(out, f"archived sessions in {where.describe()}", columns, rows)
+    print_table(out, f"archived sessions ({where.describe()})", columns, rows)
     if others:
         out.print(f"{others} more session(s) elsewhere in the archive: --scope all lists them")
 
