@@ -2,7 +2,9 @@
 (a request's headers), the MCP server (its environment, a tool call's ``_meta``) and ``ipse
 handoff`` (`ipse.handoff.handoff_session`: a file's session id) all derive it. Light on purpose
 (the standard library and ``orjson``): the MCP server asks it while it starts. The sources of
-each harness's id are listed in `ipse.handoff._session`.
+each harness's id are listed in `ipse.handoff._session`. Wherever a user names a session, the
+harness's bare id and its key name the same one (`session_names`); `environ_session` is the
+session a process's environment names (what a command line run inside an agent is part of).
 """
 
 from __future__ import annotations

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ipse.archive import Caller, open_archive, search_items
 from ipse.archive import _index as index_module
 from ipse.archive._blobs import CODEC, address, compress
 from ipse.archive._schema import ensure_registered
+from ipse.archive._text import words
 from ipse.archive.testing import QUERIES, Item, corpus, reference_search
 from ipse.store import open_backend
 from tests.support.sql import raw_exec
@@ -124,3 +129,46 @@ def test_a_corrupt_blob_leaves_its_item_listed_and_the_rest_indexed(tmp_path: Pa
         assert [m.item.id for m in found] == ["call_c"]
     finally:
         archive.close()
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A removed item that says what it did (as a handoff that reads calls closely may)."""
+
+    kind: str
+    id: str
+    tool: str
+    call: dict[str, Any]
+    result: dict[str, Any] | None
+    message: int
+    action: str
+    paths: tuple[str, ...]
+
+
+def test_an_item_that_says_what_it_did_is_indexed_by_that(tmp_path: Path) -> None:
+    archive = open_archive(f"sqlite:///{tmp_path / 'ipse.db'}")
+    call = {"type": "tool_use", "id": "c1", "name": "Bash", "input": {"command": "make"}}
+    said = _Read("tool", "c1", "Bash", call, None, 1, "edit", ("gen/out.c",))
+    try:
+        archive.put("s1", [said], "a")
+        found = search_items(archive, Caller("s1"), path="out.c", kind="edit").found.matches
+        assert [(m.item.id, m.item.paths) for m in found] == [("c1", ("gen/out.c",))]
+    finally:
+        archive.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_fts5_holds_exactly_the_words_the_archive_finds(text: str) -> None:
+    """The FTS5 table's tokenizer splits the archive's words no further and joins none: its
+    vocabulary is the words (what PostgreSQL gets as lexemes), so both answer alike."""
+    found = words(text)
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='ascii')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+        conn.execute("INSERT INTO t (x) VALUES (?)", (" ".join(found),))
+        held = {str(r[0]) for r in conn.execute("SELECT term FROM v")}
+    finally:
+        conn.close()
+    assert held == set(found)

@@ -29,14 +29,18 @@ def address(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def identity(call: Mapping[str, Any], result: Mapping[str, Any] | None) -> str:
+def identity(
+    call: Mapping[str, Any], result: Mapping[str, Any] | None, payloads: bytes | None = None
+) -> str:
     """What tells two archived items apart: the address of what they hold, the call's arguments
     and the result's output (`ipse.archive._text.held`), never their envelopes. The same item
     read from the wire and from a harness's transcript (which adds its own metadata), or sent
     again with a cache breakpoint moved, is one item; two calls that share an id but ran with
-    other arguments or gave other output are two."""
+    other arguments or gave other output are two. ``payloads``: the item's payloads as stored,
+    where at hand (a cache breakpoint is looked for only when they hold one)."""
+    marked = payloads is None or b'"cache_control"' in payloads
     try:
-        data = jsonio.dumps(held(call, result), option=jsonio.OPT_SORT_KEYS)
+        data = jsonio.dumps(held(call, result, marked), option=jsonio.OPT_SORT_KEYS)
     except (TypeError, ValueError, RecursionError):  # past what orjson writes: the payloads
         data = payload(call) + b"\0" + (payload(result) if result is not None else b"")
     return address(data)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ipse import _notes
-from ipse.archive._facets import facets
+from ipse.archive._facets import ACTIONS, facets
 from ipse.archive._text import call_text, output_text, words
 
 MAX_CALL_WORDS = 2_000
@@ -49,10 +49,17 @@ class Doc:
 
 
 def document(
-    session: str, kind: str, tool: str, call: Mapping[str, Any] | None, result: Any
+    session: str,
+    kind: str,
+    tool: str,
+    call: Mapping[str, Any] | None,
+    result: Any,
+    given: tuple[str, tuple[str, ...]] | None = None,
 ) -> Doc:
-    """The `Doc` of an item of ``session`` (its token) removed as ``kind`` from ``tool``."""
-    action, paths = facets(kind, tool, call)
+    """The `Doc` of an item of ``session`` (its token) removed as ``kind`` from ``tool``;
+    ``given``: what the call did and the paths it named, where the caller knows them (else
+    `ipse.archive._facets.facets` reads them from the call)."""
+    action, paths = given if given is not None else facets(kind, tool, call)
     return Doc(
         call=tuple(words(call_text(tool, call), MAX_CALL_WORDS)),
         path_words=tuple(words("\n".join(paths), MAX_PATH_WORDS)),
@@ -88,6 +95,16 @@ class SearchIndex(Protocol):
     def add(self, cur: Any, docs: list[tuple[int, Doc]]) -> None: ...
     def select(self, ask: Ask, cap: int | None) -> tuple[str, list[Any]]: ...
     def contains(self, column: str) -> str: ...
+
+
+def given_facets(item: Any) -> tuple[str, tuple[str, ...]] | None:
+    """What a removed item says it did, when it says (``action``, one of `ACTIONS`, and
+    ``paths``, a tuple of strings): a layer above that reads tool calls more closely than the
+    archive gives its reading this way. None: the archive reads the call itself."""
+    action, paths = getattr(item, "action", None), getattr(item, "paths", None)
+    if action not in ACTIONS or not isinstance(paths, tuple):
+        return None
+    return str(action), tuple(str(p) for p in paths if isinstance(p, str))
 
 
 def session_token(stored_session: str) -> str:
@@ -271,6 +288,7 @@ __all__ = [
     "TsvectorIndex",
     "document",
     "fts5_available",
+    "given_facets",
     "lexemes",
     "matches",
     "session_token",

@@ -32,6 +32,7 @@ from ipse.archive._index import (
     ScanIndex,
     SearchIndex,
     document,
+    given_facets,
     matches,
     session_token,
 )
@@ -91,7 +92,7 @@ class SqlArchive:
                 continue
             call = payload(item.call)
             result = payload(item.result) if item.result is not None else None
-            content = identity(item.call, item.result)
+            content = identity(item.call, item.result, call + (result or b""))
             item_key = stored_key(item.id)
             if content in known.get(item_key, ()):
                 continue
@@ -99,7 +100,14 @@ class SqlArchive:
             blobs[address(call)] = call
             if result is not None:
                 blobs[address(result)] = result
-            doc = document(session_token(key), item.kind, item.tool, item.call, item.result)
+            doc = document(
+                session_token(key),
+                item.kind,
+                item.tool,
+                item.call,
+                item.result,
+                given_facets(item),
+            )
             rows.append((self._row(key, item, content, call, result, source, doc), doc))
         rows.sort(key=lambda row: (row[0][1], row[0][2]))
         with self._driver.tx() as cur:

@@ -53,13 +53,13 @@ _ARGUMENT_KEYS = ("input", "arguments")
 
 def words(text: str, limit: int = MAX_WORDS) -> list[str]:
     """The distinct words of ``text`` in the order they first appear, at most ``limit``."""
-    found = dict.fromkeys(_WORD.findall(text[:MAX_TEXT].casefold()))
-    out = [w for w in found if _indexable(w)]
-    return out[:limit]
-
-
-def _indexable(word: str) -> bool:
-    return len(word) <= MAX_WORD and (word.isascii() or len(word.encode("utf-8")) <= MAX_WORD)
+    folded = text[:MAX_TEXT].casefold()
+    found = list(dict.fromkeys(_WORD.findall(folded)))
+    if found and max(map(len, found)) > MAX_WORD:
+        found = [w for w in found if len(w) <= MAX_WORD]
+    if not folded.isascii():
+        found = [w for w in found if w.isascii() or len(w.encode("utf-8")) <= MAX_WORD]
+    return found[:limit]
 
 
 def query_words(text: str) -> list[str]:
@@ -101,10 +101,13 @@ def output_text(result: Mapping[str, Any] | None) -> str:
     return "\n".join(strings(value))
 
 
-def held(call: Mapping[str, Any], result: Mapping[str, Any] | None) -> list[Any]:
+def held(
+    call: Mapping[str, Any], result: Mapping[str, Any] | None, marked: bool = True
+) -> list[Any]:
     """What an item holds, without its envelope (ids, types, status, cache breakpoints, a
     harness's metadata): the call's arguments (decoded when a JSON string; a thinking block's
-    words or data) and the result's output (its ``output`` or ``content``)."""
+    words or data) and the result's output (its ``output`` or ``content``). ``marked=False``
+    says no cache breakpoint is in it (nothing to take out)."""
     argument: Any = None
     for key in (*_ARGUMENT_KEYS, "thinking", "data"):
         if key in call:
@@ -120,7 +123,10 @@ def held(call: Mapping[str, Any], result: Mapping[str, Any] | None) -> list[Any]
         output = result.get("output", result.get("content"))
         if output is None:
             output = {k: v for k, v in result.items() if k not in _SKIP}
-    return [str(call.get("name", "")), _unmarked(_decoded(argument)), _unmarked(output)]
+    argument = _decoded(argument)
+    if marked:
+        argument, output = _unmarked(argument), _unmarked(output)
+    return [str(call.get("name", "")), argument, output]
 
 
 def _unmarked(value: Any) -> Any:
