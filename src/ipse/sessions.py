@@ -3,7 +3,7 @@
 handoff`` (`ipse.handoff.handoff_session`: a file's session id) all derive it. Light on purpose
 (the standard library and ``orjson``): the MCP server asks it while it starts. The sources of
 each harness's id are listed in `ipse.handoff._session`. Wherever a user names a session, the
-harness's bare id and its key name the same one (`session_names`); `environ_session` is the
+agent CLI's bare id and its key name the same one (`session_names`); `environ_session` is the
 session a process's environment names (what a command line run inside an agent is part of).
 """
 
@@ -91,7 +91,7 @@ def _turn_metadata_session(value: Any) -> str | None:
 
 def environ_session(environ: Mapping[str, str]) -> str | None:
     """The session a process's environment names: ``IPSE_SESSION`` as given, else the
-    harness's session id (``CLAUDE_CODE_SESSION_ID``, Codex's thread id) as a key; None."""
+    agent CLI's session id (``CLAUDE_CODE_SESSION_ID``, Codex's thread id) as a key; None."""
     given = environ.get("IPSE_SESSION", "").strip()
     if given:
         return given
@@ -110,7 +110,7 @@ def mcp_session(environ: Mapping[str, str], meta: Any = None) -> str:
 
 def session_names(name: str) -> tuple[str, ...]:
     """The keys a session named ``name`` may be stored under, in the order to try them: the
-    name as given, then its other form, so a bare harness id (``f0a5...``) and its key
+    name as given, then its other form, so an agent CLI's bare id (``f0a5...``) and its key
     (``session:f0a5...``) name the same session wherever a session is named."""
     value = name.strip()
     if not value:

@@ -34,7 +34,7 @@ def identity(
 ) -> str:
     """What tells two archived items apart: the address of what they hold, the call's arguments
     and the result's output (`ipse.archive._text.held`), never their envelopes. The same item
-    read from the wire and from a harness's transcript (which adds its own metadata), or sent
+    read from the wire and from an agent CLI's transcript (which adds its own metadata), or sent
     again with a cache breakpoint moved, is one item; two calls that share an id but ran with
     other arguments or gave other output are two. ``payloads``: the item's payloads as stored,
     where at hand (a cache breakpoint is looked for only when they hold one)."""

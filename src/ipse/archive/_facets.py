@@ -10,7 +10,8 @@ shell), ``read`` (a tool named like read, view, list, glob, grep, search, find o
 
 The paths are the values of the input's path fields, the files an ``apply_patch`` envelope
 names, and the words of a shell command that look like files (a ``/`` or an extension; no
-options, URLs, variables or globs), each as written. Recognised by shape, never by harness name.
+options, URLs, variables or globs), each as written. Recognised by shape, never by an agent
+CLI's name.
 
 The archive reads these itself because it sits below the handoff, which reads tool calls for
 its ledger: a removed item that carries ``action`` and ``paths`` of its own is indexed by those

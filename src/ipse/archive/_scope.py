@@ -2,11 +2,11 @@
 
 An archive may be shared (PostgreSQL for many machines), so a lookup never reads every session
 unless asked. The caller is who asks: the session it runs in (the MCP server's own session; for
-the command line, ``IPSE_SESSION`` or the harness's session id in its environment) and its
+the command line, ``IPSE_SESSION`` or the agent CLI's session id in its environment) and its
 project (the repository holding its working folder, else that folder). `scope_for` is the rule
 every front end applies, the MCP server, the command line and the adapters alike:
 
-- a session named outright is that session (a bare harness id or ``session:<id>``);
+- a session named outright is that session (the agent CLI's bare id or ``session:<id>``);
 - scope ``all`` is every session, ``project`` every session filed under the caller's project;
 - otherwise (scope ``session`` or none) the caller's session; with none known and no scope
   asked, the caller's project; with neither known, a `UsageError` saying what to give.
@@ -65,7 +65,7 @@ def project_key(folder: str | Path) -> str:
 
 def cli_caller(environ: Mapping[str, str], cwd: str | Path) -> Caller:
     """The caller a command line is: the session its environment names (``IPSE_SESSION``, the
-    harness's session id), and the project of its working folder."""
+    agent CLI's session id), and the project of its working folder."""
     from ipse.sessions import environ_session
 
     return Caller(environ_session(environ), project_key(cwd))

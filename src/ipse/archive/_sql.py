@@ -245,7 +245,7 @@ class SqlArchive:
 
     def resolve_session(self, name: str) -> tuple[str, ...]:
         """The stored keys of the session ``name`` names: the name as given and its other form
-        (a bare harness id and ``session:<id>`` are one session, whichever a writer used),
+        (an agent CLI's bare id and ``session:<id>`` are one session, whichever a writer used),
         else the one session it begins (at least `MIN_PREFIX` characters); () when none.
         `UsageError` when it begins several."""
         forms = session_names(name) or (name,)

@@ -105,7 +105,7 @@ def held(
     call: Mapping[str, Any], result: Mapping[str, Any] | None, marked: bool = True
 ) -> list[Any]:
     """What an item holds, without its envelope (ids, types, status, cache breakpoints, a
-    harness's metadata): the call's arguments (decoded when a JSON string; a thinking block's
+    transcript's metadata): the call's arguments (decoded when a JSON string; a thinking block's
     words or data) and the result's output (its ``output`` or ``content``). ``marked=False``
     says no cache breakpoint is in it (nothing to take out)."""
     argument: Any = None

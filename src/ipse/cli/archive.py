@@ -1,7 +1,7 @@
 """``ipse recall`` and ``ipse archive list``: find and give back what a handoff removed.
 
 Both read the caller's own sessions unless told otherwise, by the rule every front end shares
-(`ipse.archive.scope_for`): the session ``IPSE_SESSION`` or the harness names in the
+(`ipse.archive.scope_for`): the session ``IPSE_SESSION`` or the agent CLI names in the
 environment, else the sessions filed under the project of the working folder; ``--session``
 names one, ``--scope all`` reads every session.
 
@@ -39,7 +39,7 @@ def _caller() -> Any:
 @click.option("--grep", "query", metavar="TEXT", help="Find items holding every word of TEXT.")
 @click.option("--path", metavar="P", help="Find items that named P (a file or a folder above).")
 @click.option("--kind", type=_KIND, help="Find items of this kind (what the call did).")
-@click.option("--session", help="Look in this session (a harness id or session:<id>).")
+@click.option("--session", help="Look in this session (an agent CLI's id or session:<id>).")
 @click.option("--scope", type=_SCOPE, help="Look in the session, the project, or all sessions.")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option("--store", help=_STORE_HELP)
@@ -59,7 +59,7 @@ def recall_command(
     with --grep, --path or --kind, the best matches with their ids and a line of each.
 
     Without --session or --scope an id is looked up in this session (IPSE_SESSION, the
-    harness's session id), then in this project's sessions; a search reads this session, or
+    agent CLI's session id), then in this project's sessions; a search reads this session, or
     without one this project's.
 
     \b

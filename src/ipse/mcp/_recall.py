@@ -63,7 +63,8 @@ RECALL_SCHEMA = object_schema(
         },
         "session": {
             "type": "string",
-            "description": "Look in this session instead (a harness session id or session:<id>).",
+            "description": "Look in this session instead (an agent CLI's session id or "
+            "session:<id>).",
         },
         "limit": {
             "type": "integer",
@@ -180,7 +181,7 @@ LIST_SCHEMA = object_schema(
         "scope": _SCOPE,
         "session": {
             "type": "string",
-            "description": "List this session instead (a harness session id or session:<id>).",
+            "description": "List this session instead (an agent CLI's session id or session:<id>).",
         },
         "kind": _KIND,
         "limit": {
