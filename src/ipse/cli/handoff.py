@@ -282,9 +282,10 @@ def _best(source: Source, file: Path) -> dict[str, Any]:
 
 
 def _open_archive(store: str | None) -> LazyArchive:
-    from ipse.archive import LazyArchive
+    from ipse.archive import LazyArchive, project_key
 
-    return LazyArchive(store)
+    # filed under this folder's project, where `ipse recall` run here looks
+    return LazyArchive(store, project=project_key(Path.cwd()))
 
 
 def _writer(output: Path | None) -> Callable[[bytes], None] | None:
