@@ -25,11 +25,17 @@ for an interruption.
 Foreign exceptions are translated once, where they are caught, with ``raise ... from exc``:
 `os_error` turns an `OSError` into an `InputError` naming the file, and the store's connections
 (``ipse.store._connections``) turn sqlite3 and psycopg errors into `StoreError`. Callers only
-ever catch this tree.
+ever catch this tree. One kind of `OSError` can come from anywhere a path is looked at (a
+``Path.exists()``, a ``mkdir``, sqlite opening a database): a path that cannot be reached, under
+a folder the user may not search or past a file where a folder should be. `unreachable_path`
+is its one translation, used by the CLI's handler: one line naming the path, exit 2, as an
+unreadable file gets.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 
@@ -140,6 +146,26 @@ def os_error(exc: OSError, doing: str, path: str | Path) -> InputError:
     return InputError(f"cannot {doing}: {exc.strerror or exc}", path=path)
 
 
+_UNREACHABLE = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOTDIR: "not a folder on the way to it",
+    errno.ENAMETOOLONG: "name too long",
+    errno.ELOOP: "too many levels of symbolic links",
+}
+
+
+def unreachable_path(exc: BaseException) -> InputError | None:
+    """The `InputError` for an `OSError` saying a path cannot be reached (permission denied on
+    it or on a folder above it, a file where a folder should be, a name too long, a loop of
+    links): ``PATH: permission denied``; None for any other exception."""
+    if not isinstance(exc, OSError) or exc.errno not in _UNREACHABLE:
+        return None
+    if not isinstance(exc.filename, str | bytes | os.PathLike):
+        return None
+    return InputError(_UNREACHABLE[exc.errno], path=os.fsdecode(exc.filename))
+
+
 __all__ = [
     "BUSY",
     "CheckFailed",
@@ -156,4 +182,5 @@ __all__ = [
     "UsageError",
     "WriterConflict",
     "os_error",
+    "unreachable_path",
 ]
