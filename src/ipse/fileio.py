@@ -6,7 +6,8 @@ new one, never a torn mix, and bad input never leaves a half-written output behi
 
 Input is read only from regular files (`read_bytes`, `read_text`): a FIFO would block forever
 and ``/dev/zero`` never ends, so both are refused by their type before anything is read, and a
-size limit (``IPSE_MAX_INPUT_BYTES``, default 2 GiB) bounds what is read into memory.
+size limit (``IPSE_MAX_INPUT_BYTES``, default 2 GiB) bounds what is read into memory. A text
+input is judged by its size and its first bytes before it is read whole (`check_text_head`).
 
 What ipse keeps for itself (databases, the archive, records, logs, pid files) can hold secrets
 from tool output, so it is private to the user: `private_dir` makes folders 0700 and
@@ -201,6 +202,47 @@ def read_lines(
             progress.update(label, read, size)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+
+
+TEXT_HEAD_BYTES = 8192
+"""How much of a text input `check_text_head` reads to judge it."""
+
+
+def check_text_head(
+    path: str | Path,
+    *,
+    limit: int | None = None,
+    expected: str = "JSON or JSONL",
+    empty_ok: bool = False,
+) -> None:
+    """Refuse an input that cannot be read as text before any of it is read whole: not a
+    regular file, over the size limit (`max_input_bytes`), empty, or binary (a NUL byte among
+    its first `TEXT_HEAD_BYTES`; ``empty_ok``: an empty file passes, for the caller to say
+    what it lacks). Every command that reads a file whole, or a line of it of
+    unknown length, asks this first: a 1 GB sparse file is refused by its size or its first
+    bytes, never after being read."""
+    p = Path(path)
+    fd, _, _ = _open_within(p, limit)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            head = handle.read(TEXT_HEAD_BYTES)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+    finally:
+        os.close(fd)
+    check_head(head, p, whole=len(head) < TEXT_HEAD_BYTES and not empty_ok, expected=expected)
+
+
+def check_head(
+    head: bytes, path: str | Path, *, whole: bool, expected: str = "JSON or JSONL"
+) -> None:
+    """Refuse the first bytes of an input that is empty (when ``head`` is all of it) or
+    binary."""
+    if whole and not head.strip():
+        raise InputError("the file is empty", path=path)
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise InputError(f"a binary file, not {expected}", path=path, position=f"byte {nul}")
 
 
 def _too_large(p: Path, size: int, most: int) -> InputError:

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipse.fileio import check_text_head, read_bytes
 from ipse.handoff import is_checkpoint
 from ipse.probe._artifacts import artifacts, command_of, exit_status
 from ipse.probe._grit import grit
@@ -235,7 +236,8 @@ def read_invariants(session: Path) -> list[str]:
     for folder in (session.parent, session.parent.parent):
         path = folder / "state" / "10_invariants.md"
         if path.is_file():
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            check_text_head(path, expected="text")
+            lines = read_bytes(path).decode("utf-8", errors="replace").splitlines()
             return [
                 line.lstrip("-*0123456789. ").strip()
                 for line in lines
