@@ -13,6 +13,7 @@ the command line uses for it, so the CLI needs exactly one handler (its group's 
     │   └── NoStore           2  a command that only reads found no database (nothing created)
     ├── CheckFailed           1  a check ran and found a problem
     ├── StoreError            2  a storage backend failed or holds unusable data
+    │   ├── ConnectionLost    2  the connection failed mid-statement: a write may have landed
     │   ├── WriterConflict   75  another writer holds the twin's lease: try again
     │   └── StaleWriter      75  this writer's lease was taken over: try again
     └── MissingExtra          2  an optional package extra is not installed
@@ -114,6 +115,12 @@ was written and running the command again may succeed. Not 1, which says a check
 problem."""
 
 
+class ConnectionLost(StoreError):
+    """The connection to the database failed while a statement was in flight (the server
+    terminated it, restarted, or the network dropped it): a write may have been committed
+    before the reply was lost. A caller that retries first reads back what it wrote."""
+
+
 class WriterConflict(StoreError):
     """Another writer holds the lease for this twin; exit code 75 (`BUSY`)."""
 
@@ -169,6 +176,7 @@ def unreachable_path(exc: BaseException) -> InputError | None:
 __all__ = [
     "BUSY",
     "CheckFailed",
+    "ConnectionLost",
     "CutError",
     "InputError",
     "InvalidConversation",
