@@ -344,19 +344,41 @@ def _umask() -> int:
     return umask
 
 
+def check_output(path: str | Path) -> None:
+    """Refuse an output file (a user's ``-o``) whose folder does not exist or is not a folder:
+    a mistyped path must not make a whole tree of folders. ``-`` (stdout) and devices pass."""
+    target = Path(path)
+    if str(target) == "-" or _is_special(target):
+        return
+    folder = target.parent if str(target.parent) else Path(".")
+    blocker = _not_a_folder(folder)
+    if blocker is not None:
+        raise InputError(f"cannot write: {blocker} is not a directory", path=target)
+    if not folder.is_dir():
+        raise InputError(f"cannot write: the folder {folder} does not exist", path=target)
+
+
 def atomic_write(
-    path: str | Path, data: bytes | str, *, mode: int | None = None, private: bool = False
+    path: str | Path,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    private: bool = False,
+    make_folders: bool = True,
 ) -> None:
     """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder.
 
     ``mode`` sets the file's mode; otherwise an existing file keeps its own, and a new one gets
-    what ``open`` would give it, or 0600 when ``private`` (conversation content)."""
+    what ``open`` would give it, or 0600 when ``private`` (conversation content). Missing
+    folders are made, unless ``make_folders`` is false (a user's output: `check_output`)."""
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if _is_special(target):
         _write_through(target, payload)
         return
     folder = target.parent if str(target.parent) else Path(".")
+    if not make_folders:
+        check_output(target)
     blocker = _not_a_folder(folder)
     if blocker is not None:
         raise InputError(f"cannot write: {blocker} is not a directory", path=target)

@@ -336,7 +336,7 @@ def export_command(
         document = export_state(snapshot.state, schema)
     if output:
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-        atomic_write(Path(output), text, private=True)
+        atomic_write(Path(output), text, private=True, make_folders=False)
         if as_json:
             emit_json({"twin_id": twin_id, "schema": schema, "output": output})
         return
