@@ -1,27 +1,34 @@
-"""Whether a harness's first request to the model carries ipse's tools, as ``ipse install``
-registers the server: the real ``claude -p`` and ``codex exec``, N runs each, every run in a
-fresh home against a scripted upstream on loopback (`tests.support`), so nothing leaves the
-machine and no cache of an earlier run helps.
+"""Whether an agent CLI's first request to the model carries ipse's tools, as ``ipse install``
+registers the server: the real ``claude -p``, ``codex exec`` and ``gemini -p``, N runs each, per
+model, every run in a fresh home against a scripted upstream on loopback (`tests.support`), so
+nothing leaves the machine and no cache of an earlier run helps.
 
-Each run installs ipse (``ipse install --agent ... --user``), starts the harness, answers its
-first request with one tool call (Claude Code: ``mcp__ipse__micro_handoff``; Codex: a shell
-command) and its second with text, and records:
+Each run installs ipse (``ipse install --agent ... --user``; Gemini CLI: the project, trusted),
+starts the agent CLI, answers its first request with one tool call (Claude Code:
+``mcp__ipse__micro_handoff``; Codex: a shell command; Gemini CLI: ``mcp_ipse_micro_handoff``)
+and its second with text, and records how the FIRST request offered ipse's tools:
 
-- whether the FIRST request's ``tools`` carried all of ipse's tools (Claude Code: the
-  ``mcp__ipse__*`` tools with their schemas; Codex: the ``mcp__ipse`` namespace),
-- whether the ``tools`` array was the same in every request of the run (serialised in the
-  order received: a server whose tools arrive late changes it mid-session, which breaks the
-  prompt cache),
-- the time from spawn to the first request.
+- with their schemas: Claude Code's ``mcp__ipse__*`` tools in ``tools``; Codex's ``mcp__ipse``
+  namespace with its tools; Gemini CLI's ``mcp_ipse_*`` function declarations;
+- by name only, deferred: Claude Code lists them in a message as deferred behind its ToolSearch
+  tool; Codex names the ``mcp__ipse`` namespace under "Deferred tool namespaces" in a developer
+  message (the model finds a tool's schema with a search, or calls it from its ``exec`` code);
+- not at all;
 
-The baseline, measured in the same run and interleaved with it, is the entry without the keys
-that make each harness wait (Claude Code's ``alwaysLoad``, Codex's ``required``): what install
-wrote before. ``--late S`` starts the server S seconds late (a loaded machine). Bounded: every
-harness runs in its own process group, killed with everything it started (the MCP servers) at
+whether the ``tools`` array was the same in every request of the run (serialised in the order
+received: a server whose tools arrive late changes it mid-session, which breaks the prompt
+cache), and the time from spawn to the first request.
+
+``--models`` picks the models per agent CLI (``default``: none named, the agent CLI's own
+choice). The baseline, measured in the same run and interleaved with it, is the entry without
+the key install adds for it (Claude Code's ``alwaysLoad``, Codex's ``required``, Gemini CLI's
+``trust``). ``--late S`` starts the server S seconds late (a loaded machine). Bounded: every
+agent CLI runs in its own process group, killed with everything it started (the MCP servers) at
 ``--timeout`` or when the run ends, and no run starts after ``--budget`` seconds.
 
-    python bench/first_request.py [--runs 30] [--agents claude-code,codex] [--late 0]
-                                  [--no-baseline] [--timeout 120] [--budget 1500]
+    python bench/first_request.py [--runs 30] [--agents claude-code,codex,gemini]
+        [--models claude-code=default;codex=default,gpt-5;gemini=gemini-2.5-flash]
+        [--late 0] [--no-baseline] [--timeout 120] [--budget 1500] [-v]
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.anthropic_upstream import anthropic_upstream  # noqa: E402
+from tests.support.gemini_upstream import gemini_upstream  # noqa: E402
 from tests.support.openai_upstream import openai_upstream  # noqa: E402
 
 SOURCE = ROOT / "src"
@@ -68,10 +76,14 @@ def _binary(variable: str, relative: str) -> str:
     return found
 
 
+DEFAULT_MODELS = "claude-code=default;codex=default,gpt-5;gemini=gemini-2.5-flash"
+
+
 @dataclass
 class Run:
-    ok: bool = False  # the harness exited 0
-    first_has_tools: bool = False
+    ok: bool = False  # the agent CLI exited 0
+    first_has_tools: bool = False  # ipse's tools with their schemas
+    first_named: bool = False  # ipse's tools by name only (deferred)
     same_tools: bool = False
     requests: int = 0
     first_s: float | None = None
@@ -88,9 +100,11 @@ class Tally:
         median = f"{statistics.median(firsts):.2f} s" if firsts else "-"
         failed = sum(not r.ok for r in self.runs)
         carried = sum(r.first_has_tools for r in self.runs)
+        named = sum(r.first_named for r in self.runs)
         same = sum(r.same_tools for r in self.runs)
         return (
-            f"{label:<30} first request with ipse's tools {carried:>3}/{n}"
+            f"{label:<44} first request: with schemas {carried:>3}/{n}"
+            f"   named only (deferred) {named:>3}/{n}"
             f"   same tools all run {same:>3}/{n}"
             f"   median to first request {median}"
             + (f"   ({failed} exited non-zero)" if failed else "")
@@ -105,7 +119,7 @@ def _run(
 ) -> tuple[int | None, float | None, str]:
     """Run ``argv`` in its own process group; return its exit code (None when killed at
     ``timeout``), seconds from spawn to the first request ``seen()`` reports, and stderr's end.
-    The group (the harness and the servers it started) is killed before this returns."""
+    The group (the agent CLI and the servers it started) is killed before this returns."""
     first: float | None = None
     code: int | None = None
     with tempfile.TemporaryFile() as errors:
@@ -129,7 +143,7 @@ def _run(
                 time.sleep(0.01)
         finally:
             with suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the harness and its servers
+                os.killpg(process.pid, signal.SIGKILL)  # the agent CLI and its servers
             process.wait()
         errors.seek(0)
         return code, first, errors.read().decode("utf-8", "replace")[-600:]
@@ -172,7 +186,7 @@ def _same(requests: list[dict[str, Any]]) -> bool:
 # ----------------------------------------------------------------------------- the agents
 
 
-def claude_run(claude: str, wait: bool, late: float, timeout: float) -> Run:
+def claude_run(claude: str, model: str, wait: bool, late: float, timeout: float) -> Run:
     with _home() as home:
         env = {
             **os.environ,
@@ -195,31 +209,29 @@ def claude_run(claude: str, wait: bool, late: float, timeout: float) -> Run:
             entry["command"] = _late(home, entry["command"], late)
         config.write_text(json.dumps(document))
         call = {"id": "toolu_bench_01", "name": "mcp__ipse__micro_handoff", "input": NOTES}
+        chosen = [] if model == "default" else ["--model", model]
         with anthropic_upstream([{"text": "Checkpoint.", "tool_use": call}, "Noted."]) as up:
             env["ANTHROPIC_BASE_URL"] = up.url
             code, first, errors = _run(
-                [
-                    claude,
-                    "-p",
-                    "Record a checkpoint.",
-                    "--allowedTools",
-                    "mcp__ipse__micro_handoff",
-                ],
+                [claude, "-p", "Record a checkpoint.", *chosen,
+                 "--allowedTools", "mcp__ipse__micro_handoff"],
                 env,
                 home,
                 timeout,
                 lambda: bool(up.messages_requests()),
-            )
+            )  # fmt: skip
             requests = up.messages_requests()
     run = Run(ok=code == 0, requests=len(requests), first_s=first, error=errors)
     if requests:
         names = {t.get("name", "") for t in requests[0].get("tools") or []}
         run.first_has_tools = {f"mcp__ipse__{n}" for n in OURS} <= names
+        listed = json.dumps([requests[0].get("system"), requests[0].get("messages")])
+        run.first_named = not run.first_has_tools and "mcp__ipse__micro_handoff" in listed
         run.same_tools = _same(requests)
     return run
 
 
-def codex_run(codex: str, wait: bool, late: float, timeout: float) -> Run:
+def codex_run(codex: str, model: str, wait: bool, late: float, timeout: float) -> Run:
     with _home() as home:
         codex_home = home / ".codex"
         codex_home.mkdir()
@@ -237,15 +249,18 @@ def codex_run(codex: str, wait: bool, late: float, timeout: float) -> Run:
         }
         with openai_upstream([{"text": "Checking.", "tool_call": call}, "Done."]) as up:
             config = codex_home / "config.toml"
+            chosen = "" if model == "default" else f"model = {json.dumps(model)}\n"
             config.write_text(
-                'model = "gpt-5"\nmodel_provider = "bench"\napproval_policy = "never"\n\n'
+                f'{chosen}model_provider = "bench"\napproval_policy = "never"\n\n'
                 f'[model_providers.bench]\nname = "bench"\nbase_url = "{up.url}/v1"\n'
                 'wire_api = "responses"\nenv_key = "OPENAI_API_KEY"\n'
             )
             _install("codex", env, home)
             text = config.read_text()
             # Codex hands its servers a few variables only: this checkout's ipse
-            text = text.replace("env = { ", f"env = {{ PYTHONPATH = {json.dumps(str(SOURCE))}, ", 1)
+            if "PYTHONPATH = " not in text:  # (install carries the one it ran with)
+                source = json.dumps(str(SOURCE))
+                text = text.replace("env = { ", f"env = {{ PYTHONPATH = {source}, ", 1)
             if not wait:
                 text = text.replace("required = true\n", "", 1)
             if late:
@@ -269,6 +284,68 @@ def codex_run(codex: str, wait: bool, late: float, timeout: float) -> Run:
         spaces = [t for t in requests[0].get("tools") or [] if t.get("name") == "mcp__ipse"]
         names = {t.get("name") for t in spaces[0].get("tools", [])} if spaces else set()
         run.first_has_tools = names >= OURS
+        listed = json.dumps(requests[0].get("input"))
+        deferred = listed.find("Deferred tool namespaces")
+        run.first_named = (
+            not run.first_has_tools
+            and deferred >= 0
+            and "- mcp__ipse:" in listed[deferred : deferred + 4000]
+        )
+        run.same_tools = _same(requests)
+    return run
+
+
+def _gemini_reply(body: dict[str, Any]) -> Any:
+    """Gemini CLI's side requests (its router's classifier) get the JSON they ask for; its main
+    requests a checkpoint call, then text."""
+    if not body.get("tools"):
+        return json.dumps({"complexity_reasoning": "short", "complexity_score": 10})
+    answered = "functionResponse" in json.dumps(body.get("contents"))
+    call = {"name": "mcp_ipse_micro_handoff", "args": NOTES}
+    return "Noted." if answered else {"text": "Checkpoint.", "function_call": call}
+
+
+def gemini_run(gemini: str, model: str, wait: bool, late: float, timeout: float) -> Run:
+    with _home() as home:
+        project = home / "project"
+        (home / ".gemini").mkdir()
+        project.mkdir()
+        (home / ".gemini" / "settings.json").write_text(
+            json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+        )
+        trusted = {str(project.resolve()): "TRUST_FOLDER"}
+        (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
+        env = {**os.environ, "HOME": str(home), "IPSE_HOME": str(home / "ipse")}
+        done = subprocess.run(
+            [sys.executable, "-m", "ipse", "install", "--agent", "gemini"],
+            env=env, cwd=project, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if done.returncode != 0:
+            sys.exit(f"first_request: ipse install failed: {done.stderr.strip()}")
+        config = project / ".gemini" / "settings.json"
+        document = json.loads(config.read_text())
+        entry = document["mcpServers"]["ipse"]
+        if not wait:
+            entry.pop("trust", None)
+        if late:
+            entry["command"] = _late(home, entry["command"], late)
+        config.write_text(json.dumps(document))
+        chosen = [] if model == "default" else ["-m", model]
+        with gemini_upstream(_gemini_reply) as up:
+            env.update(GOOGLE_GEMINI_BASE_URL=up.url, GEMINI_API_KEY="k-bench")
+            env.pop("PYTHONPATH", None)  # the entry names ipse by path
+            main = lambda: [b for b in up.generate_requests() if b.get("tools")]  # noqa: E731
+            code, first, errors = _run(
+                [gemini, "-p", "Record a checkpoint.", *chosen],
+                env, project, timeout, lambda: bool(main()),
+            )  # fmt: skip
+            requests = main()
+    run = Run(ok=code == 0, requests=len(requests), first_s=first, error=errors)
+    if requests:
+        declared = {
+            d.get("name") for t in requests[0]["tools"] for d in t.get("functionDeclarations", [])
+        }
+        run.first_has_tools = {f"mcp_ipse_{n}" for n in OURS} <= declared
         run.same_tools = _same(requests)
     return run
 
@@ -276,10 +353,20 @@ def codex_run(codex: str, wait: bool, late: float, timeout: float) -> Run:
 # ---------------------------------------------------------------------------------- main
 
 
+def _models(text: str, agents: list[str]) -> dict[str, list[str]]:
+    """``agent=model,model;agent=...`` as a list of models per agent (``default``: none named)."""
+    chosen = {}
+    for part in text.split(";"):
+        agent, _, models = part.partition("=")
+        chosen[agent.strip()] = [m.strip() for m in models.split(",") if m.strip()]
+    return {a: chosen.get(a) or ["default"] for a in agents}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=30, help="runs per agent and entry")
+    parser.add_argument("--runs", type=int, default=30, help="runs per agent, model and entry")
     parser.add_argument("--agents", default="claude-code,codex")
+    parser.add_argument("--models", default=DEFAULT_MODELS, help="agent=model,...;agent=...")
     parser.add_argument("--late", type=float, default=0.0, help="start the server S s late")
     parser.add_argument("--no-baseline", action="store_true", help="skip the old entry")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a run may take")
@@ -290,36 +377,39 @@ def main() -> None:
     runners = {
         "claude-code": (claude_run, "IPSE_CLAUDE_BIN", "claude-code/node_modules/.bin/claude"),
         "codex": (codex_run, "IPSE_CODEX_BIN", "codex/node_modules/.bin/codex"),
+        "gemini": (gemini_run, "IPSE_GEMINI_BIN", "gemini/node_modules/.bin/gemini"),
     }
     unknown = [a for a in agents if a not in runners]
     if unknown:
         sys.exit(f"first_request: unknown agent(s) {', '.join(unknown)}")
     binaries = {a: _binary(runners[a][1], runners[a][2]) for a in agents}
+    models = _models(args.models, agents)
     kinds = [True] if args.no_baseline else [True, False]
-    tallies = {(a, w): Tally() for a in agents for w in kinds}
+    cases = [(a, m, w) for a in agents for m in models[a] for w in kinds]
+    tallies = {case: Tally() for case in cases}
     started = time.monotonic()
-    print(f"first_request: {args.runs} run(s) per agent and entry, server {args.late:g} s late")
+    print(
+        f"first_request: {args.runs} run(s) per agent, model and entry, server {args.late:g} s late"
+    )
     for index in range(args.runs):
-        for agent in agents:
-            for wait in kinds:  # interleaved: drift hits both entries alike
-                if time.monotonic() - started > args.budget:
-                    break
-                run = runners[agent][0](binaries[agent], wait, args.late, args.timeout)
-                tallies[(agent, wait)].runs.append(run)
-                if args.verbose or not run.ok:
-                    first = f"{run.first_s:.2f}s" if run.first_s is not None else "-"
-                    print(
-                        f"  {agent} {'install' if wait else 'baseline'} #{index + 1}: ok={run.ok} "
-                        f"tools_first={run.first_has_tools} same={run.same_tools} "
-                        f"requests={run.requests} first={first}"
-                        + ("" if run.ok else f" stderr: {run.error.strip()[-200:]!r}"),
-                        flush=True,
-                    )
+        for agent, model, wait in cases:  # interleaved: drift hits every case alike
+            if time.monotonic() - started > args.budget:
+                break
+            run = runners[agent][0](binaries[agent], model, wait, args.late, args.timeout)
+            tallies[(agent, model, wait)].runs.append(run)
+            if args.verbose or not run.ok:
+                first = f"{run.first_s:.2f}s" if run.first_s is not None else "-"
+                print(
+                    f"  {agent} {model} {'install' if wait else 'baseline'} #{index + 1}: "
+                    f"ok={run.ok} schemas={run.first_has_tools} named={run.first_named} "
+                    f"same={run.same_tools} requests={run.requests} first={first}"
+                    + ("" if run.ok else f" stderr: {run.error.strip()[-200:]!r}"),
+                    flush=True,
+                )
     elapsed = time.monotonic() - started
-    for agent in agents:
-        for wait in kinds:
-            label = f"{agent} ({'install' if wait else 'without the key'})"
-            print(tallies[(agent, wait)].line(label))
+    for agent, model, wait in cases:
+        label = f"{agent} {model} ({'install' if wait else 'without the key'})"
+        print(tallies[(agent, model, wait)].line(label))
     short = [k for k, t in tallies.items() if len(t.runs) < args.runs]
     if short:
         print(f"budget of {args.budget:g} s reached: fewer runs than asked for {short}")

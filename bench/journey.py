@@ -6,7 +6,9 @@ exec`` with a model provider at the upstream), the client's own start-up, which 
 three times.
 
 ``--agent claude-code`` (the default) runs the Claude Code journey, ``--agent codex`` the Codex
-one (for the share of runs whose first request offered ipse's tools, say ``--runs 30``).
+one, ``--agent gemini`` the headless Gemini CLI one (``gemini -p``, no proxy; its baseline a
+``gemini -p`` turn without ipse); for the share of runs whose first request offered ipse's
+tools, say ``--runs 30``.
 ``--tool-search off`` runs Claude Code with ``ENABLE_TOOL_SEARCH=false`` (MCP schemas in
 ``tools``) instead of as it comes (MCP tools deferred behind its ToolSearch tool); ``--slow-mcp
 SECONDS`` makes ``ipse mcp`` start that much later (a ``sitecustomize`` on PYTHONPATH), to see
@@ -17,7 +19,7 @@ install --proxy --port`` points the agent at) and the MCP server; every process 
 stopped by it. Each run has its own fresh folder under a temporary directory, removed afterwards
 (``--keep`` keeps them). Exit status 1 when any run failed.
 
-    python bench/journey.py [--agent claude-code|codex] [--runs 10] [--tool-search on|off]
+    python bench/journey.py [--agent claude-code|codex|gemini] [--runs 10] [--tool-search on|off]
                             [--slow-mcp SECONDS] [--keep]
 """
 
@@ -38,14 +40,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.journey import claude_code, codex  # noqa: E402
+from tests.journey import claude_code, codex, gemini  # noqa: E402
 from tests.journey._world import Broken, run  # noqa: E402
 from tests.support.anthropic_upstream import anthropic_upstream  # noqa: E402
+from tests.support.gemini_upstream import gemini_upstream  # noqa: E402
 from tests.support.openai_upstream import openai_upstream  # noqa: E402
 
 CLIENTS = {
     "claude-code": ("claude", "IPSE_CLAUDE_BIN", "claude-code", "@anthropic-ai/claude-code"),
     "codex": ("codex", "IPSE_CODEX_BIN", "codex", "@openai/codex"),
+    "gemini": ("gemini", "IPSE_GEMINI_BIN", "gemini", "@google/gemini-cli"),
 }
 
 
@@ -88,6 +92,19 @@ def bare_codex_turn(codex_cli: str, folder: Path) -> float:
         return _timed([codex_cli, "exec", "--skip-git-repo-check", "Say hello."], folder, env)
 
 
+def bare_gemini_turn(gemini_cli: str, folder: Path) -> float:
+    """Seconds of one ``gemini -p`` turn to a scripted upstream, without ipse."""
+    (folder / ".gemini").mkdir()
+    (folder / ".gemini" / "settings.json").write_text(
+        '{"security": {"auth": {"selectedType": "gemini-api-key"}}}'
+    )
+    env = {**os.environ, "HOME": str(folder), "GEMINI_API_KEY": "k-bench"}
+    with gemini_upstream(["Hello."]) as upstream:
+        env["GOOGLE_GEMINI_BASE_URL"] = upstream.url
+        argv = [gemini_cli, "-p", "Say hello.", "-m", gemini.MODEL, "--skip-trust"]
+        return _timed(argv, folder, env)
+
+
 def _timed(argv: list[str], folder: Path, env: dict[str, str]) -> float:
     started = time.monotonic()
     done = run(argv, cwd=folder, env=env, timeout=120)
@@ -120,12 +137,15 @@ def main() -> int:
     search = options.tool_search == "on"
     top = Path(tempfile.mkdtemp(prefix="ipse-journey-bench-"))
     env = _slow_mcp(top / "slow", options.slow_mcp) if options.slow_mcp else {}
-    journey: Callable[[Path, str], Any] = (
-        (lambda root, cli: claude_code.journey(root, cli, search, env))
-        if options.agent == "claude-code"
-        else codex.journey
-    )
-    bare = bare_claude_turn if options.agent == "claude-code" else bare_codex_turn
+    journeys: dict[str, tuple[Callable[[Path, str], Any], Callable[[str, Path], float]]] = {
+        "claude-code": (
+            lambda root, cli: claude_code.journey(root, cli, search, env),
+            bare_claude_turn,
+        ),
+        "codex": (codex.journey, bare_codex_turn),
+        "gemini": (gemini.journey, bare_gemini_turn),
+    }
+    journey, bare = journeys[options.agent]
     try:
         (top / "baseline").mkdir()
         baseline = bare(client, top / "baseline")

@@ -1,8 +1,7 @@
 """Kinds of the public value classes: how many of the classes the public packages export are
-``@dataclass``, ``msgspec.Struct``, hand-slotted (``__slots__`` without either) or something
-else, and which. A dataclass made by `ipse._plain.plain_dataclass` (its own ``__init__``, the
-rest made without compiling code) counts as the dataclass it is, and is also listed as such.
-Also the size of each package's ``__all__``.
+``@dataclass``, ``msgspec.Struct``, hand-slotted (``__slots__`` without either: the SessionStart
+hook's `ipse._plain.Plain` classes) or something else, and which. Also the size of each
+package's ``__all__``.
 
 Run: ``python bench/kinds.py`` (``-v`` lists every class of each kind).
 """
@@ -33,7 +32,7 @@ PACKAGES = [
     "ipse.store",
     "ipse.probe",
     "ipse.mcp",
-    "ipse.harness",
+    "ipse.agents",
 ]
 
 
@@ -54,13 +53,6 @@ def kind(cls: type) -> str | None:
     return "other class"
 
 
-def plain_made(cls: type) -> bool:
-    """Whether a dataclass writes its own ``__init__`` (``@dataclass`` compiles the one it
-    makes from a string: its code's file is ``<string>``)."""
-    init = cls.__dict__.get("__init__")
-    return init is not None and init.__code__.co_filename != "<string>"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", dest="verbose", action="store_true")
@@ -78,10 +70,6 @@ def main() -> None:
             what = kind(value)
             if what is not None:
                 found[what].add(f"{name}.{member}")
-            if what is not None and what.startswith("dataclass") and plain_made(value):
-                found["dataclass, own __init__ (ipse._plain.plain_dataclass), of those above"].add(
-                    f"{name}.{member}"
-                )
     for what, names in sorted(found.items()):
         print(f"{len(names):4}  {what}")
         if args.verbose or not what.startswith("dataclass ("):

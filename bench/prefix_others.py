@@ -1,19 +1,27 @@
 """Benchmark and cross-check: ``ipse prefix`` beside the other prompt-cache tools people install
 for the same question (cachemiss, claude-cache-audit, kvleak), on the same session files.
 
-Installs nothing. A tool is used when its executable is found: on ``PATH``, or in the folder
-named by ``--tools`` (e.g. a scratch venv's ``bin``). Tools not found are skipped with a message.
+A tool is used when its executable is found: on ``PATH``, or in the folder named by ``--tools``
+(e.g. a scratch venv's ``bin``); ``--install VENV`` makes that venv (when it is not there) and
+installs the three tools into it with pip, then uses its ``bin``. Tools not found are skipped
+with a message. ``--sizes MB ...`` adds Claude Code sessions of those sizes, generated as
+`bigsession` generates them (one long thread of copies of the largest shared session), timed
+whatever ``--max-mb`` says. ``--src FOLDER`` runs ipse from that source tree (``python -m ipse``
+with it on ``PYTHONPATH``, its bytecode compiled first: another checkout, to compare before
+and after).
 Each tool is pointed at one file at a time (a temporary Claude config folder holding just that
 session and its ``subagents/``, as those tools read ``~/.claude/projects``), and run ``--runs``
 times; the least wall time counts.
 
 Speed (default): per file, ipse's wall time against the fastest other tool's on the same file,
-as a ratio (target: at most 1.0x on sessions up to 5 MB).
+as a ratio, and its peak memory against the least of theirs (targets: time at most 1.0x the
+fastest's on sessions of 50 MB and more, 1.5x on small ones; memory at most 2x).
 
 ``--compare``: per file, each tool's break count and dollars lost, beside ipse's and beside what
-the recorded usage says (one row per billed call, by response id; a break is a call that read at
-least 1,000 tokens less than the previous call of its thread had cached (its read plus its write
-on Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
+the recorded usage says (one row per billed call, by response id, else by the call's identity
+in its usage: the same input side, the output rising; a break is a call that read at least
+1,000 tokens less than the previous call of its thread had cached (its read plus its write on
+Anthropic, its whole prompt in 128-token steps on OpenAI), up to its own prompt's size;
 dollars at the write price of the call's TTL less the read price).
 
 ``--instructions``: also the instructions of one run of ipse and of the fastest tool on each
@@ -192,8 +200,8 @@ def _recorded(session: Path) -> tuple[int, float, int]:
             if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
                 chains.setdefault(str(path), []).append(("", {}, None))  # (a compaction)
                 continue
-            if record.get("type") == "user":
-                last_usage = None
+            if record.get("type") == "user" and not _tool_results(record):
+                last_usage = None  # (a call's tool results may come between its records)
             if record.get("type") != "assistant":
                 continue
             chain: Any = str(path)
@@ -211,7 +219,8 @@ def _recorded(session: Path) -> tuple[int, float, int]:
                 if key in seen:
                     continue
                 seen.add(key)
-            elif usage == last_usage:
+            elif last_usage is not None and _one_call(last_usage, usage):
+                last_usage = usage
                 continue  # another record of the same call
             last_usage = usage
             item = (record.get("timestamp") or "", usage, message.get("model"))
@@ -243,6 +252,42 @@ def _recorded(session: Path) -> tuple[int, float, int]:
                     usd += lost * price * extra / 1e6
             previous = read + write
     return breaks, usd, calls
+
+
+def _tool_results(record: dict[str, Any]) -> bool:
+    content = (record.get("message") or {}).get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+_INPUT_SIDE = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _one_call(before: dict[str, Any], usage: dict[str, Any]) -> bool:
+    """Records of one streamed call without an id: the same input side, the output rising."""
+    if any(before.get(k) != usage.get(k) for k in _INPUT_SIDE):
+        return False
+    return bool((usage.get("output_tokens") or 0) >= (before.get("output_tokens") or 0))
+
+
+def _install(venv: Path) -> Path:
+    """The ``bin`` of ``venv``, made if missing, with the other tools installed by pip."""
+    if not (venv / "bin" / "pip").is_file():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, *TOOLS], check=True)
+    return venv / "bin"
+
+
+def _generated(folder: Path, megabytes: float) -> Path:
+    """A Claude Code session of ``megabytes`` MB, as `bigsession` generates it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bigsession import generate
+
+    return generate(folder / f"generated-{megabytes:g}mb.jsonl", megabytes)
 
 
 def _is_codex(path: Path) -> bool:
@@ -303,11 +348,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run ipse as python -m ipse without compiled bytecode (see _ipse)",
     )
+    parser.add_argument("--install", type=Path, help="a venv to install the other tools into")
+    parser.add_argument("--sizes", type=float, nargs="*", default=[], help="MB of generated")
+    parser.add_argument("--src", type=Path, help="run ipse from this source folder")
     args = parser.parse_args(argv)
     files = args.files or [
         *sorted((SHARED / "claude-code").glob("*.jsonl")),
         *sorted((SHARED / "codex").glob("*.jsonl")),
     ]
+    generated = tempfile.TemporaryDirectory()
+    big = [_generated(Path(generated.name), size) for size in args.sizes]
+    files = [*files, *big]
+    if args.install is not None:
+        args.tools = _install(args.install)
     found = {t: _find(t, args.tools) for t in TOOLS}
     for tool, exe in found.items():
         if exe is None:
@@ -315,12 +368,17 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     bytecode = tempfile.TemporaryDirectory()
     ipse, ipse_env = _ipse(args.source, env, Path(bytecode.name))
+    if args.src is not None:  # (its bytecode compiled first, as an installed package's)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.src)], check=True)
+        own = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        ipse, ipse_env = [sys.executable, "-m", "ipse"], {**own, "PYTHONPATH": str(args.src)}
+    memory: list[float] = []
     ratios: list[float] = []
     cpu_ratios: list[float] = []
     counted: list[float] = []
     for session in files:
         size = session.stat().st_size / 1e6
-        if size > args.max_mb and not args.compare:
+        if size > args.max_mb and not args.compare and session not in big:
             continue
         codex = _is_codex(session)
         with tempfile.TemporaryDirectory() as scratch:
@@ -352,10 +410,12 @@ def main(argv: list[str] | None = None) -> int:
             cpu_ratio = mine[2] / max(results[fastest][2], 1e-3)
             ratios.append(ratio)
             cpu_ratios.append(cpu_ratio)
+            least = min(r[3] for t, r in results.items() if t != "ipse")
+            memory.append(mine[3] / least)
             line += (
                 f"  fastest {fastest} {others[fastest]:.3f} s ({results[fastest][2]:.3f} cpu, "
                 f"{results[fastest][3] / 1024:.0f} MB)"
-                f"  ratio {ratio:.2f}x (cpu {cpu_ratio:.2f}x)"
+                f"  ratio {ratio:.2f}x (cpu {cpu_ratio:.2f}x, memory {memory[-1]:.2f}x the least)"
             )
             if args.instructions:
                 with tempfile.TemporaryDirectory() as scratch:
@@ -384,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"ratio ipse / fastest other: wall median {ratios[middle]:.2f}x, worst "
             f"{ratios[-1]:.2f}x; processor median {cpu_ratios[middle]:.2f}x, worst "
-            f"{cpu_ratios[-1]:.2f}x (target: at most 1.0x)"
+            f"{cpu_ratios[-1]:.2f}x; peak memory worst {max(memory):.2f}x the least other's"
         )
     if counted:
         counted.sort()

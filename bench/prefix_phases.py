@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bigsession import generate, parse
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
+from ipse.transcript.formats import claude_code, claude_code_requests
 from ipse.transcript.formats.claude_code import read_session
-from ipse.transcript.formats.claude_code_requests import request_thread
+from ipse.transcript.formats.claude_code_requests import billed_thread
 
 
 def _given(value: Any, *args: Any, **kwargs: Any) -> Any:
@@ -78,11 +79,13 @@ def phases(path: Path) -> dict[str, float]:
         out["read"] = clock() - start
         start = clock()
         session = read_session(path)
-        thread = request_thread(session)
+        thread = billed_thread(session)
         out["load"] = clock() - start
         with (
-            mock.patch.object(_requests, "read_session", functools.partial(_given, session)),
-            mock.patch.object(_requests, "request_thread", functools.partial(_given, thread)),
+            mock.patch.object(claude_code, "read_session", functools.partial(_given, session)),
+            mock.patch.object(
+                claude_code_requests, "billed_thread", functools.partial(_given, thread)
+            ),
         ):
             start = clock()
             log = _requests.read_requests(path)

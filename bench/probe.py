@@ -37,7 +37,7 @@ from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
 SWEEP = (5, 10, 20, 40)
-SHOWN = ("none", "ipse", "mask-3", "mask-5", "mask-10", "truncate", "harness")
+SHOWN = ("none", "ipse", "mask-3", "mask-5", "mask-10", "truncate", "compaction-summary")
 
 
 def sessions(data: Path) -> list[Path]:

@@ -3,6 +3,8 @@ without importing click; every other command line goes to the full one."""
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +47,8 @@ def test_fast_answer_is_the_full_command_lines_answer(
 
 
 # What the hook must not import: the command-line framework, the readers, and the standard
-# library's heavier modules (dataclasses brings inspect; hashlib loads OpenSSL).
+# library's heavier modules (dataclasses brings inspect; hashlib loads OpenSSL). What each
+# would add: python bench/edge_tricks.py; the rule: docs/development.md, "Speed at the edges".
 _NOT_ON_THE_HOOK = (
     "click",
     "ipse.transcript",
@@ -72,6 +75,39 @@ def test_the_hook_does_not_import_click(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert b"Port the parser" in done.stdout
     assert done.stderr.strip() == b"[]"
+
+
+def _hook_modules(folder: Path) -> set[str]:
+    """The modules of ipse the hook imports."""
+    code = (
+        "import sys; sys.argv = ['ipse', 'state', 'resume', '--hook', 'claude-code']; "
+        "from ipse.cli._entry import entry; entry(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ipse'), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(ast.literal_eval(done.stderr.strip().splitlines()[-1]))
+
+
+# How a module keeps `typing`, `dataclasses` and `hashlib` away from the hook's start
+_HOOK_TRICKS = re.compile(
+    r"^_?TYPE_CHECKING = False|^from ipse\._plain import|^from ipse\._sha256 import", re.M
+)
+
+
+def test_the_hook_s_tricks_stay_on_the_hook_s_path(tmp_path: Path) -> None:
+    """Only the modules the hook imports may write around `typing`, `dataclasses` and
+    `hashlib`: everywhere else the plain forms (``from typing import``, ``@dataclass``,
+    `hashlib`)."""
+    init(tmp_path / "state", "Port the parser", "the tests pass")
+    src = Path(__file__).resolve().parents[1] / "src"
+    tricked = set()
+    for path in src.rglob("*.py"):
+        if _HOOK_TRICKS.search(path.read_text(encoding="utf-8")):
+            parts = path.relative_to(src).with_suffix("").parts
+            tricked.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    assert tricked, "the pattern finds the hook's modules"
+    assert tricked - _hook_modules(tmp_path) == set()
 
 
 def test_a_file_as_the_folder_is_reported_by_the_full_command_line(tmp_path: Path) -> None:

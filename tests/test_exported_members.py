@@ -13,11 +13,11 @@ import pytest
 PACKAGES = [
     "ipse",
     "ipse.adapters",
+    "ipse.agents",
     "ipse.archive",
     "ipse.cli",
     "ipse.handoff",
     "ipse.handoff.wire",
-    "ipse.harness",
     "ipse.mcp",
     "ipse.prefix",
     "ipse.probe",

@@ -26,7 +26,7 @@ from ipse.errors import (
     WriterConflict,
 )
 
-_TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+_TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if _TYPE_CHECKING:
     from ipse.transcript import (
         Conversation,
@@ -44,7 +44,8 @@ if _TYPE_CHECKING:
     )
 
 # Names served from ipse.transcript, imported on first use: a command that never reads a
-# conversation (a SessionStart hook) does not pay for the readers of every format.
+# conversation (a SessionStart hook) does not pay for the readers of every format
+# (``python bench/edge_tricks.py``; docs/development.md, "Speed at the edges").
 _MODULES = {
     "transcript": (
         "Conversation",

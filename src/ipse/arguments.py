@@ -29,27 +29,34 @@ def _check(value: Any, spec: Mapping[str, Any], where: str) -> None:
     if kind == "object":
         _object(value, spec, where)
     elif kind == "array":
-        if not isinstance(value, list):
-            raise InputError(f"{_name(where)}: expected a list")
-        items = spec.get("items")
-        for i, item in enumerate(value):
-            if items is not None:
-                _check(item, items, f"{where}[{i}]")
-    elif kind == "string":
-        if not isinstance(value, str):
-            raise InputError(f"{_name(where)}: expected a string")
+        _array(value, spec, where)
+    elif kind == "string" and not isinstance(value, str):
+        raise InputError(f"{_name(where)}: expected a string")
     elif kind == "integer":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{_name(where)}: expected an integer")
-        if "minimum" in spec and value < spec["minimum"]:
-            raise InputError(f"{_name(where)}: must be at least {spec['minimum']}")
-        if "maximum" in spec and value > spec["maximum"]:
-            raise InputError(f"{_name(where)}: must be at most {spec['maximum']}")
+        _integer(value, spec, where)
     elif kind == "boolean" and not isinstance(value, bool):
         raise InputError(f"{_name(where)}: expected true or false")
     if "enum" in spec and value not in spec["enum"]:
         choices = ", ".join(str(v) for v in spec["enum"])
         raise InputError(f"{_name(where)}: must be one of {choices}")
+
+
+def _array(value: Any, spec: Mapping[str, Any], where: str) -> None:
+    if not isinstance(value, list):
+        raise InputError(f"{_name(where)}: expected a list")
+    items = spec.get("items")
+    if items is not None:
+        for i, item in enumerate(value):
+            _check(item, items, f"{where}[{i}]")
+
+
+def _integer(value: Any, spec: Mapping[str, Any], where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{_name(where)}: expected an integer")
+    if "minimum" in spec and value < spec["minimum"]:
+        raise InputError(f"{_name(where)}: must be at least {spec['minimum']}")
+    if "maximum" in spec and value > spec["maximum"]:
+        raise InputError(f"{_name(where)}: must be at most {spec['maximum']}")
 
 
 def _object(value: Any, spec: Mapping[str, Any], where: str) -> None:

@@ -107,10 +107,11 @@ def journey(
 ) -> Result:
     """Run the whole journey in ``root`` (empty); the seams it checked, failures included.
 
-    ``tool_search``: Claude Code as it comes, which defers MCP tools behind its ToolSearch tool
-    (their names listed in the system message of each request, not their schemas in ``tools``);
-    False: ``ENABLE_TOOL_SEARCH=false``, which puts them in ``tools`` with their schemas. Either
-    way what the first request offers stays the same through the session. ``env``: more of the
+    ``tool_search``: Claude Code as it comes, whose tool search defers MCP tools behind its
+    ToolSearch tool (names listed in a system message) unless a server's entry says
+    ``alwaysLoad``, as ipse's does (its tools then come with their schemas in ``tools``); False:
+    ``ENABLE_TOOL_SEARCH=false``, which puts every server's tools in ``tools``. Either way what
+    the first request offers stays the same through the session. ``env``: more of the
     user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it)."""
     settings = {} if tool_search else {"ENABLE_TOOL_SEARCH": "false"}
     world = World.create(

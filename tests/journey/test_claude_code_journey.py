@@ -7,8 +7,8 @@ as the Anthropic API does, and the record); three ``claude -p`` turns, not ``--b
 MCP as a user has them), in which the model reads a file, calls ``mcp__ipse__micro_handoff`` with
 notes, then answers. Then: the SessionStart hook started the proxy; the first request already
 offered ipse's tools and what it offers is the same in every request (run twice: as Claude Code
-comes, which lists MCP tools by name in its system message as deferred behind ToolSearch, and
-with ``ENABLE_TOOL_SEARCH=false``, which puts their schemas in ``tools``); the request after the
+comes, with its tool search on, which leaves ipse's tools in ``tools`` because the entry says
+``alwaysLoad``, and with ``ENABLE_TOOL_SEARCH=false``); the request after the
 checkpoint lost the tool traffic before it and kept every authored text, and the next one shares
 its prefix; ``ipse report`` and ``ipse prefix`` read the proxy's record, show the handoff and
 quote the saving the proxy log and the MCP result quote; ``ipse recall`` gives back the file

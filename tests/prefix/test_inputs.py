@@ -11,7 +11,7 @@ import pytest
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
 from ipse.prefix._actual import _int, actual_tokens
-from ipse.prefix._hashing import block_text
+from ipse.prefix._blocks import block_text
 from ipse.prefix._report import analyze
 from tests.conftest import run_cli
 

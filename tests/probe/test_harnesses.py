@@ -1,6 +1,6 @@
-"""The probe on small sessions of other harnesses built here: a Codex rollout that compacts
-(its replayed history and summary are the harness strategy), a Cline task history (file tools
-by name), and a checkpoint call (the notes, kept by ipse, gone without them)."""
+"""The probe on small sessions of other agent CLIs built here: a Codex rollout that compacts
+(its replayed history and summary are the compaction-summary strategy), a Cline task history
+(file tools by name), and a checkpoint call (the notes, kept by ipse, gone without them)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_a_codex_compaction_is_scored_against_what_codex_kept(tmp_path: Path) ->
     [probe] = document["probes"]
     scores = {s["name"]: s for s in probe["strategies"]}
     assert scores["ipse"]["kept_or_recallable"] == 100.0
-    harness_lost = {f["value"] for f in scores["harness"]["lost"]}
+    harness_lost = {f["value"] for f in scores["compaction-summary"]["lost"]}
     assert "crates/core/src/cache.rs" in harness_lost and "E0425" in harness_lost
     assert "Never change the public API." not in harness_lost
 

@@ -72,7 +72,7 @@ def test_every_strategy_is_asked_and_scored_by_a_real_model(tmp_path: Path) -> N
     assert "small model" in document["model"]["caveat"]
     [probe] = document["probes"]
     asked = {s["name"]: s["model"]["asked"] for s in probe["strategies"] if "model" in s}
-    assert set(asked) >= {"none", "ipse", "mask-3", "harness"}
+    assert set(asked) >= {"none", "ipse", "mask-3", "compaction-summary"}
     assert len(set(asked.values())) == 1 and next(iter(asked.values())) >= 3
     for strategy in probe["strategies"]:
         for row in strategy.get("model", {}).get("answers", []):

@@ -1,5 +1,6 @@
-"""`ipse probe` on small Claude Code sessions built here: the cuts, the harness's own summary
-as a strategy, re-discovery, the seams, invariants beside the session, redacted lost facts."""
+"""`ipse probe` on small Claude Code sessions built here: the cuts, the agent CLI's own
+compaction summary as a strategy, re-discovery, the seams, invariants beside the session, redacted
+lost facts."""
 
 from __future__ import annotations
 
@@ -68,14 +69,15 @@ def test_probe_at_the_compaction_scores_every_strategy(tmp_path: Path) -> None:
     probe = _probe(document, "compaction")
     assert probe["cut"] == 19
     names = [s["name"] for s in probe["strategies"]]
-    assert names == ["none", "ipse", "mask-3", "mask-5", "mask-10", "truncate", "harness"]
+    strategies = ["none", "ipse", "mask-3", "mask-5", "mask-10", "truncate", "compaction-summary"]
+    assert names == strategies
     demanded = probe["demanded"]
     assert demanded["by_kind"]["constraint"] == 1  # the rule is standing
     none, ipse = _strategy(probe, "none"), _strategy(probe, "ipse")
     assert none["in_context"] == 100.0 and not none["lost"]
     assert ipse["kept_or_recallable"] == 100.0
     assert ipse["tokens"] < none["tokens"]
-    harness = _strategy(probe, "harness")
+    harness = _strategy(probe, "compaction-summary")
     lost = {f["value"] for f in harness["lost"]}
     assert "Never touch vendor/lib.c and always keep the tests green." in lost
     assert "src/parse/core.py:88" in lost
@@ -137,7 +139,7 @@ def test_cli_json_and_text(tmp_path: Path) -> None:
     assert document["tokenizer"] == "o200k_base"
     text = run_cli("probe", str(path))
     assert text.returncode == 0, text.stderr
-    assert "continuity at message 19" in text.stdout and "harness lost:" in text.stdout
+    assert "continuity at message 19" in text.stdout and "compaction-summary lost:" in text.stdout
     seams = run_cli("probe", str(path), "--at", "every:4")
     assert seams.returncode == 0 and "a handoff every 4 turns" in seams.stdout
 

@@ -45,5 +45,5 @@ def test_the_compacted_session_is_scored_against_its_real_summary(path: Path) ->
     document = probe_session(path, "checkpoint", counter=CharCounter())
     [probe] = document["probes"]
     assert probe["kind"] == "compaction" and probe["demanded"]["total"] > 0
-    harness = next(s for s in probe["strategies"] if s["name"] == "harness")
+    harness = next(s for s in probe["strategies"] if s["name"] == "compaction-summary")
     assert harness["tokens"] > 0 and harness["lost"]

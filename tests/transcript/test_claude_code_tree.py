@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from ipse.errors import UsageError
 from ipse.transcript import Origin, Text, ToolCall, ToolResult, load
-from ipse.transcript.formats.claude_code import SessionRecord, _live_path, read_session
+from ipse.transcript.formats.claude_code import read_session
+from ipse.transcript.formats.claude_code_tree import SessionRecord, live_path
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
 
@@ -276,7 +277,8 @@ def _answers(session: Any) -> Any:
 
 def _unslimmed(path: Path) -> Any:
     from ipse.transcript._jsonl import read_jsonl
-    from ipse.transcript.formats.claude_code import ClaudeCodeSession, SessionRecord
+    from ipse.transcript.formats.claude_code import ClaudeCodeSession
+    from ipse.transcript.formats.claude_code_tree import SessionRecord
 
     records = [
         SessionRecord(
@@ -369,7 +371,7 @@ def test_the_live_path_follows_string_ids_only(links: list[tuple[Any, Any, str]]
         SessionRecord(n, {"type": kind}, kind, uuid, parent, False, None)
         for n, (uuid, parent, kind) in enumerate(links, start=1)
     ]
-    assert _live_path(records) == _reference_live_path(records)
+    assert live_path(records) == _reference_live_path(records)
 
 
 def _reaches(records: list[SessionRecord], root: str) -> list[SessionRecord] | None:

@@ -187,7 +187,8 @@ def _render_causes(out: Any, report: PrefixReport, show_values: bool) -> None:
 
 
 def _render_totals(out: Any, summary: dict[str, Any]) -> None:
-    """The hit rate and the costs, then the loss per cause, compaction, cold starts, agents."""
+    """The hit rate and the costs, then the loss per cause, compaction, cold starts, agents,
+    conversations."""
     out.print(
         f"hit rate {summary['hit_rate']:.1%}"
         + (f" (recorded {summary['actual_hit_rate']:.1%})" if "actual_hit_rate" in summary else "")
@@ -211,11 +212,17 @@ def _render_totals(out: Any, summary: dict[str, Any]) -> None:
             f"cold starts (nothing cached before them): {cold['requests']} request(s), "
             f"{cold['tokens_written']:,} tokens written, {_money(cold['cost_usd'])}"
         )
-    for agent, entry in summary.get("by_agent", {}).items():
-        out.print(
-            f"  agent {agent}: {entry['requests']} request(s), cost {_money(entry['cost_usd'])}"
-            f", lost {entry['tokens_lost']:,} tokens, {_money(entry['cost_lost_usd'])}"
-        )
+    groups = [
+        ("agent", summary.get("by_agent", {})),
+        ("conversation", summary.get("by_conversation", {})),
+    ]
+    for label, by in groups:
+        for name, entry in by.items():
+            out.print(
+                f"  {label} {name}: {entry['requests']} request(s), cost "
+                f"{_money(entry['cost_usd'])}, lost {entry['tokens_lost']:,} tokens, "
+                f"{_money(entry['cost_lost_usd'])}"
+            )
 
 
 def _render_basis(out: Any, summary: dict[str, Any]) -> None:

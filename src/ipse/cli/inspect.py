@@ -140,11 +140,24 @@ def _render(report: dict[str, Any]) -> None:
             )
         names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
         print_table(out, "requests", [(name, "left") for name in names], rows)
+    if report.get("conversations"):
+        _render_conversations(out, report["conversations"])
     if report.get("other_exchanges"):
         others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
         out.print(f"other exchanges (not conversation turns): {others}", markup=False)
     if "message_index" in report:
         _render_messages(out, report["message_index"])
+
+
+def _render_conversations(out: Any, conversations: list[dict[str, Any]]) -> None:
+    """A row per conversation of a log that holds several (a proxy's record)."""
+    names = ("conversation", "requests", "last request", "messages", "input tokens")
+    rows = [
+        [str(c["conversation"] or "-"), str(c["requests"]), str(c["last_request"]),
+         str(c["messages"]), f"{c['input_tokens']:,}"]
+        for c in conversations
+    ]  # fmt: skip
+    print_table(out, "conversations", [(name, "left") for name in names], rows)
 
 
 def _render_messages(out: Any, rows: list[dict[str, Any]]) -> None:

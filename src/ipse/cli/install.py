@@ -1,5 +1,11 @@
 """``ipse install`` / ``ipse uninstall``: register ipse's MCP server (and the proxy) with an
-agent harness (a thin front end over `ipse.harness`)."""
+agent CLI (a thin front end over `ipse.agents`).
+
+Uninstall also deals with the proxy the removed settings routed through (the one Claude Code's
+hooks started, or the one Codex's provider pointed at): it stops it when it is this user's own
+(`ipse.proxy.identify`), no other install ipse can see routes through that port, and no request
+is in flight; otherwise it says in one line that it still runs, why, and how to stop it.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,14 @@ from typing import Any
 
 import click
 
+from ipse.agents import AGENTS
 from ipse.cli._output import console, emit_json
 
 _AGENT = click.option(
     "--agent",
-    type=click.Choice(["claude-code", "codex", "gemini"]),
+    type=click.Choice(AGENTS),
     required=True,
-    help="The agent harness.",
+    help="The agent CLI.",
 )
 _USER = click.option("--user", is_flag=True, help="The user's own config, not the project's.")
 _ROOT = click.option(
@@ -26,13 +33,20 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
 
-def _report(changes: list[Any], as_json: bool, notes: list[str] | None = None) -> None:
+def _report(
+    changes: list[Any],
+    as_json: bool,
+    notes: list[str] | None = None,
+    proxy: dict[str, Any] | None = None,
+) -> None:
     if as_json:
         document: dict[str, Any] = {
             "changes": [{"path": c.path, "action": c.action} for c in changes]
         }
         if notes is not None:
             document["notes"] = notes
+        if proxy is not None:
+            document["proxy"] = proxy
         emit_json(document)
         return
     out = console()
@@ -93,7 +107,8 @@ def install_command(
 
     claude-code: .mcp.json (--user: .claude.json in $CLAUDE_CONFIG_DIR or ~) and CLAUDE.md;
     codex: [mcp_servers.ipse] in $CODEX_HOME/config.toml and AGENTS.md; gemini:
-    .gemini/settings.json ($GEMINI_CLI_HOME/.gemini with --user) and GEMINI.md. --proxy:
+    .gemini/settings.json ($GEMINI_CLI_HOME/.gemini with --user; the entry says trust, so
+    Gemini CLI calls ipse's tools without asking, which `gemini -p` needs) and GEMINI.md. --proxy:
     Claude Code gets ANTHROPIC_BASE_URL and hooks that start the proxy (and refuse a prompt,
     saying why, when it cannot start); Codex a model provider at the proxy (start the proxy
     yourself: install prints the command); refused when the proxy's extra is not installed
@@ -107,8 +122,8 @@ def install_command(
       ipse install --agent codex --proxy
       ipse install --agent gemini --user
     """
+    from ipse.agents import install_agent, install_notes
     from ipse.errors import UsageError
-    from ipse.harness import install_agent, install_notes
 
     upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
     given = {k: v for k, v in upstreams.items() if v}
@@ -136,13 +151,53 @@ def install_command(
 @_JSON
 def uninstall_command(agent: str, user: bool, proxy: bool, root: Path, as_json: bool) -> None:
     """Remove what `ipse install` added, with or without --proxy (every other byte of each
-    file stays; entries a harness rewrote are found by their content).
+    file stays; entries an agent CLI rewrote are found by their content).
+
+    The proxy those settings routed through is stopped when it is yours, nothing else ipse can
+    see routes through its port and no request is in flight; else one line says it still runs
+    and how to stop it.
 
     \b
-    Example:
+    Examples:
       ipse uninstall --agent claude-code
+      ipse uninstall --agent codex --proxy --json
     """
-    from ipse.harness import uninstall_agent
+    from ipse.agents import proxy_port, routed_ports, uninstall_agent
 
     del proxy  # the proxy's settings go whenever install wrote them
-    _report(uninstall_agent(agent, root, user=user), as_json)
+    port = proxy_port(agent, root, user=user)
+    changes = uninstall_agent(agent, root, user=user)
+    if port is None:
+        _report(changes, as_json)
+        return
+    outcome = _left_proxy(port, routed_ports(root).get(port, []))
+    line = outcome.pop("line")
+    _report(changes, as_json, [line] if line else [], outcome)
+
+
+def _left_proxy(port: int, users: list[str]) -> dict[str, Any]:
+    """Stop the proxy on ``port`` that the removed settings routed through, when that is safe;
+    what happened, and the line that says so (None when no ipse proxy answers there)."""
+    from ipse.agents import proxy_url
+    from ipse.cli.proxy import stop_proxy
+    from ipse.proxy import identify
+
+    url = proxy_url(port)
+    how = f"stop it with `ipse proxy stop --port {port}`"
+    listener = identify(url, port)
+    found: dict[str, Any] = {"url": url, "running": listener.health is not None, "stopped": False}
+    if listener.health is None:
+        return {**found, "line": None}
+    pid, inflight = listener.pid, listener.health.get("inflight")
+    if not listener.own:
+        why = f"it is not yours ({listener.reason})"
+    elif users:
+        why = f"{', '.join(users)} still route(s) through it"
+    elif inflight or listener.health.get("workers", 1) != 1:
+        why = f"{inflight} request(s) in flight" if inflight else "it runs several workers"
+    else:
+        stop_proxy(pid, port, url)
+        line = f"stopped the ipse proxy at {url} (pid {pid}), which nothing else routes through"
+        return {**found, "running": False, "stopped": True, "pid": pid, "line": line}
+    line = f"the ipse proxy at {url} (pid {pid}) still runs: {why}; {how}"
+    return {**found, "pid": pid, "reason": why, "line": line}

@@ -20,7 +20,7 @@ LOST_SHOWN = 8  # lost facts listed per strategy in text output (--json lists th
     "--at",
     "at",
     help="Where to cut: a message index N, `checkpoint` (after the last checkpoint call, else at "
-    "the harness's compactions) or `every:K` (a handoff every K agent turns). Default: at every "
+    "the agent CLI's compactions) or `every:K` (a handoff every K agent turns). Default: at every "
     "compaction and at a quarter, half and three quarters of the session.",
 )
 @click.option(
@@ -69,8 +69,8 @@ def probe_command(
     the open task) are extracted from the session before the cut; the demanded ones are those
     the session cites after it. Each strategy's context is scored: `none` (whole history),
     `ipse` (micro-handoff; what it removed is recallable from the archive), `mask-N` (the last
-    N tool results kept), `truncate` (oldest turns dropped to ipse's tokens), and `harness`
-    (the session's own compaction summary, at its compaction points).
+    N tool results kept), `truncate` (oldest turns dropped to ipse's tokens), and
+    `compaction-summary` (the agent CLI's own summary, at its compaction points).
 
     \b
     Examples:

@@ -227,7 +227,7 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
                 f"{_shown(config.upstreams())}, {config.workers} workers); "
                 "it was left running: add --restart to replace it, or run `ipse proxy stop`"
             )
-        _stop(listener.pid, config.port, url)
+        stop_proxy(listener.pid, config.port, url)
     else:
         from ipse.proxy import foreign_listeners
 
@@ -351,12 +351,12 @@ def stop_command(host: str, port: int, as_json: bool) -> None:
         _say(as_json, {"running": False, "stopped": False, "url": url},
              f"ipse proxy: not running at {url}")  # fmt: skip
         return
-    _stop(pid, port, url)
+    stop_proxy(pid, port, url)
     _say(as_json, {"running": False, "stopped": True, "url": url, "pid": pid},
          f"ipse proxy: stopped (pid {pid})")  # fmt: skip
 
 
-def _stop(pid: int | None, port: int, url: str) -> None:
+def stop_proxy(pid: int | None, port: int, url: str) -> None:
     """Signal this user's proxy ``pid`` (already identified) and wait until it is gone."""
     pid_file, _ = _files(port)
     if pid is None:
@@ -425,4 +425,4 @@ def status_command(host: str, port: int, as_json: bool) -> None:
         raise SystemExit(1)
 
 
-__all__ = ["proxy_group"]
+__all__ = ["proxy_group", "stop_proxy"]

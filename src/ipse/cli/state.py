@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from ipse import jsonio
+from ipse.agents import AGENTS as AGENT_NAMES
 from ipse.cli._output import clean, console, emit_json, warn
 from ipse.errors import CheckFailed, InputError, UsageError
 
@@ -360,7 +361,7 @@ def canary_command(command: str, timeout: float, folder: Path, as_json: bool) ->
         raise CheckFailed(f"canary failed: {result.reason}")
 
 
-AGENTS = click.Choice(["claude-code", "codex", "gemini", "generic"])
+AGENTS = click.Choice([*AGENT_NAMES, "generic"])  # generic: the rule in AGENTS.md
 
 
 def _root_option(func: F) -> F:

@@ -108,15 +108,16 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _session_conversation(settings: Settings) -> Any:
-    """The Claude Code session or Codex thread this server runs in, when its file can be found;
-    else None."""
-    from ipse.transcript import claude_code_session_file, codex_session_file
+    """The session this server runs in (a Claude Code session, a Codex thread: each agent CLI's
+    session folder in turn), when its file can be found; else None."""
+    from ipse.agents import agents_with_sessions
 
     session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
-    path, kind = claude_code_session_file(session, settings.cwd), "claude-code"
-    if path is None:
-        path, kind = codex_session_file(session), "codex"
-    if path is None:
+    found = (
+        (a.session_file(session, settings.cwd), a.session_format) for a in agents_with_sessions()
+    )
+    path, kind = next(((p, k) for p, k in found if p is not None), (None, None))
+    if path is None or kind is None:
         return None
     from ipse.errors import IpseError
     from ipse.transcript import read_conversation

@@ -12,17 +12,17 @@ ipse; save the four a replay builds for every request, `Request`, `Tokens`, `Pre
 `Row`: frozen msgspec structs, built several times faster. As dataclasses they would cost a
 replay of a Claude Code session about 11% more instructions (each one's docstring gives its
 share); `msgspec.structs.replace` makes a changed copy of one. The rule and price tables are
-frozen dataclasses whose memo of answers is no part of their value (equality, repr), made by
-`ipse._plain.plain_dataclass`: ``@dataclass`` would cost every start a millisecond a class.
+frozen dataclasses whose memo of answers is no part of their value (equality, repr).
 """
 
 from __future__ import annotations
 
+import typing as _typing
+
 from ipse import _lazy
 from ipse.errors import PrefixEdit
 
-_TYPE_CHECKING = False  # (`typing` is not imported for this)
-if _TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ipse.prefix._actual import Agreement, actual_tokens, agreement
     from ipse.prefix._assemble import Assembler, CacheCost
     from ipse.prefix._causes import CAUSES, Cause
@@ -30,8 +30,9 @@ if _TYPE_CHECKING:
     from ipse.prefix._layers import BlockHash, Layer, layers
     from ipse.prefix._lint import Finding, lint
     from ipse.prefix._live import LiveAnalysis
-    from ipse.prefix._report import MIN_TOKENS, PrefixReport, Row, analyze
+    from ipse.prefix._report import MIN_TOKENS, analyze
     from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
+    from ipse.prefix._rows import PrefixReport, Row
     from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
     from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
     from ipse.prefix._watch import Watcher, default_folders
@@ -46,8 +47,9 @@ _MODULES = {
     "_layers": ("BlockHash", "Layer", "layers"),
     "_lint": ("Finding", "lint"),
     "_live": ("LiveAnalysis",),
-    "_report": ("MIN_TOKENS", "PrefixReport", "Row", "analyze"),
+    "_report": ("MIN_TOKENS", "analyze"),
     "_requests": ("UNRECORDED_FRONT", "Request", "RequestLog", "read_requests"),
+    "_rows": ("PrefixReport", "Row"),
     "_rules": ("PROVIDERS", "Rules", "prices", "rules"),
     "_simulate": ("Prediction", "Simulator", "Step", "Tokens", "simulator"),
     "_watch": ("Watcher", "default_folders"),

@@ -11,9 +11,9 @@ request's input tokens, and at least 128 tokens (OpenAI's step; block estimates 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ipse._plain import plain_dataclass
 from ipse.jsonio import is_object
 from ipse.prefix._simulate import Tokens
 
@@ -74,6 +74,48 @@ def write_split(usage: Mapping[str, Any] | None) -> tuple[int, int] | None:
     return five or 0, hour or 0
 
 
+def beyond_top_level(usage: Mapping[str, Any] | None) -> tuple[Tokens, tuple[int, int]] | None:
+    """What a request was billed for beyond its usage's top level, and those writes by TTL
+    (5-minute, 1-hour): where the usage lists the request's sampling iterations
+    (``iterations``: a server-side compaction summarises the conversation, then answers from
+    the summary), the top level counts the last iteration alone, and the request is billed for
+    every one. None when the iterations add nothing (none listed, or no more than the top
+    level)."""
+    if not is_object(usage):
+        return None
+    iterations = usage.get("iterations")
+    if not (isinstance(iterations, list) and iterations):
+        return None
+    listed = [_with_split(i) for i in iterations if is_object(i)]
+    counted = [c for c in listed if c is not None]
+    top = _with_split(usage) or (Tokens(0, 0, 0), (0, 0))
+    read = sum(t.cache_read for t, _ in counted) - top[0].cache_read
+    write = sum(t.cache_write for t, _ in counted) - top[0].cache_write
+    uncached = sum(t.uncached for t, _ in counted) - top[0].uncached
+    if min(read, write, uncached) < 0 or read + write + uncached == 0:
+        return None  # (iterations that do not add up to the top level: not trusted)
+    five = sum(s[0] for _, s in counted) - top[1][0]
+    hour = sum(s[1] for _, s in counted) - top[1][1]
+    split = (five, hour) if min(five, hour) >= 0 and five + hour == write else (write, 0)
+    return Tokens(read, write, uncached), split
+
+
+def compacts(usage: Mapping[str, Any] | None) -> bool:
+    """Whether the usage lists a server-side compaction among the request's iterations."""
+    iterations = usage.get("iterations") if is_object(usage) else None
+    return isinstance(iterations, list) and any(
+        is_object(i) and i.get("type") == "compaction" for i in iterations
+    )
+
+
+def _with_split(usage: Mapping[str, Any]) -> tuple[Tokens, tuple[int, int]] | None:
+    """A usage's tokens and its writes by TTL (all 5-minute where it does not say)."""
+    tokens = actual_tokens(usage)
+    if tokens is None:
+        return None
+    return tokens, write_split(usage) or (tokens.cache_write, 0)
+
+
 def write_ttl(usage: Mapping[str, Any] | None) -> str | None:
     """The TTL the record says this request wrote with: ``1h`` when any of its writes were
     1-hour writes, ``5m`` when only 5-minute ones were, None when the record does not say."""
@@ -98,7 +140,7 @@ def agrees(predicted: Tokens, actual: Tokens, within: float | None = None) -> bo
     return abs(predicted.cache_read - actual.cache_read) <= within
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Agreement:
     """Prediction against recorded usage over the requests that have both."""
 
@@ -109,25 +151,6 @@ class Agreement:
     write_predicted: int
     write_actual: int
     mean_abs_read_error: float
-
-    def __init__(
-        self,
-        compared: int,
-        agreeing: int,
-        read_predicted: int,
-        read_actual: int,
-        write_predicted: int,
-        write_actual: int,
-        mean_abs_read_error: float,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "compared", compared)
-        set_(self, "agreeing", agreeing)
-        set_(self, "read_predicted", read_predicted)
-        set_(self, "read_actual", read_actual)
-        set_(self, "write_predicted", write_predicted)
-        set_(self, "write_actual", write_actual)
-        set_(self, "mean_abs_read_error", mean_abs_read_error)
 
     @property
     def share(self) -> float:

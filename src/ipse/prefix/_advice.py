@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ipse.prefix._rules import prices, rules
 
 if TYPE_CHECKING:
-    from ipse.prefix._report import PrefixReport, Row
+    from ipse.prefix._rows import PrefixReport, Row
 
 FIXES = {
     "model_changed": "Choose the model once per session; a switch starts a separate cache "

@@ -18,12 +18,13 @@ history length.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
-from ipse._plain import plain_dataclass
+from ipse.prefix._blocks import block_text
+from ipse.prefix._flat import Flat, Locator
 from ipse.prefix._growing import SharedHistory
-from ipse.prefix._hashing import Flat, Locator, block_text
 from ipse.prefix._simulate import Miss
 
 CAUSES = (
@@ -58,7 +59,7 @@ API_CAUSES = {
 }
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Cause:
     """A named reason, where it happened, and a one-line explanation."""
 
@@ -67,21 +68,6 @@ class Cause:
     detail: str
     candidate: int | None = None  # index of the earlier request compared against
     value: str | None = None  # the changed text, shown only on request (it may be a secret)
-
-    def __init__(
-        self,
-        kind: str,
-        location: str,
-        detail: str,
-        candidate: int | None = None,
-        value: str | None = None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "kind", kind)
-        set_(self, "location", location)
-        set_(self, "detail", detail)
-        set_(self, "candidate", candidate)
-        set_(self, "value", value)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,7 +78,7 @@ class Cause:
         }
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Side:
     """One request as `classify` needs it."""
 
@@ -100,13 +86,6 @@ class Side:
     body: Mapping[str, Any]
     flat: Flat
     provider: str
-
-    def __init__(self, index: int, body: Mapping[str, Any], flat: Flat, provider: str) -> None:
-        set_ = object.__setattr__
-        set_(self, "index", index)
-        set_(self, "body", body)
-        set_(self, "flat", flat)
-        set_(self, "provider", provider)
 
 
 def locate(where: Locator, body: Mapping[str, Any], provider: str) -> str:

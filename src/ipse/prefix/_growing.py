@@ -23,13 +23,11 @@ the checks a request read as sent needs are not made again for each of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import KW_ONLY, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from ipse._plain import plain_dataclass
 
-
-@plain_dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class SharedHistory(Mapping[str, Any]):
     """A request body: ``front`` (everything but the messages) and ``base[:count]`` then
     ``tail`` under ``key``; ``overlay``: breakpoints (message, block, TTL) the shared list
@@ -45,29 +43,6 @@ class SharedHistory(Mapping[str, Any]):
     sent: Callable[[int], Any] | None = field(default=None, repr=False)
     tail: Sequence[Any] = field(default=(), repr=False)
     checked: bool = False
-
-    def __init__(
-        self,
-        front: Mapping[str, Any],
-        base: list[Any],
-        count: int,
-        *,
-        key: str = "messages",
-        overlay: Sequence[tuple[int, int, str]] = (),
-        materialize: Callable[[], list[Any]] | None = None,
-        sent: Callable[[int], Any] | None = None,
-        tail: Sequence[Any] = (),
-        checked: bool = False,
-    ) -> None:
-        self.front = front
-        self.base = base
-        self.count = count
-        self.key = key
-        self.overlay = overlay
-        self.materialize = materialize
-        self.sent = sent
-        self.tail = tail
-        self.checked = checked
 
     @property
     def size(self) -> int:

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse.prefix._actual import actual_tokens
+from ipse.prefix._blocks import block_text
 from ipse.prefix._causes import locate, raw_at
-from ipse.prefix._hashing import Flat, Flattener, block_text
+from ipse.prefix._flat import Flat
+from ipse.prefix._hashing import Flattener
 from ipse.prefix._layers import request_body
 from ipse.prefix._requests import UNRECORDED_FRONT, body_provider
 from ipse.prefix._rules import rules
@@ -78,6 +80,21 @@ def lint(
         previous = _in_shape_of(previous, name)
     table = rules(name)
     flat = Flattener(table, counter).flatten(body)
+    findings, first_volatile = _volatile_front(flat, body, name)
+    findings.extend(_tool_order(body, previous))
+    if table.provider == "anthropic":
+        recorded = actual_tokens(usage)
+        cached = recorded.cache_read + recorded.cache_write if recorded is not None else 0
+        judge_size = not unseen_front and cached == 0
+        findings.extend(_breakpoints(flat, body, name, first_volatile, judge_size))
+    return findings
+
+
+def _volatile_front(
+    flat: Flat, body: Mapping[str, Any], name: str
+) -> tuple[list[Finding], int | None]:
+    """A finding for each block of the system prompt or the tools holding a volatile value,
+    and the first such position (None: none)."""
     findings: list[Finding] = []
     first_volatile: int | None = None
     for p, where in enumerate(flat.where):
@@ -87,19 +104,26 @@ def lint(
         values = volatile_values(text)
         if where[0] == "tools":  # tool docs quote example dates and ids; flag clock values only
             values = [v for v in values if v[0] in _TOOL_KINDS]
-        if values:
-            if first_volatile is None:
-                first_volatile = p
-            kind, value = values[0]
-            findings.append(
-                Finding(
-                    f"volatile_{'system' if where[0] == 'system' else 'tool'}",
-                    locate(where, body, name),
-                    f"a {kind} {fingerprint(value)} in the front of the request: each new "
-                    "value rewrites the cache from here on; move it to the newest message",
-                    value=value,
-                )
+        if not values:
+            continue
+        if first_volatile is None:
+            first_volatile = p
+        kind, value = values[0]
+        findings.append(
+            Finding(
+                f"volatile_{'system' if where[0] == 'system' else 'tool'}",
+                locate(where, body, name),
+                f"a {kind} {fingerprint(value)} in the front of the request: each new "
+                "value rewrites the cache from here on; move it to the newest message",
+                value=value,
             )
+        )
+    return findings, first_volatile
+
+
+def _tool_order(body: Mapping[str, Any], previous: Mapping[str, Any] | None) -> list[Finding]:
+    """Tools listed twice, and the same tools in another order than the request before."""
+    findings: list[Finding] = []
     names = _tool_names(body)
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -117,11 +141,6 @@ def lint(
                     "sort them once and keep the order fixed",
                 )
             )
-    if table.provider == "anthropic":
-        recorded = actual_tokens(usage)
-        cached = recorded.cache_read + recorded.cache_write if recorded is not None else 0
-        judge_size = not unseen_front and cached == 0
-        findings.extend(_breakpoints(flat, body, name, first_volatile, judge_size))
     return findings
 
 
@@ -139,24 +158,38 @@ def _in_shape_of(body: Mapping[str, Any], provider: str) -> Mapping[str, Any]:
     out = {k: v for k, v in body.items() if k not in ("system", "tools", "messages")}
     tools = [t for t in body.get("tools") or () if isinstance(t, Mapping)]
     if anthropic_body:
-        system = body.get("system")
-        text = system if isinstance(system, str) else None
-        if isinstance(system, list):
-            text = "\n\n".join(block_text(b) for b in system)
-        out["messages"] = ([{"role": "system", "content": text}] if text else []) + messages
-        if tools:
-            out["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.get("name"),
-                        "description": t.get("description", ""),
-                        "parameters": t.get("input_schema", {}),
-                    },
-                }
-                for t in tools
-            ]
-        return out
+        _front_as_chat(body, messages, tools, out)
+    else:
+        _front_as_anthropic(messages, tools, out)
+    return out
+
+
+def _front_as_chat(
+    body: Mapping[str, Any], messages: list[Any], tools: list[Any], out: dict[str, Any]
+) -> None:
+    """An Anthropic body's ``system`` as the first chat message, its tools as functions."""
+    system = body.get("system")
+    text = system if isinstance(system, str) else None
+    if isinstance(system, list):
+        text = "\n\n".join(block_text(b) for b in system)
+    out["messages"] = ([{"role": "system", "content": text}] if text else []) + messages
+    if tools:
+        out["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.get("name"),
+                    "description": t.get("description", ""),
+                    "parameters": t.get("input_schema", {}),
+                },
+            }
+            for t in tools
+        ]
+
+
+def _front_as_anthropic(messages: list[Any], tools: list[Any], out: dict[str, Any]) -> None:
+    """A chat body's leading system (and developer) messages as ``system``, its functions as
+    tools."""
     lead = 0
     while lead < len(messages) and _role(messages[lead]) in ("system", "developer"):
         lead += 1
@@ -166,7 +199,6 @@ def _in_shape_of(body: Mapping[str, Any], provider: str) -> Mapping[str, Any]:
     out["messages"] = messages[lead:]
     if tools:
         out["tools"] = [_anthropic_tool(t) for t in tools]
-    return out
 
 
 def _role(message: Any) -> Any:

@@ -23,7 +23,8 @@ response began, and the usage the provider reported, when the log has them. Sour
   Every billed call counts, in time order: those the live path leaves out (interrupted or
   retried, on a branch the conversation left; marked ``off_path``), the sub-agents' (inline
   sidechains, and ``<session>/subagents/*.jsonl``; each request names its ``agent``); records
-  of one call without a response id (consecutive, identical usage) are one call.
+  of one call without a response id (the same request id; with none, the same input side of
+  the usage and the output count rising, only the call's tool results between) are one call.
 * Codex rollouts: one Responses request per model call, every call a view of one shared list
   of input items (a `SharedHistory` on ``input``), as the rollout never edits what it sent;
   the first call after a ``compacted`` record is a compaction call.
@@ -34,8 +35,8 @@ response began, and the usage the provider reported, when the log has them. Sour
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
-from dataclasses import field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,10 +44,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipse import jsonio
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, os_error
 from ipse.fileio import check_text_head
+from ipse.jsonio import is_object
+from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
+from ipse.prefix._log_requests import log_requests, rollout_requests
+from ipse.prefix._request import Request, provider_of
 from ipse.transcript import (
     WRITABLE_FORMATS,
     Shape,
@@ -60,6 +64,8 @@ from ipse.transcript import (
     read_text_bytes,
     record_format,
 )
+
+__all__ = ["UNRECORDED_FRONT", "Request", "RequestLog", "body_provider", "read_requests"]
 
 if TYPE_CHECKING:
     from ipse.transcript.formats.claude_code import ClaudeCodeSession
@@ -76,36 +82,7 @@ UNRECORDED_FRONT: list[dict[str, Any]] = [
 ]
 
 
-class Request(msgspec.Struct, frozen=True):
-    """One request body with what the log knows about it.
-
-    A msgspec struct, not a dataclass: built twice for each request of a session (read, then
-    numbered); as a frozen dataclass it costs a replay 6% more instructions (152 requests of a
-    3 MB Claude Code session, `python bench/replay_instructions.py`).
-    """
-
-    index: int  # 0-based position in the log
-    body: Mapping[str, Any]
-    provider: str  # anthropic | openai
-    time: datetime | None = None
-    response_start: datetime | None = None
-    usage: Mapping[str, Any] | None = None
-    source: str = ""
-    conversation: str | None = None  # known thread (Claude Code); None: matched by content
-    agent: str | None = None  # the sub-agent that sent it (None: the main thread)
-    version: str | None = None  # the harness's version, where the record says
-    diagnostics: Mapping[str, Any] | None = None  # the API's cache diagnosis of its response
-    compaction: bool = False  # the first call after a compaction, or the compacting call
-    off_path: bool = False  # billed, but its response is not on the live path
-    handoff: Mapping[str, Any] | None = None  # ipse's own handoff, applied to this request
-
-    @property
-    def model(self) -> str | None:
-        value = self.body.get("model")
-        return value if isinstance(value, str) else None
-
-
-@plain_dataclass(slots=True)
+@dataclass(slots=True)
 class RequestLog:
     """The requests of one input, in log order, and what was noticed reading them."""
 
@@ -114,24 +91,6 @@ class RequestLog:
     requests: list[Request]
     warnings: list[str] = field(default_factory=list)
     merged: int = 0  # records merged into the call before them (one call, several records)
-
-    def __init__(
-        self,
-        path: Path,
-        format: str,
-        requests: list[Request],
-        warnings: list[str] = UNSET,
-        merged: int = 0,
-    ) -> None:
-        self.path = path
-        self.format = format
-        self.requests = requests
-        self.warnings = [] if warnings is UNSET else warnings
-        self.merged = merged
-
-
-def _provider_of(dialect: str) -> str:
-    return codec(dialect).provider
 
 
 def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
@@ -171,20 +130,20 @@ def _requests(p: Path, name: str, warnings: list[str], merged: list[int]) -> lis
     if shape is Shape.SESSION:
         requests = list(_session_requests(p, warnings, merged))
     elif shape is Shape.LOG:
-        requests = list(_log_requests(p, warnings))
+        requests = list(log_requests(p, warnings))
     elif shape is Shape.ROLLOUT:
-        requests = list(_rollout_requests(p, warnings))
+        requests = list(rollout_requests(p, warnings))
     elif shape is Shape.BODY:
         body = parse_json(read_text_bytes(p), p)
         if not isinstance(body, Mapping):
             raise InputError("a request body must be a JSON object", path=p)
-        requests = [Request(0, body, _provider_of(name), source=str(p))]
+        requests = [Request(0, body, provider_of(name), source=str(p))]
     elif name in WRITABLE_FORMATS:  # a harness file holding one conversation: its request
         from ipse.transcript import load, write  # (the loader knows every reader: on use)
 
         conversation = load(p, name).current()
         body = write(conversation)
-        requests = [Request(0, body, _provider_of(conversation.dialect), source=str(p))]
+        requests = [Request(0, body, provider_of(conversation.dialect), source=str(p))]
     else:
         raise InputError(
             f"prefix analysis reads http logs, request bodies, sessions, rollouts and the "
@@ -299,122 +258,6 @@ def _has_messages(request: Request, warnings: list[str]) -> bool:
     return False
 
 
-# ---------------------------------------------------------------------------------- http logs
-
-
-class Interner:
-    """Shares one object among equal parts of different requests (same bytes, same object).
-
-    A log repeats its tools, its system prompt and its history in every request; parsed
-    separately, each copy costs memory and garbage-collector time. Interning keeps the first
-    copy of each and lets the rest go, and lets the flattener recognise repeats by identity.
-    """
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[int, bytes], list[tuple[bytes, Any]]] = {}
-
-    def one(self, value: Any) -> Any:
-        data = jsonio.dumps(value)
-        bucket = self._seen.setdefault((len(data), data[-64:]), [])
-        for seen, obj in bucket:
-            if seen == data:  # a byte comparison: memcmp, cheaper than hashing
-                return obj
-        bucket.append((data, value))
-        return value
-
-    def body(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The body with its tools, system prompt and messages (or input items) interned."""
-        out = dict(body)
-        for key in ("tools", "system"):
-            if isinstance(out.get(key), list):
-                out[key] = self.one(out[key])
-        for key in ("messages", "input"):
-            messages = out.get(key)
-            if isinstance(messages, list):
-                out[key] = [self.one(m) for m in messages]
-        return out
-
-
-def _log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
-    from ipse.transcript.formats import http_log  # (each format's reader imported on use)
-
-    interner = Interner()
-    for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
-        fields = http_log.exchange_fields(entry, where)
-        body = fields.body
-        if "count_tokens" in (fields.url or ""):
-            body = {k: v for k, v in body.items() if k != "messages"}  # not a conversation turn
-        yield Request(
-            index,
-            interner.body(body),
-            _provider_of(fields.provider),
-            fields.time,
-            fields.response_time or fields.time,
-            fields.usage,
-            where,
-            diagnostics=_diagnostics(entry),
-            handoff=_handoff(entry),
-        )
-
-
-def _diagnostics(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The API's cache diagnosis in a logged response (``diagnostics`` in the message: the
-    body, or the ``message_start`` event of a streamed one), or None."""
-    response = entry.get("response")
-    body = response.get("body") if jsonio.is_object(response) else None
-    if isinstance(body, str) and "cache_miss_reason" in body:  # streamed: find its event
-        for line in body.splitlines():
-            if line.startswith("data:") and "cache_miss_reason" in line:
-                try:
-                    event = jsonio.loads(line[5:])
-                except jsonio.JSONDecodeError:
-                    return None
-                body = event.get("message") if jsonio.is_object(event) else None
-                break
-    if not jsonio.is_object(body):
-        return None
-    found = body.get("diagnostics")
-    return found if jsonio.is_object(found) else None
-
-
-def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """What the proxy's record says ipse's handoff did to this request (``ipse.handoff`` with
-    ``applied``), or None when it did nothing."""
-    extra = entry.get("ipse")
-    handoff = extra.get("handoff") if jsonio.is_object(extra) else None
-    if jsonio.is_object(handoff) and handoff.get("applied") is True:
-        return handoff
-    return None
-
-
-# ------------------------------------------------------------------------------ codex rollouts
-
-
-def _rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
-    """One Responses request per model call of a Codex rollout, with the recorded usage
-    (``cached_input_tokens`` of the ``token_count`` event that followed it)."""
-    from ipse.transcript.formats import codex
-
-    history: Any = None
-    for index, call in enumerate(codex.rollout_requests(p, warnings=warnings, shared=True)):
-        assert call.history is not None
-        # a ``compacted`` record starts a list of its own: the first call on it is a
-        # compaction call (its history is the summary, not what the calls before it sent)
-        compaction = history is not None and call.history is not history
-        history = call.history
-        yield Request(
-            index,
-            SharedHistory(call.body, call.history, call.count, key="input"),
-            "openai",
-            parse_time(call.time),
-            parse_time(call.response_time),
-            call.usage,
-            f"{p}:line {call.line}",
-            "main",
-            compaction=compaction,
-        )
-
-
 # ----------------------------------------------------------------------------- claude code
 
 
@@ -423,8 +266,9 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
     its live path leaves out (interrupted or retried requests on abandoned branches: billed,
     and they can rebuild the cache), and its sub-agents' files, each call attributed to its
     agent. Records of one call that carry no response id (exported or extracted sessions:
-    the call's thinking, text and tool uses as consecutive records with identical usage) are
-    one call."""
+    the call's thinking, text and tool uses as records of their own, its tool results between
+    them, each with the call's usage and the output counted so far) are one call
+    (`_same_call`)."""
     # (the Claude Code readers on use: a Codex rollout or a log needs none of them, and they
     # took 11 million instructions of 620, about 3 ms, of ``ipse prefix`` on a 1 MB rollout)
     from ipse.transcript.formats.claude_code import MAIN, read_session
@@ -481,32 +325,75 @@ def _thread_requests(
         if agent is None and has_journal(records)
         else {}
     )
-    fronts: dict[Any, dict[str, Any]] = {}  # one front per model, shared by its requests
-    compacting = agent is not None and "compact" in name  # a sub-agent that compacts
-    conversation = thread.name if agent is None else f"agent:{name}"
+    calls = _ThreadCalls(
+        thread.name if agent is None else f"agent:{name}",
+        agent,
+        agent is not None and "compact" in name,  # a sub-agent that compacts
+        p,
+    )
     for number, (messages, dicts) in enumerate(zip(thread.segments, dicts_of, strict=True)):
-        first = number > 0  # the first call after a compaction
+        yield from calls.live(messages, dicts, journal, first=number > 0, merged=merged)
+    for call in off_path:
+        found = calls.off_path(call, dicts_of, thread.segments)
+        if found is not None:
+            yield found
+
+
+class _ThreadCalls:
+    """Makes the requests of one thread's calls: its live path's segment by segment, then
+    those off it; one front per model, shared by its requests."""
+
+    def __init__(self, conversation: str, agent: str | None, compacting: bool, p: Path) -> None:
+        self.conversation = conversation
+        self.agent = agent
+        self.compacting = compacting
+        self.p = p
+        self.fronts: dict[Any, dict[str, Any]] = {}
+
+    def live(
+        self,
+        messages: Sequence[Any],
+        dicts: list[Any],
+        journal: Mapping[str, JournaledRequest],
+        *,
+        first: bool,
+        merged: list[int],
+    ) -> Iterator[Request]:
+        """The calls of one segment of the live path (``first``: the segment follows a
+        compaction, and its first call is the compaction's)."""
+        call: Mapping[str, Any] | None = None  # the meta of the last record of the call
         for k, message in enumerate(messages):
-            if message.body["role"] != "assistant" or k == 0:
+            if message.body["role"] != "assistant":
+                call = call if _tool_results_only(message.body) else None
                 continue
             meta = message.meta
             model = meta.get("model")
-            if model == "<synthetic>":
+            if k == 0 or model == "<synthetic>":
+                call = None
                 continue
-            before = messages[k - 1]
-            if _repeats(before, message):
+            if call is not None and _same_call(call, meta):
                 merged[0] += 1
+                call = meta
                 continue
+            call = meta
+            before = messages[k - 1]
             journaled = journal.get(str(meta.get("request_ref")))
             if journaled is not None:
                 request_body = _journaled_body(journaled, model, dicts, k)
             else:
-                request_body = SharedHistory(_front(fronts, model), dicts, k, checked=True)
-            yield _request(request_body, meta, before.meta, f"{p}:message {k}", conversation)._r(
-                agent, compaction=first or compacting
+                request_body = SharedHistory(_front(self.fronts, model), dicts, k, checked=True)
+            pending = _request(
+                request_body, meta, before.meta, f"{self.p}:message {k}", self.conversation
             )
+            compaction = first or self.compacting or compacts(meta.get("usage"))
+            yield pending._r(self.agent, compaction=compaction)
             first = False
-    for call in off_path:
+
+    def off_path(
+        self, call: Any, dicts_of: list[list[Any]], segments: Sequence[Sequence[Any]]
+    ) -> Request | None:
+        """A billed call the live path leaves out, after the messages it was sent with (None:
+        a call sent with nothing)."""
         model = call.meta.get("model")
         tail = [m.body for m in call.tail]
         sent_before: Mapping[str, Any] | None
@@ -515,31 +402,60 @@ def _thread_requests(
             sent_before = call.tail[-1].meta if call.tail else None
         else:
             base, count = dicts_of[call.segment], call.upto
-            joined = thread.segments[call.segment][count - 1]
+            joined = segments[call.segment][count - 1]
             sent_before = call.tail[-1].meta if call.tail else joined.meta
         if sent_before is None or not count + len(tail):
-            continue
-        request_body = SharedHistory(_front(fronts, model), base, count, tail=tail, checked=True)
+            return None
+        front = _front(self.fronts, model)
+        request_body = SharedHistory(front, base, count, tail=tail, checked=True)
         line = (call.meta.get("lines") or ["?"])[0]
-        yield _request(request_body, call.meta, sent_before, f"{p}:line {line}", conversation)._r(
-            agent, compaction=compacting, off_path=True
+        pending = _request(
+            request_body, call.meta, sent_before, f"{self.p}:line {line}", self.conversation
         )
+        compaction = self.compacting or compacts(call.meta.get("usage"))
+        return pending._r(self.agent, compaction=compaction, off_path=True)
 
 
-def _repeats(before: Any, message: Any) -> bool:
-    """Whether ``message`` is another record of the call ``before`` answered (no user record
-    between them): the same request id where there is no response id to merge them by, or,
-    with no id at all, identical usage."""
-    if before.body["role"] != "assistant":
-        return False
-    a, b = before.meta, message.meta
-    if "message_id" in a or "message_id" in b:
+def _same_call(before: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    """Whether ``meta``'s record is another record of the call whose last record was
+    ``before``'s, with nothing but that call's tool results between them: the same request id
+    where there is no response id to merge them by; with no id at all, the call's identity in
+    its usage (the same input side, the output count no lower: a streamed response's records
+    each carry the output counted so far)."""
+    if "message_id" in before or "message_id" in meta:
         return False  # (records of one response are one message already)
-    first, second = a.get("request_id"), b.get("request_id")
+    first, second = before.get("request_id"), meta.get("request_id")
     if first is not None or second is not None:
         return isinstance(first, str) and first == second
-    usage = b.get("usage")
-    return isinstance(usage, Mapping) and usage == a.get("usage")
+    used, now = before.get("usage"), meta.get("usage")
+    if not (isinstance(used, Mapping) and isinstance(now, Mapping)):
+        return False
+    if any(used.get(key) != now.get(key) for key in _INPUT_SIDE):
+        return False
+    output, later = used.get("output_tokens"), now.get("output_tokens")
+    if type(output) is int and type(later) is int:
+        return later >= output
+    return used == now
+
+
+# What a call's usage says of its input: the same in every record of the call.
+_INPUT_SIDE = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation",
+)
+
+
+def _tool_results_only(message: Mapping[str, Any]) -> bool:
+    """Whether a user message holds nothing but tool results (what a call's tool uses get
+    back, written between the call's own records as they run)."""
+    content = message.get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(is_object(b) and b.get("type") == "tool_result" for b in content)
+    )
 
 
 def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:
@@ -552,7 +468,7 @@ def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:
     return front
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Pending:
     """A request read from a session, its agent and kind still to be said."""
 
@@ -564,27 +480,6 @@ class _Pending:
     conversation: str
     version: str | None
     diagnostics: Mapping[str, Any] | None
-
-    def __init__(
-        self,
-        body: Mapping[str, Any],
-        time: datetime | None,
-        response_start: datetime | None,
-        usage: Mapping[str, Any] | None,
-        source: str,
-        conversation: str,
-        version: str | None,
-        diagnostics: Mapping[str, Any] | None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "body", body)
-        set_(self, "time", time)
-        set_(self, "response_start", response_start)
-        set_(self, "usage", usage)
-        set_(self, "source", source)
-        set_(self, "conversation", conversation)
-        set_(self, "version", version)
-        set_(self, "diagnostics", diagnostics)
 
     def _r(self, agent: str | None, *, compaction: bool, off_path: bool = False) -> Request:
         return Request(
@@ -659,10 +554,10 @@ def _journaled_body(
 
 
 def _ttl(marker: Mapping[str, Any]) -> str:
-    """A breakpoint's TTL as the flattener reads it (`ipse.prefix._hashing`)."""
+    """A breakpoint's TTL as the flattener reads it (`ipse.prefix._blocks.without_breakpoint`)."""
     return "1h" if marker.get("ttl") == "1h" else "5m"
 
 
 def body_provider(body: Mapping[str, Any]) -> str:
     """``anthropic`` or ``openai``, by the body's shape."""
-    return _provider_of(body_dialect(body))
+    return provider_of(body_dialect(body))

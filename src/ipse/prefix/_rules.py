@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import UsageError
 
 Provider: TypeAlias = Literal["anthropic", "openai", "vllm"]
@@ -47,7 +46,7 @@ def match_model(model: str | None, table: Mapping[str, Any]) -> str | None:
     return best
 
 
-@plain_dataclass(frozen=True)
+@dataclass(frozen=True)
 class Rules:
     """One provider's table of caching rules."""
 
@@ -57,17 +56,6 @@ class Rules:
     _answers: dict[tuple[str, str | None], tuple[Any, bool]] = field(
         default_factory=dict, compare=False, repr=False
     )
-
-    def __init__(
-        self,
-        provider: Provider,
-        table: Mapping[str, Mapping[str, Any]],
-        _answers: dict[tuple[str, str | None], tuple[Any, bool]] = UNSET,
-    ) -> None:
-        setattr_ = object.__setattr__
-        setattr_(self, "provider", provider)
-        setattr_(self, "table", table)
-        setattr_(self, "_answers", {} if _answers is UNSET else _answers)
 
     def value(self, name: str) -> Any:
         return self.table[name]["value"]
@@ -139,7 +127,7 @@ def rules(provider: str) -> Rules:
     return Rules(provider, data["rules"])
 
 
-@plain_dataclass(frozen=True)
+@dataclass(frozen=True)
 class Prices:
     """Base input prices per model, USD per million tokens."""
 
@@ -149,19 +137,6 @@ class Prices:
     _answers: dict[tuple[str | None, str], tuple[float, bool]] = field(
         default_factory=dict, compare=False, repr=False
     )
-
-    def __init__(
-        self,
-        table: Mapping[str, float],
-        defaults: Mapping[str, float],
-        source: str,
-        _answers: dict[tuple[str | None, str], tuple[float, bool]] = UNSET,
-    ) -> None:
-        setattr_ = object.__setattr__
-        setattr_(self, "table", table)
-        setattr_(self, "defaults", defaults)
-        setattr_(self, "source", source)
-        setattr_(self, "_answers", {} if _answers is UNSET else _answers)
 
     def price(self, model: str | None, provider: str) -> tuple[float, bool]:
         """The model's base input price, and whether the model is in the table."""

@@ -21,14 +21,13 @@ estimated total, when usage was recorded), so predictions speak the provider's t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
 
-from ipse._plain import plain_dataclass
 from ipse.prefix._columns import backing
-from ipse.prefix._hashing import Flat
+from ipse.prefix._flat import Flat
 from ipse.prefix._rules import Rules, rules
 
 
@@ -56,7 +55,7 @@ class Tokens(msgspec.Struct, frozen=True):
         }
 
 
-@plain_dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Step:
     """One request as a simulator sees it; ``total``: its tokens (`tokens` of all its
     positions)."""
@@ -76,27 +75,6 @@ class Step:
     _positions: int = field(init=False, repr=False)
     _cum: Sequence[int] = field(init=False, repr=False)
 
-    def __init__(
-        self,
-        index: int,
-        flat: Flat,
-        time: float | None,
-        response_start: float | None,
-        scale: float = 1.0,
-        shared: int = 0,
-        front: int = 0,
-        ttl: str | None = None,
-    ) -> None:
-        self.index = index
-        self.flat = flat
-        self.time = time
-        self.response_start = response_start
-        self.scale = scale
-        self.shared = shared
-        self.front = front
-        self.ttl = ttl
-        self.__post_init__()
-
     def __post_init__(self) -> None:
         flat = self.flat
         self._positions = len(flat.cum)
@@ -112,7 +90,7 @@ class Step:
         return round(self._cum[positions - 1] * self.scale) + self.front
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Miss:
     """Why the cache served less than the prefix shared with an earlier request."""
 
@@ -120,13 +98,6 @@ class Miss:
     detail: str
     position: int
     gap_s: float | None = None
-
-    def __init__(self, kind: str, detail: str, position: int, gap_s: float | None = None) -> None:
-        set_ = object.__setattr__
-        set_(self, "kind", kind)
-        set_(self, "detail", detail)
-        set_(self, "position", position)
-        set_(self, "gap_s", gap_s)
 
 
 class Prediction(msgspec.Struct, frozen=True):
@@ -140,27 +111,13 @@ class Prediction(msgspec.Struct, frozen=True):
     miss: Miss | None = None
 
 
-@plain_dataclass(slots=True)
+@dataclass(slots=True)
 class _Entry:
     available: float | None
     expires: float | None
     last_used: float | None
     writer: int
     ttl: str | None
-
-    def __init__(
-        self,
-        available: float | None,
-        expires: float | None,
-        last_used: float | None,
-        writer: int,
-        ttl: str | None,
-    ) -> None:
-        self.available = available
-        self.expires = expires
-        self.last_used = last_used
-        self.writer = writer
-        self.ttl = ttl
 
 
 class Simulator(Protocol):

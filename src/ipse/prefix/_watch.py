@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ipse.errors import IpseError
-from ipse.prefix._report import MIN_TOKENS, Row, analyze
+from ipse.prefix._report import MIN_TOKENS, analyze
 from ipse.prefix._requests import read_requests
+from ipse.prefix._rows import Row
 
 
 @dataclass(frozen=True, slots=True)

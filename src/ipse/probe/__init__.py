@@ -1,7 +1,7 @@
 """Continuity, measured: what a cut of a session keeps and loses, per fact and per strategy.
 
 `probe_session` reads a session, cuts it where asked and scores every strategy (`ipse probe`).
-The parts, one job each: `timeline` (the session's messages once each, with the harness's
+The parts, one job each: `timeline` (the session's messages once each, with the agent CLI's
 compactions on it), `FactIndex` (facts extracted per message), `demanded` and `rediscovery`
 (what the session used after a cut), `contexts` (each strategy's context after it), `probe`
 (the score of one cut), `seams` (a handoff every K turns); `questions`, `Asker` and `answers`

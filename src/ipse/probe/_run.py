@@ -2,7 +2,7 @@
 
 ``--at`` takes a message index of the timeline (moved back to the nearest cut that splits no
 tool exchange), ``checkpoint`` (right after the last checkpoint call's result; where there is
-none, the harness's own compaction points), or ``every:K`` (a handoff every K agent turns). With
+none, the agent CLI's own compaction points), or ``every:K`` (a handoff every K agent turns). With
 no ``--at``, the probe runs at every compaction point of the session and at three cuts, a
 quarter, half and three quarters of the way through its valid cuts.
 """

@@ -8,8 +8,8 @@
 - ``mask-N``: observation masking as others ship it: every tool result but the last N replaced
   by a placeholder; calls, thinking and text kept.
 - ``truncate``: the oldest messages dropped until the rest fits in ipse's token count.
-- ``harness``: where the harness compacted at this very cut, what it kept (the summary, the
-  replayed items).
+- ``compaction-summary``: where the agent CLI compacted at this very cut, what it kept (its
+  compaction summary, the replayed items).
 
 Tokens are o200k counts of `block_text` of what each context holds (system prompt and tool
 definitions are the same for all and are left out).
@@ -28,6 +28,7 @@ from ipse.transcript import Message, Thinking, ToolCall, ToolResult
 
 MASKS = (3, 5, 10)
 PLACEHOLDER = "[tool output omitted]"
+SUMMARY = "compaction-summary"  # the agent CLI's own summary at its compaction points
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +76,8 @@ def contexts(meter: Meter, cut: int) -> list[Context]:
     for compaction in line.compactions:
         if compaction.index == cut:
             text = compaction.text()
-            out.append(Context("harness", meter.text(text), text, note="the harness's summary"))
+            note = "the agent CLI's compaction summary"
+            out.append(Context(SUMMARY, meter.text(text), text, note=note))
     return out
 
 

@@ -1,10 +1,10 @@
-"""A session as one timeline of messages, with the harness's own compactions marked on it.
+"""A session as one timeline of messages, with the agent CLI's own compactions marked on it.
 
 A Claude Code session or a Codex rollout is a thread cut into segments at compaction
-boundaries; each later segment opens with what the harness kept (Claude Code's compact summary
+boundaries; each later segment opens with what the agent CLI kept (Claude Code's compaction summary
 record, Codex's replayed ``replacement_history``). The probe asks "what if the session had been
 cut here", so it needs the messages as they happened, once each: the timeline is every segment's
-messages in order, less the harness's kept openings, which become the `Compaction` found at the
+messages in order, less the agent CLI's kept openings, which become the `Compaction` found at the
 index where the segment began. Single-conversation formats are a timeline with no compactions.
 
 `block_text` is the one rendering of a block the probe measures (tokens) and searches (facts):
@@ -34,7 +34,7 @@ from ipse.transcript import (
 
 @dataclass(frozen=True, slots=True)
 class Compaction:
-    """The harness's own compaction: where it happened and the text it kept."""
+    """The agent CLI's own compaction: where it happened and the text it kept."""
 
     index: int  # timeline index: messages [0, index) were compacted
     kept: tuple[Message, ...]  # the summary (and replayed items) that replaced them
@@ -100,7 +100,7 @@ def timeline(source: Source) -> Timeline:
         seg = segment.conversation.messages
         kept = 0
         if segment.boundary is not None:
-            while kept < len(seg) and _harness_kept(seg[kept]):
+            while kept < len(seg) and _kept_by_compaction(seg[kept]):
                 kept += 1
             compactions.append(
                 Compaction(len(messages), tuple(seg[:kept]), _boundary_note(segment.boundary))
@@ -109,7 +109,7 @@ def timeline(source: Source) -> Timeline:
     return Timeline(tuple(messages), tuple(compactions), first.dialect, first.system, source.format)
 
 
-def _harness_kept(message: Message) -> bool:
+def _kept_by_compaction(message: Message) -> bool:
     meta = message.meta or {}
     return bool(meta.get("is_compact_summary") or meta.get("replayed"))
 

@@ -104,6 +104,7 @@ class Point:
     cost_usd: float = 0.0  # the request's input cost (`ipse.prefix.Row.cost_usd`)
     price_usd: float = 0.0  # the model's base price of one input token
     read_multiplier: float = 0.0  # a cached token's share of that price
+    conversation: str | None = None  # its conversation (`ipse.prefix.Row.conversation`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -689,7 +690,7 @@ def _points(
     tally: _Composition,
     applied: frozenset[str] = frozenset(),
 ) -> Iterable[Point]:
-    previous = 0
+    previous: dict[str | None, int] = {}  # conversation -> its last request's context
     table = prices()
     rates: dict[str | None, tuple[float, float]] = {}  # model -> (price, read multiplier)
     cache_rules = rules(report.provider)
@@ -704,8 +705,8 @@ def _points(
         if unseen or log.format in _PARTLY_RECORDED:
             composition["not_recorded"] = max(0, context - counted)
         marker = "handoff" if request.source in applied else None
-        marker = marker or _marker(request, previous, context, tally)
-        previous = context
+        marker = marker or _marker(request, previous.get(row.conversation, 0), context, tally)
+        previous[row.conversation] = context
         if row.model not in rates:
             price = table.price(row.model, report.provider)[0] / 1_000_000
             rates[row.model] = (price, cache_rules.read_multiplier(row.model))
@@ -729,6 +730,7 @@ def _points(
             cost_usd=row.cost_usd,
             price_usd=rates[row.model][0],
             read_multiplier=rates[row.model][1],
+            conversation=row.conversation,
         )
 
 
@@ -790,7 +792,8 @@ def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[HandoffSavi
         turns, _, extra = break_even(tokens_now, tokens_now - removable, 1.0, own)
         saved_tokens = -max(0.0, extra)  # base-price tokens: the rewrite's own write first
         saved_usd = saved_tokens * point.price_usd
-        for after in points[position + 1 : end]:
+        later = [p for p in points[position + 1 : end] if p.conversation == point.conversation]
+        for after in later:
             gone = min(removable, after.context_tokens) * after.read_multiplier
             saved_tokens += gone
             saved_usd += min(gone * after.price_usd, after.cost_usd)
@@ -798,7 +801,7 @@ def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[HandoffSavi
             index=point.index,
             tokens_now=tokens_now,
             removable=removable,
-            later_requests=end - position,
+            later_requests=len(later) + 1,
             break_even_turns=turns,
             saved_tokens=max(0, round(saved_tokens)),
             saved_usd=max(0.0, saved_usd),
@@ -806,13 +809,15 @@ def _checkpoints(points: Sequence[Point], provider: str) -> Iterable[HandoffSavi
 
 
 def _segment_ends(points: Sequence[Point]) -> list[int]:
-    """Per point: the position of the next marked point after it (or the end)."""
+    """Per point: the position of the next marked point of its conversation after it (or the
+    end)."""
     ends = [len(points)] * len(points)
-    end = len(points)
+    end: dict[str | None, int] = {}  # conversation -> its next marked point's position
     for position in range(len(points) - 1, -1, -1):
-        ends[position] = end
+        conversation = points[position].conversation
+        ends[position] = end.get(conversation, len(points))
         if points[position].marker is not None:
-            end = position
+            end[conversation] = position
     return ends
 
 

@@ -9,15 +9,15 @@ next, log a transition), `resume` and `budget` (reading it back), `receipts`, `v
 
 The names below are imported on first use: the SessionStart hook (``ipse state resume --hook``)
 runs at every session start and needs `resume` alone, not the canary's process handling or the
-installer's file edits: the hook answers in about 30 ms, and importing every module of the
-package first makes it about 130 ms (a median of 21 runs on the development machine).
+installer's file edits (importing every module first would double its start: ``python
+bench/edge_tricks.py``; the rule: docs/development.md, "Speed at the edges").
 """
 
 from __future__ import annotations
 
 from ipse import _lazy
 
-_TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+_TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if _TYPE_CHECKING:
     from ipse.statedir._budget import Section, fit
     from ipse.statedir._canary import CanaryResult, canary

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ipse._plain import Plain
 from ipse.errors import UsageError
 
-TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -23,11 +23,7 @@ TRIM_MARK = "[... trimmed by ipse to fit the token budget ...]"
 
 
 class Section(Plain):
-    """One titled block of output; lower ``priority`` is admitted first.
-
-    A `Plain` class, not a dataclass: it is on the SessionStart hook's path, where importing
-    `dataclasses` adds 8 ms (21%) to the hook's start (`python bench/hook_plain.py`).
-    """
+    """One titled block of output; lower ``priority`` is admitted first."""
 
     __slots__ = ("body", "keep_tail", "order", "priority", "required", "title")
 
@@ -89,20 +85,13 @@ def fit(
     full = render(header, sections)
     if count(full) <= budget:
         return full, []
-
-    def attempt(candidate: list[Section], trimmed: list[str], within: int = budget) -> str:
-        titles = {c.title for c in candidate}
-        dropped = [s.title for s in sections if s.title not in titles]
-        return render(header, candidate, _note(within, trimmed, dropped))
-
+    fitting = _Fitting(header, sections, budget, count)
     kept = [s for s in sections if s.required]
-    if count(attempt(kept, [])) > budget:
-        header = ""
-        needed = count(attempt(kept, []))
-        if needed > budget and not kept:
+    if not fitting.fits(kept, []):
+        fitting.header = ""
+        if not kept and not fitting.fits(kept, []):
             return "", [s.title for s in sections]
-        while needed > budget and count(attempt(kept, [], needed)) > needed:
-            needed += 1  # the note names the budget: a longer number can take a token more
+        needed = fitting.needed(kept)
         if needed > budget:
             names = " and ".join(s.title for s in kept)
             raise UsageError(
@@ -112,25 +101,62 @@ def fit(
     trimmed: list[str] = []
     optional = [s for s in sections if not s.required]
     for section in sorted(optional, key=lambda s: (s.priority, s.order)):
-        if count(attempt([*kept, section], trimmed)) <= budget:
+        trimmed = fitting.admit(kept, section, trimmed)
+    text, trimmed = fitting.within_budget(kept, trimmed)
+    kept_titles = {k.title for k in kept}
+    return text, [*trimmed, *(s.title for s in sections if s.title not in kept_titles)]
+
+
+class _Fitting:
+    """The sections being fitted into a budget, and the header they go under."""
+
+    def __init__(
+        self, header: str, sections: list[Section], budget: int, count: Callable[[str], int]
+    ) -> None:
+        self.header, self.sections, self.budget, self.count = header, sections, budget, count
+
+    def attempt(self, candidate: list[Section], trimmed: list[str], within: int = 0) -> str:
+        """The text of ``candidate`` with the note (naming ``within``, else the budget)."""
+        titles = {c.title for c in candidate}
+        dropped = [s.title for s in self.sections if s.title not in titles]
+        return render(self.header, candidate, _note(within or self.budget, trimmed, dropped))
+
+    def fits(self, candidate: list[Section], trimmed: list[str]) -> bool:
+        return self.count(self.attempt(candidate, trimmed)) <= self.budget
+
+    def needed(self, kept: list[Section]) -> int:
+        """The tokens the required sections take with their note."""
+        needed = self.count(self.attempt(kept, []))
+        while needed > self.budget and self.count(self.attempt(kept, [], needed)) > needed:
+            needed += 1  # the note names the budget: a longer number can take a token more
+        return needed
+
+    def admit(self, kept: list[Section], section: Section, trimmed: list[str]) -> list[str]:
+        """Add ``section`` to ``kept``: whole if it fits, else as many of its lines as fit,
+        else not at all; the titles trimmed since."""
+        if self.fits([*kept, section], trimmed):
             kept.append(section)
-            continue
+            return trimmed
         with_it = [*trimmed, section.title]
         low, high = 0, len(section.body.splitlines()) - 1  # most head lines that still fit
         while low < high:
             mid = (low + high + 1) // 2
-            if count(attempt([*kept, _head(section, mid)], with_it)) <= budget:
+            if self.fits([*kept, _head(section, mid)], with_it):
                 low = mid
             else:
                 high = mid - 1
-        if low > 0 and count(attempt([*kept, _head(section, low)], with_it)) <= budget:
+        if low > 0 and self.fits([*kept, _head(section, low)], with_it):
             kept.append(_head(section, low))
-            trimmed = with_it
-    text = attempt(kept, trimmed)
-    while count(text) > budget:
-        worst = max((s for s in kept if not s.required), key=lambda s: (s.priority, s.order))
-        kept.remove(worst)
-        trimmed = [t for t in trimmed if t != worst.title]
-        text = attempt(kept, trimmed)
-    kept_titles = {k.title for k in kept}
-    return text, [*trimmed, *(s.title for s in sections if s.title not in kept_titles)]
+            return with_it
+        return trimmed
+
+    def within_budget(self, kept: list[Section], trimmed: list[str]) -> tuple[str, list[str]]:
+        """The text of ``kept``, the optional sections of least priority left out until it
+        fits (the note can tip it over); the titles trimmed."""
+        text = self.attempt(kept, trimmed)
+        while self.count(text) > self.budget:
+            worst = max((s for s in kept if not s.required), key=lambda s: (s.priority, s.order))
+            kept.remove(worst)
+            trimmed = [t for t in trimmed if t != worst.title]
+            text = self.attempt(kept, trimmed)
+        return text, trimmed

@@ -27,7 +27,7 @@ from ipse._plain import Plain
 from ipse.errors import InputError, os_error
 from ipse.fileio import StrPath, fsync_dir
 
-TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

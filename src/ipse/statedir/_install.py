@@ -7,7 +7,7 @@ marker records what install added around the block (``lead=N`` newlines before i
 ``.claude/settings.json`` and ``.claude/``), so ``uninstall`` removes exactly that.
 
 For Claude Code, hook groups are added to ``.claude/settings.json`` keeping everything there
-byte for byte (`ipse.harness.jsonedit`: formatting, key order, trailing newline and CRLF line
+byte for byte (`ipse.agents.jsonedit`: formatting, key order, trailing newline and CRLF line
 endings stay):
 SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
 PreCompact logs a WAL checkpoint. The marker records which containers install created
@@ -30,20 +30,23 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ipse.agents import (
+    AGENTS,
+    Change,
+    hook_program,
+    hooks_file,
+    instructions_file,
+    jsonedit,
+    program,
+)
+from ipse.agents import add_block as _add_block
+from ipse.agents import find_block as _find_block
+from ipse.agents import remove_block as _remove_block
 from ipse.errors import InputError, UsageError
 from ipse.fileio import StrPath, atomic_write
-from ipse.harness import Change, hook_program, jsonedit, program
-from ipse.harness import add_block as _add_block
-from ipse.harness import find_block as _find_block
-from ipse.harness import remove_block as _remove_block
 
-AGENT_FILES = {
-    "claude-code": "CLAUDE.md",
-    "codex": "AGENTS.md",
-    "gemini": "GEMINI.md",
-    "generic": "AGENTS.md",
-}
-SETTINGS = Path(".claude") / "settings.json"
+GENERIC = "generic"  # an agent CLI not in the table: the rule goes into AGENTS.md
+AGENT_FILES = {**{name: instructions_file(name) for name in AGENTS}, GENERIC: "AGENTS.md"}
 BLOCK = "state"
 END = "<!-- ipse:state:end -->"
 # the containers install may create, and the marker attribute that records it
@@ -242,15 +245,15 @@ def install(root: StrPath, folder: StrPath, agent: str = "generic") -> list[Chan
         raise UsageError(f"unknown agent {agent!r} (choose from {', '.join(AGENT_FILES)})")
     rel, state_arg = _state_arg(root, folder)
     doc = root / AGENT_FILES[agent]
-    settings_path = root / SETTINGS
+    settings_path = hooks_file(agent, root) if agent != GENERIC else None
     extra: dict[str, str] = {}
     settings: tuple[str | None, str] | None = None
-    if agent == "claude-code":
+    if settings_path is not None:
         settings = _install_settings(settings_path, state_arg, extra)
     old = _read(doc)
     new = add_block(old, rule_block(rel), extra)
     changes = [Change(str(doc), _write(doc, old, new))]
-    if settings is not None:
+    if settings_path is not None and settings is not None:
         settings_path.parent.mkdir(parents=True, exist_ok=True)
         changes.append(Change(str(settings_path), _write(settings_path, *settings)))
     return changes
@@ -287,13 +290,18 @@ def uninstall(root: StrPath, folder: StrPath, agent: str | None = None) -> list[
             continue
         new, attrs = remove_block(old)
         changes.append(Change(str(doc), _write(doc, old, new)))
-        if name == "CLAUDE.md":
-            changes.extend(_uninstall_settings(root, state_arg, attrs))
+        for settings in _hooks_files(root, name):
+            changes.extend(_uninstall_settings(settings, state_arg, attrs))
     return changes
 
 
-def _uninstall_settings(root: Path, state_arg: str, attrs: dict[str, str]) -> list[Change]:
-    path = root / SETTINGS
+def _hooks_files(root: Path, name: str) -> list[Path]:
+    """The hooks files of the agent CLIs whose instructions file is ``name``."""
+    found = {hooks_file(agent, root) for agent in AGENTS if instructions_file(agent) == name}
+    return sorted(path for path in found if path is not None)
+
+
+def _uninstall_settings(path: Path, state_arg: str, attrs: dict[str, str]) -> list[Change]:
     old = _read(path)
     if old is None or not old.strip():
         return []
@@ -313,7 +321,6 @@ def _uninstall_settings(root: Path, state_arg: str, attrs: dict[str, str]) -> li
 __all__ = [
     "AGENT_FILES",
     "END",
-    "SETTINGS",
     "Change",
     "add_block",
     "find_block",

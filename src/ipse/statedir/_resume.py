@@ -19,7 +19,7 @@ from ipse.statedir import _files as files
 from ipse.statedir import _wal as wal
 from ipse.statedir._budget import Section, fit, render
 
-TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -31,11 +31,7 @@ WAL_TITLE = "last WAL entry"
 
 
 class NextStep(Plain):
-    """The next step resume reports, where it came from, and why when not from the file.
-
-    A `Plain` class, not a dataclass: it is on the SessionStart hook's path, where importing
-    `dataclasses` adds 8 ms (21%) to the hook's start (`python bench/hook_plain.py`).
-    """
+    """The next step resume reports, where it came from, and why when not from the file."""
 
     __slots__ = ("note", "source", "text")
 
@@ -46,11 +42,7 @@ class NextStep(Plain):
 
 
 class ResumeView(Plain):
-    """Everything ``resume`` prints, before rendering.
-
-    A `Plain` class, not a dataclass: it is on the SessionStart hook's path, where importing
-    `dataclasses` adds 8 ms (21%) to the hook's start (`python bench/hook_plain.py`).
-    """
+    """Everything ``resume`` prints, before rendering."""
 
     __slots__ = ("folder", "last_entry", "next_step", "sections", "trimmed", "warnings")
 

@@ -24,7 +24,7 @@ from ipse.fileio import atomic_write
 from ipse.home import home_dir
 from ipse.statedir import _json as state_json
 
-TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -25,7 +25,7 @@ from ipse.statedir import _json as state_json
 from ipse.statedir import _seal as seal
 from ipse.statedir._files import FILE_MODE, open_regular
 
-TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
+TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
@@ -96,11 +96,7 @@ def decode(raw: bytes) -> dict[str, Any] | None:
 
 
 class Record(Plain):
-    """One valid WAL line: its decoded fields and its raw bytes.
-
-    A `Plain` class, not a dataclass: it is on the SessionStart hook's path, where importing
-    `dataclasses` adds 8 ms (21%) to the hook's start (`python bench/hook_plain.py`).
-    """
+    """One valid WAL line: its decoded fields and its raw bytes."""
 
     __slots__ = ("data", "line", "raw")
 

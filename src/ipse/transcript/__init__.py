@@ -48,8 +48,8 @@ if _typing.TYPE_CHECKING:
 
 # The names below are imported on first use: reading one format does not import the others'
 # readers (``ipse prefix`` on a Claude Code session needs neither the HTTP-log nor the Codex
-# reader, nor the loader that knows them all): about 30 ms of its 300 ms start, measured as the
-# median of 15 starts with and without importing every module named here.
+# reader, nor the loader that knows them all; ``python bench/edge_tricks.py`` measures it, and
+# docs/development.md, "Speed at the edges", says when such a trick is kept).
 _MODULES = {
     "_codec": ("DIALECTS", "Codec", "Positions", "body_codec", "codec"),
     "_formats": (

@@ -12,17 +12,16 @@ codec; mechanisms ask it and never branch on the name themselves.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from ipse import jsonio
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import UsageError
 from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
 from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Positions:
     """A request body split into the parts the prompt cache sees, in the dialect's own dicts.
 
@@ -36,23 +35,6 @@ class Positions:
     messages: list[Any] = field(default_factory=list)
     per_message: bool = False
     system_source: Any = None  # the body's own system value (memoised by identity)
-
-    def __init__(
-        self,
-        tools: Any,
-        system: list[Any] = UNSET,
-        system_messages: list[Any] = UNSET,
-        messages: list[Any] = UNSET,
-        per_message: bool = False,
-        system_source: Any = None,
-    ) -> None:
-        setattr_ = object.__setattr__
-        setattr_(self, "tools", tools)
-        setattr_(self, "system", [] if system is UNSET else system)
-        setattr_(self, "system_messages", [] if system_messages is UNSET else system_messages)
-        setattr_(self, "messages", [] if messages is UNSET else messages)
-        setattr_(self, "per_message", per_message)
-        setattr_(self, "system_source", system_source)
 
 
 class RawCall(NamedTuple):

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from enum import Enum
 from functools import cache
 from typing import Any
-
-from ipse._plain import plain_dataclass
 
 _PACKAGE = "ipse.transcript"
 
@@ -55,7 +54,7 @@ class Where(Enum):
     DOCUMENT = "document"  # a JSON document that is an object
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Sniff:
     """One test that recognises a format: where it looks, its rank among every format's tests
     of that place (lower runs first: order is part of the answer), and the predicate."""
@@ -64,14 +63,8 @@ class Sniff:
     rank: int
     test: str  # "module:function" under ipse.transcript
 
-    def __init__(self, where: Where, rank: int, test: str) -> None:
-        setattr_ = object.__setattr__
-        setattr_(self, "where", where)
-        setattr_(self, "rank", rank)
-        setattr_(self, "test", test)
 
-
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Format:
     """One input format: what ``--format`` calls it, what its reading gives, the reader (a
     body has none: its dialect's codec reads it), how it is recognised, and why its
@@ -84,23 +77,6 @@ class Format:
     sniffs: tuple[Sniff, ...]
     read_only: str | None = None
     unrecorded: str | None = None  # what the requests it gives leave out of what was sent
-
-    def __init__(
-        self,
-        name: str,
-        shape: Shape,
-        read: str | None,
-        sniffs: tuple[Sniff, ...],
-        read_only: str | None = None,
-        unrecorded: str | None = None,
-    ) -> None:
-        setattr_ = object.__setattr__
-        setattr_(self, "name", name)
-        setattr_(self, "shape", shape)
-        setattr_(self, "read", read)
-        setattr_(self, "sniffs", sniffs)
-        setattr_(self, "read_only", read_only)
-        setattr_(self, "unrecorded", unrecorded)
 
     @property
     def writes_back(self) -> bool:

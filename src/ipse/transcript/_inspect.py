@@ -3,9 +3,10 @@
 For one conversation or a thread: message counts, tool calls by name, and tokens by kind. For a
 Claude Code session or a Codex rollout the counts cover the whole thread, compacted parts
 included, and ``after_last_compaction`` holds the same counts for what the model saw last. For an
-HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded),
-and the count of the log's other exchanges (a client's ``HEAD /``, token counting) by method and
-path.
+HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded,
+its conversation), a row per conversation where the log holds several (a proxy's record
+collects every session), and the count of the log's other exchanges (a client's ``HEAD /``,
+token counting) by method and path.
 
 `message_rows` lists the messages of what the model saw last by the index that ``ipse handoff
 --at N`` counts (a cut at N hands off messages 0..N-1): role, what each holds (text by origin,
@@ -15,12 +16,16 @@ text, so the list is safe to paste into a bug report.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipse.tokens import TokenCounter, tokenizer_label
 from ipse.transcript._load import Source
 from ipse.transcript._model import Conversation, Message, ToolCall
 from ipse.transcript._stats import TokenTally, block_kind, counted_text, message_counts, shares
+
+if TYPE_CHECKING:
+    from ipse.transcript.formats.http_log import Exchange
 
 
 def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
@@ -61,9 +66,13 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
                 "model": e.model,
                 "input_tokens": tally.conversation_tokens(e.request),
                 "usage": dict(e.usage) if e.usage is not None else None,
+                "conversation": e.conversation,
             }
             for e in exchanges
         ]
+        conversations = _conversations(exchanges, report["requests"])
+        if conversations:
+            report["conversations"] = conversations
         report["exchanges"] = len(exchanges) + sum(source.other_exchanges.values())
         report["other_exchanges"] = dict(source.other_exchanges)
     else:
@@ -75,6 +84,24 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
     if source.warnings:
         report["warnings"] = list(source.warnings)
     return report
+
+
+def _conversations(
+    exchanges: Sequence[Exchange], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A row per conversation of a log that holds several (a proxy's record collects every
+    session): its requests, and its last request's messages and input tokens (the counts above
+    are the log's last request's, one conversation's)."""
+    by: dict[str | None, dict[str, Any]] = {}
+    for exchange, row in zip(exchanges, rows, strict=True):
+        entry = by.setdefault(
+            exchange.conversation, {"conversation": exchange.conversation, "requests": 0}
+        )
+        entry["requests"] += 1
+        entry["last_request"] = exchange.index
+        entry["messages"] = len(exchange.request.messages)
+        entry["input_tokens"] = row["input_tokens"]
+    return list(by.values()) if len(by) > 1 else []
 
 
 def message_rows(conversation: Conversation, counter: TokenCounter) -> list[dict[str, Any]]:

@@ -23,13 +23,8 @@ import orjson
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.fileio import (
-    TEXT_HEAD_BYTES,
-    check_head,
-    check_text_head,
-    read_bytes,
-    read_lines,
-)
+from ipse.fileio import TEXT_HEAD_BYTES, check_head, read_bytes, read_lines
+from ipse.fileio import check_text_head as check_text_head  # (the readers' one check)
 
 if TYPE_CHECKING:
     import msgspec

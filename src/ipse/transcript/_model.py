@@ -13,20 +13,14 @@ harness, system). Tool calls, tool results and thinking are the traffic between 
 ``openai-responses``) and so the codec (`ipse.transcript.codec`) that writes the conversation
 back: a Claude Code session, for one, holds Anthropic-shaped blocks, so it can be written out as
 an Anthropic request; a Codex rollout holds Responses items.
-
-Each class writes its own ``__init__`` and `ipse._plain.plain_dataclass` makes it the
-dataclass: ``@dataclass`` would compile its methods when the module is imported, a cost every
-command pays at its start, using the model or not.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterator, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar
-
-from ipse._plain import UNSET, plain_dataclass
 
 Dialect: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses"]
 ContentForm: TypeAlias = Literal["string", "blocks", "none"]
@@ -44,7 +38,7 @@ class Origin(enum.StrEnum):
         return self.value
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Text:
     """Words written by a human, the agent, the harness, or the system prompt."""
 
@@ -54,25 +48,8 @@ class Text:
 
     kind: Literal["text"] = field(default="text", init=False, repr=False)
 
-    def __init__(
-        self, text: str, origin: Origin = Origin.HUMAN, raw: Mapping[str, Any] | None = None
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "text", text)
-        set_(self, "origin", origin)
-        set_(self, "raw", raw)
-        set_(self, "kind", "text")
 
-    def __eq__(self, other: Any) -> bool:
-        if other.__class__ is self.__class__:
-            return (self.text, self.origin, self.kind) == (other.text, other.origin, other.kind)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.text, self.origin, self.kind))
-
-
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """The model asking for a tool to run. ``input`` is the parsed arguments when they parse;
     ``arguments`` keeps the exact argument string where the provider sends one (OpenAI)."""
@@ -85,38 +62,8 @@ class ToolCall:
 
     kind: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
 
-    def __init__(
-        self,
-        id: str,
-        name: str,
-        input: Any,
-        arguments: str | None = None,
-        raw: Mapping[str, Any] | None = None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "id", id)
-        set_(self, "name", name)
-        set_(self, "input", input)
-        set_(self, "arguments", arguments)
-        set_(self, "raw", raw)
-        set_(self, "kind", "tool_call")
 
-    def __eq__(self, other: Any) -> bool:
-        if other.__class__ is self.__class__:
-            return (self.id, self.name, self.input, self.arguments, self.kind) == (
-                other.id,
-                other.name,
-                other.input,
-                other.arguments,
-                other.kind,
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.id, self.name, self.input, self.arguments, self.kind))
-
-
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool gave back. ``content`` holds the provider's content as it was (a string, or a
     tuple of blocks for Anthropic's block content); ``text`` is the flattened text of it."""
@@ -128,33 +75,6 @@ class ToolResult:
 
     kind: Literal["tool_result"] = field(default="tool_result", init=False, repr=False)
 
-    def __init__(
-        self,
-        call_id: str,
-        content: str | tuple[Block, ...],
-        is_error: bool = False,
-        raw: Mapping[str, Any] | None = None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "call_id", call_id)
-        set_(self, "content", content)
-        set_(self, "is_error", is_error)
-        set_(self, "raw", raw)
-        set_(self, "kind", "tool_result")
-
-    def __eq__(self, other: Any) -> bool:
-        if other.__class__ is self.__class__:
-            return (self.call_id, self.content, self.is_error, self.kind) == (
-                other.call_id,
-                other.content,
-                other.is_error,
-                other.kind,
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.call_id, self.content, self.is_error, self.kind))
-
     @property
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -162,7 +82,7 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, Text))
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Thinking:
     """The model's reasoning: readable text with an optional signature, or a redacted blob."""
 
@@ -173,65 +93,25 @@ class Thinking:
 
     kind: Literal["thinking"] = field(default="thinking", init=False, repr=False)
 
-    def __init__(
-        self,
-        text: str,
-        signature: str | None = None,
-        redacted: bool = False,
-        raw: Mapping[str, Any] | None = None,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "text", text)
-        set_(self, "signature", signature)
-        set_(self, "redacted", redacted)
-        set_(self, "raw", raw)
-        set_(self, "kind", "thinking")
 
-    def __eq__(self, other: Any) -> bool:
-        if other.__class__ is self.__class__:
-            return (self.text, self.signature, self.redacted, self.kind) == (
-                other.text,
-                other.signature,
-                other.redacted,
-                other.kind,
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.text, self.signature, self.redacted, self.kind))
-
-
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Other:
     """Anything else: images, documents, server-tool blocks, block types not known yet.
 
-    ``type`` is the provider's type name; ``raw`` is written back untouched."""
+    ``type`` is the provider's type name; ``raw`` is written back untouched, and is what the
+    block is: two blocks of one type are equal when their dicts are."""
 
     type: str
-    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    raw: Mapping[str, Any] | None = field(default=None, repr=False, hash=False)
 
     kind: Literal["other"] = field(default="other", init=False, repr=False)
-
-    def __init__(self, type: str, raw: Mapping[str, Any] | None = None) -> None:
-        set_ = object.__setattr__
-        set_(self, "type", type)
-        set_(self, "raw", raw)
-        set_(self, "kind", "other")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Other):
-            return NotImplemented
-        return self.type == other.type and self.raw == other.raw
-
-    def __hash__(self) -> int:
-        return hash(self.type)
 
 
 Block: TypeAlias = Text | ToolCall | ToolResult | Thinking | Other
 _B = TypeVar("_B", Text, ToolCall, ToolResult, Thinking, Other)
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One turn: a role and its blocks.
 
@@ -246,33 +126,6 @@ class Message:
     raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    def __init__(
-        self,
-        role: str,
-        blocks: tuple[Block, ...],
-        content_form: ContentForm = "blocks",
-        raw: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] = UNSET,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "role", role)
-        set_(self, "blocks", blocks)
-        set_(self, "content_form", content_form)
-        set_(self, "raw", raw)
-        set_(self, "meta", {} if meta is UNSET else meta)
-
-    def __eq__(self, other: Any) -> bool:
-        if other.__class__ is self.__class__:
-            return (self.role, self.blocks, self.content_form) == (
-                other.role,
-                other.blocks,
-                other.content_form,
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.role, self.blocks, self.content_form))
-
     @property
     def text(self) -> str:
         """The text blocks joined by blank lines."""
@@ -283,28 +136,16 @@ class Message:
         return (b for b in self.blocks if isinstance(b, kind))
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolDef:
-    """A tool definition offered to the model; ``raw`` is the provider's dict."""
+    """A tool definition offered to the model; ``raw`` is the provider's dict (compared: two
+    definitions of one name with different schemas are different tools)."""
 
     name: str
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    def __init__(self, name: str, raw: Mapping[str, Any] = UNSET) -> None:
-        set_ = object.__setattr__
-        set_(self, "name", name)
-        set_(self, "raw", {} if raw is UNSET else raw)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ToolDef):
-            return NotImplemented
-        return self.name == other.name and self.raw == other.raw
-
-    def __hash__(self) -> int:
-        return hash(self.name)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, hash=False)
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Conversation:
     """A request's content: system blocks, tool definitions, settings, and messages.
 
@@ -322,51 +163,6 @@ class Conversation:
     system_form: ContentForm = "none"
     raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    def __init__(
-        self,
-        messages: tuple[Message, ...],
-        system: tuple[Text | Other, ...] = (),
-        tools: tuple[ToolDef, ...] = (),
-        settings: Mapping[str, Any] = UNSET,
-        dialect: Dialect = "anthropic",
-        system_form: ContentForm = "none",
-        raw: Mapping[str, Any] | None = None,
-        meta: Mapping[str, Any] = UNSET,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "messages", messages)
-        set_(self, "system", system)
-        set_(self, "tools", tools)
-        set_(self, "settings", {} if settings is UNSET else settings)
-        set_(self, "dialect", dialect)
-        set_(self, "system_form", system_form)
-        set_(self, "raw", raw)
-        set_(self, "meta", {} if meta is UNSET else meta)
-
-    def __eq__(self, other: Any) -> bool:
-        if other.__class__ is self.__class__:
-            return (
-                self.messages,
-                self.system,
-                self.tools,
-                self.settings,
-                self.dialect,
-                self.system_form,
-            ) == (
-                other.messages,
-                other.system,
-                other.tools,
-                other.settings,
-                other.dialect,
-                other.system_form,
-            )
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(
-            (self.messages, self.system, self.tools, self.settings, self.dialect, self.system_form)
-        )
 
     @property
     def model(self) -> str | None:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
-from ipse._plain import UNSET, plain_dataclass
 from ipse.tokens import TokenCounter
 from ipse.transcript._model import (
     Block,
@@ -103,23 +102,13 @@ def _json(value: Any) -> str:
         return str(value)
 
 
-@plain_dataclass()
+@dataclass
 class TokenTally:
     """Tokens by kind, counted with one tokenizer, memoised by text."""
 
     counter: TokenCounter
     by_kind: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     _memo: dict[str, int] = field(default_factory=dict, repr=False)
-
-    def __init__(
-        self,
-        counter: TokenCounter,
-        by_kind: dict[str, int] = UNSET,
-        _memo: dict[str, int] = UNSET,
-    ) -> None:
-        self.counter = counter
-        self.by_kind = dict.fromkeys(KINDS, 0) if by_kind is UNSET else by_kind
-        self._memo = {} if _memo is UNSET else _memo
 
     def count(self, text: str) -> int:
         cached = self._memo.get(text)

@@ -236,53 +236,57 @@ def _same_content(new: str | list[Any] | None, old: Any) -> bool:
 
 def write_block(block: Block) -> Mapping[str, Any]:
     """One block as a content block dict; its ``raw`` when the fields still agree with it."""
-    raw = block.raw
     if isinstance(block, Text):
-        if raw is not None and raw.get("type") == "text" and raw.get("text") == block.text:
-            return raw
-        return {
-            **(raw if raw is not None and raw.get("type") == "text" else {}),
-            "type": "text",
-            "text": block.text,
-        }
+        return _write_text(block)
     if isinstance(block, ToolCall):
-        if (
-            raw is not None
-            and raw.get("type") in ("tool_use", "server_tool_use")
-            and raw.get("id") == block.id
-            and raw.get("name") == block.name
-            and (raw.get("input") is block.input or raw.get("input") == block.input)
-        ):
-            return raw
-        base = raw if raw is not None and raw.get("type") == "tool_use" else {}
-        return {
-            **base,
-            "type": "tool_use",
-            "id": block.id,
-            "name": block.name,
-            "input": block.input,
-        }
+        return _write_tool_call(block)
     if isinstance(block, ToolResult):
         return _write_tool_result(block)
     if isinstance(block, Thinking):
-        if block.redacted:
-            if raw is not None and raw.get("type") == "redacted_thinking":
-                return raw
-            return {"type": "redacted_thinking", "data": ""}
-        if (
-            raw is not None
-            and raw.get("type") == "thinking"
-            and raw.get("thinking") == block.text
-            and raw.get("signature") == block.signature
-        ):
-            return raw
-        out: dict[str, Any] = {"type": "thinking", "thinking": block.text}
-        if block.signature is not None:
-            out["signature"] = block.signature
-        return out
-    if raw is not None:
+        return _write_thinking(block)
+    return block.raw if block.raw is not None else {"type": block.type}
+
+
+def _write_text(block: Text) -> Mapping[str, Any]:
+    raw = block.raw
+    if raw is None or raw.get("type") != "text":
+        return {"type": "text", "text": block.text}
+    if raw.get("text") == block.text:
         return raw
-    return {"type": block.type}
+    return {**raw, "type": "text", "text": block.text}
+
+
+def _write_tool_call(block: ToolCall) -> Mapping[str, Any]:
+    raw = block.raw
+    if (
+        raw is not None
+        and raw.get("type") in ("tool_use", "server_tool_use")
+        and raw.get("id") == block.id
+        and raw.get("name") == block.name
+        and (raw.get("input") is block.input or raw.get("input") == block.input)
+    ):
+        return raw
+    base = raw if raw is not None and raw.get("type") == "tool_use" else {}
+    return {**base, "type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+
+
+def _write_thinking(block: Thinking) -> Mapping[str, Any]:
+    raw = block.raw
+    if block.redacted:
+        if raw is not None and raw.get("type") == "redacted_thinking":
+            return raw
+        return {"type": "redacted_thinking", "data": ""}
+    if (
+        raw is not None
+        and raw.get("type") == "thinking"
+        and raw.get("thinking") == block.text
+        and raw.get("signature") == block.signature
+    ):
+        return raw
+    out: dict[str, Any] = {"type": "thinking", "thinking": block.text}
+    if block.signature is not None:
+        out["signature"] = block.signature
+    return out
 
 
 def _write_tool_result(block: ToolResult) -> Mapping[str, Any]:

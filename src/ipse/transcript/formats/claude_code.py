@@ -4,7 +4,8 @@ A session file is a tree, not a list. Each record names its parent in ``parentUu
 an edited message or a retry leaves an abandoned branch behind. A thread's conversation is the
 path from its last record back to its root. A ``compact_boundary`` record starts a new root and
 points back across the compaction with ``logicalParentUuid`` (when that record is in the file):
-the path is cut there into segments, and the last segment is what the model saw last.
+the path is cut there into segments, and the last segment is what the model saw last (the
+walks over the tree: `ipse.transcript.formats.claude_code_tree`).
 
 Threads: ``main`` (records without ``isSidechain``), one per inline sidechain root (older
 versions write subagents inline with ``isSidechain: true``; named ``sidechain-1``, ``-2``, ... in
@@ -36,12 +37,11 @@ import bisect
 import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ipse import progress
-from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
 from ipse.jsonio import is_object
@@ -57,30 +57,22 @@ from ipse.transcript._model import (
     ToolResult,
 )
 from ipse.transcript.formats.anthropic import read_message
+from ipse.transcript.formats.claude_code_tree import (
+    MESSAGE_TYPES,
+    SessionRecord,
+    is_boundary,
+    live_segments,
+    members,
+    record_id,
+)
 
 if TYPE_CHECKING:
     from ipse.transcript._thread import Thread
 
 MAIN = "main"
-_MESSAGE_TYPES = ("user", "assistant")
 
 
-class SessionRecord(NamedTuple):
-    """A session record with the fields its tree is built from, read once while the record is
-    fresh from the parser: the passes over a session's tens of thousands of records (threads,
-    the live path, its siblings) then read this tuple, not the record's dict, which a large
-    session has long pushed out of the processor's caches."""
-
-    line: int
-    data: Mapping[str, Any]
-    kind: Any  # data["type"], as written
-    uuid: Any  # data["uuid"], as written (a record links only where it is a string)
-    parent: Any  # data["parentUuid"], as written
-    sidechain: bool  # data["isSidechain"] is truthy
-    message: Any  # data["message"], as written (None when absent)
-
-
-@plain_dataclass()
+@dataclass
 class ClaudeCodeSession:
     """A parsed session file: its records, and its threads on demand."""
 
@@ -89,20 +81,6 @@ class ClaudeCodeSession:
     subagent_files: dict[str, Path] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skip_bad_lines: bool = False
-
-    def __init__(
-        self,
-        path: Path,
-        records: list[SessionRecord],
-        subagent_files: dict[str, Path] = UNSET,
-        warnings: list[str] = UNSET,
-        skip_bad_lines: bool = False,
-    ) -> None:
-        self.path = path
-        self.records = records
-        self.subagent_files = {} if subagent_files is UNSET else subagent_files
-        self.warnings = [] if warnings is UNSET else warnings
-        self.skip_bad_lines = skip_bad_lines
 
     @property
     def session_id(self) -> str | None:
@@ -144,7 +122,7 @@ class ClaudeCodeSession:
         stem alone is ``agent-<stem>``), its records in file order, and the file holding them."""
         if name == MAIN:
             records = [r for r in self.records if not r.sidechain]
-            if not any(r.kind in _MESSAGE_TYPES for r in records):
+            if not any(r.kind in MESSAGE_TYPES for r in records):
                 records = self.records  # a subagent's own file: its sidechain is its thread
             return name, records, self.path
         if name.startswith("sidechain-"):
@@ -169,7 +147,7 @@ class ClaudeCodeSession:
         )
 
     def _has_main_messages(self) -> bool:
-        return any(r.kind in _MESSAGE_TYPES and not r.sidechain for r in self.records)
+        return any(r.kind in MESSAGE_TYPES and not r.sidechain for r in self.records)
 
     def _sidechain_records(self) -> list[SessionRecord]:
         return [r for r in self.records if r.sidechain]
@@ -180,16 +158,16 @@ class ClaudeCodeSession:
         key = (id(self.records), len(self.records))
         kept = self.__dict__.get("_sidechains_of")
         if kept is None or kept[0] != key:
-            kept = (key, _members(self._sidechain_records(), self._sidechain_roots()))
+            kept = (key, members(self._sidechain_records(), self._sidechain_roots()))
             self.__dict__["_sidechains_of"] = kept
         return kept[1]
 
     def _sidechain_roots(self) -> list[str]:
         records = self._sidechain_records()
-        uuids = {_id(r.uuid) for r in records}
+        uuids = {record_id(r.uuid) for r in records}
         roots: list[str] = []
         for record in records:
-            parent = _id(record.parent)
+            parent = record_id(record.parent)
             uuid = record.uuid
             if isinstance(uuid, str) and (parent is None or parent not in uuids):
                 roots.append(uuid)
@@ -287,226 +265,6 @@ def looks_like_claude_code(first: Mapping[str, Any]) -> bool:
     )
 
 
-# ------------------------------------------------------------------------------------ the tree
-
-
-def _members(records: list[SessionRecord], roots: list[str]) -> dict[str, list[SessionRecord]]:
-    """For each of ``roots``, the records whose ancestry reaches it (file order). One walk up
-    each record's ancestry, each step taken once; a loop of parents ends the walk (a record in
-    or above a loop reaches the roots in the loop: a repeated id can put one there)."""
-    parent_of = {_id(r.uuid): _id(r.parent) for r in records}
-    wanted = set(roots)
-    reached: dict[Any, tuple[str, ...]] = {}  # uuid -> the roots its ancestry reaches
-    groups: dict[str, list[SessionRecord]] = {root: [] for root in roots}
-    for record in records:
-        for root in _roots_above(_id(record.uuid), parent_of, wanted, reached):
-            groups[root].append(record)
-    return groups
-
-
-def _roots_above(
-    uuid: str | None,
-    parent_of: dict[Any, str | None],
-    roots: set[str],
-    reached: dict[Any, tuple[str, ...]],
-) -> tuple[str, ...]:
-    """The roots on the ancestry of ``uuid`` (itself included), remembered in ``reached`` for
-    every record the walk passed."""
-    trail: list[str] = []
-    seen: set[str] = set()
-    current = uuid
-    while (
-        current is not None
-        and current not in reached
-        and current in parent_of
-        and current not in seen
-    ):
-        trail.append(current)
-        seen.add(current)
-        current = parent_of[current]
-    if current is not None and current in seen:  # a loop: each of its records reaches the
-        loop = trail[trail.index(current) :]  # roots in it (a walk from any goes round it)
-        found = tuple(item for item in loop if item in roots)
-        for item in loop:
-            reached[item] = found
-        trail = trail[: -len(loop)]
-    else:
-        found = reached.get(current, ())
-    for item in reversed(trail):
-        if item in roots:
-            found = (*found, item)
-        reached[item] = found
-    return reached.get(uuid, ()) if uuid is not None else ()
-
-
-def _id(value: Any) -> str | None:
-    """A record id (``uuid``, ``parentUuid``) when it is a string, else None: a record whose id
-    is a list or an object links to nothing."""
-    return value if isinstance(value, str) else None
-
-
-def _live_path(records: list[SessionRecord]) -> list[SessionRecord]:
-    """From the last record with a uuid back to the root, across compaction boundaries."""
-    # uuid -> the place in ``records`` of its (last) record; a uuid that is not a string is
-    # never looked up (a walk asks only for strings), so it may stay in the map: built in C
-    try:
-        place = dict(zip(map(_UUID, records), range(len(records)), strict=True))
-    except TypeError:  # a list or an object as a uuid
-        place = {r.uuid: i for i, r in enumerate(records) if type(r.uuid) is str}
-    path: list[SessionRecord] = []
-    # the places walked: a walk reaches a uuid only at its place, so a place seen twice is a
-    # uuid seen twice (a byte per record: no set of a hundred thousand uuids to grow)
-    walked = bytearray(len(records))
-    at: int | None = _uuid_before(records, len(records))
-    while at is not None:
-        if walked[at]:  # a cycle: stop rather than loop forever
-            break
-        walked[at] = 1
-        current = records[at]
-        uuid = current.uuid
-        path.append(current)
-        parent = current.parent
-        if parent is None and _is_boundary(current):
-            logical = current.data.get("logicalParentUuid")
-            if isinstance(logical, str) and logical in place:
-                parent = logical
-            else:
-                # The logical parent is not in the file: the part before the boundary ends
-                # with the last record written before it.
-                before = _uuid_before(records, place[uuid])
-                parent = records[before].uuid if before is not None else None
-        at = place.get(parent) if isinstance(parent, str) else None
-    path.reverse()
-    return path
-
-
-def _uuid_before(records: list[SessionRecord], end: int) -> int | None:
-    """The place of the last record before ``end`` that has a uuid."""
-    for i in range(end - 1, -1, -1):
-        if type(records[i].uuid) is str:
-            return i
-    return None
-
-
-def _is_boundary(record: SessionRecord) -> bool:
-    return record.kind == "system" and record.data.get("subtype") == "compact_boundary"
-
-
-def _with_parallel_siblings(
-    live: list[SessionRecord], records: list[SessionRecord]
-) -> list[SessionRecord]:
-    """Add the records that a parallel tool call leaves beside the live path.
-
-    The harness writes each block of a response as its own record, chained one after another,
-    and hangs each tool result off the record of its own call. With several calls in one
-    response, the path from the last record passes through only one of those branches; the
-    other calls' records (same ``message.id``) and their results are siblings, not abandoned
-    work. They join the path in file order; a call answered twice keeps one result.
-    """
-    on_path = set(map(id, live))
-    attached = {r.uuid for r in live if isinstance(r.uuid, str)}
-    # the responses, calls and results on the path, gathered when the first candidate turns
-    # up (a session with no record beside the path that hangs off it never reads them)
-    calls: set[str] | None = None
-    response_ids: set[str] = set()
-    answered: set[str] = set()
-    extra: list[SessionRecord] = []
-    for record in records:  # file order: a parent comes before its children
-        kind = record.kind
-        if kind not in _MESSAGE_TYPES:  # (progress, snapshots, ...: never added)
-            continue
-        parent = record.parent
-        if id(record) in on_path or not isinstance(parent, str) or parent not in attached:
-            continue
-        if calls is None:
-            response_ids, calls, answered = _path_ids(live)
-            if not response_ids:  # no response on the path says its id: nothing joins it
-                return live
-        payload = record.message
-        if kind == "assistant" and isinstance(payload, Mapping):
-            ids = _call_ids(payload)
-            response_id = payload.get("id")
-            if not isinstance(response_id, str) or response_id not in response_ids or ids & calls:
-                continue  # another response, or a copy of a call already on the path
-            calls |= ids
-        elif kind == "user":
-            ids = _result_ids(record)
-            if not ids or not ids <= calls or ids & answered:
-                continue
-            answered |= ids
-        else:
-            continue
-        extra.append(record)
-        if isinstance(record.uuid, str):
-            attached.add(record.uuid)
-    if not extra:
-        return live
-    return sorted([*live, *extra], key=_LINE)
-
-
-_LINE = operator.itemgetter(0)  # a record's line (`SessionRecord.line`)
-_UUID = operator.itemgetter(3)  # a record's uuid (`SessionRecord.uuid`)
-
-
-def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
-    """The ids of the responses and tool calls on the path (its assistant records' message
-    ids, `_call_ids`) and of the calls its tool results answer (`_result_ids`), in one pass."""
-    responses: set[str] = set()
-    calls: set[str] = set()
-    answered: set[str] = set()
-    for record in live:
-        kind = record.kind
-        if kind == "assistant":
-            payload = record.message
-            if is_object(payload):
-                response_id = payload.get("id")
-                if isinstance(response_id, str):
-                    responses.add(response_id)
-                calls |= _call_ids(payload)
-        elif kind == "user":
-            answered.update(_result_ids(record))
-    return responses, calls, answered
-
-
-def _call_ids(payload: Mapping[str, Any]) -> set[str]:
-    content = payload.get("content")
-    if not isinstance(content, list):
-        return set()
-    return {str(b.get("id")) for b in content if is_object(b) and b.get("type") == "tool_use"}
-
-
-def _result_ids(record: SessionRecord) -> set[str]:
-    payload = record.message
-    if record.kind != "user" or not is_object(payload):
-        return set()
-    content = payload.get("content")
-    if not isinstance(content, list) or not content:
-        return set()
-    ids = set()
-    for block in content:
-        if not is_object(block) or block.get("type") != "tool_result":
-            return set()  # only records that hold nothing but tool results
-        ids.add(str(block.get("tool_use_id")))
-    return ids
-
-
-def live_segments(
-    records: list[SessionRecord],
-) -> tuple[list[SessionRecord], list[tuple[Mapping[str, Any] | None, list[SessionRecord]]]]:
-    """A thread's live path (parallel calls' siblings included), and the path cut at its
-    compaction boundaries: (the boundary record opening each part or None, its records)."""
-    live = _with_parallel_siblings(_live_path(records), records)
-    segments: list[tuple[Mapping[str, Any] | None, list[SessionRecord]]] = [(None, [])]
-    for record in live:
-        if _is_boundary(record):
-            segments.append((record.data, []))
-        else:
-            segments[-1][1].append(record)
-    if segments[0][0] is None and not segments[0][1] and len(segments) > 1:
-        segments.pop(0)
-    return live, segments
-
-
 def note_orphans(
     path: Path,
     orphans: list[tuple[int, str]],
@@ -535,8 +293,8 @@ def _build_thread(
     live, segments = live_segments(records)
     known_calls: set[str] = set()
     built = []
-    for number, (boundary, members) in enumerate(segments):
-        messages = _messages(members, path)
+    for number, (boundary, part) in enumerate(segments):
+        messages = _messages(part, path)
         orphans, known_calls = orphan_results(messages, known=known_calls)
         if orphans:
             note_orphans(path, orphans, messages[orphans[0][0]].meta, warnings)
@@ -557,7 +315,7 @@ def _build_thread(
     skipped = Counter(
         str(r.data.get("subtype") or r.kind)
         for r in live
-        if r.kind not in _MESSAGE_TYPES and not _is_boundary(r)
+        if r.kind not in MESSAGE_TYPES and not is_boundary(r)
     )
     return Thread(name, tuple(built), str(path), dict(sorted(skipped.items())))
 
@@ -574,7 +332,7 @@ def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
         data = record.data
         kind = record.kind
         payload = record.message
-        if kind not in _MESSAGE_TYPES or not isinstance(payload, Mapping):
+        if kind not in MESSAGE_TYPES or not isinstance(payload, Mapping):
             continue
         try:
             message = read_message(payload, source=str(path))

@@ -28,18 +28,18 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
 from ipse._names import Names
-from ipse._plain import plain_dataclass
 from ipse.transcript._jsonl import JsonlRecord
-from ipse.transcript.formats.claude_code import SessionRecord
+from ipse.transcript.formats.claude_code_tree import SessionRecord
 
 JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
 
-@plain_dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class JournaledRequest:
     """One journaled request: its front as sent, and its messages when they resolve.
 
@@ -64,35 +64,6 @@ class JournaledRequest:
     changes: _Changes | None = None
     ordinal: int = 0
     tail: tuple[Any, ...] = ()
-
-    def __init__(
-        self,
-        id: str,
-        system: Sequence[Any] | None,
-        tools: Sequence[Any] | None,
-        params: Mapping[str, Any],
-        history: list[Any] | None,
-        line: int,
-        count: int = 0,
-        marks: tuple[Any, ...] = (),
-        breakpoints: tuple[tuple[int, int, Mapping[str, Any]], ...] | None = (),
-        changes: _Changes | None = None,
-        ordinal: int = 0,
-        tail: tuple[Any, ...] = (),
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "id", id)
-        set_(self, "system", system)
-        set_(self, "tools", tools)
-        set_(self, "params", params)
-        set_(self, "history", history)
-        set_(self, "line", line)
-        set_(self, "count", count)
-        set_(self, "marks", marks)
-        set_(self, "breakpoints", breakpoints)
-        set_(self, "changes", changes)
-        set_(self, "ordinal", ordinal)
-        set_(self, "tail", tail)
 
     @property
     def changed(self) -> bool:
@@ -371,6 +342,17 @@ def _history(
         return None
     if keep < 0 or (keep and (previous is None or keep > previous[1])):
         return None
+    messages = _tail_messages(tail, blobs, stripped)
+    if messages is None or not (keep or messages):
+        return None  # (no messages at all: a request with none was not sent)
+    return _extended(previous[0] if previous is not None else [], keep, messages, views)
+
+
+def _tail_messages(
+    tail: list[Any], blobs: Mapping[str, Any], stripped: dict[str, Any]
+) -> list[Any] | None:
+    """The messages a record's ``tail`` names, each blob stripped of ``cache_control`` once;
+    None when one is not in the journal."""
     messages: list[Any] = []
     for item in tail:
         key = _key(item) or ""
@@ -381,9 +363,15 @@ def _history(
                 return None
             message = stripped[key] = _without_cache_control(blob)
         messages.append(message)
-    if not keep and not messages:
-        return None  # a request with no messages was not sent: nothing resolved
-    base = previous[0] if previous is not None else []
+    return messages
+
+
+def _extended(
+    base: list[Any], keep: int, messages: list[Any], views: _Views
+) -> tuple[list[Any], int]:
+    """``base[:keep]`` then ``messages`` as ``(list, count)``: ``base`` itself where the
+    messages are its own or extend it, cut (`_Views.cut`) where that copies less than a new
+    list would, else a new list."""
     at = keep
     n = 0
     while n < len(messages) and at < len(base) and base[at] is messages[n]:

@@ -29,14 +29,15 @@ from ipse.transcript.formats.claude_code import (
     MAIN,
     ClaudeCodeSession,
     ResultsOnly,
-    SessionRecord,
-    live_segments,
     merge_meta,
     note_orphans,
     record_meta,
 )
-
-_MESSAGE_TYPES = ("user", "assistant")
+from ipse.transcript.formats.claude_code_tree import (
+    MESSAGE_TYPES,
+    SessionRecord,
+    live_segments,
+)
 
 
 class RequestMessage(NamedTuple):
@@ -106,13 +107,9 @@ def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
     results merged), as `claude_code._messages` groups them; None when some record is not
     plain (see the module's docstring). A merge extends the message in place: a response
     written as thousands of records costs each record once, not the blocks before it."""
-    out: list[RequestMessage] = []
-    only_results = ResultsOnly()  # per message: a user message of nothing but tool results
-    calls: dict[int, set[str]] = {}  # per merged message: the ids of its tool calls
-    by_id: dict[str, int] = {}
+    grouped = _Grouped()
     for record in records:
-        kind = record.kind
-        if kind not in _MESSAGE_TYPES:
+        if record.kind not in MESSAGE_TYPES:
             continue
         payload = record.message
         if type(payload) is not dict:
@@ -123,34 +120,52 @@ def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
         content = payload.get("content")
         if type(role) is not str or not _plain_content(content):
             return None
+        grouped.add(record, payload.get("id"), role, content)
+    return grouped.out
+
+
+class _Grouped:
+    """The messages so far, and what merging the next record into them needs."""
+
+    def __init__(self) -> None:
+        self.out: list[RequestMessage] = []
+        self.only_results = ResultsOnly()  # per message: a user message of only tool results
+        self.calls: dict[int, set[str]] = {}  # per merged message: the ids of its tool calls
+        self.by_id: dict[str, int] = {}
+
+    def add(self, record: SessionRecord, message_id: Any, role: str, content: Any) -> None:
         meta = record_meta(record)
         results = _only_results(role, content)
-        if kind == "assistant":
-            message_id = payload.get("id")
-            index = by_id.get(message_id) if isinstance(message_id, str) else None
-            if index is not None and only_results.all_after(index):
-                # another block of the same response (its tool results may come between)
-                first = out[index].body
-                before = first["content"]
-                all_results = only_results[index] or (type(before) is list and not before)
-                added = _merge(out[index], content, meta, calls, index)
-                only_results.set(
-                    index,
-                    first["role"] == "user" and all_results and added and bool(first["content"]),
-                )
-                continue
+        out = self.out
+        if record.kind == "assistant":
+            if self._merged(message_id, content, meta):
+                return
             if isinstance(message_id, str):
-                by_id[message_id] = len(out)
-        elif results and only_results.last():
-            _merge(out[-1], content, meta, calls, len(out) - 1)
-            continue
+                self.by_id[message_id] = len(out)
+        elif results and self.only_results.last():
+            _merge(out[-1], content, meta, self.calls, len(out) - 1)
+            return
         if type(content) is list:
             content = list(content)  # (a list of its own: merging extends it)
         elif content is None:
             content = []
         out.append(RequestMessage({"role": role, "content": content}, meta))
-        only_results.append(results)
-    return out
+        self.only_results.append(results)
+
+    def _merged(self, message_id: Any, content: Any, meta: Any) -> bool:
+        """Whether an assistant record is another block of a response already read (its tool
+        results may come between), merged into that response's message."""
+        index = self.by_id.get(message_id) if isinstance(message_id, str) else None
+        if index is None or not self.only_results.all_after(index):
+            return False
+        first = self.out[index].body
+        before = first["content"]
+        all_results = self.only_results[index] or (type(before) is list and not before)
+        added = _merge(self.out[index], content, meta, self.calls, index)
+        self.only_results.set(
+            index, first["role"] == "user" and all_results and added and bool(first["content"])
+        )
+        return True
 
 
 def _plain_content(content: Any) -> bool:

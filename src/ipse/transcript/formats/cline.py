@@ -123,35 +123,9 @@ def effective_history(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, Map
     """The messages Roo Code sends, with their positions in the file (Cline: all of them)."""
     indexed = list(enumerate(items))
     last_summary = max((i for i, m in indexed if m.get("isSummary") is True), default=None)
+    summaries: set[Any] = set()
     if last_summary is not None:
-        indexed = indexed[last_summary:]
-        calls = {
-            _name(block.get("id"))
-            for _, m in indexed
-            if m.get("role") == "assistant"
-            for block in _blocks(m)
-            if block.get("type") == "tool_use"
-        }
-        kept: list[tuple[int, Mapping[str, Any]]] = []
-        for i, m in indexed:
-            content = m.get("content")
-            if m.get("role") == "user" and isinstance(content, list):
-                left = [
-                    b
-                    for b in content
-                    if not (
-                        isinstance(b, Mapping)
-                        and b.get("type") == "tool_result"
-                        and _name(b.get("tool_use_id")) not in calls
-                    )
-                ]
-                if not left:
-                    continue
-                if len(left) != len(content):
-                    m = {**m, "content": left}
-            kept.append((i, m))
-        indexed = kept
-        summaries: set[Any] = set()
+        indexed = _since_summary(indexed[last_summary:])
     else:
         summaries = {_name(m.get("condenseId")) for _, m in indexed if m.get("isSummary")}
     markers = {_name(m.get("truncationId")) for _, m in indexed if m.get("isTruncationMarker")}
@@ -163,6 +137,38 @@ def effective_history(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, Map
         if _name(m.get("condenseParent")) not in summaries
         and _name(m.get("truncationParent")) not in markers
     ]
+
+
+def _since_summary(
+    indexed: list[tuple[int, Mapping[str, Any]]],
+) -> list[tuple[int, Mapping[str, Any]]]:
+    """The messages from the last summary on, less the results of calls made before it (a user
+    message left with nothing goes)."""
+    calls = {
+        _name(block.get("id"))
+        for _, m in indexed
+        if m.get("role") == "assistant"
+        for block in _blocks(m)
+        if block.get("type") == "tool_use"
+    }
+    kept: list[tuple[int, Mapping[str, Any]]] = []
+    for i, m in indexed:
+        content = m.get("content")
+        if m.get("role") == "user" and isinstance(content, list):
+            left = [b for b in content if not _result_of_none(b, calls)]
+            if not left:
+                continue
+            if len(left) != len(content):
+                m = {**m, "content": left}
+        kept.append((i, m))
+    return kept
+
+
+def _result_of_none(block: Any, calls: set[str | None]) -> bool:
+    """Whether ``block`` is a tool result whose call is none of ``calls``."""
+    if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+        return False
+    return _name(block.get("tool_use_id")) not in calls
 
 
 def _name(value: Any) -> str | None:
@@ -197,37 +203,60 @@ def pair_text_results(messages: list[dict[str, Any]]) -> int:
         ]
         if message.get("role") != "assistant" or not calls or following.get("role") != "user":
             continue
-        content = following.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        results: dict[str, Any] = {}
-        rest: list[Any] = []
-        for block in blocks:
-            if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                results.setdefault(str(block.get("tool_use_id")), block)
-                continue
-            text = block.get("text") if isinstance(block, Mapping) else None
-            match = _RESULT_RE.match(text) if isinstance(text, str) else None
-            call = None
-            if match and not _HUMAN_TAGS.search(str(text)):
-                call = next(
-                    (c for c, name in calls if name == match.group(1) and c not in results), None
-                )
-            if call is None:
-                rest.append(block)
-            else:
-                results[call] = {"type": "tool_result", "tool_use_id": call, "content": text}
-                converted += 1
-        missing = [c for c, _ in calls if c not in results]
-        if not missing and len(results) == sum(
-            1 for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"
-        ):
-            continue  # nothing paired, nothing missing: the message stays as written
-        for call in missing:
-            results[call] = {"type": "tool_result", "tool_use_id": call, "content": RESULT_MISSING}
-        ordered = [results[c] for c, _ in calls]
-        ordered += [r for key, r in results.items() if key not in {c for c, _ in calls}]
-        messages[index + 1] = {**following, "content": ordered + rest}
+        paired = _pair_turn(calls, following)
+        if paired is not None:
+            messages[index + 1], count = paired
+            converted += count
     return converted
+
+
+def _pair_turn(
+    calls: list[tuple[str, str]], following: dict[str, Any]
+) -> tuple[dict[str, Any], int] | None:
+    """The user message after a turn's ``calls`` with a ``tool_result`` first for each call,
+    and how many were text results; None when it needs no change."""
+    content = following.get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    results: dict[str, Any] = {}
+    rest: list[Any] = []
+    converted = 0
+    for block in blocks:
+        if _is_result(block):
+            results.setdefault(str(block.get("tool_use_id")), block)
+            continue
+        call = _text_result_call(block, calls, results)
+        if call is None:
+            rest.append(block)
+        else:
+            results[call] = {"type": "tool_result", "tool_use_id": call, "content": block["text"]}
+            converted += 1
+    missing = [c for c, _ in calls if c not in results]
+    if not missing and len(results) == sum(1 for b in blocks if _is_result(b)):
+        return None  # nothing paired, nothing missing: the message stays as written
+    for call in missing:
+        results[call] = {"type": "tool_result", "tool_use_id": call, "content": RESULT_MISSING}
+    ids = {c for c, _ in calls}
+    ordered = [results[c] for c, _ in calls]
+    ordered += [r for key, r in results.items() if key not in ids]
+    return {**following, "content": ordered + rest}, converted
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
+def _text_result_call(
+    block: Any, calls: list[tuple[str, str]], results: Mapping[str, Any]
+) -> str | None:
+    """The first unanswered call a text block is the result of (``[name ...] Result:``), unless
+    the block carries the human's words."""
+    text = block.get("text") if isinstance(block, Mapping) else None
+    if not isinstance(text, str):
+        return None
+    match = _RESULT_RE.match(text)
+    if match is None or _HUMAN_TAGS.search(text):
+        return None
+    return next((c for c, name in calls if name == match.group(1) and c not in results), None)
 
 
 def _with_origins(message: Message) -> Message:

@@ -4,7 +4,10 @@ The conversation is in the ``response_item`` records: Responses API input items,
 Responses codec (`ipse.transcript.formats.openai_responses`), so a rollout's conversation is an
 ``openai-responses`` conversation and writes out as a Responses request body. ``session_meta``
 gives the instructions (``base_instructions``) and the session id (``meta["session"]``, the id
-Codex also sends as its ``session-id`` header), ``turn_context`` the model; ``event_msg``
+Codex also sends as its ``session-id`` header), ``turn_context`` the model. Codex sent the
+instructions as the request's ``instructions`` until it began to send them as a developer
+message at the head of ``input`` (0.169 does, and records that message among the items): where
+a developer message of the history holds them, they are not added again; ``event_msg``
 records repeat what the items hold and are skipped, except ``token_count``, whose
 ``last_token_usage`` is the usage of the request just answered, and ``user_message``, which
 marks the user message item a human typed: user message items with no such event (the
@@ -31,7 +34,7 @@ from typing import Any
 from ipse.errors import InputError
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
 from ipse.transcript._links import check_links
-from ipse.transcript._model import ContentForm, Conversation, Message, Origin, Text
+from ipse.transcript._model import Conversation, Message, Origin, Text
 from ipse.transcript._thread import Segment, Thread
 from ipse.transcript.formats.openai_responses import read_items, side_of
 
@@ -62,61 +65,75 @@ def read_rollout(
 ) -> Thread:
     """A rollout file as one thread, cut into segments at ``compacted`` records."""
     p = Path(path)
-    segments: list[tuple[Mapping[str, Any] | None, list[tuple[int, Mapping[str, Any]]]]] = [
-        (None, [])
-    ]
-    model: str | None = None
-    instructions: str | None = None
-    session: str | None = None  # the session_meta id: Codex's session-id header names it too
-    typed = _TypedUsers()
+    rollout = _Rollout()
     for record in _records(p, skip_bad_lines, warnings):
-        kind, payload = _unwrap(record)
-        if kind == "session_meta":
-            instructions = _instructions(payload) or instructions
-            if isinstance(payload.get("id"), str):
-                session = session or payload["id"]
-        elif kind == "turn_context" and isinstance(payload.get("model"), str):
-            model = payload["model"]
-        elif kind == "compacted":
-            history = payload.get("replacement_history") or []
-            items = [(record.line, item) for item in history if isinstance(item, Mapping)]
-            typed.replayed.update(id(item) for _, item in items)
-            segments.append((dict(record.data), items))
-        elif kind == "response_item":
-            segments[-1][1].append((record.line, payload))
-            typed.item(payload)
-        elif kind == "event_msg" and payload.get("type") == "user_message":
-            typed.event(payload)
-    typed.finish()
+        rollout.add(record)
+    rollout.typed.finish()
+    segments = rollout.segments
     if not segments[0][1] and len(segments) > 1:
         segments.pop(0)
     known: set[str] = set()
-    system = (Text(instructions, Origin.SYSTEM),) if instructions is not None else ()
-    form: ContentForm = "string" if system else "none"
     built = []
-    for number, (boundary, items) in enumerate(segments):
-        messages = read_items(
-            [item for _, item in items], source=str(p), lines=[line for line, _ in items]
-        )
-        messages = [typed.classify(m) for m in messages]
+    for number, (boundary, lined) in enumerate(segments):
+        items = [item for _, item in lined]
+        messages = read_items(items, source=str(p), lines=[line for line, _ in lined])
+        messages = [rollout.typed.classify(m) for m in messages]
         check_links(messages, path=p, known=known)
+        meta = {"format": "codex", "path": str(p), "thread": "main", "segment": number}
+        meta["boundary"] = boundary
+        if rollout.session:
+            meta["session"] = rollout.session
+        system = rollout.system(items)
         conversation = Conversation(
             messages=tuple(messages),
             system=system,
-            settings={"model": model} if model else {},
+            system_form="string" if system else "none",
+            settings={"model": rollout.model} if rollout.model else {},
             dialect="openai-responses",
-            system_form=form,
-            meta={
-                "format": "codex",
-                "path": str(p),
-                "thread": "main",
-                "segment": number,
-                "boundary": boundary,
-                **({"session": session} if session else {}),
-            },
+            meta=meta,
         )
         built.append(Segment(conversation, boundary))
     return Thread("main", tuple(built), str(p))
+
+
+class _Rollout:
+    """What reading a rollout's records gathers: the items of each segment (a ``compacted``
+    record starts one), the model, the instructions, the session id, the typed user messages."""
+
+    def __init__(self) -> None:
+        self.segments: list[
+            tuple[Mapping[str, Any] | None, list[tuple[int, Mapping[str, Any]]]]
+        ] = [(None, [])]
+        self.model: str | None = None
+        self.instructions: str | None = None
+        self.session: str | None = None  # the session_meta id: Codex's session-id header too
+        self.typed = _TypedUsers()
+
+    def add(self, record: JsonlRecord) -> None:
+        kind, payload = _unwrap(record)
+        if kind == "session_meta":
+            self.instructions = _instructions(payload) or self.instructions
+            if isinstance(payload.get("id"), str):
+                self.session = self.session or payload["id"]
+        elif kind == "turn_context" and isinstance(payload.get("model"), str):
+            self.model = payload["model"]
+        elif kind == "compacted":
+            history = payload.get("replacement_history") or []
+            items = [(record.line, item) for item in history if isinstance(item, Mapping)]
+            self.typed.replayed.update(id(item) for _, item in items)
+            self.segments.append((dict(record.data), items))
+        elif kind == "response_item":
+            self.segments[-1][1].append((record.line, payload))
+            self.typed.item(payload)
+        elif kind == "event_msg" and payload.get("type") == "user_message":
+            self.typed.event(payload)
+
+    def system(self, items: Sequence[Mapping[str, Any]]) -> tuple[Text, ...]:
+        """The system prompt of a segment: the instructions, unless a developer message of
+        its items holds them (sent in ``input``, not as ``instructions``)."""
+        if self.instructions is None or any(_holds(item, self.instructions) for item in items):
+            return ()
+        return (Text(self.instructions, Origin.SYSTEM),)
 
 
 class _TypedUsers:
@@ -216,13 +233,12 @@ def rollout_requests(
     for record in _records(p, skip_bad_lines, warnings):
         kind, payload = _unwrap(record)
         if kind == "session_meta":
-            state.instructions = _instructions(payload) or state.instructions
+            state.instruct(_instructions(payload) or state.instructions)
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             state.model = payload["model"]
         elif kind == "compacted":
             history = payload.get("replacement_history") or []
-            state.items = [item for item in history if isinstance(item, Mapping)]
-            state.answering = False
+            state.replace([item for item in history if isinstance(item, Mapping)])
         elif kind == "response_item":
             yield from state.item(record, payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
@@ -243,6 +259,19 @@ class _Replay:
         self.last_time: str | None = None
         self.pending: dict[str, Any] | None = None
         self.total: Any = None
+        self.in_input = False  # a developer message of ``items`` holds the instructions
+
+    def instruct(self, instructions: str | None) -> None:
+        self.instructions = instructions
+        self.in_input = instructions is not None and any(
+            _holds(item, instructions) for item in self.items
+        )
+
+    def replace(self, items: list[Mapping[str, Any]]) -> None:
+        """A compaction: the history starts again from ``items``."""
+        self.items = items
+        self.answering = False
+        self.instruct(self.instructions)
 
     def item(self, record: JsonlRecord, item: Mapping[str, Any]) -> Iterator[RolloutRequest]:
         if side_of(item) == "assistant":
@@ -251,7 +280,7 @@ class _Replay:
                 body: dict[str, Any] = {}
                 if self.model is not None:
                     body["model"] = self.model
-                if self.instructions is not None:
+                if self.instructions is not None and not self.in_input:
                     body["instructions"] = self.instructions
                 if not self.shared:
                     body["input"] = list(self.items)
@@ -267,6 +296,8 @@ class _Replay:
             self.answering = True
         else:
             self.answering = False
+            if self.instructions is not None and not self.in_input:
+                self.in_input = _holds(item, self.instructions)
         self.items.append(item)
 
     def usage(self, info: Any) -> None:
@@ -303,6 +334,17 @@ def _instructions(payload: Mapping[str, Any]) -> str | None:
     if isinstance(value, Mapping):
         value = value.get("text")
     return value if isinstance(value, str) else None
+
+
+def _holds(item: Mapping[str, Any], instructions: str) -> bool:
+    """Whether ``item`` is a developer (or system) message whose text is ``instructions``."""
+    if item.get("type", "message") != "message" or item.get("role") not in ("developer", "system"):
+        return False
+    content = item.get("content")
+    if isinstance(content, str):
+        return content == instructions
+    parts = content if isinstance(content, list) else []
+    return any(isinstance(p, Mapping) and p.get("text") == instructions for p in parts)
 
 
 def _unwrap(record: JsonlRecord) -> tuple[str, Mapping[str, Any]]:

@@ -107,29 +107,35 @@ def read_session_records(
         return [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
     live: dict[str, Mapping[str, Any]] = {}
     for record in iter_jsonl(data, path, warnings=warnings):
-        value = record.data
-        rewind = value.get("$rewindTo")
-        if isinstance(rewind, str):
-            if rewind in live:
-                keys = list(live)
-                for key in keys[keys.index(rewind) :]:
-                    del live[key]
-            else:
-                live.clear()
-            continue
-        update = value.get("$set")
-        if isinstance(update, Mapping):
-            messages = update.get("messages")
-            if isinstance(messages, list):
-                live = {str(m["id"]): m for m in messages if isinstance(m, Mapping) and "id" in m}
-            continue
-        if isinstance(value.get("id"), str):
-            live[value["id"]] = value
-        elif looks_like_session(value) and isinstance(value.get("messages"), list):
-            for m in value["messages"]:
-                if isinstance(m, Mapping) and isinstance(m.get("id"), str):
-                    live[m["id"]] = m
+        live = _applied(live, record.data)
     return list(live.values())
+
+
+def _applied(
+    live: dict[str, Mapping[str, Any]], value: Mapping[str, Any]
+) -> dict[str, Mapping[str, Any]]:
+    """The live records by id after one record of the file: a rewind drops the records from
+    the one it names on (all, when it names none live), a ``$set`` of the messages replaces
+    them, a message record adds or replaces itself, a whole session record its messages."""
+    rewind = value.get("$rewindTo")
+    if isinstance(rewind, str):
+        keys = list(live)
+        for key in keys[keys.index(rewind) :] if rewind in live else keys:
+            del live[key]
+        return live
+    update = value.get("$set")
+    if isinstance(update, Mapping):
+        messages = update.get("messages")
+        if isinstance(messages, list):
+            return {str(m["id"]): m for m in messages if isinstance(m, Mapping) and "id" in m}
+        return live
+    if isinstance(value.get("id"), str):
+        live[value["id"]] = value
+    elif looks_like_session(value) and isinstance(value.get("messages"), list):
+        for m in value["messages"]:
+            if isinstance(m, Mapping) and isinstance(m.get("id"), str):
+                live[m["id"]] = m
+    return live
 
 
 def _is_jsonl(data: bytes) -> bool:

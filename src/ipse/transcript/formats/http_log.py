@@ -57,6 +57,7 @@ class Exchange:
     url: str | None = None
     source: str = ""
     body: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    conversation: str | None = None  # `entry_conversation`
 
     @property
     def model(self) -> str | None:
@@ -107,9 +108,28 @@ def read_http_log(
                 url=fields.url,
                 source=where,
                 body=fields.body,
+                conversation=entry_conversation(entry, fields.body),
             )
         )
     return exchanges
+
+
+def entry_conversation(entry: Mapping[str, Any], body: Mapping[str, Any]) -> str | None:
+    """The conversation an exchange belongs to: the one a proxy's record names (its key for
+    the conversation, ``ipse.conversation``), else the harness's session its headers carry
+    (`ipse.sessions.request_session`); None when neither says. A record collects every session
+    that went through the proxy: readers keep each conversation's requests together."""
+    from ipse.sessions import request_session  # (light; asked only of logs)
+
+    extra = entry.get("ipse")
+    named = extra.get("conversation") if jsonio.is_object(extra) else None
+    if isinstance(named, str) and named:
+        return named
+    request = entry.get("request")
+    headers = request.get("headers") if jsonio.is_object(request) else None
+    if not jsonio.is_object(headers):
+        return request_session({}, body)
+    return request_session({str(k): str(v) for k, v in headers.items()}, body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,53 +263,65 @@ def _har_entries(
 def exchange_fields(entry: Mapping[str, Any], where: str) -> ExchangeFields:
     """The request body, provider, times, usage and status of one log entry."""
     request = entry.get("request")
-    response = entry.get("response")
-    method: str | None = None
-    no_body: str | None = None
     if isinstance(request, Mapping):
-        try:
-            body = body_of(request, where, "request")
-        except InputError:
-            body, no_body = {}, "a body that is not JSON"
-        if body is None and (isinstance(request.get("messages"), list) or "model" in request):
-            body = request  # the request body itself, as a response may be its bare body
-        url = request.get("url") or request.get("path")
-        method = request.get("method") if isinstance(request.get("method"), str) else None
-        if no_body is None and (body is None or body == ""):
-            body, no_body = {}, "no body"
-        elif no_body is None and not isinstance(body, Mapping):
-            body, no_body = {}, "a body that is not a JSON object"
+        body, url, method, no_body = _request_fields(request, where)
+        response = entry.get("response")
     elif isinstance(entry.get("messages"), list) or "model" in entry:  # a bare request body
         body = {k: v for k, v in entry.items() if k not in ("ts", "usage", "time", "response")}
-        url = None
+        url, method, no_body = None, None, None
         response = {"usage": entry["usage"]} if isinstance(entry.get("usage"), Mapping) else None
     else:
         raise InputError("an exchange needs a 'request' (or a bare request body)", path=where)
     if not isinstance(body, Mapping):
         raise InputError("the request body is not a JSON object", path=where)
-    usage, status, response_time = None, None, None
-    if isinstance(response, Mapping):
-        usage = usage_of(response, where)
-        status_value = response.get("status")
-        if isinstance(status_value, int) or (
-            isinstance(status_value, str) and status_value.isdigit()
-        ):
-            status = int(status_value)
-        response_time = time_of(response) or header_date(response.get("headers"))
+    usage, status, response_time = _response_fields(response, where)
     time = time_of(entry) or (time_of(request) if isinstance(request, Mapping) else None)
-    if time is None and response_time is not None:
-        time = response_time
     return ExchangeFields(
         body=body,
         provider=provider_of(url, body),
         url=str(url) if url else None,
-        time=time,
+        time=time or response_time,
         response_time=response_time,
         usage=usage,
         status=status,
         method=method,
         no_body=no_body,
     )
+
+
+def _request_fields(
+    request: Mapping[str, Any], where: str
+) -> tuple[Mapping[str, Any], Any, str | None, str | None]:
+    """A request's body (``{}`` when it has none that is a JSON object), its URL, its method,
+    and why it has no body."""
+    no_body: str | None = None
+    try:
+        body = body_of(request, where, "request")
+    except InputError:
+        body, no_body = {}, "a body that is not JSON"
+    if body is None and (isinstance(request.get("messages"), list) or "model" in request):
+        body = request  # the request body itself, as a response may be its bare body
+    if no_body is None and (body is None or body == ""):
+        body, no_body = {}, "no body"
+    elif no_body is None and not isinstance(body, Mapping):
+        body, no_body = {}, "a body that is not a JSON object"
+    method = request.get("method")
+    url = request.get("url") or request.get("path")
+    return body, url, method if isinstance(method, str) else None, no_body
+
+
+def _response_fields(
+    response: Any, where: str
+) -> tuple[Mapping[str, Any] | None, int | None, datetime | None]:
+    """A response's usage, status and time."""
+    if not isinstance(response, Mapping):
+        return None, None, None
+    value = response.get("status")
+    status = None
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        status = int(value)
+    time = time_of(response) or header_date(response.get("headers"))
+    return usage_of(response, where), status, time
 
 
 def body_of(part: Mapping[str, Any], where: str, what: str) -> Any:
@@ -430,39 +462,50 @@ def _usage_of_sse(text: str) -> Mapping[str, Any] | None:
     usage: dict[str, Any] = {}
     found = False
     for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if not payload or payload == "[DONE]":
-            continue
-        try:
-            event = jsonio.loads(payload)
-        except jsonio.JSONDecodeError:
-            continue
-        if not isinstance(event, Mapping):
-            continue
-        if event.get("type") == "message_start" and isinstance(event.get("message"), Mapping):
-            start = event["message"].get("usage")
-            if isinstance(start, Mapping):
-                usage.update(start)
-                found = True
-        elif event.get("type") == "message_delta" and isinstance(event.get("usage"), Mapping):
-            # The delta's usage is cumulative over server-tool iterations; the request's own
-            # input usage is the one in message_start. Take the output count, and any field
-            # message_start did not carry.
-            for key, value in event["usage"].items():
-                if value is not None and (key == "output_tokens" or key not in usage):
-                    usage[key] = value
-            found = True
-        elif isinstance(event.get("usage"), Mapping):  # OpenAI's final chunk
-            usage.update(event["usage"])
-            found = True
-        elif isinstance(event.get("response"), Mapping) and isinstance(
-            event["response"].get("usage"), Mapping
-        ):  # OpenAI Responses: response.completed
-            usage.update(event["response"]["usage"])
+        event = _sse_event(line)
+        if event is not None and _add_usage(usage, event):
             found = True
     return usage if found else None
+
+
+def _sse_event(line: str) -> Mapping[str, Any] | None:
+    """The JSON object of a ``data:`` line of an event stream, else None."""
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    if not payload or payload == "[DONE]":
+        return None
+    try:
+        event = jsonio.loads(payload)
+    except jsonio.JSONDecodeError:
+        return None
+    return event if isinstance(event, Mapping) else None
+
+
+def _add_usage(usage: dict[str, Any], event: Mapping[str, Any]) -> bool:
+    """Add what a streamed event says of the usage; whether it said anything."""
+    kind = event.get("type")
+    if kind == "message_start" and isinstance(event.get("message"), Mapping):
+        start = event["message"].get("usage")
+        if isinstance(start, Mapping):
+            usage.update(start)
+        return isinstance(start, Mapping)
+    if kind == "message_delta" and isinstance(event.get("usage"), Mapping):
+        # The delta's usage is cumulative over server-tool iterations; the request's own
+        # input usage is the one in message_start. Take the output count, and any field
+        # message_start did not carry.
+        for key, value in event["usage"].items():
+            if value is not None and (key == "output_tokens" or key not in usage):
+                usage[key] = value
+        return True
+    if isinstance(event.get("usage"), Mapping):  # OpenAI's final chunk
+        usage.update(event["usage"])
+        return True
+    response = event.get("response")
+    if isinstance(response, Mapping) and isinstance(response.get("usage"), Mapping):
+        usage.update(response["usage"])  # OpenAI Responses: response.completed
+        return True
+    return False
 
 
 def time_of(part: Mapping[str, Any]) -> datetime | None:

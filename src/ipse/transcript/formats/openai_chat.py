@@ -236,45 +236,51 @@ def _write_system_block(block: Text | Other) -> Mapping[str, Any]:
 
 def write_message(message: Message) -> Mapping[str, Any]:
     """One `Message` as a chat message dict; the original dict itself when nothing changed."""
-    raw = message.raw
     if message.role == "tool":
         return _write_tool_message(message)
     texts = [b for b in message.blocks if isinstance(b, Text | Other)]
     calls = [_write_call(b) for b in message.blocks if isinstance(b, ToolCall)]
     thinking = "".join(b.text for b in message.blocks if isinstance(b, Thinking))
-    content: Any
-    if message.content_form == "blocks":
-        content = [_write_part(b) for b in texts]
-    elif texts:
-        content = "\n\n".join(b.text for b in texts if isinstance(b, Text))
-    else:
-        content = "" if message.content_form == "string" else None
-    if raw is not None:
-        old_calls = raw.get("tool_calls") or []
-        old_reasoning = raw.get("reasoning_content") or ""
-        same = (
-            raw.get("role") == message.role
-            and _same(content, raw.get("content"))
-            and len(old_calls) == len(calls)
-            and all(a is b for a, b in zip(calls, old_calls, strict=True))
-            and old_reasoning == thinking
-        )
-        if same:
-            return raw
-        out = dict(raw)
-        out["role"] = message.role
-        out["content"] = content
-        _set_or_drop(out, "tool_calls", calls or None, keep_none="tool_calls" in raw)
-        _set_or_drop(
-            out, "reasoning_content", thinking or None, keep_none="reasoning_content" in raw
-        )
+    content = _write_content(message, texts)
+    raw = message.raw
+    if raw is None:
+        out = {"role": message.role, "content": content}
+        if calls:
+            out["tool_calls"] = calls
+        if thinking:
+            out["reasoning_content"] = thinking
         return out
-    out = {"role": message.role, "content": content}
-    if calls:
-        out["tool_calls"] = calls
-    if thinking:
-        out["reasoning_content"] = thinking
+    if _unchanged(raw, message.role, content, calls, thinking):
+        return raw
+    out = dict(raw)
+    out["role"] = message.role
+    out["content"] = content
+    _set_or_drop(out, "tool_calls", calls or None, keep_none="tool_calls" in raw)
+    _set_or_drop(out, "reasoning_content", thinking or None, keep_none="reasoning_content" in raw)
     return out
+
+
+def _write_content(message: Message, texts: list[Text | Other]) -> Any:
+    """A message's content in the form it was read in: parts, a string, or none."""
+    if message.content_form == "blocks":
+        return [_write_part(b) for b in texts]
+    if texts:
+        return "\n\n".join(b.text for b in texts if isinstance(b, Text))
+    return "" if message.content_form == "string" else None
+
+
+def _unchanged(
+    raw: Mapping[str, Any], role: str, content: Any, calls: list[Any], thinking: str
+) -> bool:
+    """Whether the message as written would be ``raw`` itself."""
+    old_calls = raw.get("tool_calls") or []
+    return (
+        raw.get("role") == role
+        and _same(content, raw.get("content"))
+        and len(old_calls) == len(calls)
+        and all(a is b for a, b in zip(calls, old_calls, strict=True))
+        and (raw.get("reasoning_content") or "") == thinking
+    )
 
 
 def _set_or_drop(out: dict[str, Any], key: str, value: Any, *, keep_none: bool) -> None:

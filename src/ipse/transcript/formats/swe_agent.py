@@ -129,42 +129,41 @@ def read_swe_agent(document: Any, *, source: str) -> Conversation:
             )
         role = item.get("role")
         demo = bool(item.get("is_demo")) or item.get("message_type") == "demonstration"
-        if role == "tool":
-            ids = item.get("tool_call_ids")
-            call_id = ids[0] if isinstance(ids, list) and ids else item.get("tool_call_id")
-            message = chat_message(
-                {"role": "tool", "content": item.get("content"), "tool_call_id": call_id}
-            )
-        elif role == "user" and pending is not None and not demo:
-            message = chat_message(
-                {"role": "tool", "content": item.get("content"), "tool_call_id": pending}
-            )
-        elif role == "assistant" and not demo and _text_action(item) is not None:
-            message = _action_message(item, f"action-{index}")
-        else:
-            message = chat_message(item)
         acted = role == "assistant" and not demo and _text_action(item) is not None
+        messages.append(_history_message(item, index, pending if not demo else None, acted))
         pending = f"action-{index}" if acted else None
         if role not in CHAT_ROLES:
             raise InputError(
                 f"a history item with role {role!r}", path=source, position=f"item {index}"
             )
-        messages.append(message)
-        metas.append(
-            {
-                "index": index,
-                **{
-                    k: item[k]
-                    for k in ("agent", "message_type", "is_demo", "thought", "action")
-                    if k in item
-                },
-            }
-        )
+        kept = ("agent", "message_type", "is_demo", "thought", "action")
+        metas.append({"index": index, **{k: item[k] for k in kept if k in item}})
     model = _swe_agent_model(document)
     info = document.get("info")
     extra = {"info": info} if isinstance(info, Mapping) else {}
     conversation = _conversation(messages, metas, model, source, "swe-agent", extra)
     return replace(conversation, messages=tuple(_demo_as_harness(m) for m in conversation.messages))
+
+
+def _history_message(
+    item: Mapping[str, Any], index: int, pending: str | None, acted: bool
+) -> dict[str, Any]:
+    """One history item as a chat message: a tool's answer, the observation of the text action
+    before it (``pending``, a user item), a text action made a call (``acted``), or as it is."""
+    role = item.get("role")
+    if role == "tool":
+        ids = item.get("tool_call_ids")
+        call_id = ids[0] if isinstance(ids, list) and ids else item.get("tool_call_id")
+        return chat_message(
+            {"role": "tool", "content": item.get("content"), "tool_call_id": call_id}
+        )
+    if role == "user" and pending is not None:
+        return chat_message(
+            {"role": "tool", "content": item.get("content"), "tool_call_id": pending}
+        )
+    if acted:
+        return _action_message(item, f"action-{index}")
+    return chat_message(item)
 
 
 def _text_action(item: Mapping[str, Any]) -> str | None:

@@ -16,8 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipse.errors import InputError
-from ipse.harness import (
+from ipse.agents import (
     PROXY_URL,
     install_agent,
     launcher,
@@ -25,6 +24,7 @@ from ipse.harness import (
     proxy_hook,
     uninstall_agent,
 )
+from ipse.errors import InputError
 from tests.conftest import CliRun
 
 SETTINGS_STYLES = {

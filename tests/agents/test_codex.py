@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.harness import install_agent, launcher, tomledit
+from ipse.agents import install_agent, launcher, tomledit
 from tests.conftest import CliRun
 from tests.support.clients import codex_binary
 

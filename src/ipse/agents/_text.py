@@ -1,4 +1,4 @@
-"""Line endings and the byte order mark of the harness files ipse edits.
+"""Line endings and the byte order mark of the agent CLI files ipse edits.
 
 People edit these files on Windows too: a file with CRLF line endings (or a UTF-8 BOM) must keep
 them, both in what install adds and in what uninstall leaves, so that a file edited by nothing

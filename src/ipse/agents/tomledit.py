@@ -10,7 +10,7 @@ them); a top-level key goes on one line ending in ``# ipse``, after the last top
 before the first table. What is added uses the file's own newline (CRLF stays CRLF), after any
 byte order mark.
 
-A harness may rewrite the file itself (``codex mcp add`` re-renders it and drops comments, so
+An agent CLI may rewrite the file itself (``codex mcp add`` re-renders it and drops comments, so
 ipse's markers can go while its tables stay, moved or split): `remove_tables` then finds ipse's
 tables by their headers and the caller decides by their content whether they are ipse's.
 """
@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ipse.agents._text import bom_length, ends_with_blank_line, newline_of, with_newline
 from ipse.errors import InputError
-from ipse.harness._text import bom_length, ends_with_blank_line, newline_of, with_newline
 
 _BEGIN = re.compile(r"(?m)^# ipse:begin lead=([0-9]+)\r?\n")
 _END = re.compile(r"(?m)^# ipse:end(?:\r?\n|$)")

@@ -166,7 +166,7 @@ def test_gemini_is_told_what_checkpoints_do_and_the_user_about_trust(
 def test_the_trust_note_follows_gemini_trust_rules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules: dict[str, str], trusted: bool
 ) -> None:
-    from ipse.harness import install_notes
+    from ipse.agents import install_notes
 
     project = tmp_path / "project"
     project.mkdir()
@@ -181,3 +181,18 @@ def test_the_trust_note_follows_gemini_trust_rules(
     (tmp_path / ".gemini" / "trustedFolders.json").write_text(json.dumps(written))
     notes = install_notes("gemini", project)
     assert any("trusted folder" in n for n in notes) == (not trusted), (written, notes)
+
+
+def test_the_entry_trusts_ipses_tools_so_headless_runs_offer_them(
+    cli: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gemini -p`` cannot ask before a tool runs, so it offers only tools that need no
+    confirmation: the entry says ``trust`` (tests/journey/test_gemini_journey.py runs it), and
+    install says so."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    done = cli("install", "--agent", "gemini", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((tmp_path / ".gemini" / "settings.json").read_text())["mcpServers"]["ipse"]
+    assert entry["trust"] is True
+    notes = json.loads(done.stdout)["notes"]
+    assert any("the entry says trust" in n and "gemini -p" in n for n in notes), notes

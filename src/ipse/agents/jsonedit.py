@@ -1,6 +1,6 @@
 """Format-preserving edits of JSON text: add or remove one object member or array item.
 
-Harness settings files are edited by people; a tool that rewrites them (re-indents, reorders,
+Agent CLI settings files are edited by people; a tool that rewrites them (re-indents, reorders,
 drops the trailing newline) makes every install a diff. Here the text is parsed once into spans
 (where each value, key and member starts and ends), and an edit replaces exactly one span:
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipse.agents._text import bom_length, newline_of, with_newline
 from ipse.errors import InputError
-from ipse.harness._text import bom_length, newline_of, with_newline
 
 _WS = " \t\n\r"
 

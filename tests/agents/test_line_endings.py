@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ipse.agents import install_agent, jsonedit, uninstall_agent
 from ipse.errors import InputError
-from ipse.harness import install_agent, jsonedit, uninstall_agent
-from tests.harness.test_install_agents import snapshot
+from tests.agents.test_install_agents import snapshot
 
 ENDINGS = st.sampled_from(["lf", "crlf", "mixed"])
 

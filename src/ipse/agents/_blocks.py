@@ -5,14 +5,14 @@ at the end of the file; installing again replaces only the block, and the rest o
 never touched. The begin marker's attributes record what install added around the block
 (``lead=N`` newlines before it, ``lead=new`` when install created the file) and what it created
 elsewhere (``KEY=new``), so that uninstall removes exactly that. Markers, body and the newlines
-before them are written with the file's own newline (`ipse.harness._text`): a CRLF file stays CRLF.
+before them are written with the file's own newline (`ipse.agents._text`): a CRLF file stays CRLF.
 """
 
 from __future__ import annotations
 
 import re
 
-from ipse.harness._text import ends_with_blank_line, ends_with_break, newline_of, with_newline
+from ipse.agents._text import ends_with_blank_line, ends_with_break, newline_of, with_newline
 
 _ATTR = r"(?: [a-z_]+=[a-z0-9]+)*"
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ipse.agents import jsonedit, tomledit
 from ipse.errors import InputError
-from ipse.harness import jsonedit, tomledit
 from tests.support.strategies import json_values
 
 KEYS = st.text(st.characters(codec="utf-8"), max_size=8)
