@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from tests.journey._world import (
-    PROXY_PORT,
-    PROXY_URL,
     Broken,
     Seams,
     World,
@@ -29,10 +27,8 @@ from tests.journey._world import (
     find_numbers,
     first_difference,
     handoff_finds,
-    health,
     json_out,
     one_session,
-    proxy_port,
     recalls,
     run,
     same_saving,
@@ -140,7 +136,7 @@ def journey(
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_bytes(SETTINGS)
     before = snapshot(project)
-    with proxy_port(), anthropic_upstream(model(project)) as upstream:
+    with anthropic_upstream(model(project)) as upstream:
         try:
             with world.phase("install"):
                 installed = _install(world, upstream.url)
@@ -161,7 +157,7 @@ def journey(
 def _install(world: World, upstream: str) -> bytes:
     """``ipse install --agent claude-code --proxy`` with the proxy's port, upstream and record,
     as the README's install section gives them; the settings as install wrote them."""
-    argv = ["install", "--agent", "claude-code", "--proxy", "--port", str(PROXY_PORT)]
+    argv = ["install", "--agent", "claude-code", "--proxy", "--port", str(world.port)]
     argv += ["--anthropic-upstream", upstream, "--record", str(world.record)]
     installed = world.ipse(*argv, timeout=60)
     world.seams.require(
@@ -267,15 +263,15 @@ def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None
 
 def _started_by_the_hook(world: World, upstream: str) -> None:
     """After the first turn the proxy answers: the one the hook started, with its upstream."""
-    found = health()
+    found = world.health()
     world.seams.require(
         found is not None,
-        f"hook: no proxy answers at {PROXY_URL} after the first turn (the SessionStart hook did "
+        f"hook: no proxy answers at {world.url} after the first turn (the SessionStart hook did "
         "not start it)",
         world.log()[-800:],
     )
     assert found is not None
-    pid_file = world.ipse_home / "proxy-8765.pid"
+    pid_file = world.ipse_home / f"proxy-{world.port}.pid"
     pid = pid_file.read_text().strip() if pid_file.exists() else None
     world.seams.check(
         pid == str(found.get("pid")),

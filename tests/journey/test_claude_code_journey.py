@@ -1,7 +1,7 @@
 """A Claude Code user's first hour with ipse, end to end, with the real Claude Code CLI.
 
 In a fresh HOME and project folder (a CRLF ``CLAUDE.md`` and ``.claude/settings.json`` already
-there): ``ipse install --agent claude-code --proxy --port 8765 --anthropic-upstream URL
+there): ``ipse install --agent claude-code --proxy --port PORT --anthropic-upstream URL
 --record FILE`` (the hook's ``ipse proxy start`` gets the upstream, a scripted model that answers
 as the Anthropic API does, and the record); three ``claude -p`` turns, not ``--bare`` (hooks and
 MCP as a user has them), in which the model reads a file, calls ``mcp__ipse__micro_handoff`` with
@@ -28,8 +28,9 @@ for (setuptools>=77), which is not installed here and cannot be fetched offline;
 the tests' environment with its ``bin`` off PATH instead, so everything install registers must
 name ipse by absolute path, as for a user whose environment is not active.
 
-The proxy listens where install points Claude Code (127.0.0.1:8765), so journeys take turns on
-that port and a port some other program holds is an error that says so.
+The proxy listens where install points Claude Code: a port free when the journey starts, which
+it gives install's ``--port``, so journeys run side by side and whatever holds ipse's default
+port (8765) changes nothing.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def test_claude_code_first_hour(tmp_path: Path, tool_search: bool, resume: str) 
 
     try:
         result = journey(tmp_path, claude, tool_search, resume=resume)
-    except Broken as exc:  # the proxy's port stayed taken
+    except Broken as exc:  # a seam the rest stands on broke
         pytest.fail(str(exc), pytrace=False)
     print("seconds:", {k: round(v, 1) for k, v in result.world.seconds.items()})
     result.world.seams.verdict()

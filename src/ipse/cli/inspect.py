@@ -74,6 +74,7 @@ def inspect_command(
         report = inspect_report(source, counter)
         if source.exchanges is not None:
             report["handoffs"] = _handoffs(file, skip_bad_lines)
+        _recorded_cache(report)
         if list_messages:
             report["message_index"] = message_rows(source.current(), counter)
     if as_json:
@@ -99,6 +100,30 @@ def _handoffs(path: Path, skip_bad_lines: bool) -> list[dict[str, Any]]:
             found.append({"index": index, "anchor": anchor, "removed_calls": calls,
                           "saved_tokens": saved_tokens(made)})  # fmt: skip
     return found
+
+
+def _recorded_cache(report: dict[str, Any]) -> None:
+    """Each request's recorded usage as ``recorded``: input tokens in all, read from the cache,
+    written to it, and neither, read the one way `ipse.prefix.actual_tokens` reads every
+    provider's usage (Anthropic's cache fields, OpenAI's ``cached_tokens``), as ``ipse prefix``
+    and ``ipse report`` read it; None when the usage says nothing."""
+    rows = report.get("requests")
+    if not rows:
+        return
+    from ipse.prefix import actual_tokens
+
+    for row in rows:
+        tokens = actual_tokens(row["usage"])
+        row["recorded"] = (
+            None
+            if tokens is None
+            else {
+                "input": tokens.total,
+                "cache_read": tokens.cache_read,
+                "cache_write": tokens.cache_write,
+                "uncached": tokens.uncached,
+            }
+        )
 
 
 def _render(report: dict[str, Any]) -> None:
@@ -140,12 +165,10 @@ def _render(report: dict[str, Any]) -> None:
     if "requests" in report:
         rows = []
         for row in report["requests"]:
-            usage = row["usage"] or {}
+            split = row["recorded"]
             recorded = (
-                f"{usage.get('input_tokens', usage.get('prompt_tokens', '-'))} / "
-                f"{usage.get('cache_read_input_tokens', '-')} / "
-                f"{usage.get('cache_creation_input_tokens', '-')}"
-                if row["usage"]
+                f"{split['input']:,} / {split['cache_read']:,} / {split['cache_write']:,}"
+                if split
                 else "-"
             )
             rows.append(
@@ -157,7 +180,7 @@ def _render(report: dict[str, Any]) -> None:
                     recorded,
                 ]
             )
-        names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
+        names = ("#", "time", "model", "input tokens", "recorded: input / cache read / write")
         print_table(out, "requests", [(name, "left") for name in names], rows)
     if report.get("conversations"):
         _render_conversations(out, report["conversations"])

@@ -206,6 +206,12 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
     Given settings other than the running proxy's, it says so and changes nothing, or with
     --restart stops that proxy and starts one with these settings. Something else answering on
     the port as an ipse proxy is refused (exit 1), never reported as running.
+
+    \b
+    Examples:
+      ipse proxy start --record exchanges.jsonl
+      ipse proxy start --port 8766 --anthropic-upstream https://gateway.example/anthropic
+      ipse proxy start --restart --workers 4 --json
     """
     config = _config(**options)
     url = _url(config.host, config.port)
@@ -358,7 +364,13 @@ def _say(as_json: bool, document: dict[str, Any], line: str) -> None:
 @_address
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def stop_command(host: str, port: int, as_json: bool) -> None:
-    """Stop your background proxy on that port (never a process that is not yours)."""
+    """Stop your background proxy on that port (never a process that is not yours).
+
+    \b
+    Examples:
+      ipse proxy stop
+      ipse proxy stop --port 8766 --json
+    """
     from ipse.proxy import proxy_process
 
     pid_file, _ = _files(port)
@@ -426,7 +438,13 @@ def _alive(pid: int) -> bool:
 @_address
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def status_command(host: str, port: int, as_json: bool) -> None:
-    """Say whether your proxy answers there (exit 1 when none does, or not yours)."""
+    """Say whether your proxy answers there (exit 1 when none does, or not yours).
+
+    \b
+    Examples:
+      ipse proxy status
+      ipse proxy status --port 8766 --json
+    """
     url = _url(host, port)
     listener = _identify(url, port)
     found = listener.health

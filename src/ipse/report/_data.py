@@ -277,8 +277,7 @@ def _conversation_only(path: str, name: str, command: str) -> ReportData:
     source = load(path, name)
     conversation = source.current()
     tally = TokenTally(default_counter())
-    tally.add_front(conversation)
-    tally.add_messages(conversation.messages)
+    tally.add_conversation(conversation)
     composition = {kind: tally.by_kind.get(kind, 0) for kind in CONTEXT_KINDS}
     names = call_names(conversation.messages)
     tools: dict[str, int] = {}
