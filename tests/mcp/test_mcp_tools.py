@@ -68,6 +68,7 @@ def test_the_tools_are_listed_with_their_schemas(settings: Settings) -> None:
     assert set(listed) == {
         "micro_handoff",
         "recall",
+        "archive_list",
         "state_resume",
         "state_next",
         "state_invariant",
@@ -340,7 +341,7 @@ def test_twin_tools_apply_show_and_rehydrate(twin_store: str, tmp_path: Path) ->
             {"done": [], "open": [], "claims": [{"claim": "c", "status": "guess", "evidence": ""}]},
             "claims[0].status: must be one of measured, inferred",
         ),
-        ("recall", {}, "give exactly one of id or checkpoint"),
+        ("recall", {}, "give one of id, checkpoint, or query/path/kind"),
         ("recall", {"id": "toolu_nowhere"}, "no archived item 'toolu_nowhere'"),
         ("recall", {"id": "x", "max_chars": 5}, "max_chars: must be at least 100"),
         ("state_next", {}, "missing argument 'text'"),

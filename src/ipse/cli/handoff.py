@@ -215,6 +215,10 @@ def _destination(output: Path | None, target: str, as_json: bool) -> Path | None
         raise UsageError("-o - and --json would both write to stdout; choose one")
     if output is not None and not to_stdout and output.is_dir():
         raise UsageError(f"{output}: is a folder; -o takes a file path")
+    if output is not None and not to_stdout:
+        from ipse.fileio import check_output
+
+        check_output(output)  # before the work: a missing folder is not made
     return output
 
 
@@ -282,9 +286,10 @@ def _best(source: Source, file: Path) -> dict[str, Any]:
 
 
 def _open_archive(store: str | None) -> LazyArchive:
-    from ipse.archive import LazyArchive
+    from ipse.archive import LazyArchive, project_key
 
-    return LazyArchive(store)
+    # filed under this folder's project, where `ipse recall` run here looks
+    return LazyArchive(store, project=project_key(Path.cwd()))
 
 
 def _writer(output: Path | None) -> Callable[[bytes], None] | None:
@@ -295,7 +300,7 @@ def _writer(output: Path | None) -> Callable[[bytes], None] | None:
         return lambda data: click.echo(data.decode("utf-8"))
     from ipse.fileio import atomic_write
 
-    return lambda data: atomic_write(output, data, private=True)
+    return lambda data: atomic_write(output, data, private=True, make_folders=False)
 
 
 def _session_writer(

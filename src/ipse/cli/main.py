@@ -26,7 +26,7 @@ import click
 from ipse import __version__, _notes
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._entry import default_sigpipe, tolerant_output
-from ipse.errors import IpseError
+from ipse.errors import IpseError, unreachable_path
 
 # command name -> "module:attribute"; each module owns one command or command group.
 _COMMANDS: dict[str, str] = {
@@ -110,6 +110,9 @@ def report_error(exc: BaseException) -> int:
         return 0
     if not isinstance(exc, Exception):
         raise exc
+    unreachable = unreachable_path(exc)
+    if unreachable is not None:  # a path the user named, under a folder they may not search
+        return _say(f"ipse: error: {unreachable}", unreachable.exit_code)
     if os.environ.get("IPSE_DEBUG") == "1":
         import traceback  # (only here: a command that does not fail does not pay its import)
 

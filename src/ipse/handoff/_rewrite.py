@@ -49,7 +49,7 @@ from ipse.handoff._recognise import (
 )
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
-from ipse.sessions import CLAUDE_CODE_HEADER, request_session
+from ipse.sessions import CLAUDE_CODE_HEADER, filing_session, request_session
 from ipse.transcript import Conversation, ToolCall, codec
 
 if TYPE_CHECKING:
@@ -224,7 +224,8 @@ def rewrite_request(
     ``anchor`` is the checkpoint call id a caller stored for this conversation (a hint that
     makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
     ``archive`` gets what was removed, the first time a prefix is rewritten: under the session
-    the checkpoint's answer names (`ipse.handoff._session`), else under ``session``.
+    the checkpoint's answer names, unless both it and ``session`` are a harness's session ids
+    (then ``session``, the request's own: `ipse.sessions.filing_session`); else ``session``.
     """
     dialect_codec = codec(dialect)
     key_name = dialect_codec.history_key
@@ -253,8 +254,9 @@ def rewrite_request(
             )
     if archive is not None:
         # the checkpoint's answer names the session it was recorded under: what this handoff
-        # removes goes there too, so recalling the checkpoint finds it
-        session = _recorded(raw, dialect, call_id) or session
+        # removes goes there too, unless the request names a harness session of its own
+        # (`filing_session`)
+        session = filing_session(session, _recorded(raw, dialect, call_id))
     try:
         conversation = dialect_codec.read_body(body)
         handoff = run(

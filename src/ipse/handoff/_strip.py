@@ -455,12 +455,14 @@ def _thinking_removed(raw: Mapping[str, Any], index: int) -> Removed:
 
 
 def breadcrumb(call: ToolCall, width: int = 60) -> str:
-    """One short line for a removed call: tool name and a clipped argument."""
+    """One short line for a removed call: tool name, a clipped argument, and the id ``recall``
+    gives the call and its result back by (the id it is archived under)."""
     argument = _first_argument(call.input)
     flat = " ".join(argument.split())
     if len(flat) > width:
         flat = flat[: max(width - 1, 0)] + "…"
-    return f"[{call.name}: {flat}]" if flat else f"[{call.name}]"
+    said = f"{call.name}: {flat}" if flat else call.name
+    return f"[{said}; recall {call.id}]" if call.id else f"[{said}]"
 
 
 def _first_argument(value: Any) -> str:

@@ -45,6 +45,7 @@ import msgspec
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
+from ipse.fileio import check_text_head
 from ipse.jsonio import is_object
 from ipse.prefix._actual import compacts, same_call
 from ipse.prefix._growing import SharedHistory
@@ -97,6 +98,8 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or folder", path=p)
+    if not p.is_dir():
+        check_text_head(p)  # its size and first bytes, before a line of it is read
     name = format or _sniff(p)
     warnings: list[str] = []
     merged = [0]

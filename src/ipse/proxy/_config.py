@@ -109,11 +109,11 @@ class ProxyConfig:
         }
 
     def digest(self) -> str:
-        """A digest of what decides the proxy's behaviour (not where it listens): two proxies
-        with the same digest do the same with every request."""
+        """A digest of what decides the proxy's behaviour (not where it listens, nor where it
+        keeps its record: replicas each keep their own): two proxies with the same digest do the
+        same with every request."""
         settings = {
             "upstreams": self.upstreams(),
-            "record": str(self.record.resolve()) if self.record is not None else None,
             "store": self.store,
             "json_log": self.json_log,
             "log": self.log,
@@ -124,6 +124,13 @@ class ProxyConfig:
             "max_body": self.max_body,
         }
         return hashlib.sha256(jsonio.dumps(settings)).hexdigest()[:16]
+
+    def record_digest(self) -> str | None:
+        """A digest of where the record is kept (None: no record), for ``ipse proxy start`` to
+        tell a running proxy's record from the one asked for without showing its path."""
+        if self.record is None:
+            return None
+        return hashlib.sha256(str(self.record.resolve()).encode()).hexdigest()[:16]
 
     @classmethod
     def upstreams_from_options(

@@ -230,11 +230,18 @@ def _handoff_section(data: ReportData) -> str:
         for c in best
     ]
     handed = sum(1 for p in data.points if p.marker == "handoff")
+    made = "".join(
+        f"<li>at request {h.index} (cut at {escape(str(h.anchor))}): removed "
+        f"{h.removed_calls} tool call(s), saved "
+        f"{'-' if h.saved_tokens is None else format(h.saved_tokens, ',')} tokens</li>"
+        for h in data.handoffs
+    )
     return (
         '<h2 id="handoff">Micro-handoff</h2><p class="note">At each new human turn, a handoff '
         "would remove the tool calls, tool results and thinking before it. Savings are input "
         "tokens (at the base price) over the rest of the log, after the one cache write the "
         f"rewrite costs. Handoffs already in this input: {handed}.</p>"
+        + (f'<ul class="note">{made}</ul>' if made else "")
         + _table(
             [
                 "at request",
