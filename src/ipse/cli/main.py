@@ -46,6 +46,7 @@ _COMMANDS: dict[str, str] = {
     "state": "ipse.cli.state:state_group",
     "twin": "ipse.cli.twin:twin_group",
     "uninstall": "ipse.cli.install:uninstall_command",
+    "usage": "ipse.cli.usage:usage_group",
 }
 
 
@@ -159,6 +160,7 @@ def cli() -> None:
       ipse report session.jsonl --open             all of it on one offline page
       ipse proxy start                             hand off on the wire
       ipse install --agent claude-code             checkpoint and recall tools over MCP
+      ipse usage --by week                         what every session cost, lost and saved
     """
     _notes_to_stderr()
 
