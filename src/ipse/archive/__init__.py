@@ -7,13 +7,11 @@ by what it did (read, edit, command, other), in FTS5 on SQLite and a ``tsvector`
 PostgreSQL. `open_archive` opens it on the same database as the other stores: SQLite in
 IPSE_HOME by default, PostgreSQL with ``IPSE_DATABASE_URL`` or an explicit ``postgresql://`` URL.
 `recall_item`, `search_items`, `list_items` and `list_sessions` are what front ends call: they
-apply one rule for whose sessions a caller reads (`scope_for`). Those names, and the search's,
-are imported on first use: a handoff that only archives does not load the search.
+apply one rule for whose sessions a caller reads (`scope_for`).
 """
 
 from __future__ import annotations
 
-from ipse import _lazy
 from ipse.archive._base import (
     Archivable,
     ArchiveSink,
@@ -25,38 +23,19 @@ from ipse.archive._base import (
     preview,
 )
 from ipse.archive._blobs import address, payload
+from ipse.archive._facets import ACTIONS
+from ipse.archive._lookup import (
+    DEFAULT_LIMIT,
+    Listed,
+    Searched,
+    list_items,
+    list_sessions,
+    recall_item,
+    search_items,
+)
 from ipse.archive._open import LazyArchive, open_archive
 from ipse.archive._schema import COMPONENT, STEPS
-
-_TYPE_CHECKING = False
-if _TYPE_CHECKING:
-    from ipse.archive._facets import ACTIONS
-    from ipse.archive._lookup import (
-        DEFAULT_LIMIT,
-        Listed,
-        Searched,
-        list_items,
-        list_sessions,
-        recall_item,
-        search_items,
-    )
-    from ipse.archive._scope import SCOPES, Caller, Scope, cli_caller, project_key, scope_for
-
-_MODULES = {
-    "_facets": ("ACTIONS",),
-    "_lookup": (
-        "DEFAULT_LIMIT",
-        "Listed",
-        "Searched",
-        "list_items",
-        "list_sessions",
-        "recall_item",
-        "search_items",
-    ),
-    "_scope": ("SCOPES", "Caller", "Scope", "cli_caller", "project_key", "scope_for"),
-}
-
-__getattr__, __dir__ = _lazy.exports("ipse.archive", _MODULES, globals())
+from ipse.archive._scope import SCOPES, Caller, Scope, cli_caller, project_key, scope_for
 
 __all__ = [
     "ACTIONS",
