@@ -16,6 +16,7 @@ PACKAGES = [
     "ipse.archive",
     "ipse.cli",
     "ipse.handoff",
+    "ipse.handoff.effects",
     "ipse.handoff.wire",
     "ipse.harness",
     "ipse.mcp",

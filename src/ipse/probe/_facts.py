@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse.handoff import is_checkpoint
-from ipse.probe._artifacts import artifacts, command_of, exit_status
+from ipse.handoff.effects import artifacts, command_of, exit_status
 from ipse.probe._timeline import Timeline, call_text
 from ipse.transcript import Message, Origin, Text, Thinking, ToolCall, ToolResult
 

@@ -1,4 +1,5 @@
-"""What a tool call did, read from its input, for the harnesses ipse reads."""
+"""What a tool call did, read from its input, for the harnesses ipse reads (the knowledge the
+handoff's ledger and the probe share)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ipse.probe import artifacts, command_of, exit_status
+from ipse.handoff.effects import artifacts, command_of, exit_status
 from ipse.transcript import ToolCall, ToolResult
 
 
