@@ -72,22 +72,25 @@ _PATCH_HEADER = re.compile(
 _PATCH_ACTION = {"Add": "created", "Update": "edited", "Delete": "deleted"}
 _EDITOR_ACTION = {"create": "created", "str_replace": "edited", "insert": "edited"}
 _EDITOR_LINE = re.compile(r"(?:^|[\s;&|])str_replace_editor\s+(create|str_replace|insert)\s+(\S+)")
-_REDIRECT = re.compile(r"(?<![0-9&<>])>>?\s*([A-Za-z0-9_./-]+)")
+_REDIRECT_TARGET = re.compile(r"[A-Za-z0-9_./-]+")
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
+_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)(\w+)\1[^\n]*\n(.*?)\n[ \t]*\2\b", re.DOTALL)
 _SHOW = frozenset({"cat", "head", "tail", "nl", "less", "more", "open", "bat"})
 _PLAIN_NAME = re.compile(r"[\w@+%,:.~/-]+")
 
 
 def strings(value: Any) -> Iterator[str]:
-    """Every string inside a JSON value, depth first, keys excluded."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from strings(item)
+    """Every string inside a JSON value, depth first, keys excluded (without recursion: a
+    tool's input may nest deeper than the interpreter's stack)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
 
 
 def _base(name: str) -> str:
@@ -179,7 +182,7 @@ def first_line(command: str, width: int = 120) -> str:
     more = len(meaningful) > 1
     if len(line) > width:
         line, more = line[: width - 1].rstrip(), True
-    return line + " …" if more else line
+    return line + " ..." if more else line
 
 
 def workdir_of(call: ToolCall) -> str | None:
@@ -224,7 +227,7 @@ def read_paths(call: ToolCall) -> list[str]:
 
 def _words(command: str) -> list[str]:
     try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
         lexer.whitespace_split = True
         return list(lexer)
     except ValueError:
@@ -267,14 +270,53 @@ def _plain_file(word: str) -> bool:
 
 
 def shell_artifacts(command: str) -> Iterator[Artifact]:
-    """The files and commits one shell command line makes, where the line says so plainly."""
-    if "<<" not in command:
-        for match in _REDIRECT.finditer(command[:PARSED_CHARS]):
-            target = match.group(1)
-            if target and not target.startswith("/dev/") and target not in (".", ".."):
-                yield Artifact("created", target)
+    """The files and commits one shell command line makes, where the line says so plainly:
+    a redirection outside quotes to a plain file name, ``rm``, ``touch``, ``mv``, git."""
     for words in _simple_commands(command):
-        yield from _simple(words)
+        for i, word in enumerate(words[:-1]):
+            target = words[i + 1]
+            if word in (">", ">>") and _file_target(target):
+                yield Artifact("created", target)
+        for artifact in _simple(_without_redirections(words)):
+            if artifact.action == "committed" and artifact.value.lstrip('"').startswith("$("):
+                message = _heredoc_line(command)
+                if message:
+                    yield Artifact("committed", message)
+                continue
+            yield artifact
+
+
+def _file_target(word: str) -> bool:
+    """A redirection's target that is a plain file name (no device, variable or glob)."""
+    return bool(_REDIRECT_TARGET.fullmatch(word)) and not (
+        word.startswith("/dev/") or word in (".", "..")
+    )
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    """A simple command's words less its redirections (``> f``, ``2>&1``, ``< in``)."""
+    out: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word and set(word) <= set("<>&"):
+            skip = True
+            continue
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word.isdigit() and following and set(following) <= set("<>&"):
+            continue  # the descriptor of a redirection (2 in 2>&1)
+        out.append(word)
+    return out
+
+
+def _heredoc_line(command: str) -> str | None:
+    """The first line of a command's heredoc (a commit message written with ``$(cat <<EOF``)."""
+    found = _HEREDOC.search(command[:PARSED_CHARS])
+    if found is None:
+        return None
+    return next((line.strip() for line in found.group(3).splitlines() if line.strip()), None)
 
 
 def _simple(words: list[str]) -> Iterator[Artifact]:
