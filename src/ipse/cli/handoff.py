@@ -16,6 +16,7 @@ from ipse.cli.micro_handoff import SHAPES
 from ipse.errors import UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
+    DEFAULT_LEDGER_TOKENS,
     Handoff,
     HandoffOptions,
     StripOptions,
@@ -89,7 +90,26 @@ if TYPE_CHECKING:
 @click.option(
     "--promote-thinking", is_flag=True, help="Keep the text of thinking blocks as agent text."
 )
-@click.option("--breadcrumbs", is_flag=True, help="Leave one short line per removed call.")
+@click.option(
+    "--breadcrumbs",
+    is_flag=True,
+    help="Leave one short line per removed call (its tool, argument and recall id).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    help="Hold the rewritten part to this many tokens: the oldest agent narration goes to the "
+    "archive as one recallable item, as little as it takes; the human's words, the notes and "
+    "the ledger stay. Default: no budget (every authored word stays in the context).",
+)
+@click.option(
+    "--ledger-tokens",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LEDGER_TOKENS,
+    show_default=True,
+    help="The token cap of the ledger the marker at the cut carries (files changed and read, "
+    "commands, failures, each with its recall id; newest first).",
+)
 @click.option("--no-archive", is_flag=True, help="Do not archive the removed blocks.")
 @click.option("--store", help="Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME).")
 @click.option("--session", help="Archive under this session id (default: the session's own).")
@@ -118,6 +138,8 @@ def handoff_command(
     keep_blocks: bool,
     promote_thinking: bool,
     breadcrumbs: bool,
+    budget: int | None,
+    ledger_tokens: int,
     no_archive: bool,
     store: str | None,
     session: str | None,
@@ -132,8 +154,10 @@ def handoff_command(
     Cline / Roo Code history (written out as an Anthropic body), a Codex rollout (a Responses
     body), or a SWE-agent / mini-swe-agent trajectory (a Chat Completions body; --model names
     the model where it records none). OpenHands and Gemini CLI files are read only. The
-    removed blocks go to the archive (see `ipse recall`); the table shows the conversation
-    before and after. Bad input: exit 2, no output, nothing archived.
+    removed blocks go to the archive (see `ipse recall`); one marker at the cut says what was
+    removed, how to recall it, and carries a ledger of it (files changed and read, commands and
+    how they ended, what last failed, each with its recall id); the table shows the
+    conversation before and after. Bad input: exit 2, no output, nothing archived.
     The default cut is the agent's last call of the checkpoint tool; a session without one
     needs --at now, --at end or --at N (`ipse inspect FILE --messages` lists the message indices).
 
@@ -143,6 +167,8 @@ def handoff_command(
       ipse handoff request.json -o stripped.json --json
       ipse handoff ~/.claude/projects/p/4d5611e5.jsonl --at now --to claude-code
       ipse handoff trajectory.json --at 40 --breadcrumbs --no-archive
+      ipse handoff session.jsonl --at now --budget 4000 -o out.json
+      ipse handoff session.jsonl --at now --json | jq .ledger.text
     """
     if _print_only(print_prompt, print_tool, notes_file):
         return
@@ -164,12 +190,23 @@ def handoff_command(
         ),
         max_tokens=max_tokens,
         model=model,
+        budget=budget,
+        ledger_tokens=ledger_tokens,
     )
     resumed: list[tuple[str, Path]] = []
     write = _target_writer(source, target, output, cwd, resumed)
     archive = None if no_archive or dry_run else _open_archive(store)
     session = session or handoff_session(source, (checkpoint_tool,))
-    result = _hand_off(source, options, session, write, archive, str(file), quiet=as_json)
+    result = _hand_off(
+        source,
+        options,
+        session,
+        write,
+        archive,
+        str(file),
+        quiet=as_json,
+        recallable=not no_archive,
+    )
     document = _document(result, output, dry_run, resumed)
     if best is not None:
         document["best"] = best
@@ -189,13 +226,21 @@ def _hand_off(
     file: str,
     *,
     quiet: bool,
+    recallable: bool,
 ) -> Handoff:
-    """Run the handoff on the source's conversation; the archive is closed whatever happens."""
+    """Run the handoff on the source's conversation; the archive is closed whatever happens.
+    ``recallable``: the marker promises recall (a dry run describes the run that archives)."""
     try:
         with terminal_progress(quiet=quiet):
             conversation = source.current()
             return run(
-                conversation, options, session=session, write=write, archive=archive, source=file
+                conversation,
+                options,
+                session=session,
+                write=write,
+                archive=archive,
+                source=file,
+                recallable=recallable,
             )
     finally:
         if archive is not None:
@@ -352,6 +397,33 @@ def _best_line(best: dict[str, Any]) -> str:
     )
 
 
+def _marked_lines(document: dict[str, Any]) -> list[str]:
+    """What the marker at the cut carries, and what the budget did."""
+    lines = []
+    ledger, marker, budget = document["ledger"], document["marker"], document["budget"]
+    if ledger is not None:
+        where = f"a marker at message {marker['message']}" if marker else "the checkpoint's notes"
+        lines.append(
+            f"ledger in {where}: {ledger['shown']} of {len(ledger['entries'])} entries, "
+            f"{ledger['tokens']:,} tokens (cap {ledger['cap']:,}), from {ledger['calls']} "
+            "removed calls (--json: ledger, marker)"
+        )
+    if budget is not None:
+        met = "met" if budget["met"] else "NOT met (the human's words and the notes stay)"
+        line = (
+            f"budget {budget['tokens']:,} tokens: {met}, the rewritten part holds "
+            f"{budget['rewritten_tokens']:,}"
+        )
+        page = budget["paged"]
+        if page is not None:
+            line += (
+                f"; narration of messages {page['first_message']}-{page['last_message']} "
+                f"({page['tokens']:,} tokens) archived as {page['id']}"
+            )
+        lines.append(line)
+    return lines
+
+
 def _deprecated(option: str, replacement: str) -> None:
     click.echo(f"ipse: warning: ipse handoff {option} is deprecated; use `{replacement}`", err=True)
 
@@ -407,6 +479,8 @@ def _render(document: dict[str, Any], *, archiving: bool, to_stderr: bool = Fals
         f"narration coverage {narr['coverage']:.0%} of {narr['removed_calls']} removed calls, "
         f"{narr['agent_tokens_per_call']:g} agent tokens per removed call"
     )
+    for line in _marked_lines(document):
+        out.print(line, markup=False)
     if "best" in document:
         out.print(_best_line(document["best"]), markup=False)
     policy = document["policy"]

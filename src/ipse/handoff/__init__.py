@@ -7,6 +7,9 @@ checkpoint tool and renders its notes; `checkpoint` stores them in the archive b
 `narration` measures whether the agent narrated enough for the handoff to keep what it knew;
 `policy` says when a handoff pays off; `recognise` knows a checkpoint call in every shape a
 harness delivers it; `session` is the one key a conversation's checkpoints and handoffs share.
+Every handoff marks its cut (`marker`) with what it removed and a `Ledger` of it (`ledger`,
+read with `effects`: what each removed call did); `budget` holds a handoff to a token count by
+moving the oldest agent narration to the archive.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ipse.handoff._checkpoint import (
     record_checkpoint,
 )
 from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, Ledger
 from ipse.handoff._measure import tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
@@ -33,6 +37,7 @@ from ipse.handoff._verify import Lost, Verdict, verify
 
 __all__ = [
     "CHECKPOINT_TOOL",
+    "DEFAULT_LEDGER_TOKENS",
     "DESCRIPTION",
     "RATES",
     "SCHEMA",
@@ -44,6 +49,7 @@ __all__ = [
     "Handoff",
     "HandoffOptions",
     "HandoffReport",
+    "Ledger",
     "Lost",
     "Narration",
     "Problem",
