@@ -107,8 +107,8 @@ def artifacts(call: ToolCall) -> Iterator[Artifact]:
     data = call.input if isinstance(call.input, Mapping) else {}
     path = _path(data)
     name = _base(call.name)
-    if name in _EDITORS and isinstance(data.get("command"), str):
-        action = _EDITOR_ACTION.get(data["command"])
+    if name in _EDITORS:  # its verb says; without one (OpenHands' file read) it changes nothing
+        action = _EDITOR_ACTION.get(str(data.get("command")))
         if action and path:
             yield Artifact(action, path)
     elif path and not _NOT_A_CHANGE.search(name):

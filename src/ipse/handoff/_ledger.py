@@ -61,6 +61,11 @@ _CWD_SAID = (
 # A search that found nothing exits 1 without being wrong (grep, diff, test).
 _SEARCH = re.compile(r"(?:^|[|;&(]\s*)(?:grep|egrep|fgrep|rg|ag|ack|diff|cmp|test|\[)\s")
 _TOPLEVEL = re.compile(r"git\s+rev-parse\s+--show-toplevel")
+# SWE-agent's interface: its shell prompt names the directory and the open file after every
+# command, and its ``edit N:M`` changes the open file.
+_CURRENT_DIRECTORY = re.compile(r"\(Current directory: ([^)\n]{1,500})\)")
+_OPEN_FILE = re.compile(r"\(Open file: ([^)\n]{1,500})\)")
+_LINE_EDIT = re.compile(r"edit \d+:\d+\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +235,8 @@ def _command(
         _change(found, artifact.action, artifact.value, call.id)
     if result is not None:
         _where(found, command, result)
+        if not failed and _line_edit(found, line, result, call.id):
+            return True
     reads = read_paths(call)
     if reads and not failed:
         _reads(found, reads, call.id)
@@ -242,6 +249,17 @@ def _command(
         found.failing[line] = Entry("failing", line, call.id, status=status, detail=detail)
     else:
         found.commands[line] = Entry("commands", line, call.id, status=status)
+    return True
+
+
+def _line_edit(found: _Found, line: str, result: ToolResult, call_id: str) -> bool:
+    """SWE-agent's ``edit N:M``: the file it changed is the open file its output names."""
+    if not _LINE_EDIT.match(line):
+        return False
+    edited = _OPEN_FILE.findall(result.text[-2000:])
+    if not edited or edited[-1] == "n/a":
+        return False
+    _change(found, "edited", edited[-1], call_id)
     return True
 
 
@@ -291,7 +309,12 @@ def _change(found: _Found, action: str, value: str, call_id: str) -> None:
 
 
 def _where(found: _Found, command: str, result: ToolResult) -> None:
-    """The repository root and branch a git command's output states."""
+    """The working directory a shell prompt in the output names, and the repository root and
+    branch a git command's output states."""
+    if found.cwd is None:
+        said = _CURRENT_DIRECTORY.findall(result.text[-2000:])
+        if said:
+            found.cwd = said[-1].strip()
     text = result.text[:2000]
     if found.root is None and _TOPLEVEL.search(command):
         first = text.strip().splitlines()[:1]
