@@ -11,7 +11,7 @@ from ipse.handoff import HandoffOptions, StripOptions, run, validate
 from ipse.handoff._ledger import HEADING
 from ipse.handoff._marker import TAG
 from ipse.handoff.wire import clear_cache, rewrite_request
-from ipse.transcript import Text, codec
+from ipse.transcript import Origin, Text, codec
 from ipse.transcript.formats import anthropic, openai_chat
 from tests.handoff.build import (
     anthropic_conv,
@@ -98,7 +98,7 @@ def test_chat_gets_its_own_user_message_between_the_tool_message_and_the_next_tu
     done = run(before, HandoffOptions(at="end"), session="s")
     roles = [m.role for m in done.after.messages]
     assert roles == ["user", "assistant", "user"]  # the turn ends with the marker's message
-    assert done.after.messages[-1].blocks[0].text == done.report.marker
+    assert done.after.messages[-1].blocks == (Text(str(done.report.marker), Origin.HARNESS),)
     assert "- `pytest -q` exit 1: t.py::test_a [c1]" in str(done.report.marker)
     assert validate(done.after) == []
     assert openai_chat.write_body(done.after)["messages"][-1]["role"] == "user"
@@ -107,10 +107,10 @@ def test_chat_gets_its_own_user_message_between_the_tool_message_and_the_next_tu
 def test_the_proxy_sends_the_same_marker_bytes_on_every_later_request() -> None:
     """Pure in the conversation and the cut: the second request's rewritten prefix is the
     first's byte for byte, marker included, from the cache and rewritten cold."""
-    first = {"model": "claude-x", "max_tokens": 9, "messages": _history()}
-    first["messages"] += [assistant(text("Next: tests.")), user(text("go on"))]
-    second = copy.deepcopy(first)
-    second["messages"] += [assistant(text("Running them.")), user(text("and?"))]
+    history = [*_history(), assistant(text("Next: tests.")), user(text("go on"))]
+    first = {"model": "claude-x", "max_tokens": 9, "messages": history}
+    more = [*copy.deepcopy(history), assistant(text("Running them.")), user(text("and?"))]
+    second = {**first, "messages": more}
     sink = _Sink()
     clear_cache()
     outs = []
