@@ -37,7 +37,7 @@ from ipse.handoff._effects import (
 )
 from ipse.transcript import Message, Text, ToolCall, ToolResult
 
-DEFAULT_LEDGER_TOKENS = 800
+DEFAULT_LEDGER_TOKENS = 1000
 HEADING = "Ledger of the removed tool calls"
 SECTIONS = ("failing", "changed", "commands", "read")
 _TITLES = {"failing": "Failing", "changed": "Changed", "commands": "Commands", "read": "Read"}
