@@ -29,6 +29,7 @@ words would take longer than the handoff.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterator, Mapping
@@ -225,18 +226,51 @@ def read_paths(call: ToolCall) -> list[str]:
     return shell_reads(command) if command else []
 
 
-def _words(command: str) -> list[str]:
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
-        lexer.whitespace_split = True
-        return list(lexer)
-    except ValueError:
-        return command.split()
+# A shell command line as words, the way ``shlex`` (POSIX, with ``;&|<>`` as punctuation) splits
+# it, at a tenth of its cost: a run of punctuation is a word of its own; quotes join what they
+# hold; a backslash escapes the next character (in double quotes only ``$`"\`` and a newline);
+# ``#`` at the start of a word comments out the rest of its line.
+_TOKEN = re.compile(
+    r"""(?P<space>\s+)|(?P<punct>[;&|<>]+)|(?P<comment>\#[^\n]*)"""
+    r"""|(?P<word>(?:[^\s;&|<>'"\\]+|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+)""",
+    re.DOTALL,
+)
+_PART = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
+_QUOTED_ESCAPE = re.compile(r"""\\([$`"\\\n])""")
+
+
+@functools.lru_cache(maxsize=256)
+def _words(command: str) -> tuple[str, ...]:
+    """``command`` split into words (an unclosed quote: split at whitespace)."""
+    words: list[str] = []
+    at = 0
+    while at < len(command):
+        match = _TOKEN.match(command, at)
+        if match is None:  # an unclosed quote, or a lone backslash at the end
+            return tuple(command.split())
+        at = match.end()
+        kind = match.lastgroup
+        if kind == "punct":
+            words.append(match.group())
+        elif kind == "word":
+            words.append(_PART.sub(_unquoted, match.group()))
+    return tuple(words)
+
+
+def _unquoted(part: re.Match[str]) -> str:
+    single, double, escaped, plain = part.groups()
+    if single is not None:
+        return single
+    if double is not None:
+        return _QUOTED_ESCAPE.sub(r"\1", double)
+    if escaped is not None:
+        return "" if escaped == "\n" else escaped
+    return plain
 
 
 def _simple_commands(command: str) -> Iterator[list[str]]:
     """The words of each simple command of a command line (up to a heredoc)."""
-    words = _words(command[:PARSED_CHARS].split("<<", 1)[0])
+    words = list(_words(command[:PARSED_CHARS].split("<<", 1)[0]))
     start = 0
     for end in [*[i for i, w in enumerate(words) if w in _SEPARATORS], len(words)]:
         yield words[start:end]

@@ -39,7 +39,6 @@ from ipse.handoff._recognise import (
     CHECKPOINT_TOOLS,
     CODE_TOOLS,
     checkpoint_base,
-    checkpoint_name,
     is_checkpoint_call,
     marked,
     may_need_output,
@@ -56,13 +55,6 @@ if TYPE_CHECKING:
     from ipse.handoff._report import HandoffReport
 
 _CACHE_SIZE = 32
-
-
-def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
-    """Whether a tool name calls a checkpoint tool: one of ``tool_names``, or one of them served
-    by an MCP server (``mcp__<server>__<name>``, Gemini's ``mcp_<server>_<name>``). A call
-    through a namespace or a code tool needs the call itself, which `strip` and `run` read."""
-    return checkpoint_name(name, tool_names) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,6 +531,5 @@ __all__ = [
     "checkpoint_calls",
     "clear_cache",
     "conversation_key",
-    "is_checkpoint",
     "rewrite_request",
 ]

@@ -223,11 +223,15 @@ def _handed(
     """The stripped and marked conversation; under a budget, the fewest oldest agent messages
     moved out that make the rewritten part fit it."""
 
-    def attempt(page: tuple[int, ...]) -> Marked:
+    def stripped(page: tuple[int, ...]) -> tuple[Conversation, HandoffReport]:
         after, report = strip(conversation, opts.at, opts.strip, page=page)
         if report.paged:
             tokens = sum(tally.count(t) for _, texts in report.paged for t in texts)
             report = replace(report, page=page_item(report.paged, tokens))
+        return after, report
+
+    def marked(parts: tuple[Conversation, HandoffReport]) -> Marked:
+        after, report = parts
         return mark(
             conversation,
             after,
@@ -238,16 +242,16 @@ def _handed(
             recallable=recallable,
         )
 
-    first = attempt(())
+    first = marked(stripped(()))
     budget = called_budget(conversation, first.report) or opts.budget
     if budget is None:
         return first, None, None
 
     def counted(page: tuple[int, ...]) -> tuple[int, Marked]:
-        marked = first if not page else attempt(page)
+        done = first if not page else marked(stripped(page))
         part = tally.fresh()
-        part.add_messages(marked.after.messages[: marked.report.rewritten_out])
-        return part.total, marked
+        part.add_messages(done.after.messages[: done.report.rewritten_out])
+        return part.total, done
 
     narration = candidates(conversation.messages[: first.report.cut], tally.count)
     fitted = fit(budget, narration, counted)
