@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,29 +33,38 @@ if TYPE_CHECKING:
     from ipse.archive import LazyArchive
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Arguments:
     """The command line of ``ipse handoff``, parsed (see the click command for each option)."""
 
-    file: Path
-    output: Path | None = None
-    target: str = "body"
-    cwd: Path | None = None
-    max_tokens: int = 8192
-    model: str | None = None
-    at: str = "checkpoint"
-    fmt: str | None = None
-    thread: str | None = None
-    checkpoint_tool: str = CHECKPOINT_TOOL
-    keep_blocks: bool = False
-    promote_thinking: bool = False
-    breadcrumbs: bool = False
-    budget: int | None = None
-    ledger_tokens: int = DEFAULT_LEDGER_TOKENS
-    no_archive: bool = False
-    store: str | None = None
-    session: str | None = None
-    as_json: bool = False
+    def __init__(
+        self,
+        *,
+        file: Path,
+        output: Path | None = None,
+        target: str = "body",
+        cwd: Path | None = None,
+        max_tokens: int = 8192,
+        model: str | None = None,
+        at: str = "checkpoint",
+        fmt: str | None = None,
+        thread: str | None = None,
+        checkpoint_tool: str = CHECKPOINT_TOOL,
+        keep_blocks: bool = False,
+        promote_thinking: bool = False,
+        breadcrumbs: bool = False,
+        budget: int | None = None,
+        ledger_tokens: int = DEFAULT_LEDGER_TOKENS,
+        no_archive: bool = False,
+        store: str | None = None,
+        session: str | None = None,
+        as_json: bool = False,
+    ) -> None:
+        self.file, self.output, self.target, self.cwd = file, output, target, cwd
+        self.max_tokens, self.model, self.at, self.fmt = max_tokens, model, at, fmt
+        self.thread, self.checkpoint_tool, self.keep_blocks = thread, checkpoint_tool, keep_blocks
+        self.promote_thinking, self.breadcrumbs, self.budget = promote_thinking, breadcrumbs, budget
+        self.ledger_tokens, self.no_archive, self.store = ledger_tokens, no_archive, store
+        self.session, self.as_json = session, as_json
 
     def options(self, at: str) -> HandoffOptions:
         return HandoffOptions(
@@ -74,15 +82,20 @@ class Arguments:
         )
 
 
-@dataclass(frozen=True, slots=True)
 class Printing:
     """Where the command's output goes: ``console(stderr)`` gives the human report's console,
     ``emit_json`` prints the document, ``warn`` one warning line, ``echo`` the body on stdout."""
 
-    console: Callable[[bool], Any]
-    emit_json: Callable[[Any], None]
-    warn: Callable[[str], None]
-    echo: Callable[[str], None]
+    __slots__ = ("console", "echo", "emit_json", "warn")
+
+    def __init__(
+        self,
+        console: Callable[[bool], Any],
+        emit_json: Callable[[Any], None],
+        warn: Callable[[str], None],
+        echo: Callable[[str], None],
+    ) -> None:
+        self.console, self.emit_json, self.warn, self.echo = console, emit_json, warn, echo
 
 
 def hand_off_file(args: Arguments, printing: Printing) -> None:

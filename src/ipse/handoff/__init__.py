@@ -14,13 +14,10 @@ moving the oldest agent narration to the archive.
 
 from __future__ import annotations
 
+import typing as _typing
+
+from ipse import _lazy
 from ipse.errors import CutError
-from ipse.handoff._checkpoint import (
-    Checkpoint,
-    Drop,
-    checkpoint_items,
-    record_checkpoint,
-)
 from ipse.handoff._cut import CHECKPOINT_TOOL
 from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, Ledger
 from ipse.handoff._measure import tokens_saved
@@ -34,6 +31,13 @@ from ipse.handoff._session import handoff_session
 from ipse.handoff._strip import StripOptions, strip
 from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.handoff._verify import Lost, Verdict, verify
+
+if _typing.TYPE_CHECKING:
+    from ipse.handoff._checkpoint import Checkpoint, Drop, checkpoint_items, record_checkpoint
+
+# Imported on first use: a handoff (``ipse handoff``, the proxy) records no checkpoint.
+_MODULES = {"_checkpoint": ("Checkpoint", "Drop", "checkpoint_items", "record_checkpoint")}
+__getattr__, __dir__ = _lazy.exports("ipse.handoff", _MODULES, globals())
 
 __all__ = [
     "CHECKPOINT_TOOL",

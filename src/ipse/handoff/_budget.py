@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
@@ -27,14 +26,18 @@ from ipse.transcript import Message, Text
 PAGE_TOOL = "narration"
 
 
-@dataclass(frozen=True, slots=True)
 class Fit:
-    """One try at a page: the tokens of the rewritten part it gives, and the handoff's parts."""
+    """One try at a page: the tokens of the rewritten part it gives, and the handoff's parts:
+    ``result`` (what the caller built for this page), ``paged`` (message indices whose text
+    moved out), ``met`` (the rewritten part fits the budget)."""
 
-    tokens: int
-    result: Any  # what the caller built for this page (the handoff's output)
-    paged: tuple[int, ...] = ()  # message indices whose text moved out
-    met: bool = True  # the rewritten part fits the budget
+    __slots__ = ("met", "paged", "result", "tokens")
+
+    def __init__(self, tokens: int, result: Any, paged: tuple[int, ...] = (), met: bool = True):
+        self.tokens = tokens
+        self.result = result
+        self.paged = paged
+        self.met = met
 
 
 def candidates(messages: Sequence[Message], count: Callable[[str], int]) -> list[tuple[int, int]]:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ipse._plain import plain_dataclass
 from ipse.errors import CutError, UsageError
 from ipse.handoff._recognise import CHECKPOINT_TOOL, checkpoint_tool_of
 from ipse.transcript import Conversation, Message, ToolCall, ToolResult
@@ -30,13 +30,24 @@ At: TypeAlias = int | str | None
 CutKind: TypeAlias = Literal["checkpoint", "index", "now", "end"]
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class CutPoint:
     """A resolved cut: the message index, how it was asked for, and the checkpoint call."""
 
     index: int
     kind: CutKind
     checkpoint_id: str | None = None
+
+    def __init__(
+        self,
+        index: int,
+        kind: CutKind,
+        checkpoint_id: str | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "index", index)
+        set_(self, "kind", kind)
+        set_(self, "checkpoint_id", checkpoint_id)
 
 
 def parse_at(at: At) -> tuple[CutKind, int | None]:

@@ -33,20 +33,29 @@ import functools
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ipse._plain import plain_dataclass
 from ipse.transcript import ToolCall, ToolResult
 
 PARSED_CHARS = 10_000
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Artifact:
     """One change: ``action`` is created, edited, deleted, moved, committed or branched."""
 
     action: str
     value: str
+
+    def __init__(
+        self,
+        action: str,
+        value: str,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "action", action)
+        set_(self, "value", value)
 
 
 PATH_KEYS = (

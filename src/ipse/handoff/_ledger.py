@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from ipse._plain import plain_dataclass
 from ipse.handoff._effects import (
     PATH_KEYS,
     artifacts,
@@ -68,7 +68,7 @@ _OPEN_FILE = re.compile(r"\(Open file: ([^)\n]{1,500})\)")
 _LINE_EDIT = re.compile(r"edit \d+:\d+\b")
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Entry:
     """One line of the ledger: what (``value``: a path, a command's first line), how (``kind``
     and, for a change, ``actions``), and the id of the newest call that did it."""
@@ -79,6 +79,23 @@ class Entry:
     actions: tuple[str, ...] = ()  # a change: created, edited, deleted, moved, ...
     status: int | None = None  # a command's exit status, where its result says it
     detail: str = ""  # a failure: failing tests and the last error line
+
+    def __init__(
+        self,
+        section: str,
+        value: str,
+        id: str,
+        actions: tuple[str, ...] = (),
+        status: int | None = None,
+        detail: str = "",
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "section", section)
+        set_(self, "value", value)
+        set_(self, "id", id)
+        set_(self, "actions", actions)
+        set_(self, "status", status)
+        set_(self, "detail", detail)
 
     def line(self) -> str:
         """The entry as the ledger prints it."""
@@ -102,7 +119,7 @@ class Entry:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Ledger:
     """What the removed calls did: where, every entry (newest first per section), and the
     calls that gave no entry, counted per tool."""
@@ -113,6 +130,23 @@ class Ledger:
     root: str | None = None
     branch: str | None = None
     others: tuple[tuple[str, int], ...] = ()  # (tool, calls) that gave no entry
+
+    def __init__(
+        self,
+        entries: tuple[Entry, ...],
+        calls: int,
+        cwd: str | None = None,
+        root: str | None = None,
+        branch: str | None = None,
+        others: tuple[tuple[str, int], ...] = (),
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "entries", entries)
+        set_(self, "calls", calls)
+        set_(self, "cwd", cwd)
+        set_(self, "root", root)
+        set_(self, "branch", branch)
+        set_(self, "others", others)
 
     def section(self, name: str) -> list[Entry]:
         return [e for e in self.entries if e.section == name]
@@ -133,7 +167,7 @@ class Ledger:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Rendered:
     """A ledger's text under a cap: the entries shown, and how many it left out."""
 
@@ -142,6 +176,16 @@ class Rendered:
     omitted: int
     tokens: int
     cap: int
+
+    def __init__(
+        self, text: str, shown: tuple[Entry, ...], omitted: int, tokens: int, cap: int
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "text", text)
+        set_(self, "shown", shown)
+        set_(self, "omitted", omitted)
+        set_(self, "tokens", tokens)
+        set_(self, "cap", cap)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,16 +211,20 @@ def clean(text: str) -> str:
 # ------------------------------------------------------------------------------- derivation
 
 
-@dataclass
 class _Found:
-    changed: dict[str, Entry] = field(default_factory=dict)
-    commands: dict[str, Entry] = field(default_factory=dict)
-    failing: dict[str, Entry] = field(default_factory=dict)
-    read: dict[str, Entry] = field(default_factory=dict)
-    others: Counter[str] = field(default_factory=Counter)
-    cwd: str | None = None
-    root: str | None = None
-    branch: str | None = None
+    """What the calls read so far said, by section, keyed by what each entry names."""
+
+    __slots__ = ("branch", "changed", "commands", "cwd", "failing", "others", "read", "root")
+
+    def __init__(self) -> None:
+        self.changed: dict[str, Entry] = {}
+        self.commands: dict[str, Entry] = {}
+        self.failing: dict[str, Entry] = {}
+        self.read: dict[str, Entry] = {}
+        self.others: Counter[str] = Counter()
+        self.cwd: str | None = None
+        self.root: str | None = None
+        self.branch: str | None = None
 
 
 def derive(

@@ -21,7 +21,7 @@ writes the same bytes each time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ipse.errors import InvalidConversation
 from ipse.handoff._ledger import HEADING, Ledger, Rendered, derive
@@ -45,25 +45,36 @@ from ipse.transcript import (
 TAG = "[ipse handoff]"
 
 
-@dataclass(frozen=True, slots=True)
 class Placed:
     """A marker in the output: its block, the message holding it, the rewritten part's end."""
 
-    block: Text
-    index: int
-    rewritten: int
+    __slots__ = ("block", "index", "rewritten")
+
+    def __init__(self, block: Text, index: int, rewritten: int) -> None:
+        self.block = block
+        self.index = index
+        self.rewritten = rewritten
 
 
-@dataclass(frozen=True, slots=True)
 class Marked:
     """A handoff's output with its marker: the ledger it was derived with, and where it went
     (``placed`` is None when nothing was removed, or the notes already hold the ledger)."""
 
-    after: Conversation
-    report: HandoffReport
-    ledger: Ledger | None = None
-    rendered: Rendered | None = None
-    placed: Placed | None = None
+    __slots__ = ("after", "ledger", "placed", "rendered", "report")
+
+    def __init__(
+        self,
+        after: Conversation,
+        report: HandoffReport,
+        ledger: Ledger | None = None,
+        rendered: Rendered | None = None,
+        placed: Placed | None = None,
+    ) -> None:
+        self.after = after
+        self.report = report
+        self.ledger = ledger
+        self.rendered = rendered
+        self.placed = placed
 
 
 def mark(

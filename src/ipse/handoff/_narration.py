@@ -10,10 +10,10 @@ narrate (shipped as ``narration_prompt.md``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ipse._plain import plain_dataclass
 from ipse.handoff._report import HandoffReport
 from ipse.transcript import Conversation, Origin, Text, TokenTally, ToolCall
 
@@ -21,13 +21,24 @@ MIN_COVERAGE = 0.5  # below this share of narrated calls, warn
 MIN_TOKENS_PER_CALL = 15.0  # below this many agent tokens per removed call, warn
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Narration:
     """Narration of the stripped part: covered calls, agent tokens per call, and a warning."""
 
     calls: int
     narrated: int
     agent_tokens: int
+
+    def __init__(
+        self,
+        calls: int,
+        narrated: int,
+        agent_tokens: int,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "calls", calls)
+        set_(self, "narrated", narrated)
+        set_(self, "agent_tokens", agent_tokens)
 
     @property
     def coverage(self) -> float:

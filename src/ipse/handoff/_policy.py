@@ -16,20 +16,29 @@ base input price, so the break-even does not depend on the model's base price; r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from ipse._plain import plain_dataclass
 from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
 from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.transcript import Conversation, Origin, Text, ToolCall, ToolResult
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class CacheRates:
     """Cache prices as multiples of the base input price."""
 
     write: float
     read: float
+
+    def __init__(
+        self,
+        write: float,
+        read: float,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "write", write)
+        set_(self, "read", read)
 
 
 RATES: dict[str, CacheRates] = {
@@ -40,7 +49,7 @@ RATES: dict[str, CacheRates] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Decision:
     """Whether to hand off now, why, and after how many turns it pays back."""
 
@@ -49,6 +58,21 @@ class Decision:
     break_even_turns: int | None  # None: never pays back
     saving_per_turn: float  # base-price tokens saved on each turn after the first
     first_turn_cost: float  # base-price tokens the first turn costs more (negative: less)
+
+    def __init__(
+        self,
+        handoff: bool,
+        reason: str,
+        break_even_turns: int | None,
+        saving_per_turn: float,
+        first_turn_cost: float,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "handoff", handoff)
+        set_(self, "reason", reason)
+        set_(self, "break_even_turns", break_even_turns)
+        set_(self, "saving_per_turn", saving_per_turn)
+        set_(self, "first_turn_cost", first_turn_cost)
 
     def to_json(self) -> dict[str, Any]:
         return {

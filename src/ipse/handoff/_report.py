@@ -9,16 +9,17 @@ byte for byte. `HandoffReport` is a plain value; measuring it in tokens is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from ipse._plain import plain_dataclass
 from ipse.handoff._cut import CutKind
 from ipse.handoff._validate import Problem
 
 RemovedKind: TypeAlias = Literal["tool", "thinking", "server_tool", "page"]
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Removed:
     """One removed item: a tool call with its result, a thinking block, or a server-tool pair.
 
@@ -33,8 +34,25 @@ class Removed:
     result: Mapping[str, Any] | None
     message: int  # index of the message that held the call (or the block), in the input
 
+    def __init__(
+        self,
+        kind: RemovedKind,
+        id: str,
+        tool: str,
+        call: Mapping[str, Any] | None,
+        result: Mapping[str, Any] | None,
+        message: int,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "kind", kind)
+        set_(self, "id", id)
+        set_(self, "tool", tool)
+        set_(self, "call", call)
+        set_(self, "result", result)
+        set_(self, "message", message)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@plain_dataclass(frozen=True, slots=True)
 class HandoffReport:
     """The outcome of `ipse.handoff._strip`."""
 
@@ -54,6 +72,42 @@ class HandoffReport:
     paged: tuple[tuple[int, tuple[str, ...]], ...] = ()
     page: Removed | None = None  # the archive item that holds them (set by the handoff)
     marker: str | None = None  # the text the handoff put at the cut, if any
+
+    def __init__(
+        self,
+        *,
+        cut: int,
+        requested_cut: int,
+        cut_kind: CutKind,
+        checkpoint_id: str | None,
+        rewritten_out: int,
+        removed: tuple[Removed, ...],
+        kept_calls: tuple[str, ...],
+        breadcrumbs: tuple[str, ...] = (),
+        promoted: tuple[str, ...] = (),
+        dropped_empty_texts: int = 0,
+        merged_messages: int = 0,
+        carried_problems: tuple[Problem, ...] = (),
+        paged: tuple[tuple[int, tuple[str, ...]], ...] = (),
+        page: Removed | None = None,
+        marker: str | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "cut", cut)
+        set_(self, "requested_cut", requested_cut)
+        set_(self, "cut_kind", cut_kind)
+        set_(self, "checkpoint_id", checkpoint_id)
+        set_(self, "rewritten_out", rewritten_out)
+        set_(self, "removed", removed)
+        set_(self, "kept_calls", kept_calls)
+        set_(self, "breadcrumbs", breadcrumbs)
+        set_(self, "promoted", promoted)
+        set_(self, "dropped_empty_texts", dropped_empty_texts)
+        set_(self, "merged_messages", merged_messages)
+        set_(self, "carried_problems", carried_problems)
+        set_(self, "paged", paged)
+        set_(self, "page", page)
+        set_(self, "marker", marker)
 
     @property
     def removed_calls(self) -> int:

@@ -17,10 +17,11 @@ the hot path does not need them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ipse._plain import UNSET, plain_dataclass
 from ipse.errors import CheckFailed, UsageError
 from ipse.handoff._budget import Fit, candidates, fit, page_item
 from ipse.handoff._cut import CHECKPOINT_TOOL, At
@@ -43,7 +44,7 @@ DEFAULT_MAX_TOKENS = 8192
 BUDGET_ARGUMENT = "budget"  # the checkpoint call's argument that sets the budget of its cut
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@plain_dataclass(frozen=True, slots=True)
 class HandoffOptions:
     """Where to cut and how to strip; ``max_tokens`` is given to Anthropic bodies without one.
 
@@ -60,18 +61,36 @@ class HandoffOptions:
     ledger_tokens: int = DEFAULT_LEDGER_TOKENS
     counter: TokenCounter | None = None
 
-    def __post_init__(self) -> None:
-        if self.budget is not None and self.budget < 1:
-            raise UsageError(f"budget: a number of tokens above 0, got {self.budget}")
-        if self.ledger_tokens < 0:
-            raise UsageError(f"ledger tokens: 0 or more, got {self.ledger_tokens}")
+    def __init__(
+        self,
+        *,
+        at: At = None,
+        strip: StripOptions = UNSET,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        model: str | None = None,
+        budget: int | None = None,
+        ledger_tokens: int = DEFAULT_LEDGER_TOKENS,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        if budget is not None and budget < 1:
+            raise UsageError(f"budget: a number of tokens above 0, got {budget}")
+        if ledger_tokens < 0:
+            raise UsageError(f"ledger tokens: 0 or more, got {ledger_tokens}")
+        set_ = object.__setattr__
+        set_(self, "at", at)
+        set_(self, "strip", StripOptions() if strip is UNSET else strip)
+        set_(self, "max_tokens", max_tokens)
+        set_(self, "model", model)
+        set_(self, "budget", budget)
+        set_(self, "ledger_tokens", ledger_tokens)
+        set_(self, "counter", counter)
 
     @property
     def checkpoint_tool(self) -> str:
         return self.strip.checkpoint_tool
 
 
-@dataclass(frozen=True, kw_only=True)
+@plain_dataclass(frozen=True)
 class Handoff:
     """A verified handoff: the conversation before and after, what was removed, the body."""
 
@@ -87,6 +106,36 @@ class Handoff:
     fitted: Fit | None = None  # the budget's outcome, when there was one
     budget: int | None = None
     tally: Any = None  # the token tally the handoff counted with
+
+    def __init__(
+        self,
+        *,
+        before: Conversation,
+        after: Conversation,
+        report: HandoffReport,
+        verdict: Verdict,
+        body: bytes,
+        session: str,
+        archived: int,
+        checkpoint_tool: str = CHECKPOINT_TOOL,
+        marked: Marked | None = None,
+        fitted: Fit | None = None,
+        budget: int | None = None,
+        tally: Any = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "before", before)
+        set_(self, "after", after)
+        set_(self, "report", report)
+        set_(self, "verdict", verdict)
+        set_(self, "body", body)
+        set_(self, "session", session)
+        set_(self, "archived", archived)
+        set_(self, "checkpoint_tool", checkpoint_tool)
+        set_(self, "marked", marked)
+        set_(self, "fitted", fitted)
+        set_(self, "budget", budget)
+        set_(self, "tally", tally)
 
     @cached_property
     def _tally(self) -> Any:

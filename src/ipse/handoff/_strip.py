@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from ipse import jsonio
+from ipse._plain import plain_dataclass
 from ipse.errors import InvalidConversation
 from ipse.handoff._breakpoints import marker, place
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, results_by_call, settle
@@ -77,7 +78,7 @@ ORPHAN_TOOL = "(call not in the input)"  # the tool name an orphan result is arc
 CONTINUED = "[continued from an earlier part of this session]"
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class StripOptions:
     """How to strip: the checkpoint tool's name, text joining, and the two optional keeps."""
 
@@ -90,6 +91,23 @@ class StripOptions:
     # session continued from another; off, such an input is refused (a wire-level rewrite
     # forwards an invalid request untouched rather than repair it).
     drop_orphans: bool = True
+
+    def __init__(
+        self,
+        checkpoint_tool: str = CHECKPOINT_TOOL,
+        join_texts: bool = True,
+        promote_thinking: bool = False,
+        breadcrumbs: bool = False,
+        breadcrumb_width: int = 60,
+        drop_orphans: bool = True,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "checkpoint_tool", checkpoint_tool)
+        set_(self, "join_texts", join_texts)
+        set_(self, "promote_thinking", promote_thinking)
+        set_(self, "breadcrumbs", breadcrumbs)
+        set_(self, "breadcrumb_width", breadcrumb_width)
+        set_(self, "drop_orphans", drop_orphans)
 
 
 def strip(
@@ -262,15 +280,27 @@ def _same_side(last: Message, first: Message) -> bool:
 # ----------------------------------------------------------------------------- the rewrite
 
 
-@dataclass
 class _Built:
-    messages: list[Message]
-    removed: list[Removed]
-    breadcrumbs: list[str]
-    promoted: list[str]
-    dropped_empty: int
-    merged: int = 0
-    paged: list[tuple[int, str]] = field(default_factory=list)  # (message index, text)
+    """What a rewrite of a prefix made: its messages and what it removed, paged and added."""
+
+    __slots__ = (
+        "breadcrumbs",
+        "dropped_empty",
+        "merged",
+        "messages",
+        "paged",
+        "promoted",
+        "removed",
+    )
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.removed: list[Removed] = []
+        self.breadcrumbs: list[str] = []
+        self.promoted: list[str] = []
+        self.dropped_empty = 0
+        self.merged = 0
+        self.paged: list[tuple[int, str]] = []  # (message index, text)
 
 
 class _Builder:
@@ -298,7 +328,7 @@ class _Builder:
     def build(self, prefix: Sequence[Message]) -> _Built:
         results = self._results(prefix)
         self.calls = {b.id for m in prefix for b in m.blocks if isinstance(b, ToolCall)}
-        out = _Built([], [], [], [], 0)
+        out = _Built()
         changed: list[bool] = []  # per output message: it lost a block or was merged
         for index, message in enumerate(prefix):
             blocks = self._filter(index, message, results, out)

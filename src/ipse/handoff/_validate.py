@@ -16,10 +16,10 @@ no part in alternation or tool pairing, and may be empty.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
 from ipse._names import Names
+from ipse._plain import plain_dataclass
 from ipse.errors import UsageError
 from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, ToolResult
 
@@ -45,13 +45,24 @@ _OPENAI_ROLES = Names({"user", "assistant", "tool", "system", "developer"})
 _RESPONSES_ROLES = _OPENAI_ROLES
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Problem:
     """One broken rule: a stable code, a readable message, and the message index it is at."""
 
     code: ProblemCode
     message: str
     index: int | None = None
+
+    def __init__(
+        self,
+        code: ProblemCode,
+        message: str,
+        index: int | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "code", code)
+        set_(self, "message", message)
+        set_(self, "index", index)
 
     def __str__(self) -> str:
         where = f"message {self.index}: " if self.index is not None else ""

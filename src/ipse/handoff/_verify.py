@@ -19,10 +19,11 @@ Without a cut, the untouched part is the longest run of identical trailing messa
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
+from ipse._plain import plain_dataclass
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
 from ipse.transcript import Block, Conversation, Message, Text, ToolCall, ToolResult, codec
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ipse.archive import Archivable
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Lost:
     """An authored text of ``before`` not found in ``after``."""
 
@@ -39,11 +40,24 @@ class Lost:
     chars: int
     preview: str
 
+    def __init__(
+        self,
+        index: int,
+        role: str,
+        chars: int,
+        preview: str,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "index", index)
+        set_(self, "role", role)
+        set_(self, "chars", chars)
+        set_(self, "preview", preview)
+
     def __str__(self) -> str:
         return f"message {self.index} ({self.role}, {self.chars} chars): {self.preview!r}"
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class Verdict:
     """The outcome of `verify`: ``ok`` when nothing authored was lost and the tail is identical."""
 
@@ -56,6 +70,29 @@ class Verdict:
     found_chars: int  # of those, found in ``after`` or in the archived page
     lost: tuple[Lost, ...] = field(default=())
     paged_chars: int = 0  # of those found, the ones found in the archived page
+
+    def __init__(
+        self,
+        ok: bool,
+        cut: int,
+        tail_messages: int,
+        tail_identical: bool,
+        checked_texts: int,
+        authored_chars: int,
+        found_chars: int,
+        lost: tuple[Lost, ...] = (),
+        paged_chars: int = 0,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "ok", ok)
+        set_(self, "cut", cut)
+        set_(self, "tail_messages", tail_messages)
+        set_(self, "tail_identical", tail_identical)
+        set_(self, "checked_texts", checked_texts)
+        set_(self, "authored_chars", authored_chars)
+        set_(self, "found_chars", found_chars)
+        set_(self, "lost", lost)
+        set_(self, "paged_chars", paged_chars)
 
     def to_json(self) -> dict[str, Any]:
         return {
