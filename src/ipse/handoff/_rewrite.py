@@ -258,6 +258,13 @@ def rewrite_request(
     )
 
 
+def _options_key(options: StripOptions, max_tokens: int, budget: int | None) -> str:
+    """What besides the history decides a rewrite's bytes (part of its cache key)."""
+    return repr(
+        (options.join_texts, options.promote_thinking, options.breadcrumbs, max_tokens, budget)
+    )
+
+
 def _known_failure(raw: list[Any], dialect: str, call_id: str, opts_key: str) -> _Failure | None:
     """The remembered failure of this history, when the body only appends to it (or, for a
     failure whose verdict a tail could still change, sends it again as it was)."""
