@@ -204,7 +204,7 @@ def rewrite_request(
         return Rewrite(None, reason="the body has no message history")
     # An invalid request (a result without its call) goes on untouched, never repaired here.
     opts = replace(strip_options or StripOptions(), drop_orphans=False)
-    opts_key = repr((opts.join_texts, opts.promote_thinking, opts.breadcrumbs, max_tokens, budget))
+    opts_key = _options_key(opts, max_tokens, budget)
     if use_cache and anchor is not None:
         hit = _from_cache(body, raw, dialect, key_name, anchor, tool_names, opts_key, max_tokens)
         if hit is not None:
@@ -246,13 +246,7 @@ def rewrite_request(
             settled = len(raw) - at_item >= _SETTLED_TAIL
             failure = _Failure(len(raw), _digest(raw, len(raw) - 1), reason, tool, settled)
             _FAILED.put((dialect, call_id, opts_key), failure)
-        return Rewrite(
-            None,
-            anchor=call_id,
-            checkpoint_tool=tool,
-            reason=reason,
-            invalid=True,
-        )
+        return Rewrite(None, anchor=call_id, checkpoint_tool=tool, reason=reason, invalid=True)
     return _rewritten(
         body, raw, dialect, conversation, handoff, (call_id, tool, opts_key), max_tokens, use_cache
     )
