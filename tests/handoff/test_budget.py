@@ -177,3 +177,44 @@ def test_the_page_item_is_a_pure_function_of_what_it_holds() -> None:
     assert one == two and one.id == two.id
     assert replace(one, id="x") != two
     assert page_item([(3, ("a", "b"))], 7).id != one.id
+
+
+def test_the_wire_rewrite_takes_the_proxy_s_budget_and_keeps_its_bytes() -> None:
+    """What the proxy calls with ``--handoff-budget``: the same page on every request, and a
+    cached prefix that is the cold rewrite's, byte for byte."""
+    from ipse import jsonio
+    from ipse.handoff.wire import clear_cache, rewrite_request
+    from ipse.proxy import ProxyConfig
+    from ipse.transcript.formats.anthropic import write_body
+
+    assert ProxyConfig(handoff_budget=600).handoff_budget == 600
+    with pytest.raises(UsageError, match="--handoff-budget"):
+        ProxyConfig(handoff_budget=0)
+    body = write_body(_conversation())
+    more = {**body, "messages": [*body["messages"], user(text("and then?"))]}
+    clear_cache()
+    outs = [rewrite_request(b, "anthropic", budget=600) for b in (body, more, more)]
+    assert all(o.body is not None and o.marker for o in outs) and outs[2].cached
+    cold = rewrite_request(more, "anthropic", budget=600, use_cache=False)
+    assert cold.body is not None
+    assert outs[0].body is not None
+    n = len(outs[0].body["messages"]) - 1  # (the first request's last turn is its own)
+    kept = {jsonio.dumps(o.body["messages"][:n]) for o in (*outs, cold) if o.body is not None}
+    assert len(kept) == 1
+    said = jsonio.dumps(outs[0].body)
+    assert b"page-" in said and NARRATION[0].encode() not in said
+
+
+def test_the_proxy_command_line_takes_the_budget() -> None:
+    from ipse.cli.proxy import _argv, _config
+
+    given = {
+        "host": "127.0.0.1", "port": 1, "read_timeout": 5.0, "workers": 1,
+        "anthropic_upstream": None, "openai_upstream": None, "record": None, "store": None,
+        "json_log": False, "no_handoff": False, "no_analysis": False, "tool_names": (),
+        "handoff_budget": 4000,
+    }  # fmt: skip
+    assert _config(**given).handoff_budget == 4000
+    assert _argv(given)[-2:] == ["--handoff-budget", "4000"]
+    shown = CliRunner().invoke(cli, ["proxy", "--help"]).stdout
+    assert "--handoff-budget" in shown
