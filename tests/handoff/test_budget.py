@@ -218,3 +218,15 @@ def test_the_proxy_command_line_takes_the_budget() -> None:
     assert _argv(given)[-2:] == ["--handoff-budget", "4000"]
     shown = CliRunner().invoke(cli, ["proxy", "--help"]).stdout
     assert "--handoff-budget" in shown
+
+
+def test_the_checkpoint_tool_takes_a_budget_argument() -> None:
+    from ipse.errors import InputError
+    from ipse.handoff import SCHEMA, check_notes, render_notes
+
+    assert SCHEMA["properties"]["budget"]["type"] == "integer"
+    notes = {"done": ["a"], "open": ["b"], "budget": 3000}
+    assert check_notes(notes) is notes and "3000" not in render_notes(notes)
+    for bad in (0, -5, True, "3000", 2.5):
+        with pytest.raises(InputError, match="budget"):
+            check_notes({"done": [], "open": [], "budget": bad})
