@@ -321,7 +321,7 @@ def test_anthropic_messages_route(gateway: Gateway, tmp_path: Path) -> None:
         body = request["body"]
         assert validate(codec("anthropic").read_body(body)) == []
         text = json.dumps(body["messages"])
-        assert "toolu_read" not in text and "x = 1" not in text  # the traffic before the cut
+        assert '"toolu_read"' not in text and "x = 1" not in text  # the traffic before the cut
         assert "toolu_cp" in text  # the checkpoint call and its notes stay
         authored = _authored(body["messages"])
         assert all(w in authored for w in WORDS[: 3 if request is after_cp else 5])
@@ -407,7 +407,7 @@ def test_openai_chat_route(gateway: Gateway) -> None:
         body = request["body"]
         assert validate(codec("openai-chat").read_body(body)) == []
         text = json.dumps(body["messages"])
-        assert "call_read" not in text and "y = 2" not in text
+        assert '"call_read"' not in text and "y = 2" not in text
         assert "call_cp" in text
         authored = _authored(body["messages"])
         assert all(w in authored for w in WORDS[: 3 if request is after_cp else 5])
@@ -647,7 +647,7 @@ def test_a_replica_on_the_same_store_sends_the_same_bytes(gateway: Gateway) -> N
     one, two = received[sent_before:]
     for request in (one, two):
         text = json.dumps(request["body"]["messages"])
-        assert "toolu_b" not in text and "b = 3" not in text and "toolu_cp2" in text
+        assert '"toolu_b"' not in text and "b = 3" not in text and "toolu_cp2" in text
         assert "Reading b.py." in _authored(request["body"]["messages"])
     kept = len(one["body"]["messages"])
     old = _history_bytes(one["raw"], "messages", kept)

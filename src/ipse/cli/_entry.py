@@ -39,6 +39,11 @@ def entry() -> None:
 
         if fast_prefix(sys.argv[2:]):
             return
+    if sys.argv[1:2] == ["handoff"]:  # one handoff, without click (and rich, piped)
+        from ipse.cli._fast_handoff import fast_entry as fast_handoff
+
+        if fast_handoff(sys.argv[2:]):
+            return
     from ipse.cli.main import entry as full
 
     full()

@@ -76,6 +76,13 @@ def _options(function: Any) -> Any:
         ),
         click.option("--no-handoff", is_flag=True, help="Pass every body through untouched."),
         click.option(
+            "--handoff-budget",
+            type=click.IntRange(min=1),
+            help="Hold each handoff's rewritten part to this many tokens: the oldest agent "
+            "narration goes to the archive as one recallable item (the checkpoint call's own "
+            "budget argument wins). Default: no budget, every authored word stays.",
+        ),
+        click.option(
             "--no-analysis",
             is_flag=True,
             help="Log usage without the cache model's prediction (saves CPU on large bodies).",
@@ -119,6 +126,7 @@ def _config(**options: Any) -> Any:
         store=options["store"],
         json_log=options["json_log"],
         handoff=not options["no_handoff"],
+        handoff_budget=options["handoff_budget"],
         analyze=not options["no_analysis"],
         read_timeout=options["read_timeout"],
         tool_names=tuple(options["tool_names"]) or CHECKPOINT_TOOLS,
@@ -188,7 +196,8 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 
 
 _SETTINGS = ("anthropic_upstream", "openai_upstream", "record", "store", "json_log",
-             "tool_names", "no_handoff", "no_analysis", "read_timeout", "workers")  # fmt: skip
+             "tool_names", "no_handoff", "handoff_budget", "no_analysis", "read_timeout",
+             "workers")  # fmt: skip
 
 
 @proxy_group.command("start")
@@ -332,6 +341,8 @@ def _argv(options: dict[str, Any]) -> list[str]:
         out.append("--json-log")
     if options["no_handoff"]:
         out.append("--no-handoff")
+    if options["handoff_budget"] is not None:
+        out += ["--handoff-budget", str(options["handoff_budget"])]
     if options["no_analysis"]:
         out.append("--no-analysis")
     for name in options["tool_names"]:

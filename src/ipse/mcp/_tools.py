@@ -97,7 +97,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     result["text"] = (
         f"Checkpoint {found.id} recorded for session {found.session}. {said} "
         f"`recall` with checkpoint={found.id} lists what it removed."
-    )
+    ) + (f"\n\n{found.ledger}" if found.ledger else "")
     return result
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ipse.fileio import check_text_head, read_bytes
 from ipse.handoff import is_checkpoint
-from ipse.probe._artifacts import artifacts, command_of, exit_status
+from ipse.handoff.effects import artifacts, command_of, exit_status
 from ipse.probe._grit import grit
 from ipse.probe._timeline import Timeline, call_text
 from ipse.transcript import Message, Origin, Text, Thinking, ToolCall, ToolResult

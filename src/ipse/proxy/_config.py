@@ -75,6 +75,7 @@ class ProxyConfig:
     log: bool = True  # one line per request on stderr
     tool_names: tuple[str, ...] = CHECKPOINT_TOOLS
     handoff: bool = True
+    handoff_budget: int | None = None  # tokens a handoff's rewritten part is held to
     analyze: bool = True  # compare each response's usage with the cache model's prediction
     connect_timeout: float = 10.0
     read_timeout: float = READ_TIMEOUT
@@ -92,6 +93,8 @@ class ProxyConfig:
             raise UsageError("--workers above 1 needs os.fork (Linux, macOS)")
         if self.read_timeout <= 0 or self.connect_timeout <= 0:
             raise UsageError("timeouts must be positive")
+        if self.handoff_budget is not None and self.handoff_budget < 1:
+            raise UsageError(f"--handoff-budget: at least 1 token, got {self.handoff_budget}")
 
     @property
     def loopback(self) -> bool:
@@ -119,6 +122,7 @@ class ProxyConfig:
             "log": self.log,
             "tool_names": list(self.tool_names),
             "handoff": self.handoff,
+            "handoff_budget": self.handoff_budget,
             "analyze": self.analyze,
             "timeouts": [self.connect_timeout, self.read_timeout],
             "max_body": self.max_body,

@@ -229,6 +229,7 @@ async def _rewrite(
         archive=sink,
         session=key,
         source="proxy",
+        budget=state.config.handoff_budget,
     )
     if size <= INLINE_REWRITE or key in state.anchors:
         # small, or a conversation whose rewritten prefix is most likely cached: a few
