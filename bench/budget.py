@@ -1,20 +1,20 @@
 """What a handoff keeps of the facts the agent used next, with its ledger and under a budget.
 
-At every point where a shared session's harness compacted (and, with ``--every N``, at every
-N-th valid cut as well), the facts from before the cut that the session used after it (as
-`ipse probe` finds them: paths, commands, errors, the human's rules, the open task) are looked
-up, as written, in each context the session could have gone on with:
+At every point where a shared session's agent CLI compacted (and, with ``--every N``, at every
+N-th valid cut as well), `ipse probe`'s own measurement (`ipse.probe.probe`: the same facts,
+demand, contexts, tokens and recall queries) of:
 
-- ``strip``: the handoff without its marker (tool traffic and thinking removed, every word
-  kept);
-- ``ipse``: the whole handoff (`ipse.handoff.run`): the same, with the marker and its ledger;
-- ``ipse-budget``: the whole handoff held to the harness summary's own size in tokens (at a
-  cut with no compaction, to ``--budget``);
-- ``harness``: the harness's own summary, where it compacted there.
+- ``no ledger``: ipse's handoff with its ledger capped at 0 tokens (the marker says what was
+  removed, and lists nothing);
+- ``ipse``: the handoff as ipse makes it, with the marker and its ledger;
+- ``ipse-budget``: the handoff held to the summary's own tokens (at a cut with no compaction, to
+  ``--budget``);
+- ``compaction-summary``: the agent CLI's own summary, where it compacted there.
 
-For each: its tokens (o200k, as the probe counts a context: the text of its blocks) and the
-share of the demanded facts it holds. What a budget moves out is one ``recall`` away, and is
-not counted here.
+For each: its tokens (o200k, as the probe counts a context: the text of its blocks), the share
+of the demanded facts in its context, and the share of the others reachable by a recall query
+formed from the context (never added to the first). These are the numbers ``ipse probe --at N
+--budget B --json`` gives at the same cut.
 
     python bench/budget.py [--every N] [--budget TOKENS]
 """
@@ -23,22 +23,35 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from ipse.errors import IpseError
-from ipse.handoff import HandoffOptions, run, strip
-from ipse.probe import FactIndex, block_text, demanded, timeline
-from ipse.tokens import default_counter
-from ipse.transcript import Conversation, load
+from ipse.probe import (
+    FactIndex,
+    Meter,
+    Reach,
+    demanded,
+    plan_of,
+    probe,
+    read_invariants,
+    score,
+    timeline,
+)
+from ipse.probe._strategies import handoff, ipse_contexts
+from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
+SHOWN = ("no ledger", "ipse", "ipse-budget", "compaction-summary")
 
 
 def sessions() -> list[Path]:
     return [*sorted((DATA / "claude-code").glob("*.jsonl")), *sorted((DATA / "codex").glob("*"))]
 
 
-def text(conversation: Conversation) -> str:
-    return "\n".join(block_text(b) for m in conversation.messages for b in m.blocks)
+def cell(line: dict[str, Any] | None) -> str:
+    if line is None or line["in_context"] is None:
+        return f"{'-':>22}"
+    reach = "-" if line["reachable"] is None else f"{line['reachable']:.0f}%"
+    return f"{line['tokens']:>7,} tok {line['in_context']:4.0f}% {reach:>5}"
 
 
 def main() -> None:
@@ -46,40 +59,28 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=0, help="also every N-th valid cut")
     parser.add_argument("--budget", type=int, default=3000, help="budget where no compaction")
     args = parser.parse_args()
-    count = default_counter().count
-    print(
-        f"{'session':<30} {'cut':>5} {'facts':>5}  "
-        + "  ".join(f"{name:>17}" for name in ("strip", "ipse", "ipse-budget", "harness"))
-    )
-    for path in sessions():
-        line = timeline(load(path))
-        index = FactIndex(line)
-        cuts = {c.index: c for c in line.compactions if c.index > 0}
-        points = sorted(set(cuts) | set(line.cuts()[:: args.every] if args.every else ()))
-        for cut in points:
-            demand = demanded(index, index.facts(cut), cut)
-            if not demand:
-                continue
-            before = line.conversation(cut)
-            summary = cuts[cut].text() if cut in cuts else ""
-            budget = count(summary) if summary else args.budget
-            found: list[str] = []
-            try:
-                stripped = strip(before, "end")[0]
-                whole = run(before, HandoffOptions(at="end"), session="s", recallable=True).after
-                held = run(
-                    before, HandoffOptions(at="end", budget=budget), session="s", recallable=True
-                ).after
-            except IpseError as exc:
-                print(f"{path.name[:30]:<30} {cut:>5} not handed off: {exc}"[:120])
-                continue
-            for context in (text(stripped), text(whole), text(held), summary):
-                if not context:
-                    found.append(f"{'-':>17}")
+    print("cells: tokens, in context %, reachable % of the rest")
+    print(f"{'session':<30} {'cut':>5} {'facts':>5}  " + "  ".join(f"{n:>22}" for n in SHOWN))
+    with Reach() as reach:
+        for path in sessions():
+            source = load(path)
+            line = timeline(source)
+            index = FactIndex(line, read_invariants(path))
+            meter = Meter(line)
+            plan = plan_of(source, args.budget)
+            compacted = {c.index for c in line.compactions if c.index > 0}
+            points = sorted(compacted | set(line.cuts()[:: args.every] if args.every else ()))
+            for cut in points:
+                kind = "compaction" if cut in compacted else "cut"
+                found = probe(index, meter, cut, kind, plan=plan, reach=reach)
+                if not found["demanded"]["total"]:
                     continue
-                share = sum(f.value in context for f in demand) / len(demand)
-                found.append(f"{count(context):>7,} tok {100 * share:4.0f}%")
-            print(f"{path.name[:30]:<30} {cut:>5} {len(demand):>5}  " + "  ".join(found))
+                lines = {s["name"]: s for s in found["strategies"]}
+                bare = ipse_contexts(meter, handoff(meter, cut, plan.session, ledger_tokens=0))
+                demand = demanded(index, index.facts(cut), cut)
+                lines["no ledger"] = score(bare[0], demand, reach)
+                cells = "  ".join(cell(lines.get(n)) for n in SHOWN)
+                print(f"{path.name[:30]:<30} {cut:>5} {len(demand):>5}  {cells}")
 
 
 if __name__ == "__main__":

@@ -20,8 +20,6 @@ MOST_OVER_RADON_LIMIT = 5
 REWORKED: frozenset[str] = frozenset(
     {
         "src/ipse/handoff/_validate.py:_anthropic_turn",
-        "src/ipse/probe/_kit.py:IpseCompactor.handoff",
-        "src/ipse/probe/_strategies.py:_ipse",
     }
 )
 

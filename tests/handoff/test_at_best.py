@@ -56,16 +56,18 @@ def test_the_best_cut_is_right_after_the_last_large_exchange(tmp_path: Path) -> 
 
 
 def test_a_cut_that_loses_what_the_agent_needs_next_is_passed_over(tmp_path: Path) -> None:
-    # The agent cites a path that only the second listing held: at cut 5 it is recallable,
-    # not in context, so cut 5's value halves for that fact; one late citation at the end.
+    # The agent cites a path that only the second listing held: at cut 5 it is not in context,
+    # but the ledger's line for the call that printed it leads a query to it (reachable), so
+    # cut 5's value drops by half that fact; one late citation at the end.
     messages = conversation()
     messages[4] = user(result("t2", LISTING + "\nsrc/routes/only_here.py"))
     messages[-1] = assistant(text("Done: see src/routes/only_here.py."))
     path = write(tmp_path, messages)
     best = best_of(load(path).current(), path)
     c = best["continuity"]
-    assert c["demanded"] >= 1 and c["recallable"] and c["recallable"] > 0
-    assert best["cut"] == 5  # still the best: the loss is recallable, the saving large
+    assert c["demanded"] >= 1 and c["in_context"] is not None and c["in_context"] < 100.0
+    assert c["reachable"] == 100.0 and c["lost_total"] == 0
+    assert best["cut"] == 5  # still the best: the loss is reachable, the saving large
 
 
 def test_the_command_cuts_there_and_says_why(
@@ -83,7 +85,7 @@ def test_the_command_cuts_there_and_says_why(
     lines = {s["name"]: s for s in json.loads(probe.stdout)["probes"][0]["strategies"]}
     chosen = document["best"]["continuity"]
     assert chosen["in_context"] == lines["ipse"]["in_context"]
-    assert chosen["recallable"] == lines["ipse"]["recallable"]
+    assert chosen["reachable"] == lines["ipse"]["reachable"]
     assert chosen["saved_tokens"] == lines["none"]["tokens"] - lines["ipse"]["tokens"]
     shown = CliRunner().invoke(cli, ["handoff", str(path), "--at", "best"])
     assert shown.exit_code == 0, shown.output

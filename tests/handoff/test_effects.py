@@ -133,6 +133,15 @@ def test_a_heredoc_commit_message_is_its_first_line() -> None:
     }
 
 
+def test_a_heredoc_commit_after_a_comment_line_is_read() -> None:
+    """A command line opened by a comment (``# commit it``) hid the commit after it: the part
+    before the heredoc has an open quote, and its words were then split at spaces alone."""
+    command = "# commit it\ngit commit -m \"$(cat <<'EOF'\nFix the parser\n\nMore.\nEOF\n)\""
+    assert {(a.action, a.value) for a in shell_artifacts(command)} == {
+        ("committed", "Fix the parser")
+    }
+
+
 def test_a_comparison_in_quoted_code_is_no_redirection() -> None:
     """``python -c "print(1 > 0)"`` was read as creating a file named ``0``."""
     assert list(shell_artifacts('python -c "print(1 > 0)"')) == []

@@ -41,10 +41,19 @@ def line(*messages: dict[str, Any]) -> Timeline:
 
 
 def write_session(
-    path: Path, turns: list[dict[str, Any]], *, compact_after: int | None = None, summary: str = ""
+    path: Path,
+    turns: list[dict[str, Any]],
+    *,
+    compact_after: int | None = None,
+    summary: str = "",
+    compactions: dict[int, str] | None = None,
 ) -> Path:
     """A Claude Code session file of ``turns`` (user/assistant messages, Anthropic-shaped), with
-    a compaction (boundary record and summary) after turn ``compact_after`` when given."""
+    a compaction (boundary record and summary) after turn ``compact_after`` when given, and one
+    after each turn ``compactions`` names (with its summary)."""
+    after = dict(compactions or {})
+    if compact_after is not None:
+        after[compact_after] = summary
     records: list[dict[str, Any]] = []
     parent: str | None = None
     for number, turn in enumerate(turns):
@@ -67,29 +76,31 @@ def write_session(
             }
         records.append(record)
         parent = uuid
-        if compact_after == number:
-            records.append(
-                {
-                    "type": "system",
-                    "subtype": "compact_boundary",
-                    "uuid": "b1",
-                    "parentUuid": None,
-                    "logicalParentUuid": uuid,
-                    "sessionId": "s1",
-                    "compactMetadata": {"trigger": "auto"},
-                }
-            )
-            records.append(
-                {
-                    "type": "user",
-                    "uuid": "sum",
-                    "parentUuid": "b1",
-                    "sessionId": "s1",
-                    "isSidechain": False,
-                    "isCompactSummary": True,
-                    "message": {"role": "user", "content": summary},
-                }
-            )
-            parent = "sum"
+        if number in after:
+            records += _compaction(number, uuid, after[number])
+            parent = f"sum{number}"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+def _compaction(number: int, parent: str, summary: str) -> list[dict[str, Any]]:
+    """The boundary record and the summary Claude Code writes when it compacts."""
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": f"b{number}",
+        "parentUuid": None,
+        "logicalParentUuid": parent,
+        "sessionId": "s1",
+        "compactMetadata": {"trigger": "auto"},
+    }
+    kept = {
+        "type": "user",
+        "uuid": f"sum{number}",
+        "parentUuid": f"b{number}",
+        "sessionId": "s1",
+        "isSidechain": False,
+        "isCompactSummary": True,
+        "message": {"role": "user", "content": summary},
+    }
+    return [boundary, kept]

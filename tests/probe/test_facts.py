@@ -1,12 +1,15 @@
 """Extraction is deterministic; a fact planted in human text is extracted and kept by ipse; a
-fact planted only in a tool result is removed by ipse and recallable from its archive."""
+fact planted only in a tool result is removed by ipse and reachable from its archive by the
+query its ledger's line for that call gives; trivia (devices, a system folder alone) is no
+fact, and a command is its first meaningful line."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.probe import FactIndex, Meter, contexts, demanded, grit, probe
+from ipse.probe import FactIndex, Meter, Reach, contexts, demanded, grit, probe
+from ipse.probe._reach import item_text
 from ipse.tokens import CharCounter
 from tests.probe.build import assistant, call, line, result, text, user
 
@@ -71,7 +74,7 @@ def test_a_fact_in_human_text_is_extracted_demanded_and_kept_by_ipse(
 
 @settings(max_examples=40, deadline=None)
 @given(PATHS, FILLER, st.integers(1, 4))
-def test_a_fact_only_in_a_tool_result_is_removed_by_ipse_but_recallable(
+def test_a_fact_only_in_a_tool_result_is_removed_by_ipse_but_reachable(
     fact: str, filler: str, tools: int
 ) -> None:
     messages = _session(fact, "tool_result", filler, tools)
@@ -82,11 +85,16 @@ def test_a_fact_only_in_a_tool_result_is_removed_by_ipse_but_recallable(
     by_name = {c.name: c for c in contexts(Meter(timeline, CharCounter()), cut)}
     assert fact in by_name["none"].text
     assert fact not in by_name["ipse"].text
-    assert fact in by_name["ipse"].recall
-    document = probe(FactIndex(timeline), Meter(timeline, CharCounter()), cut, "index")
+    assert any(fact in item_text(i) for i in by_name["ipse"].items or ())
+    assert "`ls d0`" in by_name["ipse"].text  # the ledger's line for the call that printed it
+    with Reach() as reach:
+        document = probe(
+            FactIndex(timeline), Meter(timeline, CharCounter()), cut, "index", reach=reach
+        )
     scores = {s["name"]: s for s in document["strategies"]}
-    assert scores["ipse"]["kept_or_recallable"] == 100.0
-    assert scores["ipse"]["recallable"] and scores["ipse"]["recallable"] > 0
+    assert scores["ipse"]["in_context"] is not None and scores["ipse"]["in_context"] < 100.0
+    assert scores["ipse"]["reachable"] == 100.0 and not scores["ipse"]["lost"]
+    assert scores["none"]["reachable"] is None
     if tools > 3:  # the planted result is older than the last three: masking loses it
         assert fact in {f["value"] for f in scores["mask-3"]["lost"]}
 
@@ -122,7 +130,38 @@ def test_constraints_task_and_command_status() -> None:
     assert ("constraint", "imperative", "You must run the tests first.") in facts
     command = facts[("grit", "command", "make test")]
     assert command.status == 2 and command.where == ("tool_input",)
+    assert not any(f.sub == "path" and f.value.startswith("/dev") for f in facts.values())
     assert facts[
         ("task", "request", "Fix the build. Never push to main. You must run the tests first.")
     ]
     assert ("task", "next_step", "Next, I'll fix the import in `app.py`.") in facts
+
+
+def test_device_paths_and_bare_system_folders_are_no_facts() -> None:
+    timeline = line(
+        user(text("Check /tmp/build/out.log and /tmp, not /dev/null or /proc/self/fd/1.")),
+        assistant(call("t1", "Bash", command="make 2>/dev/null > build.log")),
+        user(result("t1", "written to /dev/stdout")),
+        assistant(text("Done.")),
+    )
+    values = {f.value for f in FactIndex(timeline).facts(4)}
+    assert "/tmp/build/out.log" in values
+    assert not values & {"/dev/null", "/proc/self/fd/1", "/dev/stdout", "/tmp"}
+
+
+def test_a_command_is_its_first_meaningful_line_and_its_status_follows_it() -> None:
+    heredoc = (
+        "# commit it\ngit commit -m \"$(cat <<'EOF'\nfix: parse empty input\n\nLong body.\nEOF\n)\""
+    )
+    timeline = line(
+        user(text("Commit the fix.")),
+        assistant(call("t1", "Bash", command=heredoc)),
+        user(result("t1", "Exit code: 1\nnothing to commit")),
+        assistant(text("Nothing to commit.")),
+    )
+    facts = FactIndex(timeline).facts(4)
+    commands = [f for f in facts if f.sub == "command"]
+    assert [(f.value, f.status) for f in commands] == [("git commit -m \"$(cat <<'EOF'", 1)]
+    committed = [f.value for f in facts if f.sub == "committed"]
+    assert committed == ["fix: parse empty input"]
+    assert not any("$(cat" in f.value for f in facts if f.kind == "artifact")

@@ -1,6 +1,7 @@
 """The probe on small sessions of other agent CLIs built here: a Codex rollout that compacts
 (its replayed history and summary are the compaction-summary strategy), a Cline task history
-(file tools by name), and a checkpoint call (the notes, kept by ipse, gone without them)."""
+(file tools by name), a checkpoint call (the notes, kept by ipse, gone without them), a
+checkpoint Codex's code mode makes through ``exec``, and a checkpoint that ends the session."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from ipse.probe import FactIndex, probe_session, timeline
 from ipse.tokens import CharCounter
 from ipse.transcript import load
+from tests.conftest import run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session
 
 PATCH = "*** Begin Patch\n*** Add File: crates/core/src/cache.rs\n+pub fn hit() {}\n*** End Patch"
@@ -106,7 +108,7 @@ def test_a_codex_compaction_is_scored_against_what_codex_kept(tmp_path: Path) ->
     document = probe_session(path, "checkpoint", source=source, counter=CharCounter())
     [probe] = document["probes"]
     scores = {s["name"]: s for s in probe["strategies"]}
-    assert scores["ipse"]["kept_or_recallable"] == 100.0
+    assert scores["ipse"]["in_context"] == 100.0 and not scores["ipse"]["lost"]
     harness_lost = {f["value"] for f in scores["compaction-summary"]["lost"]}
     assert "crates/core/src/cache.rs" in harness_lost and "E0425" in harness_lost
     assert "Never change the public API." not in harness_lost
@@ -156,7 +158,8 @@ def test_a_cline_history_gives_artifacts_from_file_tools(tmp_path: Path) -> None
     assert document["format"] == "cline"
     assert probe["demanded"]["by_kind"]["artifact"] == 1
     ipse = next(s for s in probe["strategies"] if s["name"] == "ipse")
-    assert ipse["by_kind"]["artifact"] == {"demanded": 1, "in_context": 0, "recallable": 1}
+    # the handoff's ledger names the file the tools wrote
+    assert ipse["by_kind"]["artifact"] == {"demanded": 1, "in_context": 1, "reachable": 0}
 
 
 def test_checkpoint_notes_are_kept_by_ipse_and_lost_without_them(tmp_path: Path) -> None:
@@ -178,10 +181,11 @@ def test_checkpoint_notes_are_kept_by_ipse_and_lost_without_them(tmp_path: Path)
     assert probe["kind"] == "checkpoint" and probe["cut"] == 5
     scores = {s["name"]: s for s in probe["strategies"]}
     assert "src/cache/store.py" not in {f["value"] for f in scores["ipse"]["lost"]}
-    # the path stands in the notes: ipse holds it in context, without the notes only the archive
+    # the path stands in the notes and in the marker's ledger: without the notes, the ledger
+    # still holds it
     assert scores["ipse"]["by_kind"]["grit"]["in_context"] == 1
     bare = scores["ipse-no-notes"]
-    assert bare["by_kind"]["grit"] == {"demanded": 1, "in_context": 0, "recallable": 1}
+    assert bare["by_kind"]["grit"] == {"demanded": 1, "in_context": 1, "reachable": 0}
     assert bare["tokens"] < scores["ipse"]["tokens"]
     held = next(
         f
@@ -189,3 +193,87 @@ def test_checkpoint_notes_are_kept_by_ipse_and_lost_without_them(tmp_path: Path)
         if f.key[1:] == ("path", "src/cache/store.py")
     )
     assert "notes" in held.where and "tool_input" in held.where
+
+
+CODE_MODE_CHECKPOINT = (
+    'const r = await tools.mcp__ipse__micro_handoff({done: ["read notes.txt"], '
+    'open: ["write the tokenizer"]});\ntext(JSON.stringify(r));'
+)
+
+
+def _code_mode_rollout(path: Path) -> Path:
+    """A Codex rollout whose every tool call goes through ``exec`` (code mode), the checkpoint
+    included, answered as ipse's MCP server answers it."""
+    exec_call = {"type": "custom_tool_call", "name": "exec", "status": "completed"}
+    items: list[tuple[str, dict[str, Any]]] = [
+        ("session_meta", {"id": "s", "base_instructions": {"text": "Be a coder."}}),
+        ("turn_context", {"model": "gpt-5-codex"}),
+        ("response_item", _say("user", "Read notes.txt, then save a checkpoint.")),
+        (
+            "response_item",
+            {
+                **exec_call,
+                "call_id": "c1",
+                "input": 'const r = await tools.exec_command({cmd: "cat notes.txt"});',
+            },
+        ),
+        (
+            "response_item",
+            {"type": "custom_tool_call_output", "call_id": "c1", "output": "parser: 12.5 MB/s"},
+        ),
+        ("response_item", {**exec_call, "call_id": "c2", "input": CODE_MODE_CHECKPOINT}),
+        (
+            "response_item",
+            {
+                "type": "custom_tool_call_output",
+                "call_id": "c2",
+                "output": "Checkpoint checkpoint-0123456789abcdef recorded for session s.",
+            },
+        ),
+        ("response_item", _say("assistant", "Saved. The parser reads 12.5 MB/s.")),
+        ("response_item", _say("user", "What next?")),
+        ("response_item", _say("assistant", "Write the tokenizer; the parser reads 12.5 MB/s.")),
+    ]
+    path.write_text(
+        "".join(json.dumps(_rec(k, p, n)) + "\n" for n, (k, p) in enumerate(items)),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_codex_code_mode_checkpoint_is_the_cut(tmp_path: Path) -> None:
+    """``probe --at checkpoint`` knows a checkpoint made through ``exec`` as the proxy does."""
+    path = _code_mode_rollout(tmp_path / "rollout-2026-02-01T00-00-00-code.jsonl")
+    line = timeline(load(path))
+    document = probe_session(path, "checkpoint", counter=CharCounter())
+    [probe] = document["probes"]
+    assert probe["kind"] == "checkpoint"
+    answered = next(
+        i
+        for i, m in enumerate(line.messages)
+        if any(getattr(b, "call_id", None) == "c2" for b in m.blocks)
+    )
+    assert probe["cut"] == answered + 1
+    # what the checkpoint call says is its notes, as the handoff reads it
+    facts = {f.key: f for f in FactIndex(line).facts(probe["cut"])}
+    assert "notes" in facts[("grit", "path", "notes.txt")].where
+
+
+def test_a_checkpoint_that_ends_the_session_is_the_cut(tmp_path: Path) -> None:
+    """Right after a Claude Code checkpoint, its result is the session's last message: the
+    cut falls at the end (only standing facts are demanded), not "no checkpoint"."""
+    turns = [
+        user(text("Read notes.txt. Never edit vendor/.")),
+        assistant(text("Reading."), call("r1", "Read", file_path="notes.txt")),
+        user(result("r1", "parser: 12.5 MB/s")),
+        assistant(text("Saving a checkpoint."), call("c1", "mcp__ipse__micro_handoff", done=["x"])),
+        user(result("c1", "Checkpoint checkpoint-0123456789abcdef recorded for session s1.")),
+    ]
+    path = write_session(tmp_path / "s.jsonl", turns)
+    document = probe_session(path, "checkpoint", counter=CharCounter())
+    [probe] = document["probes"]
+    assert (probe["cut"], probe["kind"], probe["messages_after"]) == (5, "checkpoint", 0)
+    assert probe["demanded"]["total"] == probe["demanded"]["standing"] > 0
+    text_out = run_cli("probe", str(path), "--at", "checkpoint")
+    assert text_out.returncode == 0, text_out.stderr
+    assert "the session ends here" in text_out.stdout

@@ -1,6 +1,8 @@
 """`ipse probe` on small Claude Code sessions built here: the cuts, the agent CLI's own
-compaction summary as a strategy, re-discovery, the seams, invariants beside the session, redacted
-lost facts."""
+compaction summary as a strategy and ipse held to its tokens, re-discovery, the seams,
+invariants beside the session, redacted lost facts, the headline over facts, the targets at a
+compaction point and what falls short of them, the contexts written for checking by hand, and
+a checkpoint that ends the session."""
 
 from __future__ import annotations
 
@@ -15,13 +17,18 @@ from tests.conftest import EXAMPLE_SESSION, REPO, CliRun, run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session
 
 SECRET_URL = "postgresql://app:hunter2pass@db.internal/prod"
+LISTING = "\n".join(f"def rule_{i}(tokens): return match(tokens, {i})" for i in range(60))
 
 
 def _turns() -> list[dict[str, Any]]:
     turns = [
         user(text("Port the parser. Never touch vendor/lib.c and always keep the tests green.")),
         assistant(text("Reading it."), call("r1", "Read", file_path="src/parse/core.py")),
-        user(result("r1", "def parse(): ...  # raises ParseError at src/parse/core.py:88")),
+        user(
+            result(
+                "r1", f"{LISTING}\ndef parse(): ...  # raises ParseError at src/parse/core.py:88"
+            )
+        ),
         assistant(call("b1", "Bash", command="pytest -q tests/test_core.py")),
         user(result("b1", f"Exit code: 1\nFAILED tests/test_core.py::test_empty; db {SECRET_URL}")),
     ]
@@ -69,15 +76,17 @@ def test_probe_at_the_compaction_scores_every_strategy(tmp_path: Path) -> None:
     probe = _probe(document, "compaction")
     assert probe["cut"] == 19
     names = [s["name"] for s in probe["strategies"]]
-    strategies = ["none", "ipse", "mask-3", "mask-5", "mask-10", "truncate", "compaction-summary"]
-    assert names == strategies
+    strategies = ["none", "ipse", "ipse-budget", "mask-3", "mask-5", "mask-10", "truncate"]
+    assert names == [*strategies, "compaction-summary"]
     demanded = probe["demanded"]
     assert demanded["by_kind"]["constraint"] == 1  # the rule is standing
     none, ipse = _strategy(probe, "none"), _strategy(probe, "ipse")
     assert none["in_context"] == 100.0 and not none["lost"]
-    assert ipse["kept_or_recallable"] == 100.0
     assert ipse["tokens"] < none["tokens"]
     harness = _strategy(probe, "compaction-summary")
+    held = _strategy(probe, "ipse-budget")
+    # the human's words alone are more than this tiny summary: the budget says it is not met
+    assert held["tokens"] > harness["tokens"] and "not met" in held["note"]
     lost = {f["value"] for f in harness["lost"]}
     assert "Never touch vendor/lib.c and always keep the tests green." in lost
     assert "src/parse/core.py:88" in lost
@@ -139,7 +148,8 @@ def test_cli_json_and_text(tmp_path: Path) -> None:
     assert document["tokenizer"] == "o200k_base"
     text = run_cli("probe", str(path))
     assert text.returncode == 0, text.stderr
-    assert "continuity at message 19" in text.stdout and "compaction-summary lost:" in text.stdout
+    assert "continuity at message 19" in text.stdout and "compaction-summary lost " in text.stdout
+    assert "headline: every cut's facts together" in text.stdout and "targets: ipse" in text.stdout
     seams = run_cli("probe", str(path), "--at", "every:4")
     assert seams.returncode == 0 and "a handoff every 4 turns" in seams.stdout
 

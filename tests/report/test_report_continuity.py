@@ -54,16 +54,18 @@ def test_the_report_and_the_probe_agree_at_each_checkpoint(tmp_path: Path) -> No
         lines = {s["name"]: s for s in probe["strategies"]}
         assert k["demanded"] == probe["demanded"]["total"]
         assert k["in_context"] == lines["ipse"]["in_context"]
-        assert k["recallable"] == lines["ipse"]["recallable"]
+        assert k["reachable"] == lines["ipse"]["reachable"]
         assert k["saved_tokens"] == lines["none"]["tokens"] - lines["ipse"]["tokens"]
         assert k["lost"] == lines["ipse"]["lost"][:LOST_SHOWN]
     first = min(probed, key=lambda c: c["index"])["continuity"]
     assert first["cut"] == 5  # right after "Now fix src/app/handlers.py please."
-    assert first["recallable"] and first["recallable"] > 0  # hidden_only.py: only a tool saw it
+    # hidden_only.py: only a tool saw it, and the ledger's Read line leads a query to it
+    assert first["reachable"] and first["reachable"] > 0
     html = page.read_text(encoding="utf-8")
     said = (
         f"a handoff here keeps {first['in_context']:g}% of what the agent used next "
-        f"({first['demanded']} facts), {first['recallable']:g}% more is recallable, saves "
+        f"({first['demanded']} facts), {first['reachable']:g}% of the rest is reachable by "
+        f"a recall query formed from it, saves "
         f"{first['saved_tokens']:,} tokens"
     )
     assert said in html
@@ -87,7 +89,7 @@ def test_the_lost_facts_show_on_hover_escaped_redacted_and_capped() -> None:
         "cut": 7,
         "demanded": 20,
         "in_context": 50.0,
-        "recallable": 10.0,
+        "reachable": 10.0,
         "saved_tokens": 1234,
         "lost_total": LOST_SHOWN + 3,
         "lost": lost,

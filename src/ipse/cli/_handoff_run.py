@@ -241,9 +241,9 @@ def _warn_after(
 
 def _best(source: Source, file: Path) -> dict[str, Any]:
     """``--at best``: the cut `ipse.probe.best_of` chooses in the conversation to rewrite."""
-    from ipse.probe import best_of
+    from ipse.probe import best_of, plan_of
 
-    return best_of(source.current(), file)
+    return best_of(source.current(), file, plan_of(source))
 
 
 def _open_archive(store: str | None) -> LazyArchive:
@@ -292,10 +292,11 @@ def _claude_code_version(source: Source) -> str | None:
 def _best_line(best: dict[str, Any]) -> str:
     c = best["continuity"]
     kept = "-" if c["in_context"] is None else f"{c['in_context']:g}%"
-    recall = "-" if c["recallable"] is None else f"{c['recallable']:g}%"
+    reach = "-" if c["reachable"] is None else f"{c['reachable']:g}%"
     return (
         f"best cut: message {best['cut']} of {best['candidates']} turn boundaries scored: keeps "
-        f"{kept} of the {c['demanded']} facts the agent used next, {recall} more recallable, "
+        f"{kept} of the {c['demanded']} facts the agent used next, {reach} of the others "
+        "reachable by recall, "
         f"saves {c['saved_tokens']:,} tokens on each of {c['later_turns']} later turns "
         f"(rule: {best['rule']})"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from ipse.cli._output import clean, console, emit_json, print_table, terminal_pr
 from ipse.tokens import load_before
 from ipse.transcript import FORMATS, load
 
-LOST_SHOWN = 8  # lost facts listed per strategy in text output (--json lists them all)
+LOST_SHOWN = 6  # lost facts listed per strategy and reason in text output (--json: all)
+HANDOFFS = ("ipse", "ipse-no-notes", "ipse-budget", "compaction-summary")  # lost facts listed
 
 
 @click.command("probe")
@@ -28,6 +30,20 @@ LOST_SHOWN = 8  # lost facts listed per strategy in text output (--json lists th
     "fmt",
     type=click.Choice(FORMATS),
     help="Name the input format instead of detecting it.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    help="Also score `ipse-budget` held to TOKENS at cuts where the agent CLI did not compact "
+    "(at a compaction it is held to the summary's own tokens).",
+)
+@click.option(
+    "--contexts",
+    "contexts_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    help="Write each strategy's context text per cut to DIR/cut-N/STRATEGY.txt.",
 )
 @click.option(
     "--model",
@@ -56,6 +72,8 @@ def probe_command(
     file: Path,
     at: str | None,
     fmt: str | None,
+    budget: int | None,
+    contexts_dir: Path | None,
     model_url: str | None,
     api: str,
     model_name: str,
@@ -63,20 +81,23 @@ def probe_command(
     questions: int,
     as_json: bool,
 ) -> None:
-    """Measure continuity: which facts the agent used after a cut each strategy keeps.
+    """Measure continuity: which facts the agent used after a cut each strategy keeps in its
+    context, and which of the others a recall query formed from that context reaches.
 
     Facts (files changed, paths, commands and their exit status, errors, the human's rules,
     the open task) are extracted from the session before the cut; the demanded ones are those
     the session cites after it. Each strategy's context is scored: `none` (whole history),
-    `ipse` (micro-handoff; what it removed is recallable from the archive), `mask-N` (the last
-    N tool results kept), `truncate` (oldest turns dropped to ipse's tokens), and
-    `compaction-summary` (the agent CLI's own summary, at its compaction points).
+    `ipse` (the handoff: tool traffic removed, every authored word, the marker and its ledger
+    kept; what it removed is archived), `ipse-budget` (the same held to the compaction
+    summary's tokens, or to --budget), `mask-N` (the last N tool results kept), `truncate`
+    (oldest turns dropped to ipse's tokens), and `compaction-summary` (the agent CLI's own
+    summary, at its compaction points; its archive is the transcript it names, if any).
 
     \b
     Kinds of fact:
       artifact    files created, edited, deleted or moved; commits; branches
       grit        the details work runs on: paths, file:line, URLs, `identifiers`,
-                  numbers with units, test names, error names, commands (exit status)
+                  numbers with units, test names, error names, commands (first line)
       constraint  the human's rules (never/don't/always/must/only...), state invariants
       task        the last request, and the agent's last stated next step
 
@@ -84,38 +105,58 @@ def probe_command(
     Columns:
       tokens           the strategy's context, in o200k tokens
       in context       demanded facts whose exact string is in that context
-      recallable       demanded facts not in it, but in ipse's archive (recall)
-      lost             demanded facts neither in it nor recallable
-      KIND kept+recall/demanded   per kind: in context + recallable / demanded
+      reachable        of the demanded facts not in context, those a recall query
+                       formed from the context finds (top 5), in its archive;
+                       never added to in context (- where it has no archive)
+      lost             demanded facts neither in context nor reachable
+      KIND in context/demanded   per kind: facts in context / demanded
       model score      with --model: the share of questions answered right
+    The headline (after the cuts), per strategy, micro-averaged over facts:
+      cuts             the cuts the strategy was scored at
+      demanded         the demanded facts of those cuts, summed
+      mean tokens      its context's tokens, averaged over those cuts
+    At a compaction point, the targets: ipse and ipse-budget hold at least the
+    summary's share in context (ipse-budget at no more tokens), and at least 80%
+    of the facts not in context are reachable; what falls short is listed, with why.
     With --at every:K, per seam: tokens, no handoff (the history so far);
-    tokens after ipse; authored chars kept; demanded; in context; + recallable.
+    tokens after ipse; authored chars kept; demanded; in context; reachable.
 
     \b
     Examples:
       ipse probe ~/.claude/projects/myproj/4d5611e5.jsonl
-      ipse probe session.jsonl --at 120 --json
+      ipse probe session.jsonl --at 120 --budget 2000 --contexts /tmp/ctx --json
       ipse probe rollout.jsonl --at every:20
       ipse probe s.jsonl --at 40 --model https://api.anthropic.com --api anthropic \\
         --model-name claude-sonnet-4-5
     """
-    from ipse.probe import Asker, Asking, probe_session
+    from ipse.probe import probe_session
 
-    asking = None
-    if model_url is not None:
-        asker = Asker(model_url, api, model_name)
-        judge = Asker(judge_url, api, model_name) if judge_url else None
-        asking = Asking(asker, judge, questions)
-
+    asking = _asking(model_url, api, model_name, judge_url, questions)
     with terminal_progress(quiet=as_json):
         load_before(file)
         source = load(file, fmt)
-        document = probe_session(file, at, source=source, asking=asking)
+        document = probe_session(
+            file, at, source=source, asking=asking, budget=budget, contexts=contexts_dir
+        )
     if as_json:
         emit_json(document)
         return
     for line in source.warnings:
         warn(line)
+    _render(document, contexts_dir)
+
+
+def _asking(url: str | None, api: str, name: str, judge_url: str | None, questions: int) -> Any:
+    """What ``--model`` asks (None without it)."""
+    from ipse.probe import Asker, Asking
+
+    if url is None:
+        return None
+    judge = Asker(judge_url, api, name) if judge_url else None
+    return Asking(Asker(url, api, name), judge, questions)
+
+
+def _render(document: Mapping[str, Any], contexts_dir: Path | None) -> None:
     out = console()
     out.print(
         f"{document['session']}  ({document['format']}, {document['messages']} messages, "
@@ -129,55 +170,119 @@ def probe_command(
         return
     for probe in document["probes"]:
         _render_probe(out, probe)
+    _render_headline(out, document["headline"])
+    if contexts_dir is not None:
+        out.print(f"contexts written to {clean(str(contexts_dir))}/cut-N/STRATEGY.txt")
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}%"
 
 
-def _render_probe(out: Any, probe: dict[str, Any]) -> None:
+def _render_probe(out: Any, probe: Mapping[str, Any]) -> None:
     demanded = probe["demanded"]
     again = probe["rediscovery"]
+    after = "" if probe["messages_after"] else " (the session ends here: only standing facts)"
     out.print(
-        f"\ncut at message {probe['cut']} ({probe['kind']}): {probe['facts']['total']} facts "
-        f"before, {demanded['total']} demanded after ({demanded['standing']} standing); "
+        f"\ncut at message {probe['cut']} ({probe['kind']}){after}: {probe['facts']['total']} "
+        f"facts before, {demanded['total']} demanded after ({demanded['standing']} standing); "
         f"re-discovery after: {again['files']} file re-reads, {again['commands']} command re-runs"
     )
     kinds = list(demanded["by_kind"])
-    rows = []
-    for s in probe["strategies"]:
-        cells = [
-            s["name"],
-            f"{s['tokens']:,}",
-            _pct(s["in_context"]),
-            _pct(s["recallable"]),
-            str(len(s["lost"])),
-        ]
-        for kind in kinds:
-            k = s["by_kind"].get(kind, {})
-            cells.append(
-                f"{k.get('in_context', 0)}+{k.get('recallable', 0)}/{k.get('demanded', 0)}"
-            )
-        if "model" in s:
-            cells.append(_pct(s["model"]["score"]))
-        rows.append(cells)
+    rows = [_row(s, kinds) for s in probe["strategies"]]
     columns = [("strategy", "left"), ("tokens", "right"), ("in context", "right")]
-    columns += [("recallable", "right"), ("lost", "right")]
-    columns += [(f"{kind} kept+recall/demanded", "right") for kind in kinds]
+    columns += [("reachable", "right"), ("lost", "right")]
+    columns += [(f"{kind} in context/demanded", "right") for kind in kinds]
     if any("model" in s for s in probe["strategies"]):
         columns.append(("model score", "right"))
     print_table(out, f"continuity at message {probe['cut']}", columns, rows)
     for s in probe["strategies"]:
-        if s["lost"]:
-            shown = ", ".join(
-                clean(f"{f['sub']}: {f['value'][:80]}", one_line=True)
-                for f in s["lost"][:LOST_SHOWN]
+        if s["name"] in HANDOFFS:
+            _render_lost(out, s)
+    if "targets" in probe:
+        _render_targets(out, probe["targets"])
+
+
+def _row(s: Mapping[str, Any], kinds: Sequence[str]) -> list[str]:
+    cells = [
+        s["name"],
+        f"{s['tokens']:,}",
+        _pct(s["in_context"]),
+        _pct(s["reachable"]),
+        str(len(s["lost"])),
+    ]
+    for kind in kinds:
+        k = s["by_kind"].get(kind, {})
+        cells.append(f"{k.get('in_context', 0)}/{k.get('demanded', 0)}")
+    if "model" in s:
+        cells.append(_pct(s["model"]["score"]))
+    return cells
+
+
+def _render_lost(out: Any, line: Mapping[str, Any]) -> None:
+    """A strategy's lost facts, grouped by why."""
+    by_why: dict[str, list[Mapping[str, Any]]] = {}
+    for fact in line["lost"]:
+        by_why.setdefault(fact.get("why", ""), []).append(fact)
+    for why, facts in by_why.items():
+        shown = ", ".join(
+            clean(f"{f['sub']}: {f['value'][:80]}", one_line=True) for f in facts[:LOST_SHOWN]
+        )
+        more = len(facts) - LOST_SHOWN
+        out.print(
+            f"  {line['name']} lost {len(facts)} ({clean(why)}): {shown}"
+            + (f" (+{more} more)" if more > 0 else "")
+        )
+
+
+def _render_targets(out: Any, point: Mapping[str, Any]) -> None:
+    summary, ipse, held = point["summary"], point["ipse"], point["ipse-budget"]
+    met = point["met"]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT MET"
+
+    out.print(
+        f"  targets: ipse {_pct(ipse['in_context'])} in context vs the summary's "
+        f"{_pct(summary['in_context'])}: {verdict(met['ipse'])}; ipse-budget "
+        f"{_pct(held['in_context'])} in {held['tokens']:,} tokens vs {summary['tokens']:,}: "
+        f"{verdict(met['ipse-budget'])}; reachable (>= {point['reach_target']:g}% of the rest): "
+        f"ipse {_pct(ipse['reachable'])}, ipse-budget {_pct(held['reachable'])}: "
+        f"{verdict(met['reachable'])}"
+    )
+    for fact in point["short"]:
+        where = f" ({fact['strategy']})" if "strategy" in fact else ""
+        out.print(
+            clean(
+                f"    short of {fact['target']}{where}: {fact['sub']}: {fact['value'][:80]}: "
+                f"{fact['why']}",
+                one_line=True,
             )
-            more = len(s["lost"]) - LOST_SHOWN
-            out.print(f"  {s['name']} lost: {shown}" + (f" (+{more} more)" if more > 0 else ""))
+        )
+    more = point["short_total"] - len(point["short"])
+    if more > 0:
+        out.print(f"    (+{more} more: --json lists them)")
 
 
-def _render_seams(out: Any, seams: dict[str, Any]) -> None:
+def _render_headline(out: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    cells = [
+        [
+            r["name"],
+            str(r["cuts"]),
+            str(r["demanded"]),
+            _pct(r["in_context"]),
+            _pct(r["reachable"]),
+            f"{r['tokens']:,}",
+        ]
+        for r in rows
+    ]
+    columns = [("strategy", "left"), ("cuts", "right"), ("demanded", "right")]
+    columns += [("in context", "right"), ("reachable", "right"), ("mean tokens", "right")]
+    out.print()
+    print_table(out, "headline: every cut's facts together (micro-averaged)", columns, cells)
+
+
+def _render_seams(out: Any, seams: Mapping[str, Any]) -> None:
     rows = [
         [
             str(p["cut"]),
@@ -186,7 +291,7 @@ def _render_seams(out: Any, seams: dict[str, Any]) -> None:
             f"{p['authored_chars']:,}",
             str(p["demanded"]),
             _pct(p["in_context"]),
-            _pct(p["kept_or_recallable"]),
+            _pct(p["reachable"]),
         ]
         for p in seams["seams"]
     ]
@@ -197,7 +302,7 @@ def _render_seams(out: Any, seams: dict[str, Any]) -> None:
         ("authored chars", "right"),
         ("demanded", "right"),
         ("in context", "right"),
-        ("+ recallable", "right"),
+        ("reachable", "right"),
     ]
     print_table(out, f"a handoff every {seams['every']} turns", columns, rows)
     requests = seams["requests"]

@@ -24,7 +24,7 @@ from ipse.handoff._measure import tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
-from ipse.handoff._recognise import is_checkpoint
+from ipse.handoff._recognise import is_checkpoint, is_checkpoint_call
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._run import Handoff, HandoffOptions, run
 from ipse.handoff._session import handoff_session
@@ -67,6 +67,7 @@ __all__ = [
     "decide",
     "handoff_session",
     "is_checkpoint",
+    "is_checkpoint_call",
     "narration",
     "narration_prompt",
     "record_checkpoint",

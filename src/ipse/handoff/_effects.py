@@ -269,8 +269,12 @@ def _unquoted(part: re.Match[str]) -> str:
 
 
 def _simple_commands(command: str) -> Iterator[list[str]]:
-    """The words of each simple command of a command line (up to a heredoc)."""
-    words = list(_words(command[:PARSED_CHARS].split("<<", 1)[0]))
+    """The words of each simple command of a command line (up to a heredoc; its comment
+    lines left out)."""
+    head = command[:PARSED_CHARS].split("<<", 1)[0]
+    if "#" in head:
+        head = "\n".join(x for x in head.split("\n") if not x.lstrip().startswith("#"))
+    words = list(_words(head))
     start = 0
     for end in [*[i for i, w in enumerate(words) if w in _SEPARATORS], len(words)]:
         yield words[start:end]

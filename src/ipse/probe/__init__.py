@@ -3,8 +3,11 @@
 `probe_session` reads a session, cuts it where asked and scores every strategy (`ipse probe`).
 The parts, one job each: `timeline` (the session's messages once each, with the agent CLI's
 compactions on it), `FactIndex` (facts extracted per message), `demanded` and `rediscovery`
-(what the session used after a cut), `contexts` (each strategy's context after it), `probe`
-(the score of one cut), `seams` (a handoff every K turns); `questions`, `Asker` and `answers`
+(what the session used after a cut), `contexts` (each strategy's context after it, made as
+`Plan` says), `Reach` and `queries` (what a recall query formed from a context reaches, in a
+scratch archive), `probe` (the score of one cut), `headline` and `targets` (the run's shares,
+micro-averaged over facts, and the targets at compaction points), `seams` (a handoff every K
+turns); `questions`, `Asker` and `answers`
 ask a model the demanded facts with each strategy's context; `IpseCompactor` is ipse as a
 compactor of the field's conformance kit, with a recall channel; `continuity` is ipse's
 line alone at one cut (for the report) and `best_cut` the cut where a handoff pays most.
@@ -20,18 +23,23 @@ from ipse.probe._facts import KINDS, STANDING, WHERE, FactIndex, SessionFact, gr
 from ipse.probe._kit import IpseCompactor
 from ipse.probe._model import CAVEAT, Asking, answers
 from ipse.probe._questions import Question, questions
-from ipse.probe._run import choose_cuts, parse_every, probe_session
+from ipse.probe._reach import Query, Reach, Reached, queries
+from ipse.probe._run import choose_cuts, parse_every, plan_of, probe_session, write_contexts
 from ipse.probe._score import probe, score
 from ipse.probe._seams import seams
-from ipse.probe._strategies import MASKS, Context, Meter, contexts
+from ipse.probe._strategies import BUDGETED, MASKS, SUMMARY, Context, Meter, Plan, contexts
+from ipse.probe._targets import REACH_TARGET, headline, targets
 from ipse.probe._timeline import Compaction, Timeline, block_text, timeline
 
 __all__ = [
     "APIS",
+    "BUDGETED",
     "CAVEAT",
     "KINDS",
     "MASKS",
+    "REACH_TARGET",
     "STANDING",
+    "SUMMARY",
     "WHERE",
     "Artifact",
     "Asker",
@@ -42,7 +50,11 @@ __all__ = [
     "FactIndex",
     "IpseCompactor",
     "Meter",
+    "Plan",
+    "Query",
     "Question",
+    "Reach",
+    "Reached",
     "Rediscovery",
     "SessionFact",
     "Timeline",
@@ -58,14 +70,19 @@ __all__ = [
     "demanded",
     "exit_status",
     "grit",
+    "headline",
     "judge",
     "parse_every",
+    "plan_of",
     "probe",
     "probe_session",
+    "queries",
     "questions",
     "read_invariants",
     "rediscovery",
     "score",
     "seams",
+    "targets",
     "timeline",
+    "write_contexts",
 ]

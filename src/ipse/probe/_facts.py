@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse.fileio import check_text_head, read_bytes
-from ipse.handoff import is_checkpoint
-from ipse.handoff.effects import artifacts, command_of, exit_status
+from ipse.handoff import is_checkpoint_call
+from ipse.handoff.effects import artifacts, command_of, exit_status, first_line
 from ipse.probe._grit import grit
 from ipse.probe._timeline import Timeline, call_text
 from ipse.transcript import Message, Origin, Text, Thinking, ToolCall, ToolResult
@@ -49,6 +49,9 @@ _NEXT = re.compile(
     re.IGNORECASE,
 )
 _MAX = 400  # longest fact value kept (longer sentences are cut at a word boundary)
+# Paths that say nothing about the work: devices and the kernel's files, a system folder alone.
+_TRIVIAL = re.compile(r"^/(?:dev|proc|sys)(?:/|$)|^/(?:tmp|usr|etc|var|bin|opt|home|root)/?$")
+_ELLIPSIS = " ..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,20 @@ class _Found:
 
     def add(self, kind: str, sub: str, value: str, where: str) -> None:
         value = value.strip()
-        if len(value) >= 2 and value not in ("./", "../", "//"):
+        if len(value) >= 2 and value not in ("./", "../", "//") and not trivial(value):
             self.facts.setdefault((kind, sub, value), set()).add(where)
+
+
+def trivial(value: str) -> bool:
+    """A path that says nothing about the work (``/dev/null``, ``/proc/self/fd/1``, ``/tmp``)."""
+    return value.startswith("/") and _TRIVIAL.match(value) is not None
+
+
+def command_line(command: str) -> str:
+    """A command as a fact: its first meaningful line (not blank, not a comment), cut at 120
+    characters as the handoff's ledger cuts it (`ipse.handoff.effects.first_line`)."""
+    line = first_line(command)
+    return line[: -len(_ELLIPSIS)] if line.endswith(_ELLIPSIS) else line
 
 
 def imperatives(text: str) -> Iterator[str]:
@@ -122,21 +137,13 @@ class FactIndex:
             b.call_id: b for m in line.messages for b in m.blocks if isinstance(b, ToolResult)
         }
         for message in line.messages:
-            found, cites = _Found(), set()
+            found, cites = _Found(), set[str]()
             for block in message.blocks:
                 if isinstance(block, ToolCall):
-                    where = "notes" if is_checkpoint(block.name) else "tool_input"
-                    if where == "notes":
-                        notes.add(block.id)
-                    text = call_text(block)
-                    values = _extract(found, text, where, block)
                     result = results.get(block.id)
-                    command = command_of(block)
-                    if command and result is not None:
-                        status = exit_status(result)
-                        if status is not None:
-                            found.status[command.strip()] = status
-                    cites.update(values)
+                    if is_checkpoint_call(block, result=result):
+                        notes.add(block.id)
+                    cites.update(_call_facts(found, block, result, block.id in notes))
                 elif isinstance(block, ToolResult):
                     where = "notes" if block.call_id in notes else "tool_result"
                     _extract(found, block.text, where, None)
@@ -202,6 +209,18 @@ class FactIndex:
         yield from (f for f in (request, next_step) if f is not None)
 
 
+def _call_facts(found: _Found, call: ToolCall, result: ToolResult | None, notes: bool) -> list[str]:
+    """The facts of a tool call (the checkpoint's are its notes), its command's exit status
+    from its result; the values it cites."""
+    values = _extract(found, call_text(call), "notes" if notes else "tool_input", call)
+    command = command_of(call)
+    if command and result is not None:
+        status = exit_status(result)
+        if status is not None:
+            found.status[command_line(command)] = status
+    return values
+
+
 def _sentences(text: str) -> list[str]:
     """A text's sentences: split after ``.``, ``!`` or ``?`` followed by space, and at lines."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
@@ -215,8 +234,8 @@ def _extract(found: _Found, text: str, where: str, call: ToolCall | None) -> lis
             values.append(artifact.value.strip())
         command = command_of(call)
         if command:
-            found.add("grit", "command", command, where)
-            values.append(command.strip())
+            found.add("grit", "command", command_line(command), where)
+            values.append(command_line(command))
     for sub, value in grit(text, where):
         found.add("grit", sub, value, where)
         values.append(value.strip())
@@ -252,7 +271,9 @@ __all__ = [
     "WHERE",
     "FactIndex",
     "SessionFact",
+    "command_line",
     "grit",
     "imperatives",
     "read_invariants",
+    "trivial",
 ]

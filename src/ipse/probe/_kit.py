@@ -22,9 +22,10 @@ from typing import Any
 from ipse.errors import MissingExtra
 from ipse.handoff import strip
 from ipse.probe._timeline import block_text
-from ipse.transcript import Text, ToolCall, ToolResult, codec
+from ipse.transcript import Conversation, Text, ToolCall, ToolResult, codec
 
 TOOL = "tool_output"  # the name tool turns are called under
+START = "(start)"  # the user turn put first where the kit's turns open otherwise
 
 
 class IpseCompactor:
@@ -51,53 +52,62 @@ class IpseCompactor:
     def handoff(self, turns: Sequence[Any], round_num: int = 1) -> str:
         """The text the agent sees after the handoff of ``turns``."""
         system = [t.text for t in turns if t.role == "system"]
-        messages: list[dict[str, Any]] = []
-        for number, turn in enumerate(turns):
-            if turn.role == "system":
-                continue
-            if turn.role == "tool":
-                call_id = f"r{round_num}-t{number}"
-                _add(
-                    messages,
-                    "assistant",
-                    {"type": "tool_use", "id": call_id, "name": TOOL, "input": {}},
-                )
-                _add(
-                    messages,
-                    "user",
-                    {"type": "tool_result", "tool_use_id": call_id, "content": turn.text},
-                )
-            else:
-                role = "assistant" if turn.role == "assistant" else "user"
-                _add(messages, role, {"type": "text", "text": turn.text})
+        messages = _messages(turns, round_num)
         if not messages:
             return "\n".join(system)
-        if messages[0]["role"] != "user":
-            messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "(start)"}]})
         body: dict[str, Any] = {"model": "any", "messages": messages}
         if system:
             body["system"] = "\n".join(system)
         conversation = codec("anthropic").read_body(body)
         output, report = strip(conversation, "end")
-        removed = {r.id for r in report.removed}
-        for _, _, block in conversation.blocks():
-            if isinstance(block, ToolCall | ToolResult):
-                key = block.id if isinstance(block, ToolCall) else block.call_id
-                if key in removed:
-                    self.archive[key] = (
-                        self.archive.get(key, "") + "\n" + block_text(block)
-                    ).strip()
+        self._keep(conversation, {r.id for r in report.removed})
         lines = [f"[system] {s}" for s in system]
-        for message in output.messages:
-            for block in message.blocks:
-                if isinstance(block, Text) and block.text != "(start)":
-                    lines.append(f"[{message.role}] {block.text}")
+        lines += [
+            f"[{message.role}] {block.text}"
+            for message in output.messages
+            for block in message.blocks
+            if isinstance(block, Text) and block.text != START
+        ]
         return "\n".join(lines)
+
+    def _keep(self, conversation: Conversation, removed: set[str]) -> None:
+        """Archive the text of each removed call and its result under the call's id."""
+        for _, _, block in conversation.blocks():
+            key = block.id if isinstance(block, ToolCall) else None
+            if isinstance(block, ToolResult):
+                key = block.call_id
+            if key is not None and key in removed:
+                self.archive[key] = (self.archive.get(key, "") + "\n" + block_text(block)).strip()
 
     def recall(self, query: str) -> list[str]:
         """The archived texts holding ``query`` (case-insensitive), oldest first."""
         needle = query.lower()
         return [text for text in self.archive.values() if needle in text.lower()]
+
+
+def _messages(turns: Sequence[Any], round_num: int) -> list[dict[str, Any]]:
+    """The kit's turns as Anthropic messages (a tool turn: a call of `TOOL` and its result),
+    opening with the user's turn the API asks for."""
+    messages: list[dict[str, Any]] = []
+    for number, turn in enumerate(turns):
+        if turn.role == "tool":
+            call_id = f"r{round_num}-t{number}"
+            _add(
+                messages,
+                "assistant",
+                {"type": "tool_use", "id": call_id, "name": TOOL, "input": {}},
+            )
+            _add(
+                messages,
+                "user",
+                {"type": "tool_result", "tool_use_id": call_id, "content": turn.text},
+            )
+        elif turn.role != "system":
+            role = "assistant" if turn.role == "assistant" else "user"
+            _add(messages, role, {"type": "text", "text": turn.text})
+    if messages and messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": START}]})
+    return messages
 
 
 def _add(messages: list[dict[str, Any]], role: str, block: dict[str, Any]) -> None:

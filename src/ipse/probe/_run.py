@@ -1,25 +1,37 @@
 """One probe run: read the session, choose the cuts ``--at`` asks for, score each.
 
 ``--at`` takes a message index of the timeline (moved back to the nearest cut that splits no
-tool exchange), ``checkpoint`` (right after the last checkpoint call's result; where there is
-none, the agent CLI's own compaction points), or ``every:K`` (a handoff every K agent turns). With
-no ``--at``, the probe runs at every compaction point of the session and at three cuts, a
-quarter, half and three quarters of the way through its valid cuts.
+tool exchange), ``checkpoint`` (right after the last checkpoint call's result, recognised as
+the proxy recognises it, `ipse.handoff.is_checkpoint_call`: by name, through an MCP server or
+a namespace, or inside Codex's code-mode ``exec``; at the session's end when the result is its
+last message, where only standing facts are demanded; where there is none, the agent CLI's own
+compaction points), or ``every:K`` (a handoff every K agent turns). With no ``--at``, the probe
+runs at every compaction point of the session and at three cuts, a quarter, half and three
+quarters of the way through its valid cuts.
+
+A run makes one scratch archive (`Reach`) for what each context can recall, files ipse's
+handoffs under the session's own key (as ``ipse handoff`` would), and adds the headline over
+every cut it scored (`headline`). ``contexts`` names a folder that gets each strategy's context
+text per cut (`write_contexts`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ipse.errors import CutError, UsageError
-from ipse.handoff import is_checkpoint
+from ipse.errors import CutError, IpseError, UsageError
+from ipse.fileio import atomic_write, check_output
+from ipse.handoff import handoff_session, is_checkpoint_call
 from ipse.probe._facts import FactIndex, read_invariants
 from ipse.probe._model import CAVEAT, Asking
-from ipse.probe._score import probe
+from ipse.probe._reach import Reach
+from ipse.probe._score import Keep, probe
 from ipse.probe._seams import seams
-from ipse.probe._strategies import Meter
+from ipse.probe._strategies import SESSION, Context, Meter, Plan
+from ipse.probe._targets import headline
 from ipse.probe._timeline import Timeline, timeline
 from ipse.redact import redact
 from ipse.tokens import TokenCounter
@@ -64,25 +76,44 @@ def choose_cuts(line: Timeline, at: str | None) -> list[tuple[int, str]]:
     else:
         raise UsageError(f"--at: expected N, checkpoint or every:K, got {at!r}")
     out: list[tuple[int, str]] = []
+    end = len(line.messages)
     for cut, kind in sorted(found):
-        settled = line.settle(cut) or valid[0]
+        settled = cut if cut == end and kind == "checkpoint" else line.settle(cut) or valid[0]
         if all(settled != c for c, _ in out):
             out.append((settled, kind))
     return out
 
 
 def _checkpoint(line: Timeline) -> list[tuple[int, str]]:
+    """Right after the last checkpoint call's result (the session's end when that is its last
+    message and no call is left open)."""
+    results = {b.call_id: b for m in line.messages for b in m.blocks if isinstance(b, ToolResult)}
     calls = {
         b.id
         for m in line.messages
         for b in m.blocks
-        if isinstance(b, ToolCall) and is_checkpoint(b.name)
+        if isinstance(b, ToolCall) and is_checkpoint_call(b, result=results.get(b.id))
     }
     last = None
     for index, message in enumerate(line.messages):
         if any(isinstance(b, ToolResult) and b.call_id in calls for b in message.blocks):
             last = index + 1
-    return [(last, "checkpoint")] if last is not None and last < len(line.messages) else []
+    if last is None or (last == len(line.messages) and not line.closed()):
+        return []
+    return [(last, "checkpoint")]
+
+
+def write_contexts(folder: Path) -> Keep:
+    """What writes each strategy's context text per cut under ``folder`` (made when its parent
+    exists): ``cut-N/STRATEGY.txt``, private files written atomically."""
+    check_output(folder)
+    folder.mkdir(exist_ok=True)
+
+    def keep(cut: int, built: Sequence[Context]) -> None:
+        for context in built:
+            atomic_write(folder / f"cut-{cut}" / f"{context.name}.txt", context.text, private=True)
+
+    return keep
 
 
 def probe_session(
@@ -93,13 +124,49 @@ def probe_session(
     counter: TokenCounter | None = None,
     source: Source | None = None,
     asking: Asking | None = None,
+    budget: int | None = None,
+    contexts: Path | None = None,
 ) -> dict[str, Any]:
     """The probe document of a session (one JSON-ready dict); with ``asking``, each strategy's
-    context is also asked questions from the demanded facts (not with ``every:K``)."""
+    context is also asked questions from the demanded facts (not with ``every:K``); ``budget``
+    holds ``ipse-budget`` to that many tokens at cuts where the agent CLI did not compact;
+    ``contexts`` is a folder for each strategy's context text per cut."""
+    if budget is not None and budget < 1:
+        raise UsageError(f"--budget: a number of tokens above 0, got {budget}")
+    keep = write_contexts(contexts) if contexts is not None else None
     source = source or load(path, format)
     line = timeline(source)
     index = FactIndex(line, read_invariants(Path(path)))
     meter = Meter(line, counter)
+    plan = plan_of(source, budget)
+    document = _heading(path, source, line, meter, asking)
+    every = parse_every(at)
+    with Reach() as reach:
+        if every is not None:
+            document["seams"] = seams(index, meter, every, plan=plan, reach=reach)
+            return document
+        document["probes"] = [
+            probe(index, meter, cut, kind, asking, plan=plan, reach=reach, keep=keep)
+            for cut, kind in choose_cuts(line, at)
+        ]
+    document["headline"] = headline(document["probes"])
+    return document
+
+
+def plan_of(source: Source, budget: int | None = None) -> Plan:
+    """How ipse's contexts of ``source`` are made: filed under the key ``ipse handoff`` files
+    it under (a plain key where it has none), ``ipse-budget`` held to ``budget`` where the
+    agent CLI did not compact."""
+    try:
+        session = handoff_session(source)
+    except IpseError:
+        session = SESSION
+    return Plan(session, budget)
+
+
+def _heading(
+    path: str | Path, source: Source, line: Timeline, meter: Meter, asking: Asking | None
+) -> dict[str, Any]:
     document: dict[str, Any] = {
         "session": str(path),
         "format": source.format,
@@ -116,14 +183,14 @@ def probe_session(
             "judge": redact(asking.judge.url) if asking.judge else None,
             "caveat": CAVEAT,
         }
-    every = parse_every(at)
-    if every is not None:
-        document["seams"] = seams(index, meter, every)
-        return document
-    document["probes"] = [
-        probe(index, meter, cut, kind, asking) for cut, kind in choose_cuts(line, at)
-    ]
     return document
 
 
-__all__ = ["QUARTERS", "choose_cuts", "parse_every", "probe_session"]
+__all__ = [
+    "QUARTERS",
+    "choose_cuts",
+    "parse_every",
+    "plan_of",
+    "probe_session",
+    "write_contexts",
+]

@@ -5,7 +5,7 @@ history before ``s``, whatever seams came earlier. Each request (an agent messag
 with the context of the last seam before it plus everything since: its tokens rise between
 seams and drop at each one (the sawtooth), beside the tokens the same request costs without
 handoffs. At each seam: the authored text kept so far (it only grows) and ipse's continuity of
-the facts demanded after that seam.
+the facts demanded after that seam: the share in context and the share of the others reachable.
 """
 
 from __future__ import annotations
@@ -14,12 +14,20 @@ from itertools import accumulate
 from typing import Any
 
 from ipse.probe._facts import FactIndex
+from ipse.probe._reach import Reach
 from ipse.probe._score import probe
-from ipse.probe._strategies import Meter
+from ipse.probe._strategies import Meter, Plan
 from ipse.probe._timeline import block_text, is_authored
 
 
-def seams(index: FactIndex, meter: Meter, every: int) -> dict[str, Any]:
+def seams(
+    index: FactIndex,
+    meter: Meter,
+    every: int,
+    *,
+    plan: Plan | None = None,
+    reach: Reach | None = None,
+) -> dict[str, Any]:
     """The every-``every``-turns document: seams, sawtooth, authored growth, continuity."""
     line = index.timeline
     turns = line.turns()
@@ -36,7 +44,7 @@ def seams(index: FactIndex, meter: Meter, every: int) -> dict[str, Any]:
     authored = 0
     seen = 0
     for cut in cuts:
-        result = probe(index, meter, cut, "seam")
+        result = probe(index, meter, cut, "seam", plan=plan, reach=reach)
         ipse = next(s for s in result["strategies"] if s["name"] == "ipse")
         base[cut] = ipse["tokens"]
         for message in line.messages[seen:cut]:
@@ -50,7 +58,7 @@ def seams(index: FactIndex, meter: Meter, every: int) -> dict[str, Any]:
                 "authored_chars": authored,
                 "demanded": result["demanded"]["total"],
                 "in_context": ipse["in_context"],
-                "kept_or_recallable": ipse["kept_or_recallable"],
+                "reachable": ipse["reachable"],
                 "lost": len(ipse["lost"]),
             }
         )

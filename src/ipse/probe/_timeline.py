@@ -77,6 +77,13 @@ class Timeline:
                     open_calls.discard(block.call_id)
         return out
 
+    def closed(self) -> bool:
+        """Whether every tool call of the timeline has its result (so a cut may fall at its end,
+        as a handoff of the next request would)."""
+        calls = {b.id for m in self.messages for b in m.blocks if isinstance(b, ToolCall)}
+        answered = {b.call_id for m in self.messages for b in m.blocks if isinstance(b, ToolResult)}
+        return calls <= answered
+
     def settle(self, index: int) -> int:
         """The nearest valid cut at or before ``index`` (0 when there is none)."""
         valid = [c for c in self.cuts() if c <= index]

@@ -251,7 +251,7 @@ def _handoff_section(data: ReportData) -> str:
                 "pays back after",
                 "saved tokens",
                 "saved",
-                "keeps / recallable",
+                "keeps / reachable",
             ],
             rows,
         )
@@ -266,7 +266,7 @@ def _pct(value: Any) -> str:
 def _kept_cell(continuity: Mapping[str, Any] | None) -> str:
     if continuity is None:
         return "-"
-    return f"{_pct(continuity['in_context'])} / {_pct(continuity['recallable'])}"
+    return f"{_pct(continuity['in_context'])} / {_pct(continuity['reachable'])}"
 
 
 def _continuity_list(checkpoints: Sequence[HandoffSaving]) -> str:
@@ -292,7 +292,8 @@ def _continuity_list(checkpoints: Sequence[HandoffSaving]) -> str:
         items.append(
             f'<li title="{escape(title)}">At request {c.index} (message {k["cut"]} of the '
             f"session): a handoff here keeps {_pct(k['in_context'])} of what the agent used "
-            f"next ({k['demanded']} facts), {_pct(k['recallable'])} more is recallable, saves "
+            f"next ({k['demanded']} facts), {_pct(k['reachable'])} of the rest is reachable by "
+            f"a recall query formed from it, saves "
             f"{k['saved_tokens']:,} tokens{details}</li>"
         )
     if not items:
@@ -300,8 +301,9 @@ def _continuity_list(checkpoints: Sequence[HandoffSaving]) -> str:
     return (
         '<h3>What a handoff keeps</h3><p class="note">The facts of the session before each '
         "checkpoint (files changed, paths, commands, errors, the human's rules, the open task) "
-        "that the agent cited after it: the share ipse's handoff keeps in context, the share "
-        "recallable from its archive, and the context tokens it saves (as <code>ipse probe "
+        "that the agent cited after it: the share ipse's handoff keeps in context, the share of "
+        "the others a recall query formed from that context finds in its archive, and the "
+        "context tokens it saves (as <code>ipse probe "
         "--at N</code> measures; hover or open a line for what is lost).</p><ul>"
         + "".join(items)
         + "</ul>"
