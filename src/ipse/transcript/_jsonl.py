@@ -196,14 +196,15 @@ class FieldsDecoder:
         self.asdict = msgspec.structs.asdict
         # (ValidationError is a DecodeError)
         self.errors: tuple[type[Exception], ...] = (msgspec.DecodeError, RecursionError)
+        self._count = _msgspec_reads_deeper()  # (whether a long line's brackets are counted)
 
     def decode(self, line: bytes) -> Any:
         """The line's struct. Where msgspec may decode a line nested deeper than orjson reads
         (`_msgspec_reads_deeper`), a line that may nest that deep (more than `MAX_DEPTH`
         brackets) is refused here, so that `whole` reads it."""
         if (
-            len(line) > MAX_DEPTH
-            and _msgspec_reads_deeper()
+            self._count
+            and len(line) > MAX_DEPTH
             and line.count(b"[") + line.count(b"{") > MAX_DEPTH
         ):
             raise RecursionError("nested too deep to decode by fields")

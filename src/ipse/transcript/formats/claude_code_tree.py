@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ipse.jsonio import is_object
+from ipse.transcript.formats.claude_code_stored import StoredContent
 
 MESSAGE_TYPES = ("user", "assistant")
 
@@ -226,6 +227,8 @@ def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
     content = payload.get("content")
+    if isinstance(content, StoredContent):
+        return {str(ident) for ident in content.call_ids()}
     if not isinstance(content, list):
         return set()
     return {str(b.get("id")) for b in content if is_object(b) and b.get("type") == "tool_use"}
@@ -236,6 +239,10 @@ def _result_ids(record: SessionRecord) -> set[str]:
     if record.kind != "user" or not is_object(payload):
         return set()
     content = payload.get("content")
+    if isinstance(content, StoredContent):  # (its notes say the same)
+        if not content.only_results():
+            return set()
+        return {str(ident) for _, ident, _ in content.notes}
     if not isinstance(content, list) or not content:
         return set()
     ids = set()
