@@ -29,8 +29,6 @@ from ipse.fileio import open_regular, read_bytes, read_lines
 if TYPE_CHECKING:
     import msgspec
 
-_make = tuple.__new__
-
 
 class JsonlRecord(NamedTuple):
     """One JSON object of a JSONL file, with its 1-based line number (a tuple: a session
@@ -96,7 +94,7 @@ def iter_jsonl(
             continue
         value = _line_value(line, path, number, skip_bad_lines, warnings)
         if value is not _SKIPPED:
-            yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
+            yield JsonlRecord(number, value)
 
 
 def _lines(data: bytes) -> Iterator[bytes]:
@@ -269,7 +267,7 @@ def read_jsonl_fields(
                 continue
         else:
             value = fields.data(struct)
-        yield _make(JsonlRecord, (number, value))
+        yield JsonlRecord(number, value)
 
 
 _SKIPPED = object()

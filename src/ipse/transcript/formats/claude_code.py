@@ -249,7 +249,6 @@ def _read_records(
     source = None if digest is None else StoredFile(path, _message_reader(fields, path), digest)
     out: list[SessionRecord] = []
     append = out.append
-    make = _make
     end = 0
     for number, line in enumerate(read_lines(path, newlines=True), start=1):
         at, end = end, end + len(line)
@@ -271,9 +270,8 @@ def _read_records(
             _store(message, source, at, len(line), number)
         sidechain = bool(struct.isSidechain)
         append(
-            make(
-                SessionRecord,
-                (number, struct, kind_of[cut], struct.uuid, struct.parentUuid, sidechain, message),
+            SessionRecord(
+                number, struct, kind_of[cut], struct.uuid, struct.parentUuid, sidechain, message
             )
         )
     return out
@@ -284,10 +282,7 @@ def _store(message: Any, source: StoredFile, at: int, size: int, line: int) -> N
     if type(message) is not dict:
         return
     form, notes, plain = notes_of(message.get("content"), source.digest)
-    message["content"] = _make(StoredContent, (form, notes, plain, None, source, at, size, line))
-
-
-_make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
+    message["content"] = StoredContent(form, notes, plain, None, source, at, size, line)
 
 
 def _message_reader(fields: FieldsDecoder, path: Path) -> Callable[[bytes, int], Any]:
