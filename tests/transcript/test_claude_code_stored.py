@@ -135,3 +135,24 @@ def test_a_message_s_content_is_read_back_once(tmp_path: Path, monkeypatch: Any)
     assert dict(first) == {"role": "user", "content": "hi"}
     assert second["content"] is second["content"] and second.get("role") == "assistant"
     assert reads == [1, 2]
+
+
+def test_a_journaled_session_keeps_its_messages_from_its_first_journaled_request(
+    tmp_path: Path,
+) -> None:
+    """A journal resolves its requests' messages from the session's own: from the first
+    journaled request on they are kept as read, not read back one by one."""
+    from tests.support.generated import Turn, journaled_records, write_jsonl
+
+    path = tmp_path / "s.jsonl"
+    write_jsonl(path, journaled_records([Turn(f"t{i}", blob=False) for i in range(4)]))
+    records = read_session(path, digest=_digest).records
+    first = next(r.line for r in records if str(r.kind).startswith("api-request"))
+    stored = [
+        (r.line, r.message["content"])
+        for r in records
+        if r.kind in MESSAGE_TYPES and isinstance(r.message, dict)
+    ]
+    assert stored and all(isinstance(c, StoredContent) for _, c in stored)
+    assert all((c.file is None) == (line > first) for line, c in stored)
+    assert any(line > first for line, _ in stored)

@@ -57,6 +57,7 @@ from ipse.transcript._model import (
     ToolResult,
 )
 from ipse.transcript.formats.anthropic import read_message
+from ipse.transcript.formats.claude_code_journal import JOURNAL_TYPES
 from ipse.transcript.formats.claude_code_stored import Digest, StoredContent, StoredFile, notes_of
 from ipse.transcript.formats.claude_code_tree import (
     MESSAGE_TYPES,
@@ -240,7 +241,9 @@ def _read_records(
     """A session file's records: message and progress records as their `RECORD_FIELDS`,
     the others whole (`read_jsonl_fields`, each record made as it is decoded). A record cut
     to its fields keeps the decoded struct as its data (a read-only mapping: `FieldsView`).
-    With ``digest``, a message record's content becomes its `StoredContent` (`read_session`)."""
+    With ``digest``, a message record's content becomes its `StoredContent` (`read_session`),
+    its blocks dropped until the file's first journaled request (`JOURNAL_TYPES`): a journal
+    resolves its requests' messages from the session's own, so from there on they are kept."""
     check_text_head(path)
     kinds = RECORD_FIELDS if digest is None else _DIGESTED_FIELDS
     fields = FieldsDecoder(kinds)
@@ -250,6 +253,7 @@ def _read_records(
     out: list[SessionRecord] = []
     append = out.append
     end = 0
+    keep = False  # (the content kept: a journaled request came before)
     for number, line in enumerate(read_lines(path, newlines=True), start=1):
         at, end = end, end + len(line)
         if not line or line.isspace():
@@ -260,14 +264,15 @@ def _read_records(
             whole = fields.whole(line, path, number, skip_bad_lines, warnings)
             if whole is not None:
                 record = session_record(number, whole)
+                keep = keep or record.kind in JOURNAL_TYPES
                 if source is not None and record.kind in MESSAGE_TYPES:
-                    _store(record.message, source, at, len(line), number)
+                    _store(record.message, source, at, len(line), number, keep)
                 append(record)
             continue
         cut = type(struct)
         message = struct.message if cut in with_message else None
         if source is not None and type(message) is dict:
-            _store(message, source, at, len(line), number)
+            _store(message, source, at, len(line), number, keep)
         sidechain = bool(struct.isSidechain)
         append(
             SessionRecord(
@@ -277,12 +282,19 @@ def _read_records(
     return out
 
 
-def _store(message: Any, source: StoredFile, at: int, size: int, line: int) -> None:
-    """Replace a message record's content by its `StoredContent` (its blocks digested)."""
+def _store(
+    message: Any, source: StoredFile, at: int, size: int, line: int, keep: bool = False
+) -> None:
+    """Replace a message record's content by its `StoredContent` (its blocks digested; the
+    content ``keep``, else where to read it back)."""
     if type(message) is not dict:
         return
-    form, notes, plain = notes_of(message.get("content"), source.digest)
-    message["content"] = StoredContent(form, notes, plain, None, source, at, size, line)
+    content = message.get("content")
+    form, notes, plain = notes_of(content, source.digest)
+    if keep:
+        message["content"] = StoredContent(form, notes, plain, content)
+    else:
+        message["content"] = StoredContent(form, notes, plain, None, source, at, size, line)
 
 
 def _message_reader(fields: FieldsDecoder, path: Path) -> Callable[[bytes, int], Any]:

@@ -103,12 +103,7 @@ class StoredContent(NamedTuple):
 
 
 def _all_results(notes: Sequence[Note]) -> bool:
-    if not notes:
-        return False
-    for kind, _, _ in notes:  # noqa: SIM110 (a loop: a generator costs a frame per note)
-        if kind != "tool_result":
-            return False
-    return True
+    return bool(notes) and all(kind == "tool_result" for kind, _, _ in notes)
 
 
 def notes_of(content: Any, digest: Digest | None) -> tuple[str, tuple[Note, ...], bool]:
