@@ -317,17 +317,17 @@ def _thread_requests(
     session: ClaudeCodeSession, name: str, agent: str | None, p: Path, merged: list[int]
 ) -> Iterator[Request]:
     """One thread's billed calls (see `_session_requests`), their indexes to be numbered."""
-    from ipse.transcript.formats.claude_code_journal import has_journal, read_journal
     from ipse.transcript.formats.claude_code_requests import billed_thread
+    from ipse.transcript.formats.claude_code_tree import has_journal
 
     records = session.records
     thread, off_path = billed_thread(session, name)
     dicts_of = [[m.body for m in segment] for segment in thread.segments]
-    journal = (
-        read_journal(records, (m for dicts in dicts_of for m in dicts))
-        if agent is None and has_journal(records)
-        else {}
-    )
+    journal: Mapping[str, JournaledRequest] = {}
+    if agent is None and has_journal(records):  # (its reader on use: most sessions have none)
+        from ipse.transcript.formats.claude_code_journal import read_journal
+
+        journal = read_journal(records, (m for dicts in dicts_of for m in dicts))
     calls = _ThreadCalls(
         thread.name if agent is None else f"agent:{name}",
         agent,

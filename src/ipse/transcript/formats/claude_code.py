@@ -57,9 +57,9 @@ from ipse.transcript._model import (
     ToolResult,
 )
 from ipse.transcript.formats.anthropic import read_message
-from ipse.transcript.formats.claude_code_journal import JOURNAL_TYPES
 from ipse.transcript.formats.claude_code_stored import Digest, StoredContent, StoredFile, notes_of
 from ipse.transcript.formats.claude_code_tree import (
+    JOURNAL_TYPES,
     MESSAGE_TYPES,
     SessionRecord,
     is_boundary,

@@ -11,13 +11,16 @@ its boundaries. `members` groups inline sidechains by their roots.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from ipse._names import Names
 from ipse.jsonio import is_object
 from ipse.transcript.formats.claude_code_stored import StoredContent
 
 MESSAGE_TYPES = ("user", "assistant")
+# The records a session journals its API requests in (`claude_code_journal` reads them).
+JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
 
 class SessionRecord(NamedTuple):
@@ -33,6 +36,11 @@ class SessionRecord(NamedTuple):
     parent: Any  # data["parentUuid"], as written
     sidechain: bool  # data["isSidechain"] is truthy
     message: Any  # data["message"], as written (None when absent)
+
+
+def has_journal(records: Iterable[SessionRecord]) -> bool:
+    """Whether a session journals its API requests (`JOURNAL_TYPES`)."""
+    return any(r.kind == "api-request" for r in records)
 
 
 def members(records: list[SessionRecord], roots: list[str]) -> dict[str, list[SessionRecord]]:
