@@ -14,10 +14,10 @@ tools, say ``--runs 30``.
 SECONDS`` makes ``ipse mcp`` start that much later (a ``sitecustomize`` on PYTHONPATH), to see
 whether the first request still offers ipse's tools.
 
-Loopback only: the scripted upstream, the proxy (on 127.0.0.1:8765, where ``ipse install
---proxy`` points the agent) and the MCP server; every process a run starts is stopped by it.
-Each run has its own fresh folder under a temporary directory, removed afterwards (``--keep``
-keeps them). Exit status 1 when any run failed.
+Loopback only: the scripted upstream, the proxy (on a free port of 127.0.0.1, which ``ipse
+install --proxy --port`` points the agent at) and the MCP server; every process a run starts is
+stopped by it. Each run has its own fresh folder under a temporary directory, removed afterwards
+(``--keep`` keeps them). Exit status 1 when any run failed.
 
     python bench/journey.py [--agent claude-code|codex|gemini] [--runs 10] [--tool-search on|off]
                             [--slow-mcp SECONDS] [--keep]

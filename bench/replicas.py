@@ -11,7 +11,8 @@ request with bytes named after its conversation and turn.
 
 Prints: streams, kills, streams cut by the kill (a clean error, sent again by the client),
 clients that got exactly their own bytes, rewrites identical to the single replica's (every
-copy the upstream got), conversations whose every answered request is counted, archived blocks
+copy the upstream got), conversations that counted each request exactly once (retries added
+nothing) with one handoff, archived blocks
 (and duplicates), and the wall time of the replicated run over the single one. Loopback only;
 bounded in count (``--streams`` x ``--turns``, 3 retries) and time (``--timeout`` per run); every
 process it starts is stopped at the end, and both schemas are dropped.
@@ -80,7 +81,8 @@ def main() -> None:
                 1
                 for c in range(streams)
                 if (state := store.get(f"session:{rp.session(c)}")) is not None
-                and state.requests >= turns
+                and state.requests == turns
+                and state.handoffs == 1
                 and state.anchor == rp.checkpoint_id(c)
             )
         finally:
@@ -97,7 +99,7 @@ def main() -> None:
     print(f"wrong bytes:               {len(spread_run.wrong)}")
     print(f"never answered:            {len(spread_run.failed)}")
     print(f"identical rewrites:        {identical}/{copies} requests the upstream got")
-    print(f"conversations all counted: {counted}/{streams}")
+    print(f"counted exactly once:      {counted}/{streams} conversations")
     print(
         f"archived blocks:           {len(items)} (single replica {len(single_items)},"
         f" same set: {items == single_items}), blobs {blobs}, distinct {distinct}"

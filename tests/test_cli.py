@@ -47,6 +47,15 @@ def _command_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[t
     return found
 
 
+def test_every_subcommand_has_help_with_an_example() -> None:
+    from ipse.cli.main import cli
+
+    paths = [path for path in _command_paths(cli) if len(path) > 1]
+    assert len(paths) > 20
+    missing = [" ".join(p) for p in paths if "Example" not in run_cli(*p, "--help").stdout]
+    assert missing == []
+
+
 def test_no_help_shows_source_markup_or_a_broken_variable() -> None:
     """Help is text for a terminal: no reStructuredText ``x`` quotes, and no NAME= value split
     over two lines (which click's rewrapping shows as "NAME= http://...")."""

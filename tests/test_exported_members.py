@@ -17,6 +17,7 @@ PACKAGES = [
     "ipse.archive",
     "ipse.cli",
     "ipse.handoff",
+    "ipse.handoff.effects",
     "ipse.handoff.wire",
     "ipse.mcp",
     "ipse.prefix",

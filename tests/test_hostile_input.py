@@ -365,4 +365,6 @@ def test_documents_deeper_than_orjson_writes_are_read_and_written(
             done = run_cli(*command, env=home)
             assert done.returncode in (0, 1), (command, done.stderr)
         assert b'"name":"Bash"' not in out.read_bytes()  # the handoff removed the deep call
-        assert jsonio.loads(out.read_bytes())["messages"][-1]["content"] == "next"
+        marker, last = jsonio.loads(out.read_bytes())["messages"][-1]["content"]
+        assert marker["text"].startswith("[ipse handoff]")
+        assert last == {"type": "text", "text": "next"}

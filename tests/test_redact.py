@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.redact import fingerprint, redact
+from ipse.redact import RequestSecrets, fingerprint, mask_text, masked_body, masked_headers, redact
 
 SECRET = "S3cretPass"
 
@@ -208,3 +208,46 @@ def test_no_pattern_can_backtrack_over_a_long_run() -> None:
             assert kind == "POSSESSIVE_REPEAT" or upper <= 1, (pattern.pattern, kind)
     for pattern in (_OLD_USERINFO, _OLD_PARAM):  # what the test would have caught
         assert any(k == "MAX_REPEAT" and u > 1 for k, u in _repeats(pattern))
+
+
+def test_a_providers_error_is_masked_whatever_key_it_quotes() -> None:
+    """An error quotes keys no request here carried (a gateway's own upstream key, a Google
+    ``?key=``): masked by their shape, a scheme's token or a URL's credential parameter."""
+    error = (
+        "401 Incorrect API key: Authorization: Bearer sk-proj-Zq8r2Lm4Np6Qs8Tu0Vw2X at "
+        "https://g.example/v1beta/models/m:generate?alt=sse&key=AIzaSyD3f8h2K9m4N6p8Q1r3S5t7V9w "
+        "(anthropic sk-ant-api03-aaaaaaaaaaaaaaaaaaaa) for postgresql://u:pw@db/x"
+    )
+    shown = mask_text(error)
+    for secret in ("Zq8r2Lm4", "AIzaSy", "api03", ":pw@"):
+        assert secret not in shown
+    assert "Bearer ***" in shown and "?alt=sse&key=***" in shown and "Incorrect API key" in shown
+    plain = "the model answered 40 tokens in 12.5 s; bearer of news, see https://x.org/a?page=2"
+    assert mask_text(plain) == plain
+
+
+def test_a_requests_credentials_are_gathered_once_for_every_front_end() -> None:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "my password is in the conversation"}],
+        "password": "hunter2-gateway",
+        "auth_token": "tok-5d8e1f2a3b4c",
+        "x-api-key": "sk-body-key-0a1b2c",
+        "access_token": "ya29.a0AfH6SMBx",
+        "metadata": {"user_api_key": "sk-litellm-master-5f0c", "user_id": "u-1"},
+        "prompt_cache_key": "conversation-7",
+    }
+    headers = [("Authorization", "Bearer sk-ant-header-secret"), ("x-session", "s-1")]
+    secrets = RequestSecrets.of_request(headers, "key=query-secret-1&page=2", body)
+    line = f"sk-ant-header-secret hunter2-gateway query-secret-1 tok-5d8e1f2a3b4c {body}"
+    masked = secrets.text(line)
+    for value in ("sk-ant-header-secret", "hunter2-gateway", "query-secret-1", "tok-5d8e1f2a3b4c",
+                  "sk-body-key-0a1b2c", "ya29.a0AfH6SMBx", "sk-litellm-master-5f0c"):  # fmt: skip
+        assert value not in masked
+        assert value.encode() not in secrets.bytes(line.encode())
+    assert "conversation-7" in masked and "u-1" in masked
+    kept = masked_body(body)
+    assert kept["messages"] == body["messages"] and kept["prompt_cache_key"] == "conversation-7"
+    assert {kept[k] for k in ("password", "auth_token", "x-api-key", "access_token")} == {"***"}
+    assert kept["metadata"] == {"user_api_key": "***", "user_id": "u-1"}
+    assert masked_headers(headers) == {"authorization": "***", "x-session": "s-1"}

@@ -13,6 +13,7 @@ the command line uses for it, so the CLI needs exactly one handler (its group's 
     │   └── NoStore           2  a command that only reads found no database (nothing created)
     ├── CheckFailed           1  a check ran and found a problem
     ├── StoreError            2  a storage backend failed or holds unusable data
+    │   ├── ConnectionLost    2  the connection failed mid-statement: a write may have landed
     │   ├── WriterConflict   75  another writer holds the twin's lease: try again
     │   └── StaleWriter      75  this writer's lease was taken over: try again
     └── MissingExtra          2  an optional package extra is not installed
@@ -25,11 +26,17 @@ for an interruption.
 Foreign exceptions are translated once, where they are caught, with ``raise ... from exc``:
 `os_error` turns an `OSError` into an `InputError` naming the file, and the store's connections
 (``ipse.store._connections``) turn sqlite3 and psycopg errors into `StoreError`. Callers only
-ever catch this tree.
+ever catch this tree. One kind of `OSError` can come from anywhere a path is looked at (a
+``Path.exists()``, a ``mkdir``, sqlite opening a database): a path that cannot be reached, under
+a folder the user may not search or past a file where a folder should be. `unreachable_path`
+is its one translation, used by the CLI's handler: one line naming the path, exit 2, as an
+unreadable file gets.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 
@@ -108,6 +115,12 @@ was written and running the command again may succeed. Not 1, which says a check
 problem."""
 
 
+class ConnectionLost(StoreError):
+    """The connection to the database failed while a statement was in flight (the server
+    terminated it, restarted, or the network dropped it): a write may have been committed
+    before the reply was lost. A caller that retries first reads back what it wrote."""
+
+
 class WriterConflict(StoreError):
     """Another writer holds the lease for this twin; exit code 75 (`BUSY`)."""
 
@@ -140,9 +153,30 @@ def os_error(exc: OSError, doing: str, path: str | Path) -> InputError:
     return InputError(f"cannot {doing}: {exc.strerror or exc}", path=path)
 
 
+_UNREACHABLE = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOTDIR: "not a folder on the way to it",
+    errno.ENAMETOOLONG: "name too long",
+    errno.ELOOP: "too many levels of symbolic links",
+}
+
+
+def unreachable_path(exc: BaseException) -> InputError | None:
+    """The `InputError` for an `OSError` saying a path cannot be reached (permission denied on
+    it or on a folder above it, a file where a folder should be, a name too long, a loop of
+    links): ``PATH: permission denied``; None for any other exception."""
+    if not isinstance(exc, OSError) or exc.errno not in _UNREACHABLE:
+        return None
+    if not isinstance(exc.filename, str | bytes | os.PathLike):
+        return None
+    return InputError(_UNREACHABLE[exc.errno], path=os.fsdecode(exc.filename))
+
+
 __all__ = [
     "BUSY",
     "CheckFailed",
+    "ConnectionLost",
     "CutError",
     "InputError",
     "InvalidConversation",
@@ -156,4 +190,5 @@ __all__ = [
     "UsageError",
     "WriterConflict",
     "os_error",
+    "unreachable_path",
 ]

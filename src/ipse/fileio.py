@@ -6,7 +6,8 @@ new one, never a torn mix, and bad input never leaves a half-written output behi
 
 Input is read only from regular files (`read_bytes`, `read_text`): a FIFO would block forever
 and ``/dev/zero`` never ends, so both are refused by their type before anything is read, and a
-size limit (``IPSE_MAX_INPUT_BYTES``, default 2 GiB) bounds what is read into memory.
+size limit (``IPSE_MAX_INPUT_BYTES``, default 2 GiB) bounds what is read into memory. A text
+input is judged by its size and its first bytes before it is read whole (`check_text_head`).
 
 What ipse keeps for itself (databases, the archive, records, logs, pid files) can hold secrets
 from tool output, so it is private to the user: `private_dir` makes folders 0700 and
@@ -203,6 +204,47 @@ def read_lines(
         raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
 
 
+TEXT_HEAD_BYTES = 8192
+"""How much of a text input `check_text_head` reads to judge it."""
+
+
+def check_text_head(
+    path: str | Path,
+    *,
+    limit: int | None = None,
+    expected: str = "JSON or JSONL",
+    empty_ok: bool = False,
+) -> None:
+    """Refuse an input that cannot be read as text before any of it is read whole: not a
+    regular file, over the size limit (`max_input_bytes`), empty, or binary (a NUL byte among
+    its first `TEXT_HEAD_BYTES`; ``empty_ok``: an empty file passes, for the caller to say
+    what it lacks). Every command that reads a file whole, or a line of it of
+    unknown length, asks this first: a 1 GB sparse file is refused by its size or its first
+    bytes, never after being read."""
+    p = Path(path)
+    fd, _, _ = _open_within(p, limit)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            head = handle.read(TEXT_HEAD_BYTES)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from exc
+    finally:
+        os.close(fd)
+    check_head(head, p, whole=len(head) < TEXT_HEAD_BYTES and not empty_ok, expected=expected)
+
+
+def check_head(
+    head: bytes, path: str | Path, *, whole: bool, expected: str = "JSON or JSONL"
+) -> None:
+    """Refuse the first bytes of an input that is empty (when ``head`` is all of it) or
+    binary."""
+    if whole and not head.strip():
+        raise InputError("the file is empty", path=path)
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise InputError(f"a binary file, not {expected}", path=path, position=f"byte {nul}")
+
+
 def _too_large(p: Path, size: int, most: int) -> InputError:
     return InputError(
         f"file too large ({size:,} bytes, limit {most:,}); raise the limit with "
@@ -302,19 +344,41 @@ def _umask() -> int:
     return umask
 
 
+def check_output(path: str | Path) -> None:
+    """Refuse an output file (a user's ``-o``) whose folder does not exist or is not a folder:
+    a mistyped path must not make a whole tree of folders. ``-`` (stdout) and devices pass."""
+    target = Path(path)
+    if str(target) == "-" or _is_special(target):
+        return
+    folder = target.parent if str(target.parent) else Path(".")
+    blocker = _not_a_folder(folder)
+    if blocker is not None:
+        raise InputError(f"cannot write: {blocker} is not a directory", path=target)
+    if not folder.is_dir():
+        raise InputError(f"cannot write: the folder {folder} does not exist", path=target)
+
+
 def atomic_write(
-    path: str | Path, data: bytes | str, *, mode: int | None = None, private: bool = False
+    path: str | Path,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    private: bool = False,
+    make_folders: bool = True,
 ) -> None:
     """Replace ``path`` with ``data`` atomically: temporary file, fsync, rename, fsync folder.
 
     ``mode`` sets the file's mode; otherwise an existing file keeps its own, and a new one gets
-    what ``open`` would give it, or 0600 when ``private`` (conversation content)."""
+    what ``open`` would give it, or 0600 when ``private`` (conversation content). Missing
+    folders are made, unless ``make_folders`` is false (a user's output: `check_output`)."""
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if _is_special(target):
         _write_through(target, payload)
         return
     folder = target.parent if str(target.parent) else Path(".")
+    if not make_folders:
+        check_output(target)
     blocker = _not_a_folder(folder)
     if blocker is not None:
         raise InputError(f"cannot write: {blocker} is not a directory", path=target)

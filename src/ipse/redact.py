@@ -15,11 +15,21 @@ are credentials, for headers and fields too), parameter by parameter in one pass
 `fingerprint` is what a diagnostic shows instead of a value that may be a secret (a rotated
 token in a system prompt, an id, a tool argument): its length and a short SHA-256, enough to
 see that two values differ or match, never what they are.
+
+What a front end writes about a request it passed on (a record, a log line) goes through one
+masking step, the same for ``ipse proxy`` and the LiteLLM hook: `RequestSecrets` gathers the
+credentials a request carried (credential headers, query parameters and body fields) and masks
+them wherever they turn up again; `mask_text` masks a text from elsewhere, such as a provider's
+error, which may quote a key nobody sent here (``Bearer sk-proj-...``, ``?key=AIza...``);
+`masked_headers` and `masked_body` give headers and a request body with every credential
+replaced by ``***``, the conversation itself kept whole.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 MASK = "***"
 
@@ -196,10 +206,168 @@ def fingerprint(value: str | bytes) -> str:
     return f"<{len(value)} {unit}, sha256:{hashlib.sha256(data).hexdigest()[:12]}>"
 
 
+# Headers that carry a credential (besides those `is_credential_name` names): masked in
+# records and logs, and their values masked wherever they turn up again.
+CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+        "openai-organization",
+        "openai-project",
+    }
+)
+# fields of a request body that are the conversation itself, kept whole
+_CONTENT_FIELDS = frozenset({"messages", "input", "system", "tools", "instructions", "prompt"})
+_NOT_CREDENTIALS = frozenset({"prompt_cache_key"})  # names that look like a credential's
+_SHORTEST_SECRET = 8  # shorter values are not searched for (they would mask ordinary words)
+# A scheme word and its token (``Bearer sk-...``), and the shapes of the providers' keys, in
+# text that quotes them; possessive, so a long run is read once.
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s++)[A-Za-z0-9._~+/=-]{8,}+")
+_KEY_SHAPES = re.compile(r"(?<![A-Za-z0-9_-])(?:sk-|AIza|xox[bpa]-|ghp_|glpat-)[A-Za-z0-9_-]{16,}+")
+
+
+def masked_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Headers for a record or a log (names lowered): every credential replaced by ``***``."""
+    out: dict[str, str] = {}
+    for key, value in headers:
+        name = key.lower()
+        out[name] = MASK if _credential_header(name) else value
+    return out
+
+
+def masked_body(body: Any) -> Any:
+    """A request body for a record: the value of every field named like a credential masked
+    (``api_key``, ``password``, ``x-api-key``, ``metadata.token``, ...), the conversation itself
+    (messages, input, system, tools) kept whole."""
+    if not isinstance(body, dict):
+        return body
+    return {
+        key: value if key in _CONTENT_FIELDS else _masked_field(str(key), value)
+        for key, value in body.items()
+    }
+
+
+def _masked_field(name: str, value: Any) -> Any:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return MASK if _credential_field(name) else value
+    if isinstance(value, dict):
+        return {k: _masked_field(str(k), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked_field(name, v) for v in value]
+    return value
+
+
+def _credential_header(name: str) -> bool:
+    return name in CREDENTIAL_HEADERS or is_credential_name(name)
+
+
+def _credential_field(name: str) -> bool:
+    return is_credential_name(name) and name not in _NOT_CREDENTIALS
+
+
+class RequestSecrets:
+    """The credentials one request carried, masked wherever they turn up again in what is
+    written about it (`text`, `bytes`): an upstream's error that quotes its URL, a response that
+    echoes a header. ``values``: longest first, none shorter than 8 characters."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        found = {v for v in values if isinstance(v, str) and len(v) >= _SHORTEST_SECRET}
+        self.values = tuple(sorted(found, key=len, reverse=True))
+
+    @classmethod
+    def of_request(
+        cls,
+        headers: Iterable[tuple[str, str]] = (),
+        query: str = "",
+        body: Any = None,
+    ) -> RequestSecrets:
+        """The credentials in a request's headers (a scheme's token too), query parameters
+        and body fields (outside the conversation)."""
+        from urllib.parse import unquote_plus
+
+        found: set[str] = set()
+        for pair in query.split("&") if query else ():
+            name, equals, value = pair.partition("=")
+            if equals and is_credential_name(unquote_plus(name)):
+                found.update((value, unquote_plus(value)))
+        for name, value in headers:
+            if _credential_header(name.lower()):
+                found.update((value, value.rpartition(" ")[2]))
+        if isinstance(body, dict):
+            for key, value in body.items():
+                if key not in _CONTENT_FIELDS:
+                    _field_secrets(str(key), value, found)
+        return cls(found)
+
+    def __add__(self, other: RequestSecrets) -> RequestSecrets:
+        return RequestSecrets((*self.values, *other.values))
+
+    def text(self, text: str) -> str:
+        """``text`` with these credentials masked, and every one `mask_text` finds."""
+        for value in self.values:
+            text = text.replace(value, MASK)
+        return mask_text(text)
+
+    def bytes(self, data: bytes) -> bytes:
+        """``data`` (a record's line) with these credentials masked, byte for byte."""
+        for value in self.values:
+            data = data.replace(value.encode("utf-8", "surrogateescape"), MASK.encode())
+        return data
+
+
+def _field_secrets(name: str, value: Any, found: set[str]) -> None:
+    """The values of the fields a credential is kept in: named for one by their last word
+    (``api_key``, ``user_api_key``, ``auth_token``, ``password``; not ``api_key_alias`` or
+    ``user_api_key_request_route``), one word, no space."""
+    if isinstance(value, str):
+        last = _NAME_PARTS.split(name.strip().lower())[-1]
+        if (
+            _credential_field(name)
+            and is_credential_name(last)
+            and not any(c.isspace() for c in value)
+        ):
+            found.add(value)
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _field_secrets(str(key), inner, found)
+    elif isinstance(value, list):
+        for inner in value:
+            _field_secrets(name, inner, found)
+
+
+def mask_text(text: str) -> str:
+    """A text from elsewhere (a provider's error, an exception) with every credential found in
+    it masked: what `redact` masks, a scheme's token (``Bearer sk-...`` keeps ``Bearer``), a
+    provider key's shape (``sk-...``, ``AIza...``), and every credential parameter of a URL's
+    query (``?key=...``, `redact_query`). Linear in the length of ``text``."""
+    text = redact(text)
+    text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    text = _KEY_SHAPES.sub(MASK, text)
+    if "?" not in text:
+        return text
+    return _RUN.sub(lambda m: _mask_url_query(m.group()) if "?" in m.group() else m.group(), text)
+
+
+def _mask_url_query(run: str) -> str:
+    head, _, query = run.partition("?")
+    query, hash_mark, fragment = query.partition("#")
+    return f"{head}?{redact_query(query)}{hash_mark}{fragment}"
+
+
 __all__ = [
+    "CREDENTIAL_HEADERS",
     "MASK",
+    "RequestSecrets",
     "fingerprint",
     "is_credential_name",
+    "mask_text",
+    "masked_body",
+    "masked_headers",
     "redact",
     "redact_query",
     "redact_target",

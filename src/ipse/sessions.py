@@ -2,7 +2,9 @@
 (a request's headers), the MCP server (its environment, a tool call's ``_meta``) and ``ipse
 handoff`` (`ipse.handoff.handoff_session`: a file's session id) all derive it. Light on purpose
 (the standard library and ``orjson``): the MCP server asks it while it starts. The sources of
-each harness's id are listed in `ipse.handoff._session`.
+each harness's id are listed in `ipse.handoff._session`. Wherever a user names a session, the
+agent CLI's bare id and its key name the same one (`session_names`); `environ_session` is the
+session a process's environment names (what a command line run inside an agent is part of).
 """
 
 from __future__ import annotations
@@ -76,6 +78,20 @@ def is_fresh(session: str) -> bool:
     return session.startswith(FRESH)
 
 
+def filing_session(own: str, claimed: str | None) -> str:
+    """The session a handoff files what it removed under, given the front end's own key and the
+    session a checkpoint's answer claims it was recorded under (None: no claim).
+
+    Where both are a harness's session id, the front end's own wins: it is what the request or
+    the session file says now (an MCP server may have started under an id its harness then
+    left). Otherwise the claim wins: the server knew the session where the front end did not,
+    or it files under a key of its own (``IPSE_SESSION``, its fresh ``mcp-`` key), and the
+    checkpoint's items go with its notes."""
+    if claimed is None or (own.startswith(PREFIX) and claimed.startswith(PREFIX)):
+        return own
+    return claimed
+
+
 def _turn_metadata_session(value: Any) -> str | None:
     if isinstance(value, str) and value.startswith("{"):
         try:
@@ -87,9 +103,9 @@ def _turn_metadata_session(value: Any) -> str | None:
     return session_key(value.get("session_id")) or session_key(value.get("thread_id"))
 
 
-def mcp_session(environ: Mapping[str, str], meta: Any = None) -> str:
-    """The MCP server's session key: ``IPSE_SESSION`` as given, else the harness's session id
-    (its environment, then the request's ``_meta``), else a fresh ``mcp-<uuid>``."""
+def environ_session(environ: Mapping[str, str]) -> str | None:
+    """The session a process's environment names: ``IPSE_SESSION`` as given, else the
+    agent CLI's session id (``CLAUDE_CODE_SESSION_ID``, Codex's thread id) as a key; None."""
     given = environ.get("IPSE_SESSION", "").strip()
     if given:
         return given
@@ -97,7 +113,24 @@ def mcp_session(environ: Mapping[str, str], meta: Any = None) -> str:
         key = session_key(environ.get(name))
         if key is not None:
             return key
-    return meta_session(meta) or f"{FRESH}{uuid.uuid4()}"
+    return None
+
+
+def mcp_session(environ: Mapping[str, str], meta: Any = None) -> str:
+    """The MCP server's session key: ``IPSE_SESSION`` as given, else the harness's session id
+    (its environment, then the request's ``_meta``), else a fresh ``mcp-<uuid>``."""
+    return environ_session(environ) or meta_session(meta) or f"{FRESH}{uuid.uuid4()}"
+
+
+def session_names(name: str) -> tuple[str, ...]:
+    """The keys a session named ``name`` may be stored under, in the order to try them: the
+    name as given, then its other form, so an agent CLI's bare id (``f0a5...``) and its key
+    (``session:f0a5...``) name the same session wherever a session is named."""
+    value = name.strip()
+    if not value:
+        return ()
+    other = value[len(PREFIX) :] if value.startswith(PREFIX) else PREFIX + value
+    return (value, other) if other else (value,)
 
 
 __all__ = [
@@ -105,9 +138,12 @@ __all__ = [
     "CODEX_HEADERS",
     "FRESH",
     "PREFIX",
+    "environ_session",
+    "filing_session",
     "is_fresh",
     "mcp_session",
     "meta_session",
     "request_session",
     "session_key",
+    "session_names",
 ]

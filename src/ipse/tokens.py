@@ -192,9 +192,11 @@ def load_ranks() -> dict[bytes, int]:
     """The shipped o200k_base mergeable ranks, checked against their sha256 before use."""
     import hashlib
     import pickle
-    from importlib import resources
+    from pathlib import Path
 
-    packed = resources.files("ipse").joinpath(O200K_RANKS_FILE).read_bytes()
+    # (beside this module, as the package ships it: importlib.resources, which also reads
+    # zipped packages, costs a few milliseconds of imports that this file never needs)
+    packed = Path(__file__).parent.joinpath(O200K_RANKS_FILE).read_bytes()
     if hashlib.sha256(packed).hexdigest() != O200K_RANKS_SHA256:
         raise IpseError("the shipped o200k_base vocabulary is damaged (sha256 mismatch)")
     ranks = pickle.loads(packed)

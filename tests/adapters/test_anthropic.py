@@ -92,10 +92,15 @@ def test_create_and_stream_send_the_handed_off_history(tmp_path: Path) -> None:
     first, second = sent[0]["messages"], sent[1]["messages"]
     # what the proxy would send: the same library call on the same body
     expected = rewrite_request(
-        {"model": "claude-sonnet-4-6", "max_tokens": 200, "messages": original}, "anthropic"
+        {"model": "claude-sonnet-4-6", "max_tokens": 200, "messages": original},
+        "anthropic",
+        archive=archive,
+        session="s1",
     )
     assert expected.body is not None and first == expected.body["messages"]
-    assert _kinds(first) == [["string"], ["text", "tool_use"], ["tool_result"]]
+    # the handoff's marker (what was removed, the ledger), then the human's question
+    assert _kinds(first) == [["text", "text"], ["text", "tool_use"], ["tool_result"]]
+    assert first[0]["content"][0]["text"].startswith("[ipse handoff]")
     assert first[1]["content"][0]["text"] == "I will read the config.\n\nThe version is 1.0."
     assert first[1]["content"][1]["name"] == "micro_handoff"
     # byte-stable: the second request starts with the first one's rewritten history
@@ -140,7 +145,7 @@ def test_the_async_client_goes_through_it_too() -> None:
     with anthropic_upstream() as upstream:
         asyncio.run(go(upstream.url))
         sent = upstream.messages_requests()[0]["messages"]
-    assert _kinds(sent) == [["string"], ["text", "tool_use"], ["tool_result"]]
+    assert _kinds(sent) == [["text", "text"], ["text", "tool_use"], ["tool_result"]]
 
 
 def test_keep_handed_off_keeps_the_callers_list_short() -> None:
@@ -153,7 +158,7 @@ def test_keep_handed_off_keeps_the_callers_list_short() -> None:
         done = keep_handed_off(history, model="claude-sonnet-4-6")
         assert done.applied and done.removed_calls == 1
         assert _kinds(history) == [
-            ["string"],
+            ["text", "text"],  # the handoff's marker and the question
             ["text", "tool_use"],
             ["tool_result"],
             ["text"],
@@ -190,7 +195,7 @@ def test_count_tokens_counts_the_handed_off_history() -> None:
         (request,) = upstream.received
     assert request["path"].split("?")[0] == "/v1/messages/count_tokens"
     assert _kinds(request["body"]["messages"]) == [
-        ["string"],
+        ["text", "text"],
         ["text", "tool_use"],
         ["tool_result"],
     ]

@@ -112,7 +112,10 @@ def test_a_checkpoint_hands_the_stored_history_off(saver: Any, tmp_path: Path) -
     ]
     third = model.seen[2]
     assert [m.type for m in third] == ["human", "ai", "tool"]
-    assert third[0].text == "What version is this?"
+    # the handoff's marker (what went, and the ledger of it), then the human's question
+    marker, question = third[0].text.rsplit("\n\n", 1)
+    assert question == "What version is this?" and marker.startswith("[ipse handoff]")
+    assert "- setup.cfg [c1]" in marker
     assert third[1].content == [
         {"type": "text", "text": "I will read the config.\n\nThe version is 1.0."}
     ]

@@ -321,7 +321,7 @@ def test_anthropic_messages_route(gateway: Gateway, tmp_path: Path) -> None:
         body = request["body"]
         assert validate(codec("anthropic").read_body(body)) == []
         text = json.dumps(body["messages"])
-        assert "toolu_read" not in text and "x = 1" not in text  # the traffic before the cut
+        assert '"toolu_read"' not in text and "x = 1" not in text  # the traffic before the cut
         assert "toolu_cp" in text  # the checkpoint call and its notes stay
         authored = _authored(body["messages"])
         assert all(w in authored for w in WORDS[: 3 if request is after_cp else 5])
@@ -350,7 +350,7 @@ def test_anthropic_messages_route(gateway: Gateway, tmp_path: Path) -> None:
     assert records[2]["ipse"]["handoff"]["checkpoint_tool"] == "mcp__ipse__micro_handoff"
     # the conversation store and the archive are ipse's own
     state = _conversation(gateway, "toolu_cp")
-    assert (state.requests, state.handoffs, state.removed_calls) == (3, 2, 2)
+    assert (state.requests, state.handoffs, state.removed_calls) == (3, 1, 1)  # one cut, once
     archive = open_archive(gateway.store_url)
     try:
         items = archive.items(state.key)
@@ -407,7 +407,7 @@ def test_openai_chat_route(gateway: Gateway) -> None:
         body = request["body"]
         assert validate(codec("openai-chat").read_body(body)) == []
         text = json.dumps(body["messages"])
-        assert "call_read" not in text and "y = 2" not in text
+        assert '"call_read"' not in text and "y = 2" not in text
         assert "call_cp" in text
         authored = _authored(body["messages"])
         assert all(w in authored for w in WORDS[: 3 if request is after_cp else 5])
@@ -423,7 +423,7 @@ def test_openai_chat_route(gateway: Gateway) -> None:
             "uncached": 10,
         }
     state = _conversation(gateway, "call_cp")
-    assert (state.requests, state.handoffs, state.removed_calls) == (2, 2, 2)
+    assert (state.requests, state.handoffs, state.removed_calls) == (2, 1, 1)  # one cut, once
     _store_has_no_secret(gateway)
 
 
@@ -490,6 +490,77 @@ def test_the_hook_in_process_keeps_litellm_fields_and_skips_count_tokens(
     assert other["messages"] is messages
     hook.close()
     assert not (tmp_path / "r.jsonl").exists()
+
+
+PROVIDER_KEY = "sk-proj-Zq8r2Lm4Np6Qs8Tu0Vw2Xy4Za6Bc8De0Fg"  # the gateway's own upstream key
+GOOGLE_KEY = "AIzaSyD3f8h2K9m4N6p8Q1r3S5t7V9w1X3y5Z7a"
+BODY_SECRETS = {
+    "password": "hunter2-gateway-pass",
+    "auth_token": "tok-5d8e1f2a3b4c6d7e",
+    "x-api-key": "sk-body-key-0a1b2c3d4e5f",
+    "access_token": "ya29.a0AfH6SMBx7y8z9",
+}
+
+
+class _ProviderError(Exception):
+    status_code = 401
+
+
+def test_the_hook_keeps_no_credential_of_the_body_or_the_providers_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Body fields named like credentials, the client's key, and a provider's error that quotes
+    the gateway's upstream key and a Google ``?key=``: none reaches the record or the
+    ``ipse.litellm`` log line (the masking ``ipse proxy`` uses, `ipse.redact`)."""
+    _require_litellm()
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from datetime import UTC, datetime
+
+    from ipse.adapters.litellm import IpseHandoff
+
+    record = tmp_path / "r.jsonl"
+    hook = IpseHandoff(store=f"sqlite:///{tmp_path / 'ipse.db'}", record=record)
+    messages = [
+        {"role": "user", "content": WORDS[0]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "z"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t2", "name": "micro_handoff", "input": NOTES}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "saved"}]},
+    ]  # fmt: skip
+    data: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 50,
+        "messages": messages,
+        **BODY_SECRETS,
+        "litellm_call_id": "c-secret",
+        "metadata": {"user_api_key": MASTER_KEY},
+        "proxy_server_request": {
+            "url": "http://127.0.0.1:1/v1/messages",
+            "headers": {"x-api-key": MASTER_KEY},
+        },
+    }
+    asyncio.run(hook.async_pre_call_hook(None, None, data, "anthropic_messages"))
+    error = _ProviderError(
+        "AnthropicException - 401 from https://proxy.example/v1/messages: Incorrect API key "
+        f"(Authorization: Bearer {PROVIDER_KEY}); fallback "
+        f"https://generativelanguage.googleapis.com/v1beta/models/g:generate?key={GOOGLE_KEY}"
+        f"&alt=sse said: {BODY_SECRETS['password']}"
+    )
+    now = datetime.now(UTC)
+    with caplog.at_level("INFO", logger="ipse.litellm"):
+        kwargs = {"litellm_call_id": "c-secret", "exception": error}
+        asyncio.run(hook.async_log_failure_event(kwargs, None, now, now))
+        hook.close()
+    written = record.read_text() + "\n".join(r.getMessage() for r in caplog.records)
+    assert "AnthropicException" in written and "generativelanguage" in written  # logged
+    for secret in (MASTER_KEY, PROVIDER_KEY, GOOGLE_KEY, *BODY_SECRETS.values()):
+        assert secret not in written, secret
+    [entry] = [json.loads(line) for line in record.read_text().splitlines()]
+    assert all(entry["client_request"]["body"][name] == "***" for name in BODY_SECRETS)
+    assert entry["request"]["body"]["model"] == "claude-sonnet-4-6"  # the rest as it came
 
 
 @pytest.mark.parametrize(
@@ -576,7 +647,7 @@ def test_a_replica_on_the_same_store_sends_the_same_bytes(gateway: Gateway) -> N
     one, two = received[sent_before:]
     for request in (one, two):
         text = json.dumps(request["body"]["messages"])
-        assert "toolu_b" not in text and "b = 3" not in text and "toolu_cp2" in text
+        assert '"toolu_b"' not in text and "b = 3" not in text and "toolu_cp2" in text
         assert "Reading b.py." in _authored(request["body"]["messages"])
     kept = len(one["body"]["messages"])
     old = _history_bytes(one["raw"], "messages", kept)
@@ -587,5 +658,5 @@ def test_a_replica_on_the_same_store_sends_the_same_bytes(gateway: Gateway) -> N
         if state.requests == 2 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert (state.requests, state.handoffs) == (2, 2)
+    assert (state.requests, state.handoffs) == (2, 1)
     _store_has_no_secret(gateway)

@@ -90,9 +90,11 @@ def test_the_session_stores_the_handed_off_history(tmp_path: Path) -> None:
     assert "function_call:read_file" in _types(list(model.calls[2].input))
     # stored: the user's words, the agent's words, the checkpoint call and its notes
     # (each message item stays as the model wrote it: neighbouring ones are not merged)
+    # and, before the agent's turn that holds the checkpoint, the handoff's marker of what went
     assert _types(after_first) == [
         "message:user",
         "message:assistant",
+        "message:user",
         "message:assistant",
         "function_call:micro_handoff",
         "function_call_output:",
@@ -100,7 +102,8 @@ def test_the_session_stores_the_handed_off_history(tmp_path: Path) -> None:
     ]
     texts = [c["text"] for i in after_first if i.get("role") == "assistant" for c in i["content"]]
     assert texts == ["I will read the config.", "The version is 1.0.", "Next I bump the version."]
-    assert after_first[4]["output"].startswith("Handoff notes")
+    assert after_first[2]["content"][0]["text"].startswith("[ipse handoff]")
+    assert after_first[5]["output"].startswith("Handoff notes")
     # the second run's model call is sent the short history, then the new input
     sent = list(model.calls[3].input)
     assert sent[: len(after_first)] == after_first
@@ -224,6 +227,7 @@ def test_the_input_filter_hands_off_within_the_run() -> None:
     third = list(model.calls[2].input)
     assert _types(third) == [
         "message:user",
+        "message:user",  # the handoff's marker
         "message:assistant",
         "function_call:micro_handoff",
         "function_call_output:",

@@ -1,14 +1,15 @@
 """What every agent CLI module in the table does, parametrized over the table: a module added
 to it gets these tests without writing one.
 
-For each agent CLI, scope (project, user) and proxy setting it supports, with every file its
-install touches already there and holding the user's own entries (another MCP server, other
-settings, the user's instructions): install keeps the user's entries as they were; installing
-again changes nothing; uninstall gives every file back byte for byte. The same with every file
-in CRLF, with a byte order mark, and with comments where the file's format has them (TOML, and
-JSON where the agent CLI reads JSON with comments). Then the module's own answers: its name is
-the one the table gives it, its entry is recognised as ipse's, its compaction settings are named
-and their rule stated, its session files are in a format ipse reads.
+For each agent CLI, scope (project, user), proxy and status line setting it supports, with
+every file its install touches already there and holding the user's own entries (another MCP
+server, other settings, the user's instructions): install keeps the user's entries as they
+were; installing again changes nothing; uninstall gives every file back byte for byte. The
+same with every file in CRLF, with a byte order mark, and with comments where the file's format
+has them (TOML, and JSON where the agent CLI reads JSON with comments). Then the module's own
+answers: its name is the one the table gives it, its entry is recognised as ipse's, its
+compaction settings are named and their rule stated, its session files are in a format ipse
+reads and under a root its environment variable moves.
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ BOM = "\ufeff"
 THEIRS = {"command": "node", "args": ["their-server.js"]}
 
 
-def _cases() -> Iterator[tuple[str, bool, bool]]:
+def _cases() -> Iterator[tuple[str, bool, bool, bool]]:
     for name in AGENTS:
+        agent = agent_named(name)
         for user in (False, True):
-            for proxy in (False, True) if agent_named(name).proxy else (False,):
-                yield name, user, proxy
+            for proxy in (False, True) if agent.proxy else (False,):
+                for statusline in (False, True) if agent.statusline else (False,):
+                    yield name, user, proxy, statusline
 
 
 CASES = [pytest.param(*case, id=f"{case[0]}-{'user' if case[1] else 'project'}"
-                      f"{'-proxy' if case[2] else ''}") for case in _cases()]  # fmt: skip
+                      f"{'-proxy' if case[2] else ''}{'-statusline' if case[3] else ''}")
+         for case in _cases()]  # fmt: skip
 
 
 @pytest.fixture
@@ -96,15 +100,15 @@ def _theirs(agent: AgentCLI, path: Path) -> object:
 
 
 @pytest.mark.parametrize("style", ["lf", "crlf", "bom", "comments"])
-@pytest.mark.parametrize(("name", "user", "proxy"), CASES)
+@pytest.mark.parametrize(("name", "user", "proxy", "statusline"), CASES)
 def test_install_keeps_theirs_is_idempotent_and_uninstall_gives_every_byte_back(
-    homes: tuple[Path, Path], name: str, user: bool, proxy: bool, style: str
+    homes: tuple[Path, Path], name: str, user: bool, proxy: bool, statusline: bool, style: str
 ) -> None:
     project, home = homes
     agent = agent_named(name)
     files = _prepare(agent, project, user, style)
     before = snapshot(project, home)
-    install_agent(name, project, user=user, proxy=proxy, port=9555)
+    install_agent(name, project, user=user, proxy=proxy, port=9555, statusline=statusline)
     installed = snapshot(project, home)
     assert installed != before
     where = agent.paths(project, user)
@@ -118,20 +122,22 @@ def test_install_keeps_theirs_is_idempotent_and_uninstall_gives_every_byte_back(
         if style == "comments" and (agent.comments or path.suffix in (".toml", ".md")):
             first = _config_text(path, agent.comments).splitlines()[0]
             assert first.encode() in data, path
-    again = install_agent(name, project, user=user, proxy=proxy, port=9555)
+    again = install_agent(name, project, user=user, proxy=proxy, port=9555, statusline=statusline)
     assert {c.action for c in again} == {"unchanged"}
     assert snapshot(project, home) == installed
     uninstall_agent(name, project, user=user)
     assert snapshot(project, home) == before
 
 
-@pytest.mark.parametrize(("name", "user", "proxy"), CASES)
+@pytest.mark.parametrize(("name", "user", "proxy", "statusline"), CASES)
 def test_into_empty_folders_and_out_again_leaves_nothing(
-    homes: tuple[Path, Path], name: str, user: bool, proxy: bool
+    homes: tuple[Path, Path], name: str, user: bool, proxy: bool, statusline: bool
 ) -> None:
     project, home = homes
-    install_agent(name, project, user=user, proxy=proxy)
-    assert install_notes(name, project, user=user, proxy=proxy)  # something to tell the user
+    install_agent(name, project, user=user, proxy=proxy, statusline=statusline)
+    notes = install_notes(name, project, user=user, proxy=proxy, statusline=statusline)
+    assert notes  # something to tell the user
+    assert any("statusline" in n for n in notes) == statusline
     uninstall_agent(name, project, user=user)
     assert snapshot(project, home) == {}
 
@@ -143,6 +149,48 @@ def test_the_module_answers_for_the_name_the_table_gives_it(name: str) -> None:
     assert is_ipse_server(agent.server_entry())
     assert agent.compaction.settings and agent.compaction.rule and agent.compaction.verified
     assert agent.session_format is None or agent.session_format in FORMATS
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_its_sessions_root_follows_its_environment_variable(
+    homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    agent = agent_named(name)
+    if agent.session_format is None:
+        return
+    assert agent.session_globs
+    home = homes[1]
+    default = agent.sessions_root()
+    assert default is not None and home in default.parents
+    elsewhere = home / "elsewhere"
+    variable = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME",
+                "gemini": "GEMINI_CLI_HOME"}[name]  # fmt: skip
+    monkeypatch.setenv(variable, str(elsewhere))
+    moved = agent.sessions_root()
+    assert moved is not None and elsewhere in moved.parents
+
+
+@pytest.mark.parametrize("name", [n for n in AGENTS if agent_named(n).statusline])
+@pytest.mark.parametrize("user", [False, True])
+def test_a_status_line_of_the_users_is_refused_and_left_as_it_was(
+    homes: tuple[Path, Path], name: str, user: bool
+) -> None:
+    from ipse.errors import InputError
+
+    project, home = homes
+    where = agent_named(name).paths(project, user)
+    assert where.settings is not None
+    where.settings.parent.mkdir(parents=True, exist_ok=True)
+    theirs = '{\n  "statusLine": {"type": "command", "command": "~/bin/my-line"}\n}\n'
+    where.settings.write_text(theirs)
+    before = snapshot(project, home)
+    with pytest.raises(InputError, match=r"statusLine is already set .*my-line"):
+        install_agent(name, project, user=user, statusline=True)
+    assert snapshot(project, home) == before
+    install_agent(name, project, user=user)  # without --statusline: theirs stays, no question
+    assert json.loads(where.settings.read_text())["statusLine"]["command"] == "~/bin/my-line"
+    uninstall_agent(name, project, user=user)
+    assert snapshot(project, home) == before
 
 
 def test_a_name_not_in_the_table_is_refused(homes: tuple[Path, Path]) -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ipse import jsonio
 from ipse.handoff import validate
+from ipse.handoff._marker import TAG
 from ipse.handoff._strip import CONTINUED
 from ipse.handoff.wire import rewrite_request
 from ipse.transcript import codec
@@ -49,13 +50,17 @@ def _origins(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[
     """For each output block, the position of the input block it starts with (matched in order:
     a joined text starts with its first text; any other block is matched as it is). The line
     the handoff opens with when no user turn is left to open the request (`CONTINUED`) stands
-    before every input block: -1."""
+    before every input block: -1. The handoff's marker at the cut (`TAG`) comes from no input
+    block and can carry no breakpoint: it stands after every one."""
     source = _blocks(before)
     origins: list[int] = []
     j = 0
     for number, block in enumerate(_blocks(after)):
-        if number == 0 and _without(block) == {"type": "text", "text": CONTINUED}:
+        if number <= 1 and _without(block) == {"type": "text", "text": CONTINUED}:
             origins.append(-1)
+            continue
+        if block.get("type") == "text" and block["text"].startswith(TAG):
+            origins.append(len(source))
             continue
         k = j
         while k < len(source):
@@ -184,7 +189,7 @@ def test_two_markers_never_share_a_block_and_keep_their_order() -> None:
     out = rewrite_request(_history("ask", "grep"), "anthropic", use_cache=False)
     assert out.body is not None
     assert _marks(out.body["messages"]) == [LONG, MARK]  # the order (and so the TTLs') is kept
-    assert out.body["messages"][0]["content"][0]["cache_control"] == LONG
+    assert out.body["messages"][0]["content"][1]["cache_control"] == LONG  # (after the marker)
 
 
 def test_no_marker_is_added_where_the_client_put_none() -> None:
@@ -192,7 +197,9 @@ def test_no_marker_is_added_where_the_client_put_none() -> None:
     out = rewrite_request(body, "anthropic", use_cache=False)
     assert out.body is not None
     assert _marks(out.body["messages"]) == []
-    assert out.body["messages"][0] == body["messages"][0]  # untouched: the same dict
+    first = out.body["messages"][0]["content"]
+    assert first[0]["text"].startswith(TAG)  # the handoff's marker, which has none
+    assert first[1] is body["messages"][0]["content"][0]  # untouched: the same dict
 
 
 def test_a_marker_on_kept_thinking_dropped_for_a_binding_model_moves_back() -> None:

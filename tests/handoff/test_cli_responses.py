@@ -61,9 +61,16 @@ def test_handoff_writes_a_responses_body(tmp_path: Path) -> None:
     # the pending exchange at the end stays byte for byte; before it only words remain
     assert items[-2:] == BODY["input"][-2:]
     assert [i.get("type", "message") for i in items[:-2]] == ["message"] * (len(items) - 2)
-    # every message item stays as written: neighbouring ones are not merged, parts not joined
+    # every message item stays as written: neighbouring ones are not merged, parts not joined;
+    # the marker at the cut says what went and holds the ledger of it
     kept = [BODY["input"][i] for i in (0, 2, 7, 8)]
-    assert items[:-2] == kept
+    assert items[:-3] == kept
+    marker = items[-3]["content"][0]["text"]
+    assert (
+        marker.startswith("[ipse handoff] This handoff removed") and "cannot be recalled" in marker
+    )
+    assert "- `pytest -q` [call_1]" in marker
+    assert document["marker"]["text"] == marker and document["ledger"]["calls"] == 2
     assert run(["verify", str(source), str(out)]).exit_code == 0
 
 

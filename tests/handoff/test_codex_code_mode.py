@@ -28,6 +28,7 @@ from click.testing import CliRunner
 from ipse.archive import open_archive
 from ipse.cli.main import cli
 from ipse.handoff import checkpoint_items
+from ipse.handoff._marker import TAG
 from ipse.handoff.wire import clear_cache, conversation_key, rewrite_request
 from tests.support.clients import codex_binary
 from tests.support.serving import serve
@@ -201,9 +202,15 @@ def test_the_checkpoint_through_exec_is_found_and_keyed_by_codex_session(tmp_pat
         assert out.session == key
         assert out.body is not None
         # only the earlier exec calls and their outputs went; every other item (Codex's
-        # developer and user messages, with their ids and parts) is as Codex sent it
+        # developer and user messages, with their ids and parts) is as Codex sent it, and one
+        # marker at the cut names what went unless the checkpoint's answer holds the ledger
         dropped = {c["call_id"] for c in calls[:-1]}
-        assert out.body["input"] == [i for i in body["input"] if i.get("call_id") not in dropped]
+        sent = [i for i in out.body["input"] if not _is_marker(i)]
+        assert sent == [i for i in body["input"] if i.get("call_id") not in dropped]
+        assert len(out.body["input"]) - len(sent) == out.marker
+        if out.marker:
+            said = json.dumps([i for i in out.body["input"] if _is_marker(i)])
+            assert all(f"[{c}]" in said for c in dropped) or "Other calls: exec" in said
         _row, removed = checkpoint_items(archive, checkpoint)
         assert [i.id for i in removed] == [c["call_id"] for c in calls[:-1]]
         assert "call_0" in [i.id for i in removed]
@@ -227,6 +234,11 @@ def test_the_checkpoint_through_exec_is_found_and_keyed_by_codex_session(tmp_pat
     document = json.loads(ran.stdout)
     assert document["cut"]["kind"] == "checkpoint" and document["session"] == key
     assert document["removed"]["tool_calls"] == len(calls) - 1 and document["archived"] == 0
+
+
+def _is_marker(item: Any) -> bool:
+    content = item.get("content") if isinstance(item, dict) else None
+    return isinstance(content, list) and str(content[0].get("text", "")).startswith(TAG)
 
 
 @pytest.fixture(autouse=True)

@@ -114,6 +114,24 @@ def test_a_checkpoint_recorded_without_the_harness_id_still_finds_the_handoff(ho
     assert "1 items" in _recall(said["checkpoint"], home)
 
 
+def test_the_request_s_own_session_wins_over_what_the_answer_claims(home: Path) -> None:
+    """A server started under one session id while the harness went on in another (``claude -p
+    --continue``): its answer names the first, the request's header the second. What the
+    handoff removed is filed under the header's session, the conversation's own."""
+    started, resumed = "session:0b5ffc16-started", "019c8a53-0000-7000-8000-0000000000bb"
+    said = _checkpoint(started, home)
+    out = _proxy(_codex_body(said["text"]), {"session-id": resumed})
+    assert out.session == f"session:{resumed}"
+    archive = open_archive()
+    try:
+        assert [i.tool for i in archive.items(f"session:{resumed}")] == ["exec_command"]
+        assert archive.items(started) and all(
+            i.tool != "exec_command" for i in archive.items(started)
+        )
+    finally:
+        archive.close()
+
+
 def test_claude_code_keys_agree(home: Path) -> None:
     claude = "4d5611e5-0000-4000-8000-000000000001"
     key = mcp_session({"CLAUDE_CODE_SESSION_ID": claude})

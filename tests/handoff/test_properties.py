@@ -1,5 +1,9 @@
 """Property tests over generated conversations: valid output, every authored text kept,
-idempotence (in memory and through the written JSON), and determinism."""
+idempotence (in memory and through the written JSON), and determinism; and the same of the
+whole handoff (`run`): its marker at the cut (once, exactly when something left the context,
+valid in every dialect, its ledger naming removed calls only) and its budget (only agent
+narration paged, every paged text in the archived page byte for byte, the budget met unless
+every agent message was paged)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import InvalidConversation
-from ipse.handoff import StripOptions, strip, validate, verify
+from ipse.handoff import HandoffOptions, StripOptions, run, strip, validate, verify
+from ipse.handoff._marker import TAG
 from ipse.handoff._measure import body_bytes
 from ipse.transcript import codec
 from ipse.transcript._model import Conversation, Text, Thinking
@@ -26,6 +31,7 @@ WORDS = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=SURROGATES), min_size=1, max_size=12
 )
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+BUDGETS = st.one_of(st.none(), st.integers(1, 600))
 
 
 @st.composite
@@ -159,6 +165,45 @@ def _check(conversation: Conversation, at: Any, options: StripOptions) -> None:
     assert body_bytes(strip(reread, again_at, options)[0]) == data
 
 
+def _check_run(conversation: Conversation, at: Any, options: StripOptions, budget: Any) -> None:
+    """The whole handoff: marked, valid, every authored word in the context or the page."""
+    if at == "checkpoint" and not any(c.name == "micro_handoff" for c in conversation.tool_calls()):
+        at = "now"
+    handoff = HandoffOptions(at=at, strip=options, budget=budget)
+    try:
+        done = run(conversation, handoff, session="s")
+    except InvalidConversation:
+        return  # the refusals `_check` proves are the allowed ones
+    report, after = done.report, done.after
+    # valid: no problem but those the untouched part had, and none in the rewritten part
+    problems = validate(after, rewritten=report.rewritten_out)
+    assert [p.code for p in problems] == [p.code for p in report.carried_problems]
+    assert all(p.index is None or p.index >= report.rewritten_out for p in problems)
+    # never unmarked: one marker exactly when something left the context
+    markers = [t.text for m in after.messages for t in m.of_kind(Text) if t.text.startswith(TAG)]
+    assert markers == ([report.marker] if report.removed or report.page else [])
+    if done.marked is not None and done.marked.ledger is not None:
+        removed = {r.id for r in report.removed}
+        assert {e.id for e in done.marked.ledger.entries} <= removed
+    # every authored word kept: in the context, or under a budget in the archived page
+    assert done.verdict.ok and done.verdict.found_chars == done.verdict.authored_chars
+    assert all(conversation.messages[i].role == "assistant" for i, _ in report.paged)
+    if done.fitted is not None and not done.fitted.met:
+        texts = [
+            i for i, m in enumerate(conversation.messages[: report.cut]) if m.role == "assistant"
+        ]
+        narrated = {
+            i for i in texts if any(t.text.strip() for t in conversation.messages[i].of_kind(Text))
+        }
+        assert {i for i, _ in report.paged} == narrated  # all of it went, and still too much
+    # deterministic, and a second handoff of the output changes nothing
+    assert run(conversation, handoff, session="s").body == done.body
+    if done.fitted is None or done.fitted.met:
+        again_at = at if at in ("now", "checkpoint") else report.rewritten_out
+        again = run(after, replace(handoff, at=again_at), session="s")
+        assert again.body == done.body and again.report.marker is None
+
+
 @SETTINGS
 @given(data=st.data(), body=anthropic_bodies())
 def test_anthropic_properties(data: st.DataObject, body: dict[str, Any]) -> None:
@@ -170,6 +215,7 @@ def test_anthropic_properties(data: st.DataObject, body: dict[str, Any]) -> None
         breadcrumbs=data.draw(st.booleans()),
     )
     _check(conversation, at, options)
+    _check_run(conversation, at, options, data.draw(BUDGETS))
 
 
 @SETTINGS
@@ -181,6 +227,7 @@ def test_openai_chat_properties(data: st.DataObject, body: dict[str, Any]) -> No
         promote_thinking=data.draw(st.booleans()), breadcrumbs=data.draw(st.booleans())
     )
     _check(conversation, at, options)
+    _check_run(conversation, at, options, data.draw(BUDGETS))
 
 
 @SETTINGS
@@ -194,6 +241,7 @@ def test_openai_responses_properties(data: st.DataObject, body: dict[str, Any]) 
         breadcrumbs=data.draw(st.booleans()),
     )
     _check(conversation, at, options)
+    _check_run(conversation, at, options, data.draw(BUDGETS))
 
 
 def test_a_blank_opening_user_message_is_refused_by_name() -> None:

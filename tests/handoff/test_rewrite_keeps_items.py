@@ -12,6 +12,7 @@ import orjson
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from ipse.handoff._marker import TAG
 from ipse.handoff.wire import clear_cache, rewrite_request
 from ipse.transcript.formats.openai_responses import CALL_TYPES, HOSTED_TYPES, OUTPUT_TYPES
 from tests.handoff.test_properties import anthropic_bodies, openai_bodies
@@ -25,12 +26,23 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-def _removed(before: list[Any], after: list[Any]) -> list[Any]:
+def _is_marker(item: Any) -> bool:
+    content = item.get("content") if isinstance(item, dict) else None
+    return (
+        isinstance(content, list)
+        and len(content) == 1
+        and str(content[0].get("text", "")).startswith(TAG)
+    )
+
+
+def _removed(before: list[Any], after: list[Any], marker: bool) -> list[Any]:
     """The items of ``before`` missing from ``after``; fails unless ``after`` is ``before`` with
-    items left out, every one it keeps equal byte for byte and in order."""
+    items left out, every one it keeps equal byte for byte and in order, and the one marker
+    the handoff puts at the cut when it removed something."""
+    assert sum(_is_marker(item) for item in after) == marker
     rest = iter(before)
     removed: list[Any] = []
-    for item in after:
+    for item in (i for i in after if not _is_marker(i)):
         for candidate in rest:
             if _dumps(candidate) == _dumps(item):
                 break
@@ -127,7 +139,8 @@ def _check_responses(body: dict[str, Any]) -> None:
     out = rewrite_request(body, "openai-responses", use_cache=False)
     assume(out.applied)
     assert out.body is not None
-    removed = _removed(body["input"], out.body["input"])
+    removed = _removed(body["input"], out.body["input"], out.marker)
+    assert out.marker == bool(removed)
     assert {item.get("type") for item in removed} <= TRAFFIC
     assert len([r for r in removed if r.get("type") in CALL_TYPES]) <= out.removed_calls
     assert out.merged == 0
@@ -198,7 +211,9 @@ def test_the_prompt_stays_its_own_message_with_its_parts() -> None:
     clear_cache()
     out = rewrite_request(body, "openai-responses", use_cache=False)
     assert out.body is not None
-    assert out.body["input"] == [agents, prompt, said, *body["input"][5:]]
+    marker = out.body["input"][3]  # at the cut, before the checkpoint's exchange
+    assert _is_marker(marker) and "Other calls: exec_command x1" in marker["content"][0]["text"]
+    assert out.body["input"] == [agents, prompt, said, marker, *body["input"][5:]]
 
 
 def _traffic_free(message: Any) -> bool:
@@ -221,8 +236,9 @@ def _check_messages(body: dict[str, Any], dialect: str) -> None:
     kept = {_dumps(m) for m in out.body["messages"]}
     untouched = [m for m in body["messages"] if _traffic_free(m)]
     missing = [m for m in untouched if _dumps(m) not in kept]
-    # a message that lost nothing changes only when merged with a neighbour of its role
-    assert len(missing) <= 2 * out.merged, missing
+    # a message that lost nothing changes only when merged with a neighbour of its role, or
+    # when the handoff's marker was added to it
+    assert len(missing) <= 2 * out.merged + out.marker, missing
 
 
 @SETTINGS

@@ -133,13 +133,13 @@ def test_options_keep_blocks_promote_thinking_and_breadcrumbs() -> None:
     assert agent == [
         "plan",
         "I will read it.",
-        "[Bash: cat p.py]",
+        "[Bash: cat p.py; recall t1]",
         "Found the bug on line 3.",
-        "[Edit: p.py]",
+        "[Edit: p.py; recall t2]",
         "Checkpoint.",
     ]
     assert report.promoted == ("plan",)
-    assert report.breadcrumbs == ("[Bash: cat p.py]", "[Edit: p.py]")
+    assert report.breadcrumbs == ("[Bash: cat p.py; recall t1]", "[Edit: p.py; recall t2]")
     assert not any(isinstance(b, Thinking) for m in after.messages[:3] for b in m.blocks)
     assert verify(before, after).ok
 

@@ -5,12 +5,15 @@ seams a journey checks, collected so that one run names every seam that broke.
 Nothing here sleeps to synchronise: every wait polls a condition until a deadline. Every process
 a journey starts is stopped by it (the proxy that a hook started too: ``ipse proxy stop``, then
 a kill of the pid that the journey's own ipse home names).
+
+Each journey's proxy listens on a port of its own, free when the journey starts, which it gives
+``ipse install --port``: install points the agent there, so journeys run side by side and a
+program that holds ipse's default port (8765) changes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -25,10 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROXY_PORT = 8765  # where `ipse install --proxy` points the agent
-PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
 EXTRAS = ("proxy", "mcp")  # the extras the README names for the proxy and the MCP server
-_LOCK = Path("/tmp") / f"ipse-journey-{PROXY_PORT}.lock"
 _SCRUBBED = (
     "VIRTUAL_ENV",
     "CLAUDE_CONFIG_DIR",
@@ -178,13 +178,14 @@ def poll(condition: Callable[[], Any], timeout: float, step: float = 0.05) -> An
     return value
 
 
-def port_taken(port: int = PROXY_PORT) -> bool:
+def free_port() -> int:
+    """A port nothing listens on now (the system's pick), for a journey's proxy."""
     with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
-def health(url: str = PROXY_URL) -> dict[str, Any] | None:
+def health(url: str) -> dict[str, Any] | None:
     """The proxy's health document, or None when nothing answers."""
     try:
         with urllib.request.urlopen(f"{url}/ipse/health", timeout=2) as response:
@@ -194,43 +195,17 @@ def health(url: str = PROXY_URL) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-@contextlib.contextmanager
-def proxy_port(timeout: float = 600.0) -> Iterator[None]:
-    """Hold the proxy's port for one journey: journeys of several processes take turns (a file
-    lock), and a port some other program holds is an error that says so (the installed settings
-    name that port, so a journey cannot move)."""
-    with open(_LOCK, "a+") as lock:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise Broken(f"another journey held {_LOCK} for {timeout:.0f} s") from None
-                time.sleep(0.2)
-        try:
-            if poll(lambda: not port_taken(), 10.0) is False:
-                raise Broken(
-                    f"port {PROXY_PORT} is taken by another program ({health()}); `ipse install "
-                    f"--proxy` points the agent at {PROXY_URL}, so the journey needs it free"
-                )
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def stop_proxy(env: Mapping[str, str], cwd: Path, ipse_home: Path) -> None:
-    """Stop the proxy this journey's hook (or its user) started: ``ipse proxy stop``, then a
-    kill of the pid its own ipse home names, if that process still runs."""
-    pid_file = ipse_home / f"proxy-{PROXY_PORT}.pid"
+def stop_proxy(env: Mapping[str, str], cwd: Path, ipse_home: Path, port: int) -> None:
+    """Stop the proxy this journey's hook (or its user) started on ``port``: ``ipse proxy
+    stop``, then a kill of the pid its own ipse home names, if that process still runs."""
+    pid_file = ipse_home / f"proxy-{port}.pid"
     pid = _pid(pid_file)
-    found = health()
-    ours = (ipse_home / f"proxy-{PROXY_PORT}.log").exists()  # it logs into this ipse home
+    found = health(f"http://127.0.0.1:{port}")
+    ours = (ipse_home / f"proxy-{port}.log").exists()  # it logs into this ipse home
     if found is not None and pid is None and isinstance(found.get("pid"), int) and ours:
         pid = found["pid"]  # no pid file (or a stale one): what answers, when it is ours
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        run(ipse_argv("proxy", "stop"), cwd=cwd, env=env, timeout=40)
+        run(ipse_argv("proxy", "stop", "--port", str(port)), cwd=cwd, env=env, timeout=40)
     if pid is not None and _alive(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
@@ -312,10 +287,10 @@ def first_difference(a: str, b: str) -> str:
     return f"at char {n}: {a[max(0, n - 60) : n + 100]!r} vs {b[max(0, n - 60) : n + 100]!r}"
 
 
-def proxy_log(ipse_home: Path) -> str:
-    """What the background proxy logged (its log file in the journey's ipse home)."""
+def proxy_log(ipse_home: Path, port: int) -> str:
+    """What the background proxy on ``port`` logged (its log file in the journey's ipse home)."""
     try:
-        return (ipse_home / f"proxy-{PROXY_PORT}.log").read_text(errors="replace")
+        return (ipse_home / f"proxy-{port}.log").read_text(errors="replace")
     except OSError:
         return ""
 
@@ -367,7 +342,8 @@ def shows_handoff(document: Any, anchor: str) -> bool:
 
 
 def record_handoffs(record: Path) -> list[dict[str, Any]]:
-    """The handoffs the proxy's record says it made (``ipse.handoff`` of each exchange)."""
+    """The handoffs the proxy's record says it made (``ipse.handoff`` of the exchanges it marks
+    as the handoff; the later exchanges that carry the same cut are rewritten too)."""
     found = []
     try:
         lines = record.read_bytes().splitlines()
@@ -379,7 +355,7 @@ def record_handoffs(record: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         handoff = (entry.get("ipse") or {}).get("handoff") if isinstance(entry, dict) else None
-        if isinstance(handoff, dict) and handoff.get("applied"):
+        if isinstance(handoff, dict) and handoff.get("applied") and handoff.get("event"):
             found.append(handoff)
     return found
 
@@ -437,9 +413,10 @@ def same_saving(
     if applied:
         seams.check(logged, "proxy log: no line says what the handoff saved", world.log()[-800:])
         seams.check(
-            len(log_tokens) <= 1,
-            "proxy log: the same handoff saved a different amount from one request to the next",
-            logged,
+            len(logged) == 1 and len(record_handoffs(world.record)) == 1,
+            "one handoff: the proxy's log or record count the checkpoint's one handoff more than "
+            "once (every later request carries the same cut)",
+            f"log {logged}, record {record_handoffs(world.record)}",
         )
         seams.check(
             log_tokens and log_tokens == mcp_tokens,
@@ -476,6 +453,14 @@ def same_saving(
             f"{command}: does not show the handoff the proxy made (at {anchor})",
             json.dumps(document)[:600],
         )
+        shown = [v for _, v in find_numbers(document, ("handoff",)) if isinstance(v, dict)]
+        shown += [h for _, v in find_numbers(document, ("handoffs",)) if isinstance(v, list)
+                  for h in v]  # fmt: skip
+        seams.check(
+            len(shown) == 1,
+            f"one handoff: `ipse {command}` shows the checkpoint's one handoff {len(shown)} times",
+            shown[:4],
+        )
         numbers = sorted(n for n in integers(document) if n > 100)
         seams.check(
             log_tokens and log_tokens <= set(numbers),
@@ -484,9 +469,11 @@ def same_saving(
         )
 
 
-def one_session(world: World) -> None:
+def one_session(world: World, expected: str | None = None, removed: str | None = None) -> None:
     """The checkpoint's notes (the MCP server) and what the handoff removed (the proxy) are
-    filed under one session, which ``ipse archive list`` shows."""
+    filed under one session, which ``ipse archive list`` shows; with ``expected``, the harness's
+    own session (``session:<id>``), where ``ipse archive list session:<id>`` finds the notes
+    and the item ``removed``."""
     listed = world.ipse("archive", "list", "--json")
     sessions = [s for _, s in find_numbers(json_out(listed), ("session",))]
     world.seams.check(
@@ -495,6 +482,16 @@ def one_session(world: World) -> None:
         "under one session (proxy, MCP server and CLI key it differently, or the MCP server "
         "wrote to another ipse home)",
         listed.stdout[:600] + listed.stderr[-300:],
+    )
+    if expected is None:
+        return
+    found = world.ipse("archive", "list", expected, "--json")
+    text = found.stdout
+    world.seams.check(
+        found.returncode == 0 and "checkpoint" in text and (removed is None or removed in text),
+        f"one session key: `ipse archive list {expected}` (the harness's own session) does not "
+        "find the checkpoint's notes and what the handoff removed",
+        f"sessions {sessions}; exit {found.returncode}: {text[:600]} {found.stderr[-300:]}",
     )
 
 
@@ -523,6 +520,7 @@ class World:
 
     root: Path
     env: dict[str, str]
+    port: int  # the proxy's, given to `ipse install --port`
     seams: Seams = field(default_factory=Seams)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -542,21 +540,30 @@ class World:
     def record(self) -> Path:
         return self.root / "exchanges.jsonl"
 
+    @property
+    def url(self) -> str:
+        """Where the journey's proxy answers."""
+        return f"http://127.0.0.1:{self.port}"
+
     @classmethod
     def create(cls, root: Path, **extra: str) -> World:
         for folder in (root / "home", root / "project", root / "ipse-home"):
             folder.mkdir(parents=True)
-        return cls(root, user_env(root / "home", root / "ipse-home", **extra))
+        return cls(root, user_env(root / "home", root / "ipse-home", **extra), free_port())
+
+    def health(self) -> dict[str, Any] | None:
+        """The journey's proxy's health document, or None when nothing answers."""
+        return health(self.url)
 
     def ipse(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``ipse ARGS`` as the user types it in the project folder."""
         return run(ipse_argv(*args), cwd=self.project, env=self.env, timeout=timeout)
 
     def log(self) -> str:
-        return proxy_log(self.ipse_home)
+        return proxy_log(self.ipse_home, self.port)
 
     def stop_proxy(self) -> None:
-        stop_proxy(self.env, self.project, self.ipse_home)
+        stop_proxy(self.env, self.project, self.ipse_home, self.port)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -571,13 +578,15 @@ class World:
         """The proxy booked every exchange, and none of them failed."""
         settled = poll(
             lambda: (
-                (h := health()) is not None
+                (h := self.health()) is not None
                 and h.get("pending_bookkeeping") == 0
                 and h.get("inflight") == 0
             ),
             20.0,
         )
-        self.seams.check(settled, "proxy: its bookkeeping did not settle within 20 s", health())
+        self.seams.check(
+            settled, "proxy: its bookkeeping did not settle within 20 s", self.health()
+        )
         failed = failed_exchanges(self.log())
         self.seams.check(
             not failed,

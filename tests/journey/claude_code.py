@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from tests.journey._world import (
-    PROXY_PORT,
-    PROXY_URL,
     Broken,
     Seams,
     World,
@@ -29,10 +27,8 @@ from tests.journey._world import (
     find_numbers,
     first_difference,
     handoff_finds,
-    health,
     json_out,
     one_session,
-    proxy_port,
     recalls,
     run,
     same_saving,
@@ -107,7 +103,11 @@ def model(project: Path) -> Any:
 
 
 def journey(
-    root: Path, claude: str, tool_search: bool = True, env: dict[str, str] | None = None
+    root: Path,
+    claude: str,
+    tool_search: bool = True,
+    env: dict[str, str] | None = None,
+    resume: str = "--resume",
 ) -> Result:
     """Run the whole journey in ``root`` (empty); the seams it checked, failures included.
 
@@ -116,7 +116,10 @@ def journey(
     ``alwaysLoad``, as ipse's does (its tools then come with their schemas in ``tools``); False:
     ``ENABLE_TOOL_SEARCH=false``, which puts every server's tools in ``tools``. Either way what
     the first request offers stays the same through the session. ``env``: more of the
-    user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it)."""
+    user's environment (``bench/journey.py --slow-mcp`` slows the MCP server's start with it).
+    ``resume``: how the second and third turns go on with the first one's session, ``--resume
+    ID`` or ``--continue`` (Claude Code starts its MCP server under a new session id for either,
+    then switches to the one it continues)."""
     settings = {} if tool_search else {"ENABLE_TOOL_SEARCH": "false"}
     world = World.create(
         root,
@@ -133,11 +136,11 @@ def journey(
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_bytes(SETTINGS)
     before = snapshot(project)
-    with proxy_port(), anthropic_upstream(model(project)) as upstream:
+    with anthropic_upstream(model(project)) as upstream:
         try:
             with world.phase("install"):
                 installed = _install(world, upstream.url)
-            session = _three_turns(world, claude, upstream.url)
+            session = _three_turns(world, claude, upstream.url, resume)
             world.settled()
             with world.phase("report, recall"):
                 _check(world, upstream, session)
@@ -154,7 +157,7 @@ def journey(
 def _install(world: World, upstream: str) -> bytes:
     """``ipse install --agent claude-code --proxy`` with the proxy's port, upstream and record,
     as the README's install section gives them; the settings as install wrote them."""
-    argv = ["install", "--agent", "claude-code", "--proxy", "--port", str(PROXY_PORT)]
+    argv = ["install", "--agent", "claude-code", "--proxy", "--port", str(world.port)]
     argv += ["--anthropic-upstream", upstream, "--record", str(world.record)]
     installed = world.ipse(*argv, timeout=60)
     world.seams.require(
@@ -178,13 +181,14 @@ def _install(world: World, upstream: str) -> bytes:
     return written
 
 
-def _three_turns(world: World, claude: str, upstream: str) -> str | None:
-    """Three ``claude -p`` turns of one session; its id."""
+def _three_turns(world: World, claude: str, upstream: str, resume: str) -> str | None:
+    """Three ``claude -p`` turns of one session (the later two going on with ``resume``: the
+    session's id after ``--resume``, or ``--continue``); its id."""
     session = None
     for n, prompt in enumerate(PROMPTS):
         argv = [claude, "-p", prompt, "--output-format", "json", "--allowedTools", CHECKPOINT]
         if session is not None:
-            argv += ["--resume", session]
+            argv += [resume, session] if resume == "--resume" else [resume]
         with world.phase(f"turn {n + 1}"):
             done = run(argv, cwd=world.project, env=world.env, timeout=TURN_TIMEOUT)
         out = json_out(done)
@@ -193,7 +197,13 @@ def _three_turns(world: World, claude: str, upstream: str) -> str | None:
             f"turn {n + 1}: `claude -p` did not answer through the proxy (exit {done.returncode})",
             f"{done.stdout[-800:]} {done.stderr[-800:]} proxy log: {world.log()[-800:]}",
         )
-        session = session or out.get("session_id")
+        said = out.get("session_id") if isinstance(out, dict) else None
+        world.seams.check(
+            session is None or said == session,
+            f"turn {n + 1}: `claude -p {resume}` went on in another session",
+            f"{said} after {session}",
+        )
+        session = session or said
         if n == 0:
             _started_by_the_hook(world, upstream)
         if n == 2:
@@ -222,7 +232,7 @@ def _check(world: World, upstream: Any, session: str | None) -> None:
     mcp_result = _checkpoint_result(turns)
     same_saving(world, CHECKPOINT_ID, _mcp_tokens(mcp_result), applied, mcp_result=mcp_result)
     if applied:
-        one_session(world)
+        one_session(world, f"session:{session}", READ_ID)
         recalls(world, READ_ID, "run 059: parser 12.5 MB/s")
     else:
         world.seams.skip("one session key for the notes and what the handoff removed", "no handoff")
@@ -253,15 +263,15 @@ def _uninstall(world: World, installed: bytes, before: dict[str, bytes]) -> None
 
 def _started_by_the_hook(world: World, upstream: str) -> None:
     """After the first turn the proxy answers: the one the hook started, with its upstream."""
-    found = health()
+    found = world.health()
     world.seams.require(
         found is not None,
-        f"hook: no proxy answers at {PROXY_URL} after the first turn (the SessionStart hook did "
+        f"hook: no proxy answers at {world.url} after the first turn (the SessionStart hook did "
         "not start it)",
         world.log()[-800:],
     )
     assert found is not None
-    pid_file = world.ipse_home / "proxy-8765.pid"
+    pid_file = world.ipse_home / f"proxy-{world.port}.pid"
     pid = pid_file.read_text().strip() if pid_file.exists() else None
     world.seams.check(
         pid == str(found.get("pid")),

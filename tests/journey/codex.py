@@ -24,9 +24,7 @@ from tests.journey._world import (
     every_command_reads,
     first_difference,
     handoff_finds,
-    health,
     one_session,
-    proxy_port,
     recalls,
     run,
     same_saving,
@@ -107,7 +105,7 @@ def journey(root: Path, codex: str) -> Result:
     (world.project / "AGENTS.md").write_bytes(AGENTS_MD)
     (codex_home / "config.toml").write_bytes(CONFIG)
     before = snapshot(world.project)
-    with proxy_port(), openai_upstream(model) as upstream:
+    with openai_upstream(model) as upstream:
         try:
             with world.phase("install"):
                 _install(world, upstream.url)
@@ -128,7 +126,8 @@ def journey(root: Path, codex: str) -> Result:
 def _install(world: World, upstream: str) -> None:
     """``ipse install --agent codex --proxy`` with the upstream and the record; then the proxy
     started with exactly the command install printed (install starts none itself)."""
-    argv = ["install", "--agent", "codex", "--proxy", "--openai-upstream", upstream]
+    argv = ["install", "--agent", "codex", "--proxy", "--port", str(world.port)]
+    argv += ["--openai-upstream", upstream]
     argv += ["--record", str(world.record)]
     installed = world.ipse(*argv, timeout=60)
     world.seams.require(
@@ -145,7 +144,9 @@ def _install(world: World, upstream: str) -> None:
         said[-600:],
     )
     world.seams.require(
-        health() is None, "install: a proxy answers before the user started one", health()
+        world.health() is None,
+        "install: a proxy answers before the user started one",
+        world.health(),
     )
     started = run(["sh", "-c", printed[0]], cwd=world.project, env=world.env, timeout=60)
     world.seams.require(
@@ -153,7 +154,7 @@ def _install(world: World, upstream: str) -> None:
         f"proxy: the printed command failed: {printed[0]}",
         started.stderr,
     )
-    running = health() or {}
+    running = world.health() or {}
     world.seams.check(
         running.get("upstreams", {}).get("openai") == upstream,
         "proxy: the printed command does not start the proxy with the upstream given to install",

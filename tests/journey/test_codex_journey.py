@@ -2,8 +2,8 @@
 model.
 
 In a fresh HOME, CODEX_HOME and project folder (a CRLF ``AGENTS.md`` and a ``config.toml`` with a
-comment already there): ``ipse install --agent codex --proxy --openai-upstream URL --record
-FILE``; the proxy started with exactly the command install printed (its upstream a scripted
+comment already there): ``ipse install --agent codex --proxy --port PORT --openai-upstream URL
+--record FILE``; the proxy started with exactly the command install printed (its upstream a scripted
 Responses API); three ``codex exec`` turns with Codex's default model, which gets MCP tools
 as deferred tool namespaces and calls them from its JavaScript ``exec`` tool: the model reads
 ``notes.txt`` (``await tools.exec_command(...)``), checkpoints (``await
@@ -17,8 +17,8 @@ content; ``ipse uninstall`` gives every file back byte for byte. A failure lists
 broke.
 
 ``codex exec`` asks no questions (an MCP call that needs approval fails there): install approves
-ipse's own tools in its server entry, so the turns pass no ``-c``. Which ipse, and why the port
-is shared: see test_claude_code_journey.
+ipse's own tools in its server entry, so the turns pass no ``-c``. Which ipse, and which port:
+see test_claude_code_journey.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_codex_first_hour(tmp_path: Path) -> None:
 
     try:
         result = journey(tmp_path, codex)
-    except Broken as exc:  # the proxy's port stayed taken
+    except Broken as exc:  # a seam the rest stands on broke
         pytest.fail(str(exc), pytrace=False)
     print("seconds:", {k: round(v, 1) for k, v in result.world.seconds.items()})
     result.world.seams.verdict()

@@ -187,6 +187,7 @@ def test_the_first_request_carries_the_tools_of_a_late_server(
         [
             "mcp__ipse__micro_handoff",
             "mcp__ipse__recall",
+            "mcp__ipse__archive_list",
             "mcp__ipse__state_resume",
             "mcp__ipse__state_next",
             "mcp__ipse__state_invariant",

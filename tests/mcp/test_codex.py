@@ -21,6 +21,7 @@ SOURCE = Path(ipse.__file__).resolve().parents[1]
 OURS = [
     "micro_handoff",
     "recall",
+    "archive_list",
     "state_resume",
     "state_next",
     "state_invariant",

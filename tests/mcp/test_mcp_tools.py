@@ -68,6 +68,7 @@ def test_the_tools_are_listed_with_their_schemas(settings: Settings) -> None:
     assert set(listed) == {
         "micro_handoff",
         "recall",
+        "archive_list",
         "state_resume",
         "state_next",
         "state_invariant",
@@ -185,7 +186,11 @@ def test_the_drop_is_the_saving_the_proxy_quotes_for_claude_code(
     session = str(uuid.uuid4())
     write_session(_tool_session(), cwd=str(tmp_path.resolve()), session_id=session)
     done = call(Settings(session=f"session:{session}", cwd=tmp_path), "micro_handoff", NOTES)
-    answer = {"type": "tool_result", "tool_use_id": "toolu_cp", "content": "Checkpoint saved."}
+    # the answer the agent gets carries the ledger after the notes' own words, so the handoff
+    # at this checkpoint adds no marker: what it drops is what the proxy's rewrite saves
+    said = done.structured_content["text"]
+    assert "Ledger of the removed tool calls" in said and "[toolu_read1]" in said
+    answer = {"type": "tool_result", "tool_use_id": "toolu_cp", "content": said}
     expected = _proxy_saving(_tool_session(), "anthropic", {"role": "user", "content": [answer]})
     assert done.structured_content["next_request_drops"]["tokens"] == expected > 0
 
@@ -242,7 +247,9 @@ def test_the_drop_of_a_codex_thread_is_read_from_its_rollout(
     rollout.write_text("".join(json.dumps(r) + "\n" for r in records))
     done = call(Settings(session=f"session:{thread}", cwd=tmp_path), "micro_handoff", NOTES)
     drop = done.structured_content["next_request_drops"]
-    answer = {"type": "function_call_output", "call_id": "call_cp", "output": "saved"}
+    said = done.structured_content["text"]
+    assert "- parser.py [call_read]" in said  # the ledger: the read the handoff removes
+    answer = {"type": "function_call_output", "call_id": "call_cp", "output": said}
     body = {"model": "gpt-x", "input": items}
     assert drop is not None, done.content
     assert drop["tool_calls"] == 1 and drop["tool_results"] == 1
@@ -340,7 +347,7 @@ def test_twin_tools_apply_show_and_rehydrate(twin_store: str, tmp_path: Path) ->
             {"done": [], "open": [], "claims": [{"claim": "c", "status": "guess", "evidence": ""}]},
             "claims[0].status: must be one of measured, inferred",
         ),
-        ("recall", {}, "give exactly one of id or checkpoint"),
+        ("recall", {}, "give one of id, checkpoint, or query/path/kind"),
         ("recall", {"id": "toolu_nowhere"}, "no archived item 'toolu_nowhere'"),
         ("recall", {"id": "x", "max_chars": 5}, "max_chars: must be at least 100"),
         ("state_next", {}, "missing argument 'text'"),

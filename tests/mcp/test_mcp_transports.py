@@ -80,6 +80,7 @@ def test_the_server_lists_and_calls_tools(
     assert got["names"] == [
         "micro_handoff",
         "recall",
+        "archive_list",
         "state_resume",
         "state_next",
         "state_invariant",

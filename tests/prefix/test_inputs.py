@@ -10,7 +10,8 @@ import pytest
 
 from ipse.errors import InputError, UsageError
 from ipse.prefix import layers, lint, read_requests
-from ipse.prefix._actual import _int, actual_tokens
+from ipse.prefix._actual import actual_tokens
+from ipse.prefix._billing import _int
 from ipse.prefix._blocks import block_text
 from ipse.prefix._report import analyze
 from tests.conftest import run_cli

@@ -11,7 +11,7 @@ from typing import Any
 
 from ipse.probe import probe_session
 from ipse.tokens import CharCounter
-from tests.conftest import run_cli
+from tests.conftest import EXAMPLE_SESSION, REPO, CliRun, run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session
 
 SECRET_URL = "postgresql://app:hunter2pass@db.internal/prod"
@@ -152,3 +152,30 @@ def test_bad_cuts_are_usage_errors(tmp_path: Path) -> None:
     plain = write_session(tmp_path / "p.jsonl", _turns())
     refused = run_cli("probe", str(plain), "--at", "checkpoint")
     assert refused.returncode == 2 and "no checkpoint call" in refused.stderr
+
+
+def _headers(text: str) -> list[str]:
+    """The column names of every table in a rendered output."""
+    names: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("┃"):
+            names += [cell.strip() for cell in line.strip("┃").split("┃")]
+    return names
+
+
+def test_every_column_and_kind_the_probe_prints_is_explained(cli: CliRun) -> None:
+    from ipse.probe import KINDS
+
+    session = str(EXAMPLE_SESSION)
+    wide = {"COLUMNS": "300"}
+    shown = _headers(cli("probe", session, env=wide).stdout)
+    shown += _headers(cli("probe", session, "--at", "every:2", env=wide).stdout)
+    assert "strategy" in shown and "seam" in shown
+    names = {n.replace(f"{k} ", "KIND ") for n in shown for k in KINDS if n.startswith(k)}
+    names |= {n for n in shown if not any(n.startswith(k) for k in KINDS)}
+    names -= {"strategy", "seam"}  # the row's own name
+    help_text = " ".join(cli("probe", "--help", env=wide).stdout.split())
+    page = " ".join((REPO / "docs" / "probe.md").read_text().split())
+    for name in sorted(names) + list(KINDS):
+        assert name in help_text, f"probe --help does not explain {name!r}"
+        assert f"*{name}*" in page, f"docs/probe.md does not explain {name!r}"

@@ -133,6 +133,11 @@ def test_the_text_log_line_names_tokens_saved() -> None:
         started=0.0,
         finished=0.5,
         saved_tokens=1234,
+        handoff_event=True,
     )
     line = log_line(ex, None, None, None, json_log=False)
     assert "saved 1234 tokens, 4000 bytes (cached prefix)" in line
+    # a later request at the same cut: rewritten the same way, not another handoff
+    ex.handoff_event, ex.saved_tokens = False, None
+    line = log_line(ex, None, None, None, json_log=False)
+    assert "saved" not in line and "cut at toolu_cp (the handoff of an earlier request)" in line

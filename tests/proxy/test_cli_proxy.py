@@ -58,6 +58,31 @@ def test_start_is_idempotent_and_stop_stops(_isolated_home: Path) -> None:
     assert gone.returncode == 1 and json.loads(gone.stdout)["running"] is False
 
 
+def test_starts_at_once_agree_on_one_proxy(_isolated_home: Path) -> None:
+    """Hooks start the proxy at the same moment (SessionStart, UserPromptSubmit): each start
+    succeeds, one proxy serves; a start that finds the other's proxy still starting on the port
+    waits for it rather than calling it a stranger."""
+    port = str(_port())
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ipse", "proxy", "start", "--port", port, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for _ in range(3)
+    ]
+    try:
+        answers = [p.communicate(timeout=90) for p in starts]
+        assert [p.returncode for p in starts] == [0, 0, 0], answers
+        said = [json.loads(out) for out, _ in answers]
+        assert len({d["pid"] for d in said}) == 1
+        assert sum(1 for d in said if d["started"]) == 1
+    finally:
+        assert _ipse("proxy", "stop", "--port", port).returncode == 0
+
+
 def test_stop_when_nothing_runs(cli: CliRun) -> None:
     done = cli("proxy", "stop", "--port", str(_port()))
     assert done.returncode == 0 and "not running" in done.stdout
@@ -85,6 +110,19 @@ def test_exposed_address_warns(capsys: object) -> None:
     assert warn_if_exposed(ProxyConfig(host="127.0.0.1"), out) is None
     assert warn_if_exposed(ProxyConfig(host="0.0.0.0"), out) is not None
     assert "not loopback" in out.getvalue()
+
+
+def test_replicas_that_keep_records_of_their_own_show_one_settings_digest(tmp_path: Path) -> None:
+    """Where a replica keeps its record is not how it treats a request: the health document's
+    ``settings`` is the same for replicas with records of their own; ``start`` still tells the
+    record asked for from the one a running proxy keeps (``record_file``)."""
+    from ipse.proxy import ProxyConfig
+
+    first = ProxyConfig(record=tmp_path / "replica-1.jsonl")
+    second = ProxyConfig(record=tmp_path / "replica-2.jsonl")
+    assert first.digest() == second.digest() == ProxyConfig().digest()
+    assert ProxyConfig(store="postgresql://db/ipse").digest() != first.digest()
+    assert first.record_digest() != second.record_digest() and ProxyConfig().record_digest() is None
 
 
 def test_start_with_other_upstreams_says_so_or_restarts(_isolated_home: Path) -> None:

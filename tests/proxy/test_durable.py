@@ -38,7 +38,8 @@ def test_an_answered_request_is_stored_while_the_bookkeeping_is_stalled(
         anthropic_upstream(["done"]) as upstream,
         proxy_factory(upstream.url, store=pg_url) as proxy,
     ):
-        proxy.state.submit(lambda: gate.wait(30))  # the bookkeeping thread is busy elsewhere
+        # the bookkeeping thread is busy elsewhere
+        proxy.state.bookkeeping.submit(lambda: gate.wait(30))
         try:
             with httpx.Client(timeout=30) as client:
                 response = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
@@ -68,17 +69,17 @@ def test_a_failing_archive_sends_the_clients_bytes(
         anthropic_upstream(["done"]) as upstream,
         proxy_factory(upstream.url, store=pg_url) as proxy,
     ):
-        working = proxy.state.archive_all
+        working = proxy.state.store.archive
 
         def broken(puts: Any) -> None:
             raise RuntimeError("the archive is down")
 
-        monkeypatch.setattr(proxy.state, "archive_all", broken)
+        monkeypatch.setattr(proxy.state.store, "archive", broken)
         sent: list[bytes] = []
         with httpx.Client(timeout=30) as client:
             first = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
             sent.append(first.request.content)
-            monkeypatch.setattr(proxy.state, "archive_all", working)
+            monkeypatch.setattr(proxy.state.store, "archive", working)
             second = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
         proxy.settle()
     assert first.status_code == second.status_code == 200
@@ -95,15 +96,14 @@ def test_a_failing_archive_sends_the_clients_bytes(
 def test_a_hung_store_delays_answers_but_never_stops_them(
     proxy_factory: ProxyFactory, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ipse.proxy import _app
-
-    monkeypatch.setattr(_app, "STORE_WAIT", 0.5)
     release = threading.Event()
     with (
         anthropic_upstream(["done"]) as upstream,
         proxy_factory(upstream.url, store=pg_url) as proxy,
     ):
-        count, archive_all = proxy.state._count, proxy.state.archive_all
+        store = proxy.state.store
+        store.wait = 0.5
+        count, archive = store.count, store.archive
 
         def hung_count(*args: Any, **kwargs: Any) -> Any:
             release.wait(30)
@@ -111,10 +111,10 @@ def test_a_hung_store_delays_answers_but_never_stops_them(
 
         def hung_archive(puts: Any) -> None:
             release.wait(30)
-            archive_all(puts)
+            archive(puts)
 
-        monkeypatch.setattr(proxy.state, "_count", hung_count)
-        monkeypatch.setattr(proxy.state, "archive_all", hung_archive)
+        monkeypatch.setattr(store, "count", hung_count)
+        monkeypatch.setattr(store, "archive", hung_archive)
         try:
             with httpx.Client(timeout=20) as client:
                 response = client.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)

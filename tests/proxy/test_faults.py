@@ -5,6 +5,7 @@ error shapes, the proxy keeps serving, every exchange is recorded, nothing is le
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from typing import Any
@@ -120,6 +121,72 @@ def test_client_disconnect_cancels_the_upstream_request(proxy_factory: ProxyFact
         assert _health(proxy)["inflight"] == 0
         [record] = proxy.records()
     assert record["ipse"]["client_disconnected"] is True
+
+
+class _SilentUpstream:
+    """An upstream that reads a request and sends nothing back, noting when the proxy closes
+    the connection (``closed``) while it still holds the answer."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen()
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        self.asked = threading.Event()
+        self.closed = threading.Event()
+        self.release = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        connection, _ = self.server.accept()
+        with connection:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += connection.recv(65536)
+            self.asked.set()
+            connection.settimeout(0.2)
+            while not self.release.is_set():
+                try:
+                    if connection.recv(65536) == b"":
+                        self.closed.set()  # the proxy hung up: the request was cancelled
+                        return
+                except TimeoutError:
+                    continue
+                except OSError:
+                    self.closed.set()
+                    return
+
+
+def test_a_client_that_leaves_before_the_upstream_answers_cancels_it(
+    proxy_factory: ProxyFactory,
+) -> None:
+    """The client leaves while the proxy still waits for the upstream's first bytes: the
+    upstream request is cancelled (its connection closed), and the exchange is recorded once,
+    as one the client left."""
+    upstream = _SilentUpstream()
+    try:
+        with proxy_factory(upstream.url) as proxy:
+            host, port = proxy.url.removeprefix("http://").split(":")
+            body = json.dumps({"model": "m", "max_tokens": 5, "messages": MESSAGES}).encode()
+            with socket.create_connection((host, int(port))) as client:
+                client.sendall(
+                    b"POST /v1/messages HTTP/1.1\r\nhost: proxy\r\nx-api-key: k\r\n"
+                    b"anthropic-version: 2023-06-01\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                assert upstream.asked.wait(30)  # (guards against a hang, not measurements)
+            # the client is gone; the upstream, still holding its answer, sees the proxy hang up
+            assert upstream.closed.wait(30), "the upstream request was left open"
+            proxy.settle()
+            [record] = proxy.records()
+            log = proxy.log.getvalue()
+    finally:
+        upstream.release.set()
+        upstream.server.close()
+    assert record["ipse"]["client_disconnected"] is True
+    assert "disconnected before the upstream answered" in record["ipse"]["error"]
+    assert "client disconnected" in log
 
 
 def test_malformed_body_is_forwarded_and_answered(proxy_factory: ProxyFactory) -> None:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,17 +95,20 @@ def _impostor(port: int, victim: int, relay: str = "") -> Iterator[subprocess.Po
 
 
 @contextmanager
-def _impostor_as(user: int, port: int, victim: int) -> Iterator[None]:
+def _impostor_as(user: int, port: int, victim: int) -> Iterator[list[int]]:
     """The impostor as another user: a forked child that drops to ``user`` before it binds (the
-    interpreter may live where that user cannot run it), answering with raw sockets."""
+    interpreter may live where that user cannot run it), answering with raw sockets; the list
+    holds, after the block, how many connections it accepted."""
     answer = json.dumps({"ok": True, "service": "ipse-proxy", "pid": victim, "proof": "0" * 64})
     response = (
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
         f"content-length: {len(answer)}\r\n\r\n{answer}"
     ).encode()
+    reading, writing = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - the child
         try:
+            os.close(reading)
             os.setgid(user)
             os.setuid(user)
             server = socket.socket()
@@ -112,17 +116,85 @@ def _impostor_as(user: int, port: int, victim: int) -> Iterator[None]:
             server.listen()
             while True:
                 connection, _ = server.accept()
+                os.write(writing, b"x")  # one byte per connection accepted
                 connection.recv(65536)
                 connection.sendall(response)
                 connection.close()
         finally:
             os._exit(0)
+    os.close(writing)
+    accepted: list[int] = []
     try:
-        _wait_for(port)
-        yield
+        _wait_for(port)  # (a connection of its own: counted, and taken off below)
+        yield accepted
     finally:
         os.kill(child, 9)
         os.waitpid(child, 0)
+        with os.fdopen(reading, "rb") as pipe:
+            accepted.append(len(pipe.read()) - 1)
+
+
+@contextmanager
+def _slow_listener(port: int, pace: float = 1.0) -> Iterator[list[bytes]]:
+    """A listener of this test's process that reads each request, then answers one byte every
+    ``pace`` seconds: a whole answer would take minutes. The requests it read, in the list."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+    seen: list[bytes] = []
+    answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n"
+
+    def drip(connection: socket.socket) -> None:
+        with connection:
+            seen.append(connection.recv(65536))
+            for byte in answer + b" " * 400:
+                if stop.wait(pace):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        server.close()
+
+
+def test_a_listener_that_drips_its_answer_holds_no_command_and_is_named(
+    _isolated_home: Path,
+) -> None:
+    """Each command asks with a deadline for the whole exchange (the subprocess's own timeout is
+    a guard against a hang, not a measurement), then says what holds the port."""
+    port = _port()
+    holder = f"(pid {os.getpid()})"
+    with _slow_listener(port) as seen:
+        status = _ipse("proxy", "status", "--port", str(port))
+        assert status.returncode == 1 and f"port {port} is held by" in status.stdout
+        assert holder in status.stdout and "does not answer as an ipse proxy" in status.stdout
+        as_json = json.loads(_ipse("proxy", "status", "--port", str(port), "--json").stdout)
+        assert as_json["running"] is False and holder in as_json["held_by"]
+        started = _ipse("proxy", "start", "--port", str(port))
+        assert started.returncode == 1 and holder in started.stderr
+        stopped = _ipse("proxy", "stop", "--port", str(port))
+        assert stopped.returncode == 0 and "not running" in stopped.stdout
+        assert holder in stopped.stdout
+        assert seen and all(b"GET /ipse/health" in request for request in seen)
 
 
 def _refused_everywhere(port: int, victim: subprocess.Popen[bytes], reason: str) -> None:
@@ -150,8 +222,9 @@ def test_an_impostor_of_another_user_is_refused_by_the_sockets_owner(
     _isolated_home: Path,
 ) -> None:
     port = _port()
-    with _victim() as victim, _impostor_as(65534, port, victim.pid):
+    with _victim() as victim, _impostor_as(65534, port, victim.pid) as accepted:
         _refused_everywhere(port, victim, "held by another user (uid 65534)")
+    assert accepted == [0]  # refused before anything was sent to it
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to switch")

@@ -1,5 +1,6 @@
 """Two proxies on one PostgreSQL store agree: the conversation's anchor and every request count
-land in the same row, and each hands the same body off to the same bytes."""
+land in the same row, each hands the same body off to the same bytes, the handoff is counted once
+whichever proxy made it, and a request sent again to the other proxy is counted once."""
 
 from __future__ import annotations
 
@@ -47,17 +48,22 @@ def test_two_proxies_share_a_postgres_store(proxy_factory: ProxyFactory, pg_url:
         proxy_factory(upstream.url, store=pg_url) as second,
     ):
         headers = {"x-claude-code-session-id": "shared-session"}
-        for proxy in (first, second, first):
+        # three requests of the conversation, then the last one sent again to the other proxy
+        for proxy, size in ((first, 5), (second, 6), (first, 7), (second, 7)):
             client: Any = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
-            client.messages.create(model="m", max_tokens=5, messages=HISTORY, extra_headers=headers)
+            client.messages.create(
+                model="m", max_tokens=size, messages=HISTORY, extra_headers=headers
+            )
         first.settle()
         second.settle()
+    messages = [r["body"]["messages"] for r in upstream.received]
+    assert messages[0] == messages[1] == messages[2] == messages[3]  # the same rewrite each time
     raws = [r["raw"] for r in upstream.received]
-    assert raws[0] == raws[1] == raws[2]  # each process rewrote the same body to the same bytes
+    assert raws[2] == raws[3]
     store = open_conversations(pg_url)
     try:
         state = store.get("session:shared-session")
     finally:
         store.close()
-    assert state is not None and state.requests == 3 and state.handoffs == 3
-    assert state.anchor == "toolu_cp" and state.removed_calls == 3
+    assert state is not None and state.requests == 3 and state.handoffs == 1
+    assert state.anchor == "toolu_cp" and state.removed_calls == 1

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ipse.proxy._app import _last_events
+from ipse.proxy._forward import last_events
 from ipse.proxy._wire import Provider, dialect_of, error_body, error_event, provider_of
 from ipse.transcript import DIALECTS, codec
 
@@ -64,7 +64,7 @@ def test_a_broken_stream_ends_with_the_event_its_client_reads(client: str, route
 @pytest.mark.parametrize(("client", "route"), CASES)
 def test_the_last_event_of_a_stream_is_known_by_its_route(client: str, route: str) -> None:
     provider = provider_of(route, CLIENTS[client])
-    assert _last_events(provider, dialect_of(route)) == ENDS[provider, route]
+    assert last_events(provider, dialect_of(route)) == ENDS[provider, route]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

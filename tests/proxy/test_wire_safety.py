@@ -18,6 +18,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -30,6 +31,7 @@ from ipse.proxy._wire import confine
 from ipse.redact import redact_query
 from tests.proxy.conftest import Proxy, ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
+from tests.support.serving import serve
 
 SECRETS = (
     "s3cr3t-key",
@@ -81,6 +83,44 @@ def test_no_credential_reaches_the_record_or_either_log(proxy_factory: ProxyFact
         assert entry["request"]["url"].startswith("/v1/messages?beta=true&key=***&api-key=***")
         assert entry["request"]["body"]["metadata"] == {"user_id": "u1", "token": "***"}
         assert entry["request"]["body"]["messages"] == BODY["messages"]
+
+
+GATEWAY_KEY = "sk-proj-Zq8r2Lm4Np6Qs8Tu0Vw2Xy4Za6Bc8De0Fg"
+GOOGLE_KEY = "AIzaSyD3f8h2K9m4N6p8Q1r3S5t7V9w1X3y5Z7a"
+
+
+class _QuotingGateway(BaseHTTPRequestHandler):
+    """An upstream gateway whose error quotes its own upstream keys, which no client sent."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        message = (
+            f"upstream said 401 to Authorization: Bearer {GATEWAY_KEY} and to "
+            f"https://generativelanguage.googleapis.com/v1beta/models/m:generate?key={GOOGLE_KEY}"
+        )
+        body = json.dumps({"type": "error", "error": {"type": "authentication_error",
+                                                      "message": message}}).encode()  # fmt: skip
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_error_that_quotes_keys_no_request_carried_is_masked(
+    proxy_factory: ProxyFactory,
+) -> None:
+    """The masking step the LiteLLM hook takes too (`ipse.redact.mask_text`): the client gets
+    the error as it came, the record has the keys in it masked."""
+    with serve(_QuotingGateway) as url, proxy_factory(url) as proxy:
+        done = httpx.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)
+        assert done.status_code == 401 and GATEWAY_KEY in done.text  # forwarded untouched
+        written = _written(proxy)
+    assert "authentication_error" in written and "generativelanguage" in written
+    assert GATEWAY_KEY not in written and GOOGLE_KEY not in written
 
 
 @given(

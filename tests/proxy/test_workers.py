@@ -166,7 +166,7 @@ def test_turns_alternate_between_workers_with_identical_rewrites(
     assert len(handed_off) == CONVERSATIONS * (TURNS - rp.CHECKPOINT_TURN)
     for state in _counted(store, CONVERSATIONS).values():
         assert state is not None and state.requests == TURNS
-        assert state.handoffs == TURNS - rp.CHECKPOINT_TURN
+        assert state.handoffs == 1  # one checkpoint: one handoff, whichever worker made it
 
 
 @dataclass
@@ -205,11 +205,11 @@ def test_a_killed_worker_is_replaced_and_nothing_answered_is_lost(
     # every client got exactly its own bytes (a stream the kill cut: its start, then retried)
     assert outcome.wrong == [] and outcome.failed == [] and outcome.cut_prefixes_own
     assert outcome.exact == total, outcome
-    # nothing answered is lost: every conversation counts each of its answered requests
-    for c, state in _counted(store, LOAD).items():
+    # nothing answered is lost, nothing sent again counted twice: every conversation counts
+    # each of its requests once, whichever worker counted it and however often it was retried
+    for state in _counted(store, LOAD).values():
         assert state is not None
-        assert TURNS <= state.requests <= outcome.attempts[c]
-        assert state.anchor == rp.checkpoint_id(c)
+        assert state.requests == TURNS and state.handoffs == 1
 
 
 def _ipse(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from ipse.prefix import analyze, read_requests
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._requests import Request, RequestLog
-from ipse.report._data import Point, _Composition, _points
+from ipse.report._composition import Composition
+from ipse.report._data import Point, _points
 from tests.conftest import CLAUDE_CODE, SHARED_DATA, shared_glob
 from tests.prefix.test_journal_rollout_shared import _TURN
 from tests.support.generated import Turn, journaled_records, rollout_records, write_jsonl
@@ -31,9 +32,9 @@ def _both(path: Path) -> tuple[list[Point], list[Point], int]:
     log = read_requests(path)
     report = analyze(log.requests, warnings=log.warnings)
     shared = sum(isinstance(r.body, SharedHistory) for r in log.requests)
-    fast = list(_points(log, report, _Composition(log.requests)))
+    fast = list(_points(log, report, Composition(log.requests)))
     plain_log = _plain(log)
-    whole = list(_points(plain_log, report, _Composition(plain_log.requests)))
+    whole = list(_points(plain_log, report, Composition(plain_log.requests)))
     return fast, whole, shared
 
 
@@ -112,9 +113,9 @@ CHANGING = [
 def test_results_whose_tool_changes_between_views_are_read_whole(messages: list[Any]) -> None:
     log = _views(messages, [1, 2, 3, 4, len(messages)])
     report = analyze(log.requests)
-    fast = list(_points(log, report, _Composition(log.requests)))
+    fast = list(_points(log, report, Composition(log.requests)))
     plain_log = _plain(log)
-    whole = list(_points(plain_log, report, _Composition(plain_log.requests)))
+    whole = list(_points(plain_log, report, Composition(plain_log.requests)))
     assert fast == whole
 
 
@@ -128,9 +129,9 @@ def test_a_shrinking_view_is_marked_from_its_own_items(at: int) -> None:
     messages[at] = _call(f"t{at}", "micro_handoff")
     log = _views(messages, [7, 5, 7, 2])
     report = analyze(log.requests)
-    fast = list(_points(log, report, _Composition(log.requests)))
+    fast = list(_points(log, report, Composition(log.requests)))
     plain_log = _plain(log)
-    whole = list(_points(plain_log, report, _Composition(plain_log.requests)))
+    whole = list(_points(plain_log, report, Composition(plain_log.requests)))
     assert fast == whole
     assert [p.marker for p in fast] == [None, "handoff", None, "handoff" if at < 2 else "reset"]
 
@@ -141,7 +142,7 @@ def test_requests_with_a_tail_of_their_own_are_summed_along_the_list(
     """Journaled requests each sending the last message of the one before again, changed:
     every one but the last keeps that message as a tail, and is still summed along the shared
     list (no request read whole) to the numbers of reading it whole."""
-    import ipse.report._data as data
+    import ipse.report._composition as composition
 
     path = tmp_path / "session.jsonl"
     marks = [["messages", -2, "content", 0]]
@@ -152,15 +153,15 @@ def test_requests_with_a_tail_of_their_own_are_summed_along_the_list(
     assert sum(1 for r in log.requests if isinstance(r.body, SharedHistory) and r.body.tail) == 28
     report = analyze(log.requests, warnings=log.warnings)
     plain_log = _plain(log)
-    whole = list(_points(plain_log, report, _Composition(plain_log.requests)))
+    whole = list(_points(plain_log, report, Composition(plain_log.requests)))
     read_whole: list[Request] = []
-    reader = data._conversation
+    reader = composition.conversation_of
 
     def counted(request: Request) -> Any:
         read_whole.append(request)
         return reader(request)
 
-    monkeypatch.setattr(data, "_conversation", counted)
-    fast = list(_points(log, report, _Composition(log.requests)))
+    monkeypatch.setattr(composition, "conversation_of", counted)
+    fast = list(_points(log, report, Composition(log.requests)))
     assert fast == whole
     assert read_whole == []

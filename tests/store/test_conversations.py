@@ -51,26 +51,35 @@ def test_migration_is_recorded_beside_the_twin_tables(sqlite_url: str) -> None:
         rows = db.execute(
             "SELECT step, name FROM ipse_migrations WHERE component = 'conversations'"
         ).fetchall()
-    assert rows == [(1, "conversation anchors and counters")]
+    assert rows == [
+        (1, "conversation anchors and counters"),
+        (2, "the request counted last and the request of the newest cut"),
+    ]
 
 
 @pytest.mark.parametrize("durable_url", ["sqlite", "postgres"], indirect=True)
 def test_concurrent_records_lose_no_count(durable_url: str) -> None:
-    """Several writers (each with its own connection, like proxy processes) count every request."""
+    """Several writers (each with its own connection, like proxy processes) count every request
+    and every cut; the same request sent to all of them at once counts once, and its cut too."""
     stores = [open_conversations(durable_url) for _ in range(4)]
     try:
 
-        def work(store: ConversationStore) -> None:
-            for _ in range(25):
-                store.record("shared", handoff=True, removed_calls=1)
+        def work(n: int, store: ConversationStore) -> None:
+            for i in range(25):
+                store.record("shared", anchor=f"a{n}.{i}", handoff=True, removed_calls=1)
+                store.record("retried", anchor="a", handoff=True, removed_calls=1, request="r")
 
-        threads = [threading.Thread(target=work, args=(s,)) for s in stores]
+        threads = [threading.Thread(target=work, args=(n, s)) for n, s in enumerate(stores)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         state = stores[0].get("shared")
         assert state is not None and state.requests == 100 and state.removed_calls == 100
+        assert state.handoffs == 100
+        retried = stores[0].get("retried")
+        assert retried is not None and (retried.requests, retried.handoffs) == (1, 1)
+        assert retried.made_cut("r") and retried.removed_calls == 1
     finally:
         for s in stores:
             s.close()

@@ -46,8 +46,12 @@ def test_handoff_removes_observations_and_keeps_authored_text(tmp_path: Path, cl
     written = out.read_text()
     for observation in cases.CLASSIC_OBSERVATIONS:
         assert json.dumps(observation)[1:-1] not in written
+    # the calls are gone; the handoff's marker names what they did, a line each, in its ledger
+    messages = json.loads(written)["messages"]
+    assert not any(m.get("tool_calls") or m["role"] == "tool" for m in messages)
+    unmarked = json.dumps([m for m in messages if "[ipse handoff]" not in str(m["content"])])
     for action in cases.CLASSIC_ACTIONS[:3]:
-        assert json.dumps(action)[1:-1] not in written
+        assert json.dumps(action)[1:-1] not in unmarked
     for words in (cases.CLASSIC_TASK, *cases.CLASSIC_THOUGHTS):
         assert json.dumps(words)[1:-1] in written
     assert cli("verify", str(path), str(out)).returncode == 0

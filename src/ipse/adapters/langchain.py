@@ -346,8 +346,10 @@ def hand_off(
     tool: str = CHECKPOINT_TOOL,
     archive: ArchiveSink | None = None,
     strip: StripOptions | None = None,
+    budget: int | None = None,
 ) -> tuple[list[BaseMessage], Handoff]:
     """Hand off ``messages[:cut]`` with `ipse.handoff.run`; the new message list and the run.
+    ``budget``: `HandoffOptions.budget`.
 
     Raises what `run` raises (`CheckFailed`, `InputError`); nothing is archived then."""
     conversation = to_conversation(messages)
@@ -362,6 +364,7 @@ def hand_off(
             breadcrumbs=base.breadcrumbs,
             breadcrumb_width=base.breadcrumb_width,
         ),
+        budget=budget,
     )
     done = run(conversation, options, session=session, archive=archive, source="langchain")
     return from_conversation(done.after, conversation, messages), done
@@ -382,7 +385,8 @@ class HandoffMiddleware(AgentMiddleware[IpseState, Any, Any]):
     ``archive``: True (the default) archives what was removed in the default store
     (``IPSE_HOME`` or ``IPSE_DATABASE_URL``, opened on the first removal), a sink archives
     there, None or False archives nothing. ``session`` names the archive session; by default
-    the thread id. ``strip`` chooses the strip options (the tool name is ``tool``'s)."""
+    the thread id. ``strip`` chooses the strip options (the tool name is ``tool``'s);
+    ``budget`` holds each handoff to that many tokens (`ipse.handoff.HandoffOptions`)."""
 
     state_schema = IpseState
 
@@ -393,8 +397,10 @@ class HandoffMiddleware(AgentMiddleware[IpseState, Any, Any]):
         session: str | None = None,
         tool: str = CHECKPOINT_TOOL,
         strip: StripOptions | None = None,
+        budget: int | None = None,
     ) -> None:
         super().__init__()
+        self.budget = budget
         self.archive: ArchiveSink | None = LazyArchive() if archive is True else (archive or None)
         self.session = session
         self.tool = tool
@@ -417,6 +423,7 @@ class HandoffMiddleware(AgentMiddleware[IpseState, Any, Any]):
                 tool=self.tool,
                 archive=self.archive,
                 strip=self.strip,
+                budget=self.budget,
             )
         except IpseError as exc:
             log.warning("ipse: checkpoint %s left as it is: %s", anchor, exc)

@@ -18,8 +18,11 @@ counters, shared with ``ipse proxy`` and ``ipse conversations``), the archive of
 removed, the prefix cache model's prediction next to the usage the provider reported (a log
 line on the ``ipse.litellm`` logger, JSON), and, when asked, a record file in the HTTP-log
 format ``ipse prefix`` and ``ipse report`` read. The store is ipse's own (``IPSE_HOME`` or
-``IPSE_DATABASE_URL``, or ``store=``). No header is kept anywhere, and the body keys that carry
-credentials or LiteLLM's own metadata are left out of what is stored.
+``IPSE_DATABASE_URL``, or ``store=``). No header is kept anywhere, the body keys that carry
+LiteLLM's own metadata are left out of what is stored, and the credentials a request carried
+(headers, body fields such as ``password`` or ``x-api-key``, LiteLLM's keys) and any a
+provider's error quotes are masked in the record and the log line by the step ``ipse proxy``
+masks with (`ipse.redact.RequestSecrets`).
 
 The thinking rule for models that bind thinking to its prefix (`ipse.handoff.wire.binds_thinking`)
 reads the model name the client asked for: a gateway alias that hides the Claude model's name
@@ -43,7 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipse import _notes, jsonio
+from ipse._handoff_events import recorded_handoff
 from ipse.errors import MissingExtra
+from ipse.redact import RequestSecrets, mask_text, masked_body
 
 try:
     from litellm.integrations.custom_logger import CustomLogger
@@ -52,6 +57,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ipse.handoff import StripOptions
 from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
+from ipse.store import request_digest
 
 if TYPE_CHECKING:
     from ipse.prefix import LiveAnalysis
@@ -102,6 +108,7 @@ class _Sent:
     sent: dict[str, Any]
     rewrite: Rewrite | None
     started: float
+    secrets: RequestSecrets  # the credentials the request carried, LiteLLM's fields included
 
 
 class _QueuedArchive:
@@ -201,6 +208,28 @@ def _provider(dialect: str) -> str:
     return codec(dialect).provider
 
 
+def _handoff(sent: _Sent, made_cut: bool | None, removed_bytes: int) -> dict[str, Any] | None:
+    """What the record and the log line say of the request's handoff: whether it is the
+    conversation's handoff (``made_cut``, the conversation store's answer; None: no answer, so
+    the first request this process cut there) and, at the handoff only, what it saved
+    (`ipse._handoff_events.recorded_handoff`, as ``ipse proxy`` writes it)."""
+    rewrite = sent.rewrite
+    if rewrite is None:
+        return None
+    event = rewrite.applied and (made_cut if made_cut is not None else not rewrite.cached)
+    tokens = None
+    if event and rewrite.body is not None:
+        from ipse.handoff import tokens_saved
+        from ipse.transcript import codec
+
+        read = codec(sent.dialect).read_body
+        with contextlib.suppress(Exception):  # a count must not stop the record or the log
+            tokens = tokens_saved(read(sent.client), read(rewrite.body))
+    return recorded_handoff(
+        rewrite.to_json(), event=event, tokens=tokens, removed_bytes=removed_bytes
+    )
+
+
 def _seconds(value: Any) -> float | None:
     if isinstance(value, datetime):
         return value.timestamp()
@@ -269,7 +298,7 @@ class IpseHandoff(CustomLogger):
             key = conversation_key(_headers(data), body, dialect)
             rewrite = await self._rewrite(body, dialect, key) if self.handoff else None
         except Exception as exc:  # a body ipse cannot read goes on as it came
-            log.warning("ipse litellm: %s: not rewritten: %s", route, exc)
+            log.warning("ipse litellm: %s: not rewritten: %s", route, mask_text(str(exc)))
             return data
         sent = body
         if rewrite is not None:
@@ -289,7 +318,10 @@ class IpseHandoff(CustomLogger):
                 log.warning("ipse litellm: %s: sent as it came: %s", route, rewrite.reason)
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str):
-            self._waiting[call_id] = _Sent(route, dialect, key, body, sent, rewrite, time.time())
+            secrets = RequestSecrets.of_request(_headers(data).items(), body=data)
+            self._waiting[call_id] = _Sent(
+                route, dialect, key, body, sent, rewrite, time.time(), secrets
+            )
             while len(self._waiting) > _PENDING_MAX:
                 self._waiting.popitem(last=False)
         return data
@@ -336,7 +368,11 @@ class IpseHandoff(CustomLogger):
             return
         error = kwargs.get("exception")
         status = getattr(error, "status_code", None)
+        # the provider's error may quote the gateway's own credentials (its upstream key, a
+        # URL's ``?key=``): masked here, by the step `ipse proxy` masks its errors with
+        sent.secrets = sent.secrets + RequestSecrets.of_request(body=kwargs)
         message = f"{type(error).__name__}: {error}" if error is not None else "failed"
+        message = sent.secrets.text(message)
         finished = _seconds(end_time) or time.time()
         code = status if isinstance(status, int) else None
         await self._book(sent, code, None, None, finished, message)
@@ -406,6 +442,7 @@ class IpseHandoff(CustomLogger):
         if applied:
             before = len(jsonio.dumps(sent.client.get("messages")))
             removed_bytes = max(0, before - len(jsonio.dumps(sent.sent.get("messages"))))
+        digest = request_digest(sent.route, jsonio.dumps(sent.client))
         state = None
         try:
             state = self.conversations().record(
@@ -414,9 +451,11 @@ class IpseHandoff(CustomLogger):
                 handoff=applied,
                 removed_calls=rewrite.removed_calls if rewrite is not None and applied else 0,
                 removed_bytes=removed_bytes,
+                request=digest,
             )
         except Exception as exc:
-            log.warning("ipse litellm: the conversation store failed: %s", exc)
+            log.warning("ipse litellm: the conversation store failed: %s", mask_text(str(exc)))
+        made_cut = state.made_cut(digest) if state is not None else None
         usage = usage_of(response, sent.dialect) if response is not None else None
         analysis = self._analyze(sent, status, usage, first, finished)
         document: dict[str, Any] = {
@@ -427,14 +466,13 @@ class IpseHandoff(CustomLogger):
             "conversation": sent.key,
             "usage": usage,
             "cache": analysis,
-            "handoff": rewrite.to_json() if rewrite is not None else None,
-            "bytes_saved": removed_bytes,
+            "handoff": _handoff(sent, made_cut, removed_bytes),
             "error": error,
             "requests_in_conversation": state.requests if state is not None else None,
         }
         if self.record is not None:
             self._write_record(sent, status, response, first, finished, document)
-        log.info("%s", jsonio.dumps(document).decode())
+        log.info("%s", sent.secrets.text(jsonio.dumps(document).decode()))
         return document
 
     def _write_record(
@@ -463,8 +501,8 @@ class IpseHandoff(CustomLogger):
             method="POST",
             url=sent.route,
             headers={},
-            body=sent.sent,
-            client_body=sent.client if changed else None,
+            body=masked_body(sent.sent),
+            client_body=masked_body(sent.client) if changed else None,
             status=status,
             response_headers={},
             response_body=answer,
@@ -473,7 +511,7 @@ class IpseHandoff(CustomLogger):
             finished=finished,
             extra=document,
         )
-        line = jsonio.dumps(entry) + b"\n"
+        line = sent.secrets.bytes(jsonio.dumps(entry) + b"\n")
         if self._recorder is None:
             assert self.record is not None
             self._recorder = private_file(self.record, append=True)

@@ -88,9 +88,11 @@ def hand_off_items(
     tool: str = CHECKPOINT_TOOL,
     archive: ArchiveSink | None = None,
     strip: StripOptions | None = None,
+    budget: int | None = None,
 ) -> tuple[list[Any], Handoff] | None:
     """Responses input items handed off at their newest checkpoint call, and the run; None when
-    they have no checkpoint call or nothing before it to remove.
+    they have no checkpoint call or nothing before it to remove. ``budget``:
+    `ipse.handoff.HandoffOptions.budget`.
 
     Raises what `ipse.handoff.run` raises for a history it cannot make valid."""
     dialect = codec(_DIALECT)
@@ -105,6 +107,7 @@ def hand_off_items(
             breadcrumbs=base.breadcrumbs,
             breadcrumb_width=base.breadcrumb_width,
         ),
+        budget=budget,
     )
     try:
         done = run(conversation, options, session=session, archive=archive, source="openai-agents")
@@ -170,7 +173,8 @@ class HandoffSession:
     ``archive``: True (the default) archives what a handoff removed in the default store
     (``IPSE_HOME`` or ``IPSE_DATABASE_URL``, opened on the first removal), a sink archives
     there, None or False archives nothing; the archive session is the session's id unless
-    ``archive_session`` names another. ``last`` is the most recent handoff it made."""
+    ``archive_session`` names another. ``budget`` holds each handoff to that many tokens
+    (`ipse.handoff.HandoffOptions`). ``last`` is the most recent handoff it made."""
 
     def __init__(
         self,
@@ -180,7 +184,9 @@ class HandoffSession:
         archive_session: str | None = None,
         tool: str = CHECKPOINT_TOOL,
         strip: StripOptions | None = None,
+        budget: int | None = None,
     ) -> None:
+        self.budget = budget
         self.inner = session
         self.session_id = session.session_id
         self.archive: ArchiveSink | None = LazyArchive() if archive is True else (archive or None)
@@ -224,6 +230,7 @@ class HandoffSession:
                 tool=self.tool,
                 archive=self.archive,
                 strip=self.strip,
+                budget=self.budget,
             )
         except IpseError as exc:
             log.warning("ipse: session %s left as it is: %s", self.session_id, exc)

@@ -13,7 +13,8 @@ named ``AGENT``, registered by one line in `ipse.agents._table`; install, uninst
   where the proxy serves it (`install`, `uninstall`), and which proxy port its files route
   through now (`proxy_port`);
 - its hooks (`hooks_file`: where ``ipse state install`` puts its session-start hooks, if any);
-- its session folder (`session_folder`, `session_file`, `session_format`);
+- its session folder (`session_folder`, `session_file`, `session_format`), and where every
+  session of every project lies (`sessions_root`, `session_globs`: what ``ipse usage`` reads);
 - its compaction settings (`compaction`: the settings that move the point where it compacts its
   own conversation, the rule, and what ipse verified of it);
 - what install tells the user (`notes`).
@@ -49,6 +50,7 @@ class Request:
     port: int = DEFAULT_PORT
     upstreams: Mapping[str, str] = field(default_factory=dict)
     record: str | None = None
+    statusline: bool = False  # show ``ipse usage statusline`` under the prompt
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,11 @@ class AgentCLI:
     label: str = ""  # how people write its name
     instructions: str = ""  # its instructions file's name
     proxy: bool = False  # whether the ipse proxy serves its API
+    statusline: bool = False  # whether it runs a status line command ipse can be
     private: frozenset[str] = frozenset()  # names of files it keeps 0600
     comments: bool = False  # whether it reads its JSON config as JSON with comments
     session_format: str | None = None  # the transcript format of its session files
+    session_globs: tuple[str, ...] = ()  # its session files under `sessions_root`
     compaction: Compaction
 
     def paths(self, root: Path, user: bool) -> Paths:
@@ -137,6 +141,12 @@ class AgentCLI:
 
     def session_file(self, session: str, cwd: Path) -> Path | None:
         """The file of session ``session`` run in ``cwd``, when it exists."""
+        return None
+
+    def sessions_root(self) -> Path | None:
+        """The folder under which it writes every session of every project, where its own
+        environment variable puts it (`session_globs` name the files there); None when it
+        writes none."""
         return None
 
     def compaction_values(self, where: Paths) -> dict[str, str]:

@@ -62,8 +62,9 @@ def _request(
     port: int,
     upstreams: Mapping[str, str] | None,
     record: str | None,
+    statusline: bool = False,
 ) -> Request:
-    return Request(root, user, proxy, port, dict(upstreams or {}), record)
+    return Request(root, user, proxy, port, dict(upstreams or {}), record, statusline)
 
 
 def _section(proxied: bool) -> str:
@@ -81,17 +82,22 @@ def install_agent(
     port: int = DEFAULT_PORT,
     upstreams: Mapping[str, str] | None = None,
     record: str | None = None,
+    statusline: bool = False,
 ) -> list[Change]:
     """Register ipse's MCP server with ``agent`` (and the proxy with ``proxy``, on ``port``,
-    forwarding to ``upstreams`` and recording into ``record`` when given); idempotent."""
+    forwarding to ``upstreams`` and recording into ``record`` when given; and ``ipse usage
+    statusline`` as its status line with ``statusline``); idempotent."""
     cli = agent_named(agent)
     if proxy and not cli.proxy:
         raise UsageError(f"--proxy: {cli.label} is not served by the ipse proxy")
+    if statusline and not cli.statusline:
+        raise UsageError(f"--statusline: {cli.label} runs no status line command")
     if proxy:  # (the stdio server it registers needs nothing beyond ipse itself)
         require("proxy", "--proxy (ipse proxy start)")
     where = cli.paths(root, user)
     attrs: dict[str, str] = {}
-    installed = cli.install(where, _request(root, user, proxy, port, upstreams, record), attrs)
+    request = _request(root, user, proxy, port, upstreams, record, statusline)
+    installed = cli.install(where, request, attrs)
     current: dict[str, str] = {}
     if installed.port is not None:
         attrs["proxy"] = "1"
@@ -113,11 +119,12 @@ def install_notes(
     port: int = DEFAULT_PORT,
     upstreams: Mapping[str, str] | None = None,
     record: str | None = None,
+    statusline: bool = False,
 ) -> list[str]:
     """What the user must know or do after this install, one line each: about what the agent
     CLI's files configure now (an earlier ``--proxy`` that stays included)."""
     cli = agent_named(agent)
-    request = _request(root, user, proxy, port, upstreams, record)
+    request = _request(root, user, proxy, port, upstreams, record, statusline)
     return cli.notes(request, cli.proxy_port(cli.paths(root, user)))
 
 

@@ -14,6 +14,8 @@ compaction.
   on a proxy that is not there. ``env.MCP_CONNECTION_NONBLOCKING`` is set to ``"false"`` (unless
   the user set it), so Claude Code waits for MCP servers before its first request. Another
   ``ANTHROPIC_BASE_URL`` is refused.
+- Status line (``--statusline``): ``statusLine`` in the same settings file runs ``ipse usage
+  statusline``; a status line the user set is refused, never replaced.
 - Sessions: ``<config>/projects/<folder>/<session id>.jsonl`` (`ipse.transcript`).
 - Compaction: measured with Claude Code 2.1.332 (see `COMPACTION`).
 """
@@ -37,6 +39,7 @@ from ipse.agents._commands import (
     PROXY_URL,
     START,
     home_env,
+    hook_program,
     proxy_url,
     server_argv,
     start_command,
@@ -189,7 +192,9 @@ def _put_hooks(text: str, path: Path, request: Request, attrs: dict[str, str]) -
     return text
 
 
-def _install_proxy(path: Path, request: Request, attrs: dict[str, str]) -> Edit:
+def _install_settings(path: Path, request: Request, attrs: dict[str, str]) -> Edit:
+    """The settings with the proxy's environment and hooks (``--proxy``) and ipse's status
+    line (``--statusline``)."""
     old = read(path)
     if old is None:
         attrs["settings"] = "new"
@@ -198,9 +203,64 @@ def _install_proxy(path: Path, request: Request, attrs: dict[str, str]) -> Edit:
     elif blank(old):
         attrs["settings"] = "blank"
     text = json_text(path, old)
-    text = _route(text, path, request.port, attrs)
-    text = _wait_for_servers(text, path, attrs)
-    return Edit(path, old, _put_hooks(text, path, request, attrs))
+    if request.proxy:
+        text = _route(text, path, request.port, attrs)
+        text = _wait_for_servers(text, path, attrs)
+        text = _put_hooks(text, path, request, attrs)
+    if request.statusline:
+        text = _put_statusline(text, path, attrs)
+    return Edit(path, old, text)
+
+
+# ------------------------------------------------------------------------------ status line
+
+
+def statusline_entry() -> dict[str, Any]:
+    """The ``statusLine`` setting that runs ``ipse usage statusline``."""
+    return {"type": "command", "command": f"{hook_program()} usage statusline"}
+
+
+def _is_ipse_statusline(entry: Any) -> bool:
+    """A ``statusLine`` any ipse install wrote (any executable path or home)."""
+    return (
+        isinstance(entry, dict)
+        and set(entry) == {"type", "command"}
+        and entry.get("type") == "command"
+        and isinstance(entry.get("command"), str)
+        and entry["command"].endswith(" usage statusline")
+        and "ipse" in entry["command"]
+    )
+
+
+def _put_statusline(text: str, path: Path, attrs: dict[str, str]) -> str:
+    """The settings with ipse's status line; another status line is refused, never replaced
+    without the user saying so (they remove theirs first)."""
+    value, _ = jsonedit.parse(text, path)
+    current = value.get("statusLine") if isinstance(value, dict) else None
+    wanted = statusline_entry()
+    if current == wanted:
+        return text
+    if current is not None and not _is_ipse_statusline(current):
+        shown = current.get("command") if isinstance(current, dict) else current
+        raise InputError(
+            f"statusLine is already set ({shown!r}); remove it to show ipse's status line "
+            "(ipse does not replace it)",
+            path=path,
+        )
+    text, _ = jsonedit.set_member(text, [], "statusLine", wanted)
+    if current is None:
+        attrs["statusline"] = "new"
+    return text
+
+
+def _remove_statusline(text: str, settings: Any, attrs: dict[str, str]) -> str:
+    """The settings without ipse's status line: the one install added (by the marker), or
+    with no marker left, one that runs ipse's."""
+    current = settings.get("statusLine") if isinstance(settings, dict) else None
+    ours = attrs.get("statusline") == "new" if attrs else True
+    if ours and _is_ipse_statusline(current):
+        text = jsonedit.remove_member(text, [], "statusLine")
+    return text
 
 
 # ----------------------------------------------------------------- proxy settings: uninstall
@@ -245,6 +305,7 @@ def _uninstall_proxy(path: Path, attrs: dict[str, str]) -> Edit:
         return Edit(path, old, old)
     settings, _ = jsonedit.parse(old, path)
     text = _remove_hooks(_unroute(old, settings, attrs), settings, attrs)
+    text = _remove_statusline(text, settings, attrs)
     text = blank_again(text, attrs.get("settings") == "blank")
     if text != old and attrs.get("settings") == "new" and is_empty_object(text):
         return Edit(path, old, None)
@@ -316,6 +377,8 @@ class ClaudeCode(AgentCLI):
     proxy = True
     private = frozenset({".claude.json", ".config.json"})
     session_format = "claude-code"
+    statusline = True
+    session_globs = ("**/*.jsonl",)  # sub-agents' files too: <session>/subagents/*.jsonl
     compaction = COMPACTION
 
     def paths(self, root: Path, user: bool) -> Paths:
@@ -332,8 +395,9 @@ class ClaudeCode(AgentCLI):
     def install(self, where: Paths, request: Request, attrs: dict[str, str]) -> Installed:
         edits = [add_entry(where.config, self.server_entry(), attrs)]
         assert where.settings is not None
+        if request.proxy or request.statusline:
+            edits.append(_install_settings(where.settings, request, attrs))
         if request.proxy:
-            edits.append(_install_proxy(where.settings, request, attrs))
             return Installed(edits, request.port)
         return Installed(edits, self.proxy_port(where))  # an earlier --proxy stays
 
@@ -351,14 +415,22 @@ class ClaudeCode(AgentCLI):
         return None
 
     def notes(self, request: Request, port: int | None) -> list[str]:
+        shown = (
+            ["Claude Code shows ipse usage statusline under the prompt (context, this "
+             "session's cost, cache hit rate, what ipse saved)"]
+            if request.statusline
+            else []
+        )  # fmt: skip
         if port is None:
             return [
                 "without --proxy, a checkpoint keeps notes for recall; nothing is removed from "
-                "the conversation"
+                "the conversation",
+                *shown,
             ]
         return [
+            *shown,
             f"Claude Code now goes through the ipse proxy at {proxy_url(port)}{_kept(request)}; "
-            "its hooks start it, and a prompt is refused with the reason when it cannot start"
+            "its hooks start it, and a prompt is refused with the reason when it cannot start",
         ]
 
     def hooks_file(self, root: Path) -> Path | None:
@@ -371,6 +443,9 @@ class ClaudeCode(AgentCLI):
 
     def session_file(self, session: str, cwd: Path) -> Path | None:
         return claude_code_session_file(session, cwd)
+
+    def sessions_root(self) -> Path | None:
+        return claude_config_dir() / "projects"
 
     def compaction_values(self, where: Paths) -> dict[str, str]:
         settings = parsed(read(where.settings)) if where.settings is not None else None

@@ -209,6 +209,7 @@ class Codex(AgentCLI):
     proxy = True
     private = frozenset({"config.toml"})
     session_format = "codex"
+    session_globs = ("**/rollout-*.jsonl",)
     compaction = COMPACTION
 
     def paths(self, root: Path, user: bool) -> Paths:
@@ -270,6 +271,9 @@ class Codex(AgentCLI):
         ]
 
     def session_folder(self, cwd: Path) -> Path | None:
+        return codex_home() / "sessions"
+
+    def sessions_root(self) -> Path | None:
         return codex_home() / "sessions"
 
     def session_file(self, session: str, cwd: Path) -> Path | None:

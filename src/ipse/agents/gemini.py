@@ -88,6 +88,7 @@ class Gemini(AgentCLI):
     label = "Gemini CLI"
     instructions = "GEMINI.md"
     session_format = "gemini-cli"
+    session_globs = ("*/chats/session-*.jsonl", "*/chats/session-*.json")
     comments = True
     compaction = COMPACTION
 
@@ -133,6 +134,9 @@ class Gemini(AgentCLI):
         names = projects.get("projects") if isinstance(projects, dict) else None
         name = names.get(str(cwd.resolve())) if isinstance(names, dict) else None
         return gemini_dir() / "tmp" / name / "chats" if isinstance(name, str) and name else None
+
+    def sessions_root(self) -> Path | None:
+        return gemini_dir() / "tmp"
 
     def compaction_values(self, where: Paths) -> dict[str, str]:
         settings = parsed(read(where.config), comments=self.comments)

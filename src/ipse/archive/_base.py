@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ipse.archive._index import Ask
+    from ipse.archive._scope import Scope
 
 
 class Archivable(Protocol):
@@ -32,7 +36,12 @@ class Archivable(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Item:
-    """One archived item, as listed."""
+    """One archived item, as listed.
+
+    ``id`` is the item's id, or, where two different items of one session share it (two
+    conversations filed under one session key), ``id@`` and the first hex digits of its content
+    address, which is how `recall` tells them apart. ``action`` is what the call did (read,
+    edit, command, other) and ``paths`` the paths it named (`ipse.archive._facets`)."""
 
     session: str
     id: str
@@ -41,6 +50,9 @@ class Item:
     preview: str
     size: int  # bytes of the call and result JSON together
     position: int  # message index in the input it was removed from
+    action: str = "other"
+    paths: tuple[str, ...] = ()
+    seq: int = 0  # its place in the archive: later items have larger numbers
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +60,8 @@ class Item:
             "id": self.id,
             "kind": self.kind,
             "tool": self.tool,
+            "action": self.action,
+            "paths": list(self.paths),
             "preview": self.preview,
             "size": self.size,
             "message": self.position,
@@ -61,6 +75,29 @@ class Recalled:
     item: Item
     call: bytes
     result: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A search hit: the item, a one-line excerpt around the first word asked for, and where
+    the words were found (``call``: all in the call and its paths; ``output``: some only in
+    the output)."""
+
+    item: Item
+    excerpt: str
+    found_in: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.item.to_json(), "excerpt": self.excerpt, "found_in": self.found_in}
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A search's answer: the matches, best first, and how the store searched (``fts5``,
+    ``tsvector``, or ``scan`` where SQLite has no FTS5)."""
+
+    matches: tuple[Match, ...]
+    method: str
 
 
 class ArchiveSink(Protocol):
@@ -78,16 +115,34 @@ class ArchiveStore(Protocol):
         """Store the items (already stored ones are kept as they are); the number newly added."""
         ...
 
+    def add_project(self, session: str, project: str) -> None:
+        """File ``session`` under ``project`` too (a session may be in several)."""
+        ...
+
     def items(self, session: str) -> list[Item]:
         """The items a session archived, in the order they were removed."""
         ...
 
-    def sessions(self) -> list[tuple[str, int]]:
-        """Every session with its number of items."""
+    def sessions(self, scope: Scope | None = None) -> list[tuple[str, int]]:
+        """Every session (in ``scope``) with its number of items."""
         ...
 
     def recall(self, item_id: str, session: str | None = None) -> Recalled:
         """One item with its exact JSON; `InputError` if unknown, `UsageError` if ambiguous."""
+        ...
+
+    def find(self, item_id: str, scope: Scope) -> Recalled:
+        """One item of ``scope`` with its exact JSON (`recall` within a scope)."""
+        ...
+
+    def search(self, ask: Ask, scope: Scope, limit: int) -> Found:
+        """The items of ``scope`` holding every word asked for, best first."""
+        ...
+
+    def listing(
+        self, scope: Scope, action: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Item]:
+        """The items of ``scope``, newest first."""
         ...
 
     def close(self) -> None: ...
@@ -147,4 +202,13 @@ def _output_text(result: Mapping[str, Any]) -> str:
     return ""
 
 
-__all__ = ["Archivable", "ArchiveSink", "ArchiveStore", "Item", "Recalled", "preview"]
+__all__ = [
+    "Archivable",
+    "ArchiveSink",
+    "ArchiveStore",
+    "Found",
+    "Item",
+    "Match",
+    "Recalled",
+    "preview",
+]

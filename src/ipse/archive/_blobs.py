@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ipse import jsonio
+from ipse.archive._text import held
 from ipse.errors import StoreError
 
 CODEC = "zlib"
@@ -26,6 +27,23 @@ def payload(raw: Mapping[str, Any]) -> bytes:
 def address(data: bytes) -> str:
     """The content address of a payload: its sha256, hex."""
     return hashlib.sha256(data).hexdigest()
+
+
+def identity(
+    call: Mapping[str, Any], result: Mapping[str, Any] | None, payloads: bytes | None = None
+) -> str:
+    """What tells two archived items apart: the address of what they hold, the call's arguments
+    and the result's output (`ipse.archive._text.held`), never their envelopes. The same item
+    read from the wire and from an agent CLI's transcript (which adds its own metadata), or sent
+    again with a cache breakpoint moved, is one item; two calls that share an id but ran with
+    other arguments or gave other output are two. ``payloads``: the item's payloads as stored,
+    where at hand (a cache breakpoint is looked for only when they hold one)."""
+    marked = payloads is None or b'"cache_control"' in payloads
+    try:
+        data = jsonio.dumps(held(call, result, marked), option=jsonio.OPT_SORT_KEYS)
+    except (TypeError, ValueError, RecursionError):  # past what orjson writes: the payloads
+        data = payload(call) + b"\0" + (payload(result) if result is not None else b"")
+    return address(data)
 
 
 def compress(data: bytes) -> bytes:
@@ -45,4 +63,4 @@ def decompress(data: bytes, codec: str, sha256: str) -> bytes:
     return out
 
 
-__all__ = ["CODEC", "address", "compress", "decompress", "payload"]
+__all__ = ["CODEC", "address", "compress", "decompress", "identity", "payload"]

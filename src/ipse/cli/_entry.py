@@ -5,7 +5,8 @@ so its cost is paid over and over; importing click and building the command tree
 the work. This module answers that exact command line (``--hook claude-code`` and ``--dir``, in
 any order, ``--opt=value`` too) from the library alone. Anything else, and every error, goes to
 the full command line in `ipse.cli.main`, which then parses, runs and reports as always, so a
-fast answer and a slow one are the same answer.
+fast answer and a slow one are the same answer. ``ipse usage statusline`` (exactly that: Claude
+Code runs it after every message) answers here too, from the library alone.
 """
 
 from __future__ import annotations
@@ -27,10 +28,21 @@ def entry() -> None:
 
         if fast_entry(sys.argv[2:]):
             return
+    if sys.argv[1:] == ["usage", "statusline"]:  # run by Claude Code after every message
+        default_sigpipe()
+        from ipse.usage import statusline
+
+        sys.stdout.write(statusline(sys.stdin.buffer.read()) + "\n")
+        return
     if sys.argv[1:2] == ["prefix"]:  # the replay of one log, without click (and rich, piped)
         from ipse.cli._fast_prefix import fast_entry as fast_prefix
 
         if fast_prefix(sys.argv[2:]):
+            return
+    if sys.argv[1:2] == ["handoff"]:  # one handoff, without click (and rich, piped)
+        from ipse.cli._fast_handoff import fast_entry as fast_handoff
+
+        if fast_handoff(sys.argv[2:]):
             return
     from ipse.cli.main import entry as full
 

@@ -111,9 +111,9 @@ def render(
 
 
 def _render_handoffs(out: Any, report: PrefixReport) -> None:
-    """The requests ipse's handoff rewrote (the proxy's record says so), whatever their loss."""
+    """The handoffs ipse made (the proxy's record says so), one line each, whatever their loss."""
     for row in report.rows:
-        if row.handoff is not None:  # the proxy's record: its handoff rewrote this request
+        if row.handoff is not None:  # the proxy's record: its handoff was made at this request
             shown = row.handoff
             out.print(
                 f"request {row.index}: ipse's handoff at {shown['anchor']} removed "

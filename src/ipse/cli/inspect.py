@@ -72,6 +72,9 @@ def inspect_command(
         # the tokens by kind and the rows of --messages count the same blocks: once
         counter = MemoCounter(default_counter()) if list_messages else default_counter()
         report = inspect_report(source, counter)
+        if source.exchanges is not None:
+            report["handoffs"] = _handoffs(file, skip_bad_lines)
+        _recorded_cache(report)
         if list_messages:
             report["message_index"] = message_rows(source.current(), counter)
     if as_json:
@@ -80,6 +83,47 @@ def inspect_command(
     for line in report.get("warnings", []):
         warn(line)
     _render(report)
+
+
+def _handoffs(path: Path, skip_bad_lines: bool) -> list[dict[str, Any]]:
+    """The handoffs an ipse proxy's record says it made, each cut once, with the saving it
+    measured (`ipse._handoff_events`, as ``ipse prefix`` and ``ipse report`` read them)."""
+    from ipse._handoff_events import RecordedHandoffs, saved_tokens
+    from ipse.transcript.formats import http_log
+
+    events = RecordedHandoffs()
+    found = []
+    for index, (_, entry) in enumerate(http_log.iter_entries(path, skip_bad_lines=skip_bad_lines)):
+        made = events.event(entry)
+        if made is not None:
+            anchor, calls = made.get("anchor"), made.get("removed_calls")
+            found.append({"index": index, "anchor": anchor, "removed_calls": calls,
+                          "saved_tokens": saved_tokens(made)})  # fmt: skip
+    return found
+
+
+def _recorded_cache(report: dict[str, Any]) -> None:
+    """Each request's recorded usage as ``recorded``: input tokens in all, read from the cache,
+    written to it, and neither, read the one way `ipse.prefix.actual_tokens` reads every
+    provider's usage (Anthropic's cache fields, OpenAI's ``cached_tokens``), as ``ipse prefix``
+    and ``ipse report`` read it; None when the usage says nothing."""
+    rows = report.get("requests")
+    if not rows:
+        return
+    from ipse.prefix import actual_tokens
+
+    for row in rows:
+        tokens = actual_tokens(row["usage"])
+        row["recorded"] = (
+            None
+            if tokens is None
+            else {
+                "input": tokens.total,
+                "cache_read": tokens.cache_read,
+                "cache_write": tokens.cache_write,
+                "uncached": tokens.uncached,
+            }
+        )
 
 
 def _render(report: dict[str, Any]) -> None:
@@ -121,12 +165,10 @@ def _render(report: dict[str, Any]) -> None:
     if "requests" in report:
         rows = []
         for row in report["requests"]:
-            usage = row["usage"] or {}
+            split = row["recorded"]
             recorded = (
-                f"{usage.get('input_tokens', usage.get('prompt_tokens', '-'))} / "
-                f"{usage.get('cache_read_input_tokens', '-')} / "
-                f"{usage.get('cache_creation_input_tokens', '-')}"
-                if row["usage"]
+                f"{split['input']:,} / {split['cache_read']:,} / {split['cache_write']:,}"
+                if split
                 else "-"
             )
             rows.append(
@@ -138,10 +180,11 @@ def _render(report: dict[str, Any]) -> None:
                     recorded,
                 ]
             )
-        names = ("#", "time", "model", "input tokens", "usage: in / cache read / write")
+        names = ("#", "time", "model", "input tokens", "recorded: input / cache read / write")
         print_table(out, "requests", [(name, "left") for name in names], rows)
     if report.get("conversations"):
         _render_conversations(out, report["conversations"])
+    _render_handoffs(out, report.get("handoffs", []))
     if report.get("other_exchanges"):
         others = ", ".join(f"{label} x{n}" for label, n in report["other_exchanges"].items())
         out.print(f"other exchanges (not conversation turns): {others}", markup=False)
@@ -158,6 +201,16 @@ def _render_conversations(out: Any, conversations: list[dict[str, Any]]) -> None
         for c in conversations
     ]  # fmt: skip
     print_table(out, "conversations", [(name, "left") for name in names], rows)
+
+
+def _render_handoffs(out: Any, handoffs: list[dict[str, Any]]) -> None:
+    for made in handoffs:
+        saved = made["saved_tokens"]
+        out.print(
+            f"request {made['index']}: ipse's handoff at {made['anchor']} removed "
+            f"{made['removed_calls']} tool call(s), saved {'-' if saved is None else saved} tokens",
+            markup=False,
+        )
 
 
 def _render_messages(out: Any, rows: list[dict[str, Any]]) -> None:

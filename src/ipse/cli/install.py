@@ -90,6 +90,12 @@ def _report(
     help="With --proxy: the proxy the hooks start (or the printed command) appends every "
     "exchange to FILE, as `ipse proxy --record` does.",
 )
+@click.option(
+    "--statusline",
+    is_flag=True,
+    help="Also show `ipse usage statusline` under Claude Code's prompt (a status line "
+    "already set is refused, never replaced).",
+)
 @_ROOT
 @_JSON
 def install_command(
@@ -100,6 +106,7 @@ def install_command(
     anthropic_upstream: str | None,
     openai_upstream: str | None,
     record: Path | None,
+    statusline: bool,
     root: Path,
     as_json: bool,
 ) -> None:
@@ -121,6 +128,7 @@ def install_command(
       ipse install --agent claude-code --proxy
       ipse install --agent codex --proxy
       ipse install --agent gemini --user
+      ipse install --agent claude-code --user --statusline
     """
     from ipse.agents import install_agent, install_notes
     from ipse.errors import UsageError
@@ -130,12 +138,10 @@ def install_command(
     if (given or record) and not proxy:
         raise UsageError("--anthropic-upstream, --openai-upstream and --record go with --proxy")
     kept = str(record.resolve()) if record else None  # the hook runs in another folder
-    changes = install_agent(
-        agent, root, user=user, proxy=proxy, port=port, upstreams=given, record=kept
-    )
-    notes = install_notes(
-        agent, root, user=user, proxy=proxy, port=port, upstreams=given, record=kept
-    )
+    options = {"user": user, "proxy": proxy, "port": port, "upstreams": given, "record": kept,
+               "statusline": statusline}  # fmt: skip
+    changes = install_agent(agent, root, **options)  # type: ignore[arg-type]
+    notes = install_notes(agent, root, **options)  # type: ignore[arg-type]
     _report(changes, as_json, notes)
 
 

@@ -26,7 +26,7 @@ import click
 from ipse import __version__, _notes
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._entry import default_sigpipe, tolerant_output
-from ipse.errors import IpseError
+from ipse.errors import IpseError, unreachable_path
 
 # command name -> "module:attribute"; each module owns one command or command group.
 _COMMANDS: dict[str, str] = {
@@ -46,6 +46,7 @@ _COMMANDS: dict[str, str] = {
     "state": "ipse.cli.state:state_group",
     "twin": "ipse.cli.twin:twin_group",
     "uninstall": "ipse.cli.install:uninstall_command",
+    "usage": "ipse.cli.usage:usage_group",
 }
 
 
@@ -109,6 +110,9 @@ def report_error(exc: BaseException) -> int:
         return 0
     if not isinstance(exc, Exception):
         raise exc
+    unreachable = unreachable_path(exc)
+    if unreachable is not None:  # a path the user named, under a folder they may not search
+        return _say(f"ipse: error: {unreachable}", unreachable.exit_code)
     if os.environ.get("IPSE_DEBUG") == "1":
         import traceback  # (only here: a command that does not fail does not pay its import)
 
@@ -156,6 +160,7 @@ def cli() -> None:
       ipse report session.jsonl --open             all of it on one offline page
       ipse proxy start                             hand off on the wire
       ipse install --agent claude-code             checkpoint and recall tools over MCP
+      ipse usage --by week                         what every session cost, lost and saved
     """
     _notes_to_stderr()
 

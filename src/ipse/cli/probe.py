@@ -73,6 +73,25 @@ def probe_command(
     `compaction-summary` (the agent CLI's own summary, at its compaction points).
 
     \b
+    Kinds of fact:
+      artifact    files created, edited, deleted or moved; commits; branches
+      grit        the details work runs on: paths, file:line, URLs, `identifiers`,
+                  numbers with units, test names, error names, commands (exit status)
+      constraint  the human's rules (never/don't/always/must/only...), state invariants
+      task        the last request, and the agent's last stated next step
+
+    \b
+    Columns:
+      tokens           the strategy's context, in o200k tokens
+      in context       demanded facts whose exact string is in that context
+      recallable       demanded facts not in it, but in ipse's archive (recall)
+      lost             demanded facts neither in it nor recallable
+      KIND kept+recall/demanded   per kind: in context + recallable / demanded
+      model score      with --model: the share of questions answered right
+    With --at every:K, per seam: tokens, no handoff (the history so far);
+    tokens after ipse; authored chars kept; demanded; in context; + recallable.
+
+    \b
     Examples:
       ipse probe ~/.claude/projects/myproj/4d5611e5.jsonl
       ipse probe session.jsonl --at 120 --json

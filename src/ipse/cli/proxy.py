@@ -76,6 +76,13 @@ def _options(function: Any) -> Any:
         ),
         click.option("--no-handoff", is_flag=True, help="Pass every body through untouched."),
         click.option(
+            "--handoff-budget",
+            type=click.IntRange(min=1),
+            help="Hold each handoff's rewritten part to this many tokens: the oldest agent "
+            "narration goes to the archive as one recallable item (the checkpoint call's own "
+            "budget argument wins). Default: no budget, every authored word stays.",
+        ),
+        click.option(
             "--no-analysis",
             is_flag=True,
             help="Log usage without the cache model's prediction (saves CPU on large bodies).",
@@ -119,6 +126,7 @@ def _config(**options: Any) -> Any:
         store=options["store"],
         json_log=options["json_log"],
         handoff=not options["no_handoff"],
+        handoff_budget=options["handoff_budget"],
         analyze=not options["no_analysis"],
         read_timeout=options["read_timeout"],
         tool_names=tuple(options["tool_names"]) or CHECKPOINT_TOOLS,
@@ -173,6 +181,8 @@ def _identify(url: str, port: int, timeout: float = 2.0) -> Listener:
 
 
 def _not_yours(url: str, listener: Listener, what: str) -> CheckFailed:
+    if listener.health is None:  # another user's port: nothing was asked of it
+        return CheckFailed(f"{what}: {listener.reason}, not yours; use another --port")
     return CheckFailed(
         f"{what}: something answers at {url} as an ipse proxy, but it is not yours "
         f"({listener.reason}); stop it or use another --port"
@@ -186,7 +196,8 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 
 
 _SETTINGS = ("anthropic_upstream", "openai_upstream", "record", "store", "json_log",
-             "tool_names", "no_handoff", "no_analysis", "read_timeout", "workers")  # fmt: skip
+             "tool_names", "no_handoff", "handoff_budget", "no_analysis", "read_timeout",
+             "workers")  # fmt: skip
 
 
 @proxy_group.command("start")
@@ -204,6 +215,12 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
     Given settings other than the running proxy's, it says so and changes nothing, or with
     --restart stops that proxy and starts one with these settings. Something else answering on
     the port as an ipse proxy is refused (exit 1), never reported as running.
+
+    \b
+    Examples:
+      ipse proxy start --record exchanges.jsonl
+      ipse proxy start --port 8766 --anthropic-upstream https://gateway.example/anthropic
+      ipse proxy start --restart --workers 4 --json
     """
     config = _config(**options)
     url = _url(config.host, config.port)
@@ -214,6 +231,7 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
         health = listener.health
         given = _given(ctx, _SETTINGS)
         same = health.get("settings") == config.digest()
+        same = same and health.get("record_file") == config.record_digest()
         if "workers" in given:  # else any count will do (a hook's start names none)
             same = same and health.get("workers", 1) == config.workers
         if not given or same:
@@ -228,16 +246,37 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
                 "it was left running: add --restart to replace it, or run `ipse proxy stop`"
             )
         stop_proxy(listener.pid, config.port, url)
-    else:
-        from ipse.proxy import foreign_listeners
-
-        others = foreign_listeners(config.port)
-        if others:
-            raise CheckFailed(
-                f"not starting: port {config.port} is held by another user (uid {others[0]}); "
-                "use another --port"
-            )
+    elif listener.other_user is not None:
+        raise _not_yours(url, listener, "not starting")
+    elif listener.holder is not None:
+        started = _starting(listener, config.port, url)  # another start launched it just now
+        if started is not None:
+            _say(as_json, {"running": True, "started": False, "url": url, "pid": started.pid},
+                 f"ipse proxy: already running at {url} (pid {started.pid})")  # fmt: skip
+            return
+        raise CheckFailed(
+            f"not starting: port {config.port} is held by {listener.holder}, which does not "
+            "answer as an ipse proxy; stop it or use another --port"
+        )
     _launch(config, options, url, as_json)
+
+
+def _starting(listener: Listener, port: int, url: str) -> Listener | None:
+    """The proxy holding the port once it answers as this user's own, when it is a proxy of
+    this user's for that port still starting (a hook's start racing another's): waited for as
+    ``_launch`` waits for its own; None for any other holder."""
+    from ipse.proxy import proxy_process
+
+    pid = listener.holder_pid
+    if pid is None or not proxy_process(pid, port):
+        return None
+    deadline = time.monotonic() + _STARTUP_SECONDS
+    while time.monotonic() < deadline and _alive(pid):
+        found = _identify(url, port, timeout=0.5)
+        if found.own:
+            return found
+        time.sleep(0.1)
+    return None
 
 
 def _shown(upstreams: Any) -> str:
@@ -302,6 +341,8 @@ def _argv(options: dict[str, Any]) -> list[str]:
         out.append("--json-log")
     if options["no_handoff"]:
         out.append("--no-handoff")
+    if options["handoff_budget"] is not None:
+        out += ["--handoff-budget", str(options["handoff_budget"])]
     if options["no_analysis"]:
         out.append("--no-analysis")
     for name in options["tool_names"]:
@@ -334,13 +375,19 @@ def _say(as_json: bool, document: dict[str, Any], line: str) -> None:
 @_address
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def stop_command(host: str, port: int, as_json: bool) -> None:
-    """Stop your background proxy on that port (never a process that is not yours)."""
+    """Stop your background proxy on that port (never a process that is not yours).
+
+    \b
+    Examples:
+      ipse proxy stop
+      ipse proxy stop --port 8766 --json
+    """
     from ipse.proxy import proxy_process
 
     pid_file, _ = _files(port)
     url = _url(host, port)
     listener = _identify(url, port)
-    if listener.health is not None and not listener.own:
+    if (listener.health is not None or listener.other_user is not None) and not listener.own:
         raise _not_yours(url, listener, "not stopping it; nothing was signalled")
     pid = listener.pid if listener.own else None
     if pid is None:  # nothing answers: a proxy of ours that hangs, by its pid file?
@@ -348,8 +395,10 @@ def stop_command(host: str, port: int, as_json: bool) -> None:
         pid = named if named is not None and proxy_process(named, port) else None
     if pid is None:
         pid_file.unlink(missing_ok=True)
-        _say(as_json, {"running": False, "stopped": False, "url": url},
-             f"ipse proxy: not running at {url}")  # fmt: skip
+        held = f"; port {port} is held by {listener.holder}" if listener.holder else ""
+        _say(as_json, {"running": False, "stopped": False, "url": url,
+                       "held_by": listener.holder},
+             f"ipse proxy: not running at {url}{held}")  # fmt: skip
         return
     stop_proxy(pid, port, url)
     _say(as_json, {"running": False, "stopped": True, "url": url, "pid": pid},
@@ -400,13 +449,21 @@ def _alive(pid: int) -> bool:
 @_address
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def status_command(host: str, port: int, as_json: bool) -> None:
-    """Say whether your proxy answers there (exit 1 when none does, or not yours)."""
+    """Say whether your proxy answers there (exit 1 when none does, or not yours).
+
+    \b
+    Examples:
+      ipse proxy status
+      ipse proxy status --port 8766 --json
+    """
     url = _url(host, port)
     listener = _identify(url, port)
     found = listener.health
     pid_file, log_file = _files(port)
+    refused = not listener.own and (found is not None or listener.other_user is not None)
     document = {"running": listener.own, "url": url, "health": found,
-                "not_yours": None if listener.own or found is None else listener.reason,
+                "not_yours": listener.reason if refused else None,
+                "held_by": None if listener.own or found is not None else listener.holder,
                 "pid_file": str(pid_file), "log": str(log_file)}  # fmt: skip
     if as_json:
         emit_json(document)
@@ -419,6 +476,13 @@ def status_command(host: str, port: int, as_json: bool) -> None:
     elif found is not None:
         reason = listener.reason
         click.echo(f"ipse proxy: something answers at {url} but it is not yours ({reason})")
+    elif listener.other_user is not None:
+        click.echo(f"ipse proxy: not running at {url}; {listener.reason}, not yours")
+    elif listener.holder is not None:
+        click.echo(
+            f"ipse proxy: not running at {url}; port {port} is held by {listener.holder}, "
+            "which does not answer as an ipse proxy"
+        )
     else:
         click.echo(f"ipse proxy: not running at {url}")
     if not listener.own:

@@ -57,8 +57,10 @@ def report_command(
       ipse report ~/.claude/projects/p/4d5611e5.jsonl -o session.html --open
       ipse report captured-requests/ --json
     """
+    from ipse.fileio import check_output
     from ipse.report import collect, write_report
 
+    check_output(output)  # before the work: a missing folder is not made
     invoked = sys.argv[1:2] == ["report"]  # run as `ipse report ...`, not from a library call
     command = shlex.join(
         ["ipse", *sys.argv[1:]] if invoked else ["ipse", "report", str(input_path)]

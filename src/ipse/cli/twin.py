@@ -157,13 +157,14 @@ def _read_jsonl(path: str) -> list[Any]:
     no lone surrogates (a twin's text is hashed and stored as UTF-8), at least one line."""
     import orjson
 
-    from ipse.fileio import max_input_bytes, read_bytes
+    from ipse.fileio import check_text_head, max_input_bytes, read_bytes
 
     if path == "-":
         data = sys.stdin.buffer.read(max_input_bytes() + 1)
         if len(data) > max_input_bytes():
             raise InputError("input too large; raise the limit with IPSE_MAX_INPUT_BYTES=BYTES")
     else:
+        check_text_head(path, expected="JSONL", empty_ok=True)
         data = read_bytes(path)
     if b"\0" in data:
         raise InputError("a binary file, not JSONL", path=path)
@@ -335,7 +336,7 @@ def export_command(
         document = export_state(snapshot.state, schema)
     if output:
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-        atomic_write(Path(output), text, private=True)
+        atomic_write(Path(output), text, private=True, make_folders=False)
         if as_json:
             emit_json({"twin_id": twin_id, "schema": schema, "output": output})
         return

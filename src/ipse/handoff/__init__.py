@@ -7,32 +7,41 @@ checkpoint tool and renders its notes; `checkpoint` stores them in the archive b
 `narration` measures whether the agent narrated enough for the handoff to keep what it knew;
 `policy` says when a handoff pays off; `recognise` knows a checkpoint call in every shape a
 harness delivers it; `session` is the one key a conversation's checkpoints and handoffs share.
+Every handoff marks its cut (`marker`) with what it removed and a `Ledger` of it (`ledger`,
+read with `effects`: what each removed call did); `budget` holds a handoff to a token count by
+moving the oldest agent narration to the archive.
 """
 
 from __future__ import annotations
 
+import typing as _typing
+
+from ipse import _lazy
 from ipse.errors import CutError
-from ipse.handoff._checkpoint import (
-    Checkpoint,
-    Drop,
-    checkpoint_items,
-    record_checkpoint,
-)
 from ipse.handoff._cut import CHECKPOINT_TOOL
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, Ledger
 from ipse.handoff._measure import tokens_saved
 from ipse.handoff._narration import Narration, narration, narration_prompt
 from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
 from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
+from ipse.handoff._recognise import is_checkpoint
 from ipse.handoff._report import HandoffReport, Removed
-from ipse.handoff._rewrite import is_checkpoint
 from ipse.handoff._run import Handoff, HandoffOptions, run
 from ipse.handoff._session import handoff_session
 from ipse.handoff._strip import StripOptions, strip
 from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.handoff._verify import Lost, Verdict, verify
 
+if _typing.TYPE_CHECKING:
+    from ipse.handoff._checkpoint import Checkpoint, Drop, checkpoint_items, record_checkpoint
+
+# Imported on first use: a handoff (``ipse handoff``, the proxy) records no checkpoint.
+_MODULES = {"_checkpoint": ("Checkpoint", "Drop", "checkpoint_items", "record_checkpoint")}
+__getattr__, __dir__ = _lazy.exports("ipse.handoff", _MODULES, globals())
+
 __all__ = [
     "CHECKPOINT_TOOL",
+    "DEFAULT_LEDGER_TOKENS",
     "DESCRIPTION",
     "RATES",
     "SCHEMA",
@@ -44,6 +53,7 @@ __all__ = [
     "Handoff",
     "HandoffOptions",
     "HandoffReport",
+    "Ledger",
     "Lost",
     "Narration",
     "Problem",

@@ -10,8 +10,12 @@ When the conversation the checkpoint was called from is at hand (a Claude Code s
 proxy's last request), `record_checkpoint` also says what the next request will drop: the tool
 calls, results and thinking blocks before the checkpoint call and their tokens, measured by
 running `strip` at the call exactly as the handoff will and counting them with
-`ipse.handoff.tokens_saved`, the count the proxy's log line and record quote. Without it the
-drop is unknown (None).
+`ipse.handoff.tokens_saved`, the count the proxy's log line and record quote. And it appends
+the ledger of what they did (`ipse.handoff._ledger`: files changed and read, commands, where,
+what failed, each with the id `recall` takes) to the notes, after the agent's own words and
+labelled as derived: the answer the agent sees carries it, and the handoff at this checkpoint
+finds it there and adds no marker of its own. Without the conversation the drop is unknown
+(None) and the notes carry no ledger (the handoff's marker brings it then).
 
 `checkpoint_items` gives back what the handoffs of a checkpoint's session removed. Not only the
 items of that one checkpoint: the positions a harness transcript gives (where the MCP server
@@ -32,6 +36,7 @@ import orjson
 from ipse import jsonio
 from ipse.errors import InputError
 from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, derive
 from ipse.handoff._measure import tokens_saved
 from ipse.handoff._notes import check_notes, render_notes
 from ipse.handoff._recognise import checkpoint_tool_of
@@ -86,6 +91,7 @@ class Checkpoint:
     stored: bool  # False when the same notes were already recorded for this session
     drop: Drop | None
     position: int  # message index of the checkpoint call; -1 when unknown
+    ledger: str = ""  # the ledger appended to the notes ("" without the conversation)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +99,7 @@ class Checkpoint:
             "session": self.session,
             "stored": self.stored,
             "notes": self.text,
+            "ledger": self.ledger or None,
             "next_request_drops": self.drop.to_json() if self.drop else None,
         }
 
@@ -119,8 +126,10 @@ def record_checkpoint(
     if not session:
         raise InputError("checkpoint: the session is empty")
     checked = check_notes(notes)
-    text = render_notes(checked)
-    drop, position = _drop(conversation, tool) if conversation is not None else (None, -1)
+    drop, position, ledger = (
+        _drop(conversation, tool) if conversation is not None else (None, -1, "")
+    )
+    text = render_notes(checked) + (f"\n\n{ledger}" if ledger else "")
     cid = checkpoint_id(session, checked)
     item = _Stored(
         kind=CHECKPOINT_KIND,
@@ -132,14 +141,21 @@ def record_checkpoint(
     )
     added = archive.put(session, [item], "checkpoint")
     return Checkpoint(
-        id=cid, session=session, text=text, stored=added > 0, drop=drop, position=position
+        id=cid,
+        session=session,
+        text=text,
+        stored=added > 0,
+        drop=drop,
+        position=position,
+        ledger=ledger,
     )
 
 
-def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
+def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int, str]:
     """Strip at the last checkpoint call, or, when the harness has not written the call yet,
-    at its end (all but an unfinished tool exchange): the call comes next. (None, -1) when the
-    conversation is empty or cannot be handed off."""
+    at its end (all but an unfinished tool exchange): the call comes next. The drop, the
+    call's position and the ledger of what it drops; (None, -1, "") when the conversation is
+    empty or cannot be handed off."""
     from ipse.errors import IpseError
     from ipse.tokens import default_counter
     from ipse.transcript import TokenTally
@@ -154,7 +170,7 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
             ):
                 found, position = block, index
     if not conversation.messages:
-        return None, -1
+        return None, -1, ""
     answered = conversation if found is None else _answered(conversation, found.id)
     try:
         if found is None:
@@ -162,7 +178,7 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
         else:
             after, report = strip(answered, "checkpoint", StripOptions(checkpoint_tool=tool))
     except IpseError:
-        return None, -1
+        return None, -1, ""
     tally = TokenTally(default_counter())
     removed_ids = {r.id for r in report.removed}
     calls = results = thinking = 0
@@ -178,7 +194,10 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int]:
     tokens = tokens_saved(answered, after, tally)
     whole = tally.fresh()
     whole.add_messages(answered.messages)
-    return Drop(calls, results, thinking, tokens, whole.total), position
+    removed = {r.id for r in report.removed if r.kind != "thinking"}
+    ledger = derive(answered.messages[: report.cut], removed, answered.system)
+    text = ledger.text(DEFAULT_LEDGER_TOKENS, tally.count).text if removed else ""
+    return Drop(calls, results, thinking, tokens, whole.total), position, text
 
 
 def _answered(conversation: Conversation, call_id: str) -> Conversation:

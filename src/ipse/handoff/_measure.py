@@ -85,7 +85,7 @@ def handoff_document(
     """The ``--json`` document of ``ipse handoff``."""
     old = measure(before, tally)
     new = measure(after, tally)
-    new["authored_chars"] = verdict.found_chars
+    new["authored_chars"] = verdict.found_chars - verdict.paged_chars  # (in the context)
     return {
         "before": old,
         "after": new,

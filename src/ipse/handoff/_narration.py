@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from ipse.handoff._report import HandoffReport
@@ -82,6 +81,8 @@ def narration(conversation: Conversation, report: HandoffReport, tally: TokenTal
 @cache
 def narration_prompt() -> str:
     """The system-prompt section that makes an agent narrate its tool use."""
+    from importlib import resources  # (on use: a handoff that does not print it does not pay)
+
     return (resources.files("ipse.handoff") / "narration_prompt.md").read_text("utf-8")
 
 

@@ -3,9 +3,11 @@
 The ``micro_handoff`` tool asks for facts, not narrative: what is done, what is open, what went
 wrong and which approaches were rejected and why, the working directory and repository, recipes
 worth keeping verbatim (exact commands), and claims each marked ``measured`` or ``inferred`` with
-their evidence. `tool_definition` gives it in Anthropic or OpenAI shape; `render_notes` turns the
-agent's JSON into the compact text that stays in the conversation as the tool's result. Rendering
-is deterministic: the same notes give the same text.
+their evidence; optionally a ``budget``, the tokens the handoff at this checkpoint may keep
+(`ipse.handoff.HandoffOptions.budget`, which the call's own argument overrides).
+`tool_definition` gives it in Anthropic or OpenAI shape; `render_notes` turns the agent's JSON
+into the compact text that stays in the conversation as the tool's result. Rendering is
+deterministic: the same notes give the same text.
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
             },
         },
+        "budget": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Optional: hold what stays of the conversation before this point to "
+            "about this many tokens. Your oldest narration then goes to the archive as one "
+            "item (recall gives it back word for word); the human's words, these notes and the "
+            "ledger of your tool calls stay.",
+        },
         "claims": {
             "type": "array",
             "description": "Claims the next steps rely on, each measured or inferred.",
@@ -99,7 +109,10 @@ def check_notes(notes: Any) -> Mapping[str, Any]:
 
 def _check(value: Any, spec: Mapping[str, Any], where: str) -> None:
     kind = spec["type"]
-    if kind == "string":
+    if kind == "integer":
+        if not isinstance(value, int) or isinstance(value, bool) or value < spec["minimum"]:
+            raise InputError(f"handoff notes: {where} must be a whole number, at least 1")
+    elif kind == "string":
         if not isinstance(value, str):
             raise InputError(f"handoff notes: {where} must be a string")
         if "enum" in spec and value not in spec["enum"]:

@@ -80,6 +80,13 @@ def checkpoint_name(
     return None
 
 
+def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
+    """Whether a tool name calls a checkpoint tool: one of ``tool_names``, or one of them served
+    by an MCP server (``mcp__<server>__<name>``, Gemini's ``mcp_<server>_<name>``). A call
+    through a namespace or a code tool needs the call itself, which `strip` and `run` read."""
+    return checkpoint_name(name, tool_names) is not None
+
+
 def code_calls(source: str) -> list[str]:
     """The names a code tool's source calls on the ``tools`` object, in order."""
     return [m.group(1) or m.group(3) for m in _CODE_CALL.finditer(source)]
@@ -189,6 +196,7 @@ __all__ = [
     "checkpoint_name",
     "checkpoint_tool_of",
     "code_calls",
+    "is_checkpoint",
     "is_checkpoint_call",
     "marked",
     "may_need_output",

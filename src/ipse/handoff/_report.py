@@ -15,15 +15,16 @@ from typing import Any, Literal, TypeAlias
 from ipse.handoff._cut import CutKind
 from ipse.handoff._validate import Problem
 
-RemovedKind: TypeAlias = Literal["tool", "thinking", "server_tool"]
+RemovedKind: TypeAlias = Literal["tool", "thinking", "server_tool", "page"]
 
 
 @dataclass(frozen=True, slots=True)
 class Removed:
     """One removed item: a tool call with its result, a thinking block, or a server-tool pair.
 
-    ``id`` is the call id (thinking blocks: ``thinking-`` and a content hash); ``call`` and
-    ``result`` are the original provider dicts (``result`` is None when the call had none)."""
+    ``id`` is the call id (thinking blocks: ``thinking-`` and a content hash; paged narration:
+    ``page-`` and a content hash); ``call`` and ``result`` are the original provider dicts
+    (``result`` is None when the call had none; a page's ``call`` holds the texts it moved)."""
 
     kind: RemovedKind
     id: str
@@ -49,14 +50,23 @@ class HandoffReport:
     dropped_empty_texts: int = 0
     merged_messages: int = 0  # neighbouring messages of one role merged (alternating dialects)
     carried_problems: tuple[Problem, ...] = field(default=())  # in the untouched part, as input
+    # agent texts moved out under a budget: (input message index, its texts in order)
+    paged: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    page: Removed | None = None  # the archive item that holds them (set by the handoff)
+    marker: str | None = None  # the text the handoff put at the cut, if any
 
     @property
     def removed_calls(self) -> int:
-        return sum(1 for r in self.removed if r.kind != "thinking")
+        return sum(1 for r in self.removed if r.kind in ("tool", "server_tool"))
 
     @property
     def removed_thinking(self) -> int:
         return sum(1 for r in self.removed if r.kind == "thinking")
+
+    @property
+    def archived_items(self) -> tuple[Removed, ...]:
+        """What the archive gets: the removed items, and the paged narration's item."""
+        return self.removed if self.page is None else (*self.removed, self.page)
 
 
 __all__ = ["HandoffReport", "Removed", "RemovedKind"]

@@ -25,7 +25,6 @@ A body the handoff cannot make valid is returned untouched (``body is None``) wi
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -33,14 +32,13 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
-from ipse._names import Names
 from ipse.errors import IpseError
 from ipse.handoff._cut import results_by_call
+from ipse.handoff._kept_thinking import binds_thinking, without_thinking
 from ipse.handoff._recognise import (
     CHECKPOINT_TOOLS,
     CODE_TOOLS,
     checkpoint_base,
-    checkpoint_name,
     is_checkpoint_call,
     marked,
     may_need_output,
@@ -49,7 +47,7 @@ from ipse.handoff._recognise import (
 )
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
-from ipse.sessions import CLAUDE_CODE_HEADER, request_session
+from ipse.sessions import CLAUDE_CODE_HEADER, filing_session, request_session
 from ipse.transcript import Conversation, ToolCall, codec
 
 if TYPE_CHECKING:
@@ -57,39 +55,6 @@ if TYPE_CHECKING:
     from ipse.handoff._report import HandoffReport
 
 _CACHE_SIZE = 32
-
-# Models whose thinking blocks are bound to their prefix: Claude Fable and Mythos from 5.1, Opus,
-# Sonnet and Haiku from 5.5, and every later major version. Source: the Anthropic docs on
-# preserved thinking (https://platform.claude.com/docs/build-with-claude/preserved-thinking) and
-# ../shared/REFERENCE.md, "Thinking blocks bound to their prefix".
-_BINDING_FROM: dict[str, tuple[int, int]] = {
-    "fable": (5, 1),
-    "mythos": (5, 1),
-    "opus": (5, 5),
-    "sonnet": (5, 5),
-    "haiku": (5, 5),
-}
-_MODEL = re.compile(
-    r"(?:^|[-./:])claude-(fable|mythos|opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)"
-)
-
-
-def binds_thinking(model: object) -> bool:
-    """Whether ``model`` binds thinking blocks to their prefix (a changed history 400s them)."""
-    if not isinstance(model, str):
-        return False
-    found = _MODEL.search(model.lower())
-    if found is None:
-        return False
-    family, major, minor = found.group(1), int(found.group(2)), int(found.group(3) or 0)
-    return (major, minor) >= _BINDING_FROM[family]
-
-
-def is_checkpoint(name: str, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> bool:
-    """Whether a tool name calls a checkpoint tool: one of ``tool_names``, or one of them served
-    by an MCP server (``mcp__<server>__<name>``, Gemini's ``mcp_<server>_<name>``). A call
-    through a namespace or a code tool needs the call itself, which `strip` and `run` read."""
-    return checkpoint_name(name, tool_names) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +79,7 @@ class Rewrite:
     cached: bool = False  # the rewritten prefix came from the cache
     settled: bool = False  # the checkpoint call is answered: later requests keep this prefix
     invalid: bool = False  # the body had a checkpoint but the handoff could not make it valid
+    marker: bool = False  # a marker at the cut says what was removed (and holds the ledger)
 
     @property
     def applied(self) -> bool:
@@ -135,6 +101,7 @@ class Rewrite:
             "cached": self.cached,
             "settled": self.settled,
             "invalid": self.invalid,
+            "marker": self.marker,
         }
 
 
@@ -151,6 +118,7 @@ class _Entry:
     removed_thinking: int
     removed_bytes: int
     merged: int = 0
+    marker: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,13 +186,17 @@ def rewrite_request(
     strip_options: StripOptions | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     use_cache: bool = True,
+    budget: int | None = None,
 ) -> Rewrite:
     """Hand off ``body`` at its newest checkpoint call; see the module docstring.
 
     ``anchor`` is the checkpoint call id a caller stored for this conversation (a hint that
     makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
     ``archive`` gets what was removed, the first time a prefix is rewritten: under the session
-    the checkpoint's answer names (`ipse.handoff._session`), else under ``session``.
+    the checkpoint's answer names, unless both it and ``session`` are a harness's session ids
+    (then ``session``, the request's own: `ipse.sessions.filing_session`); else ``session``.
+    ``budget`` holds the rewritten part to that many tokens (`HandoffOptions.budget`; the
+    checkpoint call's own ``budget`` argument wins).
     """
     dialect_codec = codec(dialect)
     key_name = dialect_codec.history_key
@@ -233,7 +205,7 @@ def rewrite_request(
         return Rewrite(None, reason="the body has no message history")
     # An invalid request (a result without its call) goes on untouched, never repaired here.
     opts = replace(strip_options or StripOptions(), drop_orphans=False)
-    opts_key = repr((opts.join_texts, opts.promote_thinking, opts.breadcrumbs, max_tokens))
+    opts_key = _options_key(opts, max_tokens, budget)
     if use_cache and anchor is not None:
         hit = _from_cache(body, raw, dialect, key_name, anchor, tool_names, opts_key, max_tokens)
         if hit is not None:
@@ -253,8 +225,9 @@ def rewrite_request(
             )
     if archive is not None:
         # the checkpoint's answer names the session it was recorded under: what this handoff
-        # removes goes there too, so recalling the checkpoint finds it
-        session = _recorded(raw, dialect, call_id) or session
+        # removes goes there too, unless the request names a harness session of its own
+        # (`filing_session`)
+        session = filing_session(session, _recorded(raw, dialect, call_id))
     try:
         conversation = dialect_codec.read_body(body)
         handoff = run(
@@ -263,6 +236,7 @@ def rewrite_request(
                 at="checkpoint",
                 strip=_with_tool(opts, base),
                 max_tokens=max_tokens,
+                budget=budget,
             ),
             session=session,
             archive=archive,
@@ -274,15 +248,16 @@ def rewrite_request(
             settled = len(raw) - at_item >= _SETTLED_TAIL
             failure = _Failure(len(raw), _digest(raw, len(raw) - 1), reason, tool, settled)
             _FAILED.put((dialect, call_id, opts_key), failure)
-        return Rewrite(
-            None,
-            anchor=call_id,
-            checkpoint_tool=tool,
-            reason=reason,
-            invalid=True,
-        )
+        return Rewrite(None, anchor=call_id, checkpoint_tool=tool, reason=reason, invalid=True)
     return _rewritten(
         body, raw, dialect, conversation, handoff, (call_id, tool, opts_key), max_tokens, use_cache
+    )
+
+
+def _options_key(options: StripOptions, max_tokens: int, budget: int | None) -> str:
+    """What besides the history decides a rewrite's bytes (part of its cache key)."""
+    return repr(
+        (options.join_texts, options.promote_thinking, options.breadcrumbs, max_tokens, budget)
     )
 
 
@@ -349,6 +324,7 @@ def _rewritten(
         archived=handoff.archived,
         session=handoff.session,
         settled=settled,
+        marker=entry.marker,
     )
 
 
@@ -371,6 +347,7 @@ def _entry(
         removed_thinking=report.removed_thinking,
         removed_bytes=removed_bytes,
         merged=report.merged_messages,
+        marker=report.marker is not None,
     )
 
 
@@ -427,10 +404,10 @@ def _spliced(
     prefix: Sequence[Any] = entry.prefix
     if codec(dialect).thinking_binds and binds_thinking(body.get("model")):
         if prefix:
-            [last, *tail], dropped = _without_thinking(tail, prefix[-1])
+            [last, *tail], dropped = without_thinking(tail, prefix[-1])
             prefix = (*prefix[:-1], last)
         else:
-            tail, dropped = _without_thinking(tail)
+            tail, dropped = without_thinking(tail)
     out = dict(body)
     out[key_name] = [*prefix, *tail]
     if codec(dialect).needs_max_tokens and "max_tokens" not in out:
@@ -446,6 +423,7 @@ def _spliced(
         merged=entry.merged,
         cached=cached,
         settled=settled,
+        marker=entry.marker,
     )
 
 
@@ -460,59 +438,6 @@ def _tail_items(conversation: Conversation, cut: int, dialect: str) -> int:
     """The raw history items the messages from ``cut`` on were read from."""
     items_of = codec(dialect).raw_items
     return sum(items_of(m) for m in conversation.messages[cut:])
-
-
-_THINKING = Names({"thinking", "redacted_thinking"})
-
-
-def _without_thinking(tail: Sequence[Any], before: Any = None) -> tuple[list[Any], int]:
-    """The kept turns with their thinking blocks removed (a turn that is only thinking stays).
-
-    A breakpoint on a removed thinking block moves to the kept block before it (in its turn, or
-    the end of the turn before: ``before`` is the message before ``tail``) when that block has
-    none, as `strip` does. The message before comes back first when ``before`` was given."""
-    out: list[Any] = [] if before is None else [before]
-    dropped = 0
-    for message in tail:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if (
-            isinstance(message, Mapping)
-            and message.get("role") == "assistant"
-            and isinstance(content, list)
-        ):
-            kept: list[Any] = []
-            for block in content:
-                if not (isinstance(block, Mapping) and block.get("type") in _THINKING):
-                    kept.append(block)
-                    continue
-                mark = block.get(_BREAKPOINT)
-                if mark is not None:
-                    _mark_last(kept, out, mark)
-            if kept and len(kept) != len(content):
-                dropped += len(content) - len(kept)
-                message = {**message, "content": kept}
-        out.append(message)
-    return out, dropped
-
-
-_BREAKPOINT = "cache_control"
-
-
-def _mark_last(kept: list[Any], out: list[Any], mark: Any) -> None:
-    """Put ``mark`` on the newest kept block: the last of ``kept``, else of the last message."""
-    if kept:
-        blocks, at = kept, len(kept) - 1
-    else:
-        previous = out[-1] if out and isinstance(out[-1], Mapping) else None
-        content = previous.get("content") if previous is not None else None
-        if previous is None or not isinstance(content, list) or not content:
-            return
-        blocks = list(content)
-        at = len(blocks) - 1
-        out[-1] = {**previous, "content": blocks}
-    block = blocks[at]
-    if isinstance(block, Mapping) and block.get(_BREAKPOINT) is None:
-        blocks[at] = {**block, _BREAKPOINT: mark}
 
 
 # ------------------------------------------------------------------------ finding the checkpoint
@@ -609,6 +534,5 @@ __all__ = [
     "checkpoint_calls",
     "clear_cache",
     "conversation_key",
-    "is_checkpoint",
     "rewrite_request",
 ]

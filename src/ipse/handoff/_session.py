@@ -5,8 +5,10 @@ The key is ``session:<id>``, ``<id>`` being the harness's own session id whereve
 gives one:
 
 - Claude Code: the ``x-claude-code-session-id`` request header (or the ``session_id`` in the
-  body's ``metadata.user_id`` JSON); ``CLAUDE_CODE_SESSION_ID`` in its MCP servers'
-  environment; a session file's ``sessionId``.
+  body's ``metadata.user_id`` JSON); for an MCP server, Claude Code's registry of its running
+  sessions, read at each call (``claude -p --continue`` starts its servers under a session id
+  it then leaves for the resumed one: `ipse.mcp._session`), else ``CLAUDE_CODE_SESSION_ID``;
+  a session file's ``sessionId``.
 - Codex: the ``session-id`` request header (``session_id`` / ``conversation_id`` in older
   versions); a rollout's ``session_meta`` id (the same id); for an MCP server,
   ``CODEX_THREAD_ID`` / ``CODEX_SESSION_ID`` when set, or the ``session_id`` / ``thread_id`` of
@@ -16,8 +18,10 @@ gives one:
 falls back on its own key (the proxy a hash of the conversation's start, the MCP server a fresh
 ``mcp-<uuid>``, the CLI a hash of the file), and then one more link holds the loop together: the
 checkpoint tool's answer names the session it was recorded under (`MARKER`), and a handoff at
-that checkpoint files what it removed under that session (`recorded_session`). So ``recall``
-with a checkpoint's id finds the items its handoff removed whichever part did the removing.
+that checkpoint files what it removed under that session (`recorded_session`). Where the front
+end and the answer both name a harness's session, the front end's own id wins over what the
+answer claims (`ipse.sessions.filing_session`). So ``recall`` with
+a checkpoint's id finds the items its handoff removed whichever part did the removing.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ipse.sessions import (
     CLAUDE_CODE_HEADER,
     CODEX_HEADERS,
     PREFIX,
+    filing_session,
     mcp_session,
     meta_session,
     request_session,
@@ -90,13 +95,14 @@ def recorded_session(
 
 def handoff_session(source: Source, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> str:
     """The key ``ipse handoff`` archives under: the session the checkpoint was recorded under,
-    else the harness's: a Claude Code session's ``sessionId``, a Codex rollout's id, else a
-    hash of the file."""
+    unless that and the file's own are both a harness's session ids (then the file's: a Claude
+    Code session's ``sessionId``, a Codex rollout's id; `ipse.sessions.filing_session`); else
+    the file's own key (a hash of the file without one)."""
     try:
         recorded = recorded_session(source.current(), tool_names)
     except IpseError:  # no conversation: the harness's key
         recorded = None
-    return recorded or source_session(source)
+    return filing_session(source_session(source), recorded)
 
 
 __all__ = [

@@ -28,7 +28,7 @@ output that `validate` rejects (that would be a bug).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -93,9 +93,16 @@ class StripOptions:
 
 
 def strip(
-    conversation: Conversation, at: At = None, options: StripOptions | None = None
+    conversation: Conversation,
+    at: At = None,
+    options: StripOptions | None = None,
+    *,
+    page: Collection[int] = (),
 ) -> tuple[Conversation, HandoffReport]:
-    """The conversation with tool traffic and thinking removed before the cut, and a report."""
+    """The conversation with tool traffic and thinking removed before the cut, and a report.
+
+    ``page``: indices of agent messages before the cut whose text is moved out too (a handoff
+    under a budget archives it as one item, `ipse.handoff._budget`); the report lists it."""
     opts = options or StripOptions()
     messages = conversation.messages
     if not messages:
@@ -107,7 +114,7 @@ def strip(
     dialect = codec(conversation.dialect)
     keep = _checkpoint_calls(messages[:cut], opts.checkpoint_tool, dialect)
     while True:
-        built = _Builder(dialect, keep, opts).build(messages[:cut])
+        built = _Builder(dialect, keep, opts, frozenset(page)).build(messages[:cut])
         tail = messages[cut:]
         if not (
             (dialect.alternates or dialect.merges_turns)
@@ -146,8 +153,17 @@ def strip(
         dropped_empty_texts=built.dropped_empty,
         merged_messages=built.merged,
         carried_problems=carried,
+        paged=_grouped(built.paged),
     )
     return output, report
+
+
+def _grouped(paged: Sequence[tuple[int, str]]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Paged texts by message, in order."""
+    out: dict[int, list[str]] = {}
+    for index, text in paged:
+        out.setdefault(index, []).append(text)
+    return tuple((index, tuple(texts)) for index, texts in out.items())
 
 
 # ------------------------------------------------------------------------------ input checks
@@ -246,21 +262,42 @@ def _same_side(last: Message, first: Message) -> bool:
 # ----------------------------------------------------------------------------- the rewrite
 
 
-@dataclass
 class _Built:
-    messages: list[Message]
-    removed: list[Removed]
-    breadcrumbs: list[str]
-    promoted: list[str]
-    dropped_empty: int
-    merged: int = 0
+    """What a rewrite of a prefix made: its messages and what it removed, paged and added."""
+
+    __slots__ = (
+        "breadcrumbs",
+        "dropped_empty",
+        "merged",
+        "messages",
+        "paged",
+        "promoted",
+        "removed",
+    )
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.removed: list[Removed] = []
+        self.breadcrumbs: list[str] = []
+        self.promoted: list[str] = []
+        self.dropped_empty = 0
+        self.merged = 0
+        self.paged: list[tuple[int, str]] = []  # (message index, text)
 
 
 class _Builder:
     """Rewrites a prefix: filter blocks, drop empty messages, merge roles, join texts."""
 
-    def __init__(self, dialect: Codec, keep: frozenset[str], options: StripOptions) -> None:
+    def __init__(
+        self,
+        dialect: Codec,
+        keep: frozenset[str],
+        options: StripOptions,
+        page: frozenset[int] = frozenset(),
+    ) -> None:
         self.calls: set[str] = set()
+        self.page = page
+        self.paging = False  # the message being filtered is paged out
         self.dialect = dialect
         self.keep = keep
         self.options = options
@@ -273,31 +310,36 @@ class _Builder:
     def build(self, prefix: Sequence[Message]) -> _Built:
         results = self._results(prefix)
         self.calls = {b.id for m in prefix for b in m.blocks if isinstance(b, ToolCall)}
-        out = _Built([], [], [], [], 0)
+        out = _Built()
         changed: list[bool] = []  # per output message: it lost a block or was merged
         for index, message in enumerate(prefix):
             blocks = self._filter(index, message, results, out)
             if blocks is None:
-                kept, lost = message, False
-            elif not blocks:
-                continue
-            else:
-                kept, lost = self._rebuilt(message, blocks), True
-            last = _last_turn(out.messages)
-            if self.dialect.alternates and last >= 0 and _same_side(out.messages[last], kept):
-                # the API wants the roles to alternate (a mid-conversation system message takes
-                # no part): the one change to a message that lost nothing (counted in the
-                # report); elsewhere every kept message stays its own. System messages between
-                # the two stay in their order, before the merged message.
-                kept = self._merged(out.messages[last], kept)
-                between, marks = out.messages[last + 1 :], changed[last + 1 :]
-                del out.messages[last:], changed[last:]
-                out.messages.extend(between)
-                changed.extend(marks)
-                out.merged += 1
-                lost = True
-            out.messages.append(kept)
-            changed.append(lost)
+                self._append(out, changed, message, lost=False)
+            elif blocks:
+                self._append(out, changed, self._rebuilt(message, blocks), lost=True)
+        return self._finished(out, changed, prefix)
+
+    def _append(self, out: _Built, changed: list[bool], kept: Message, *, lost: bool) -> None:
+        """Add a kept message; where the API wants the roles to alternate (a mid-conversation
+        system message takes no part), merge it into the last turn of its side: the one change
+        to a message that lost nothing (counted in the report); elsewhere every kept message
+        stays its own. System messages between the two stay in their order, before it."""
+        last = _last_turn(out.messages)
+        if self.dialect.alternates and last >= 0 and _same_side(out.messages[last], kept):
+            kept = self._merged(out.messages[last], kept)
+            between, marks = out.messages[last + 1 :], changed[last + 1 :]
+            del out.messages[last:], changed[last:]
+            out.messages.extend(between)
+            changed.extend(marks)
+            out.merged += 1
+            lost = True
+        out.messages.append(kept)
+        changed.append(lost)
+
+    def _finished(self, out: _Built, changed: list[bool], prefix: Sequence[Message]) -> _Built:
+        """Join texts in the messages the handoff changed, open with the user, place the
+        prompt-cache breakpoints."""
         if self.options.join_texts and self.dialect.alternates:
             # only in a message the handoff changed: one it left whole stays as it was written
             out.messages = [
@@ -339,6 +381,7 @@ class _Builder:
             return []
         kept: list[Block] = []
         changed = False
+        self.paging = index in self.page and message.role == "assistant"
         for block in message.blocks:
             stays = self._block(block, index, results, out)
             changed = changed or stays is None or len(stays) != 1 or stays[0] is not block
@@ -356,7 +399,7 @@ class _Builder:
     ) -> list[Block] | None:
         """What one block becomes: itself, a replacement, or nothing (None: removed)."""
         if isinstance(block, Text):
-            return self._text(block, out)
+            return self._text(block, index, out)
         if isinstance(block, ToolCall):
             return self._call(block, index, results, out)
         if isinstance(block, ToolResult):
@@ -376,9 +419,13 @@ class _Builder:
             return None
         return [block]
 
-    def _text(self, block: Text, out: _Built) -> list[Block] | None:
-        if block.text == "" or (self.dialect.rejects_blank_text and not block.text.strip()):
+    def _text(self, block: Text, index: int, out: _Built) -> list[Block] | None:
+        blank = not block.text.strip()
+        if block.text == "" or (blank and (self.dialect.rejects_blank_text or self.paging)):
             out.dropped_empty += 1
+            return None
+        if self.paging:
+            out.paged.append((index, block.text))
             return None
         return [block]
 
@@ -401,7 +448,7 @@ class _Builder:
         # promoted as agent text, unless it would be a text block the provider refuses (a
         # thinking of nothing but whitespace, for Anthropic): then it is only archived
         blank = block.text == "" or (self.dialect.rejects_blank_text and not block.text.strip())
-        if self.options.promote_thinking and not blank:
+        if self.options.promote_thinking and not blank and not self.paging:
             out.promoted.append(block.text)
             return [Text(block.text, Origin.AGENT)]
         return None
@@ -455,12 +502,14 @@ def _thinking_removed(raw: Mapping[str, Any], index: int) -> Removed:
 
 
 def breadcrumb(call: ToolCall, width: int = 60) -> str:
-    """One short line for a removed call: tool name and a clipped argument."""
+    """One short line for a removed call: tool name, a clipped argument, and the id ``recall``
+    gives the call and its result back by (the id it is archived under)."""
     argument = _first_argument(call.input)
     flat = " ".join(argument.split())
     if len(flat) > width:
         flat = flat[: max(width - 1, 0)] + "…"
-    return f"[{call.name}: {flat}]" if flat else f"[{call.name}]"
+    said = f"{call.name}: {flat}" if flat else call.name
+    return f"[{said}; recall {call.id}]" if call.id else f"[{said}]"
 
 
 def _first_argument(value: Any) -> str:

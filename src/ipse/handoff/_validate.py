@@ -220,53 +220,80 @@ def _anthropic_turn(
 
 
 def _openai(messages: Sequence[Message]) -> list[Problem]:
-    problems: list[Problem] = []
     if not messages:
         return [Problem("no_messages", "the request has no messages")]
+    walk = _ChatWalk()
     speaking = [m for m in messages if m.role not in ("system", "developer")]
     if speaking and speaking[0].role != "user":
         first = messages.index(speaking[0])
-        problems.append(Problem("first_not_user", "the first message is not from the user", first))
-    every_call: set[str] = set()
-    open_calls: set[str] = set()  # calls of the last assistant message still waiting
-    open_at: int | None = None
-    last_side: str | None = None
+        walk.problems.append(
+            Problem("first_not_user", "the first message is not from the user", first)
+        )
     for i, message in enumerate(messages):
-        role = message.role
-        if role not in _OPENAI_ROLES:
-            problems.append(Problem("bad_role", f"role {role!r} is not a chat role", i))
-        problems.extend(_empty_texts(i, message))
-        if role == "tool":
-            results = list(message.of_kind(ToolResult))
-            problems.extend(_orphans(i, results, open_calls, every_call))
-            open_calls.difference_update(r.call_id for r in results)
-            last_side = "tool"
-            continue
-        if open_calls and open_at is not None:
-            problems.extend(
-                Problem("unanswered_call", f"tool call {cid!r} is not answered", open_at)
-                for cid in sorted(open_calls)
+        if message.role not in _OPENAI_ROLES:
+            walk.problems.append(
+                Problem("bad_role", f"role {message.role!r} is not a chat role", i)
             )
-        open_calls, open_at = set(), None
+        walk.problems.extend(_empty_texts(i, message))
+        if message.role == "tool":
+            walk.tool(i, message)
+        else:
+            walk.turn(i, message)
+    return walk.problems
+
+
+class _ChatWalk:
+    """What `_openai` carries from one Chat Completions message to the next: the problems so
+    far, every call seen, the calls of the last assistant message still waiting for their
+    ``tool`` messages, and the side that spoke last."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.every_call: set[str] = set()
+        self.open_calls: set[str] = set()
+        self.open_at: int | None = None
+        self.last_side: str | None = None
+
+    def tool(self, i: int, message: Message) -> None:
+        results = list(message.of_kind(ToolResult))
+        self.problems.extend(_orphans(i, results, self.open_calls, self.every_call))
+        self.open_calls.difference_update(r.call_id for r in results)
+        self.last_side = "tool"
+
+    def turn(self, i: int, message: Message) -> None:
+        """A message that is no tool message: the calls still waiting are unanswered."""
+        if self.open_calls and self.open_at is not None:
+            self.problems.extend(
+                Problem("unanswered_call", f"tool call {cid!r} is not answered", self.open_at)
+                for cid in sorted(self.open_calls)
+            )
+        self.open_calls, self.open_at = set(), None
+        role = message.role
         if role in ("user", "assistant"):
-            if role == last_side:
-                problems.append(
+            if role == self.last_side:
+                self.problems.append(
                     Problem("roles_not_alternating", f"two {role} messages in a row", i)
                 )
-            last_side = role
-        if any(isinstance(b, ToolResult) for b in message.blocks):
-            problems.append(Problem("misplaced_result", "a tool result outside a tool message", i))
-        calls = list(message.of_kind(ToolCall))
-        if calls and role != "assistant":
-            problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
-        if not any(isinstance(b, Text | ToolCall) for b in message.blocks) and not any(
-            b.kind == "other" for b in message.blocks
-        ):
-            problems.append(Problem("empty_content", "a message with no content", i))
-        every_call.update(c.id for c in calls)
+            self.last_side = role
+        self.problems.extend(_chat_content(i, message))
+        calls = [c.id for c in message.of_kind(ToolCall)]
+        self.every_call.update(calls)
         if calls:
-            open_calls, open_at = {c.id for c in calls}, i
-            last_side = "assistant"
+            self.open_calls, self.open_at = set(calls), i
+            self.last_side = "assistant"
+
+
+def _chat_content(i: int, message: Message) -> list[Problem]:
+    """What a chat message that is no tool message may not hold, or must."""
+    problems: list[Problem] = []
+    if any(isinstance(b, ToolResult) for b in message.blocks):
+        problems.append(Problem("misplaced_result", "a tool result outside a tool message", i))
+    if message.role != "assistant" and any(isinstance(b, ToolCall) for b in message.blocks):
+        problems.append(Problem("misplaced_call", "a tool call outside an assistant turn", i))
+    if not any(isinstance(b, Text | ToolCall) for b in message.blocks) and not any(
+        b.kind == "other" for b in message.blocks
+    ):
+        problems.append(Problem("empty_content", "a message with no content", i))
     return problems
 
 

@@ -6,18 +6,28 @@ part: every non-empty text block of a user or assistant message before the cut a
 rewritten part of ``after``, in a message of the same role, in order, byte for byte (texts may
 have been joined with others, so each is found as a substring, left to right).
 
+Two things a handoff adds are accounted for. Blocks it inserted (the marker at the cut) are
+named in ``inserted`` and never searched, so no authored text is "found" in them. Under a
+budget, an agent message's texts may instead be in the archived page (``page``, the item the
+archive stores): the proof decodes the item's bytes as the archive stores them and requires
+those texts there, all of them, in order, byte for byte; every other text must be in the
+context as before. Only agent messages can be paged: a human's text is always searched.
+
 Without a cut, the untouched part is the longest run of identical trailing messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
-from ipse.transcript import Conversation, Message, Text, ToolCall, ToolResult, codec
+from ipse.transcript import Block, Conversation, Message, Text, ToolCall, ToolResult, codec
+
+if TYPE_CHECKING:
+    from ipse.archive import Archivable
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +53,9 @@ class Verdict:
     tail_identical: bool
     checked_texts: int
     authored_chars: int  # authored characters of ``before`` (all messages)
-    found_chars: int  # of those, found in ``after``
+    found_chars: int  # of those, found in ``after`` or in the archived page
     lost: tuple[Lost, ...] = field(default=())
+    paged_chars: int = 0  # of those found, the ones found in the archived page
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +66,7 @@ class Verdict:
             "checked_texts": self.checked_texts,
             "authored_chars": self.authored_chars,
             "found_chars": self.found_chars,
+            "paged_chars": self.paged_chars,
             "lost": [
                 {"message": x.index, "role": x.role, "chars": x.chars, "preview": x.preview}
                 for x in self.lost
@@ -84,12 +96,16 @@ def verify(
     after: Conversation,
     at: At | None = None,
     checkpoint_tool: str = CHECKPOINT_TOOL,
+    *,
+    inserted: Collection[Block] = (),
+    page: Archivable | None = None,
 ) -> Verdict:
     """Check ``after`` keeps every authored text of ``before`` and its untouched part as it was.
 
     ``at`` names the cut the handoff used (``checkpoint``, ``now``, an index; ``checkpoint``
     looks for ``checkpoint_tool``); without it the untouched part is the longest run of
-    identical trailing messages."""
+    identical trailing messages. ``inserted``: blocks the handoff added (never searched);
+    ``page``: the archive item that holds agent texts moved out under a budget."""
     # Messages are written out one pair at a time, only as far as the comparison goes: the
     # whole conversation as JSON would be one more copy of the input in memory.
     old = before.messages
@@ -111,7 +127,13 @@ def verify(
             )
         )
     prefix_out = after.messages[: len(new) - tail] if tail <= len(new) else after.messages
-    lost, checked = _find_in_order(authored_texts(before.messages[:cut]), prefix_out)
+    wanted = authored_texts(before.messages[:cut])
+    paged = _paged(page)
+    in_page = [w for w in wanted if w[1] == "assistant" and w[0] in paged]
+    in_context = [w for w in wanted if not (w[1] == "assistant" and w[0] in paged)]
+    lost, checked = _find_in_order(in_context, prefix_out, {id(b) for b in inserted})
+    page_lost = _check_page(in_page, paged)
+    lost.extend(page_lost)
     prefix_chars = authored_chars(before.messages[:cut])
     tail_chars = authored_chars(before.messages[cut:])
     found = prefix_chars - sum(x.chars for x in lost) + (tail_chars if identical else 0)
@@ -120,11 +142,40 @@ def verify(
         cut=cut,
         tail_messages=tail,
         tail_identical=identical,
-        checked_texts=checked,
+        checked_texts=checked + len(in_page),
         authored_chars=prefix_chars + tail_chars,
         found_chars=found,
-        lost=tuple(lost),
+        lost=tuple(sorted(lost, key=lambda x: x.index)),
+        paged_chars=sum(len(w[2]) for w in in_page) - sum(x.chars for x in page_lost),
     )
+
+
+def _paged(page: Archivable | None) -> Mapping[int, list[str]]:
+    """The texts of an archived page by message index, read back from the bytes the archive
+    stores for it (`ipse.archive.payload`)."""
+    if page is None or page.call is None:
+        return {}
+    from ipse.archive import payload
+
+    stored = jsonio.loads(payload(page.call))
+    out: dict[int, list[str]] = {}
+    for entry in stored.get("messages", ()) if isinstance(stored, Mapping) else ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("message"), int):
+            texts = entry.get("texts")
+            out[entry["message"]] = [t for t in texts if isinstance(t, str)] if texts else []
+    return out
+
+
+def _check_page(
+    wanted: Sequence[tuple[int, str, str]], paged: Mapping[int, list[str]]
+) -> list[Lost]:
+    """The paged texts not in the page, all of them, in order, byte for byte."""
+    lost: list[Lost] = []
+    for index, texts in paged.items():
+        expected = [w for w in wanted if w[0] == index]
+        if [w[2] for w in expected] != texts:
+            lost.extend(Lost(i, role, len(text), _preview(text)) for i, role, text in expected)
+    return lost
 
 
 def _changed_tool_blocks(before: Sequence[Message], rewritten: Sequence[Message]) -> list[str]:
@@ -153,11 +204,17 @@ def _tool_key(block: Any) -> tuple[str, str] | None:
 
 
 def _find_in_order(
-    wanted: Sequence[tuple[int, str, str]], messages: Sequence[Message]
+    wanted: Sequence[tuple[int, str, str]],
+    messages: Sequence[Message],
+    skipped: Collection[int] = (),
 ) -> tuple[list[Lost], int]:
-    """Find each wanted text left to right; texts not found are lost (the search goes on)."""
+    """Find each wanted text left to right; texts not found are lost (the search goes on).
+    Blocks whose ``id`` is in ``skipped`` (what the handoff inserted) are not searched."""
     haystack = [
-        (m.role, b.text) for m in messages for b in m.blocks if isinstance(b, Text) and b.text
+        (m.role, b.text)
+        for m in messages
+        for b in m.blocks
+        if isinstance(b, Text) and b.text and id(b) not in skipped
     ]
     lost: list[Lost] = []
     position, offset = 0, 0

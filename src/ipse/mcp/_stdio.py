@@ -200,19 +200,8 @@ class Front:
         """One line from the client."""
         if not line.strip():
             return
-        try:
-            message = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            found = _HEAD_ID.match(line[:4096]) or _TAIL_ID.search(line[-4096:])
-            rid = json.loads(found.group(1)) if found else None
-            reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON"
-            self.send(_error(rid, PARSE_ERROR, f"Parse error: the message is {reason}"))
-            return
-        if isinstance(message, list):
-            self.send(_error(None, INVALID_REQUEST, "Invalid Request: batches are not served"))
-            return
-        if not isinstance(message, dict):
-            self.send(_error(None, INVALID_REQUEST, "Invalid Request: not an object"))
+        message = self._read(line)
+        if message is None:
             return
         method = message.get("method")
         has_id = "id" in message
@@ -236,14 +225,53 @@ class Front:
             return  # a notification (initialized, cancelled, ...): nothing to answer
         self.request(rid, method, params or {})
 
+    def _read(self, line: bytes) -> dict[str, Any] | None:
+        """The JSON object a line holds; None, once its error is answered, for anything else."""
+        try:
+            message = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            found = _HEAD_ID.match(line[:4096]) or _TAIL_ID.search(line[-4096:])
+            rid = json.loads(found.group(1)) if found else None
+            reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON"
+            self.send(_error(rid, PARSE_ERROR, f"Parse error: the message is {reason}"))
+            return None
+        if isinstance(message, list):
+            self.send(_error(None, INVALID_REQUEST, "Invalid Request: batches are not served"))
+            return None
+        if not isinstance(message, dict):
+            self.send(_error(None, INVALID_REQUEST, "Invalid Request: not an object"))
+            return None
+        return message
+
     def request(self, rid: Any, method: str, params: dict[str, Any]) -> None:
-        meta = params.get("_meta")
+        modern = self._era_of(rid, method, params.get("_meta"))
+        if modern is None:
+            return  # refused, and answered so
+        if method == "initialize" and not modern:
+            self.initialize(rid, params)
+        elif method == "server/discover" and modern:
+            self.era = "modern"
+            self.answer(rid, self._discovery(), modern)
+        elif method == "ping" and not modern:
+            self.answer(rid, {}, modern)
+        elif method == "tools/list":
+            self.era = self.era or ("modern" if modern else None)
+            self.list_tools(rid, modern)
+        elif method == "tools/call":
+            self.era = self.era or ("modern" if modern else None)
+            self.call_tool(rid, params, modern)
+        else:
+            self.send(_error(rid, METHOD_NOT_FOUND, "Method not found", method))
+
+    def _era_of(self, rid: Any, method: str, meta: Any) -> bool | None:
+        """Whether the request carries the modern envelope; None when it is refused (answered
+        here): a modern request that does not fit, or a bare one on a modern connection."""
         modern = isinstance(meta, dict) and VERSION_KEY in meta
         if modern and isinstance(meta, dict):
             refused = self._modern_refusal(rid, method, meta)
             if refused is not None:
                 self.send(refused)
-                return
+                return None
         elif self.era == "modern" and method != "initialize":
             self.send(
                 _error(
@@ -253,37 +281,26 @@ class Front:
                     f"and '{CAPABILITIES_KEY}' envelope keys",
                 )
             )
+            return None
+        return modern
+
+    def _discovery(self) -> dict[str, Any]:
+        return {
+            "cacheScope": "private",
+            "capabilities": {"tools": {"listChanged": False}},
+            "instructions": instructions(self.twin),
+            "resultType": "complete",
+            "supportedVersions": list(MODERN_VERSIONS),
+            "ttlMs": 0,
+        }
+
+    def call_tool(self, rid: Any, params: dict[str, Any], modern: bool) -> None:
+        """Hand a ``tools/call`` to a worker thread (`call`), its parameters checked first."""
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            self.send(_error(rid, INVALID_PARAMS, "Invalid request parameters", ""))
             return
-        if method == "initialize" and not modern:
-            self.initialize(rid, params)
-        elif method == "server/discover" and modern:
-            self.era = "modern"
-            self.answer(
-                rid,
-                {
-                    "cacheScope": "private",
-                    "capabilities": {"tools": {"listChanged": False}},
-                    "instructions": instructions(self.twin),
-                    "resultType": "complete",
-                    "supportedVersions": list(MODERN_VERSIONS),
-                    "ttlMs": 0,
-                },
-                modern,
-            )
-        elif method == "ping" and not modern:
-            self.answer(rid, {}, modern)
-        elif method == "tools/list":
-            self.era = self.era or ("modern" if modern else None)
-            self.list_tools(rid, modern)
-        elif method == "tools/call":
-            self.era = self.era or ("modern" if modern else None)
-            name, arguments = params.get("name"), params.get("arguments")
-            if not isinstance(name, str) or not isinstance(arguments, dict | None):
-                self.send(_error(rid, INVALID_PARAMS, "Invalid request parameters", ""))
-                return
-            self.pool().submit(self.call, rid, name, arguments, modern, params.get("_meta"))
-        else:
-            self.send(_error(rid, METHOD_NOT_FOUND, "Method not found", method))
+        self.pool().submit(self.call, rid, name, arguments, modern, params.get("_meta"))
 
     def _modern_refusal(self, rid: Any, method: str, meta: dict[str, Any]) -> Any:
         if self.era == "handshake":
@@ -353,8 +370,8 @@ class Front:
     def call(
         self, rid: Any, name: str, arguments: dict[str, Any] | None, modern: bool, meta: Any
     ) -> None:
-        """One tool call (in a worker thread): its answer, whatever happens. A server that knew
-        no harness session at start takes the one the call's ``_meta`` names."""
+        """One tool call (in a worker thread): its answer, whatever happens. Its session is
+        read at the call (`ipse.mcp._tools.for_call`), not once at start."""
         try:
             from ipse.mcp._server import tool_result
             from ipse.mcp._tools import for_call

@@ -2,8 +2,10 @@
 
 Each tool is a `Tool` whose ``run`` takes the server's `Settings` and the checked arguments and
 returns a JSON object (the structured result) with a ``text`` for the model. Nothing here does
-the work: the checkpoint is `ipse.handoff.record_checkpoint`, recall is the archive, the state
-tools are `ipse.statedir`, the twin tools `ipse.twin.apply_turn` and `ipse.twin.rehydrate`.
+the work: the checkpoint is `ipse.handoff.record_checkpoint`, recall and the listing
+(`ipse.mcp._recall`) the archive's `recall_item`, `search_items` and `list_items` (the scope
+rule every front end shares), the state tools are `ipse.statedir`, the twin tools
+`ipse.twin.apply_turn` and `ipse.twin.rehydrate`.
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ from typing import Any
 from ipse import jsonio
 from ipse.errors import InputError, UsageError
 from ipse.mcp._listing import TWIN_PREFIX
-
-RECALL_CHARS = 8000  # the default size of one recall page
-RECALL_MAX_CHARS = 100_000
+from ipse.mcp._recall import RECALL_CHARS, caller
+from ipse.mcp._schemas import object_schema as _object
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,12 +50,12 @@ def default_session() -> str:
 
 
 def for_call(settings: Settings, meta: Any) -> Settings:
-    """The settings of one tool call: a server that knew no harness session at start takes the
-    one the call's ``_meta`` names (Codex sends its session id there)."""
-    from ipse.sessions import is_fresh, meta_session
+    """The settings of one tool call: its session read at the call (`ipse.mcp._session`: the
+    harness may have switched sessions since the server started)."""
+    from ipse.mcp._session import call_session
 
-    found = meta_session(meta) if is_fresh(settings.session) else None
-    return settings if found is None else replace(settings, session=found)
+    found = call_session(settings.session, meta)
+    return settings if found == settings.session else replace(settings, session=found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +66,6 @@ class Tool:
     description: str
     schema: Mapping[str, Any]
     run: Callable[[Settings, dict[str, Any]], dict[str, Any]]
-
-
-def _object(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": props,
-        "required": required or [],
-        "additionalProperties": False,
-    }
 
 
 # ------------------------------------------------------------------------------ checkpoint
@@ -89,6 +81,8 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
         found = record_checkpoint(
             args, session=settings.session, archive=archive, conversation=conversation
         )
+        # filed under this folder's project too: a later session here finds the checkpoint
+        archive.add_project(found.session, caller(settings).project)
     finally:
         archive.close()
     result = found.to_json()
@@ -103,7 +97,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     result["text"] = (
         f"Checkpoint {found.id} recorded for session {found.session}. {said} "
         f"`recall` with checkpoint={found.id} lists what it removed."
-    )
+    ) + (f"\n\n{found.ledger}" if found.ledger else "")
     return result
 
 
@@ -126,83 +120,6 @@ def _session_conversation(settings: Settings) -> Any:
         return read_conversation(path, kind, skip_bad_lines=True)
     except IpseError:
         return None
-
-
-# ----------------------------------------------------------------------------------- recall
-
-_RECALL_SCHEMA = _object(
-    {
-        "id": {
-            "type": "string",
-            "description": "An archived item's id, as a breadcrumb shows it (a tool call id).",
-        },
-        "checkpoint": {
-            "type": "string",
-            "description": "A checkpoint id: its notes and the items its session's handoffs "
-            "removed.",
-        },
-        "session": {"type": "string", "description": "The session, when an id is in several."},
-        "offset": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "Continue from this character (the next_offset of the last page).",
-        },
-        "max_chars": {
-            "type": "integer",
-            "minimum": 100,
-            "maximum": RECALL_MAX_CHARS,
-            "description": f"Page size in characters (default {RECALL_CHARS}).",
-        },
-    }
-)
-
-
-def _recall(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.archive import open_archive
-
-    item_id, checkpoint = args.get("id"), args.get("checkpoint")
-    if (item_id is None) == (checkpoint is None):
-        raise UsageError("recall: give exactly one of id or checkpoint")
-    archive = open_archive(settings.archive_url)
-    try:
-        if item_id is not None:
-            found = archive.recall(item_id, args.get("session"))
-            parts = [found.call.decode("utf-8", "replace")]
-            if found.result is not None:
-                parts.append(found.result.decode("utf-8", "replace"))
-            whole, key = "\n".join(parts), found.item.id
-        else:
-            whole, key = _checkpoint_text(archive, checkpoint), str(checkpoint)
-    finally:
-        archive.close()
-    offset = int(args.get("offset", 0))
-    size = int(args.get("max_chars", RECALL_CHARS))
-    page = whole[offset : offset + size]
-    more = offset + size < len(whole)
-    text = page + (
-        f"\n[… {len(whole) - offset - size} more characters: call recall again with "
-        f"offset={offset + size}]"
-        if more
-        else ""
-    )
-    return {
-        "id": key,
-        "offset": offset,
-        "total_chars": len(whole),
-        "next_offset": offset + size if more else None,
-        "text": text,
-    }
-
-
-def _checkpoint_text(archive: Any, checkpoint: Any) -> str:
-    from ipse.handoff import checkpoint_items
-
-    row, items = checkpoint_items(archive, str(checkpoint))
-    found = archive.recall(row.id, row.session)
-    notes = jsonio.loads(found.result)["text"] if found.result else ""
-    lines = [str(notes), "", f"Removed in this session ({len(items)} items; recall by id):"]
-    lines.extend(f"- {i.id} [{i.kind} {i.tool}] {i.preview} ({i.size} bytes)" for i in items)
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------ state
@@ -359,19 +276,13 @@ def offered(settings: Settings) -> list[Tool]:
 def tools() -> list[Tool]:
     """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
     from ipse.handoff import DESCRIPTION, SCHEMA
+    from ipse.mcp import _recall
     from ipse.twin import TOOL_SPECS
 
     return [
         Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),
-        Tool(
-            "recall",
-            "Get back a tool call and its result that a handoff removed, by the id its "
-            "breadcrumb shows; or, with checkpoint, the notes of a checkpoint and the list of "
-            "items its session's handoffs removed. Long output comes in pages: call again with "
-            "next_offset.",
-            _RECALL_SCHEMA,
-            _recall,
-        ),
+        Tool("recall", _recall.RECALL_DESCRIPTION, _recall.RECALL_SCHEMA, _recall.recall),
+        Tool("archive_list", _recall.LIST_DESCRIPTION, _recall.LIST_SCHEMA, _recall.listing),
         *_state_tools(),
         *_twin_tools(TOOL_SPECS),
     ]

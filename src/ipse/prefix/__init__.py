@@ -25,6 +25,7 @@ from ipse.errors import PrefixEdit
 if _typing.TYPE_CHECKING:
     from ipse.prefix._actual import Agreement, actual_tokens, agreement
     from ipse.prefix._assemble import Assembler, CacheCost
+    from ipse.prefix._billing import billed_tokens, same_call
     from ipse.prefix._causes import CAUSES, Cause
     from ipse.prefix._growing import SharedHistory
     from ipse.prefix._layers import BlockHash, Layer, layers
@@ -41,6 +42,7 @@ if _typing.TYPE_CHECKING:
 # simulating, reporting), not the assembler, the linter, the layers or the watcher.
 _MODULES = {
     "_actual": ("Agreement", "actual_tokens", "agreement"),
+    "_billing": ("billed_tokens", "same_call"),
     "_assemble": ("Assembler", "CacheCost"),
     "_causes": ("CAUSES", "Cause"),
     "_growing": ("SharedHistory",),

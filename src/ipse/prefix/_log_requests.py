@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._handoff_events import RecordedHandoffs
 from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._request import Request, provider_of
@@ -61,6 +62,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     from ipse.transcript.formats import http_log  # (each format's reader imported on use)
 
     interner = Interner()
+    handoffs = RecordedHandoffs()
     for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
         fields = http_log.exchange_fields(entry, where)
         body = fields.body
@@ -77,7 +79,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             http_log.entry_conversation(entry, fields.body),
             diagnostics=_diagnostics(entry),
             compaction=compacts(fields.usage),
-            handoff=_handoff(entry),
+            handoff=handoffs.event(entry),
         )
 
 
@@ -99,16 +101,6 @@ def _diagnostics(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return None
     found = body.get("diagnostics")
     return found if jsonio.is_object(found) else None
-
-
-def _handoff(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """What the proxy's record says ipse's handoff did to this request (``ipse.handoff`` with
-    ``applied``), or None when it did nothing."""
-    extra = entry.get("ipse")
-    handoff = extra.get("handoff") if jsonio.is_object(extra) else None
-    if jsonio.is_object(handoff) and handoff.get("applied") is True:
-        return handoff
-    return None
 
 
 # ------------------------------------------------------------------------------ codex rollouts

@@ -33,7 +33,7 @@ class Request(msgspec.Struct, frozen=True):
     diagnostics: Mapping[str, Any] | None = None  # the API's cache diagnosis of its response
     compaction: bool = False  # the first call after a compaction, or the compacting call
     off_path: bool = False  # billed, but its response is not on the live path
-    handoff: Mapping[str, Any] | None = None  # ipse's own handoff, applied to this request
+    handoff: Mapping[str, Any] | None = None  # the handoff ipse made here (`RecordedHandoffs`)
 
     @property
     def model(self) -> str | None:

@@ -45,7 +45,8 @@ import msgspec
 
 from ipse import jsonio
 from ipse.errors import InputError, os_error
-from ipse.prefix._actual import compacts
+from ipse.fileio import check_text_head
+from ipse.prefix._actual import compacts, same_call
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._log_requests import log_requests, rollout_requests
 from ipse.prefix._request import Request, provider_of
@@ -98,6 +99,8 @@ def read_requests(path: str | Path, format: str | None = None) -> RequestLog:
     p = Path(path)
     if not p.exists():
         raise InputError("no such file or folder", path=p)
+    if not p.is_dir():
+        check_text_head(p)  # its size and first bytes, before a line of it is read
     name = format or _sniff(p)
     warnings: list[str] = []
     merged = [0]
@@ -268,7 +271,7 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
     agent. Records of one call that carry no response id (exported or extracted sessions:
     the call's thinking, text and tool uses as records of their own, its tool results between
     them, each with the call's usage and the output counted so far) are one call
-    (`_same_call`)."""
+    (`ipse.prefix.same_call`)."""
     # (the Claude Code readers on use: a Codex rollout or a log needs none of them, and they
     # took 11 million instructions of 620, about 3 ms, of ``ipse prefix`` on a 1 MB rollout)
     from ipse.prefix._segments import digest
@@ -374,7 +377,7 @@ class _ThreadCalls:
             if k == 0 or model == "<synthetic>":
                 call = None
                 continue
-            if call is not None and _same_call(call, meta):
+            if call is not None and same_call(call, meta):
                 merged[0] += 1
                 call = meta
                 continue
@@ -417,37 +420,6 @@ class _ThreadCalls:
         )
         compaction = self.compacting or compacts(call.meta.get("usage"))
         return pending._r(self.agent, compaction=compaction, off_path=True)
-
-
-def _same_call(before: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
-    """Whether ``meta``'s record is another record of the call whose last record was
-    ``before``'s, with nothing but that call's tool results between them: the same request id
-    where there is no response id to merge them by; with no id at all, the call's identity in
-    its usage (the same input side, the output count no lower: a streamed response's records
-    each carry the output counted so far)."""
-    if "message_id" in before or "message_id" in meta:
-        return False  # (records of one response are one message already)
-    first, second = before.get("request_id"), meta.get("request_id")
-    if first is not None or second is not None:
-        return isinstance(first, str) and first == second
-    used, now = before.get("usage"), meta.get("usage")
-    if not (isinstance(used, Mapping) and isinstance(now, Mapping)):
-        return False
-    if any(used.get(key) != now.get(key) for key in _INPUT_SIDE):
-        return False
-    output, later = used.get("output_tokens"), now.get("output_tokens")
-    if type(output) is int and type(later) is int:
-        return later >= output
-    return used == now
-
-
-# What a call's usage says of its input: the same in every record of the call.
-_INPUT_SIDE = (
-    "input_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-    "cache_creation",
-)
 
 
 def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:

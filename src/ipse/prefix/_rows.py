@@ -87,7 +87,7 @@ class Row(msgspec.Struct, frozen=True):
 
 
 def handoff_shown(handoff: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What a row says of the handoff the proxy's record says rewrote its request: where it
+    """What a row says of the handoff the proxy's record says was made at its request: where it
     cut, the tool calls it removed and what it saved (the record's ``saved``: the count the
     proxy's log line quotes)."""
     if handoff is None:

@@ -129,11 +129,18 @@ def rules(provider: str) -> Rules:
 
 @dataclass(frozen=True)
 class Prices:
-    """Base input prices per model, USD per million tokens."""
+    """Base input prices per model, USD per million tokens; output prices beside them
+    (``output``, ``output_defaults``: a bill counts output, a replay of the cache does not),
+    and the cache read multiplier of providers that have no rules table (``reads``,
+    ``read_defaults``: Gemini's)."""
 
     table: Mapping[str, float]
     defaults: Mapping[str, float]
     source: str
+    output: Mapping[str, float] = field(default_factory=dict)
+    output_defaults: Mapping[str, float] = field(default_factory=dict)
+    reads: Mapping[str, float] = field(default_factory=dict)
+    read_defaults: Mapping[str, float] = field(default_factory=dict)
     _answers: dict[tuple[str | None, str], tuple[float, bool]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -151,9 +158,34 @@ class Prices:
             self._answers[(model, provider)] = answer
         return answer
 
+    def output_price(self, model: str | None, provider: str) -> tuple[float, bool]:
+        """The model's output price, and whether the model is in the table."""
+        key = match_model(model, self.output)
+        if key is None:
+            return float(self.output_defaults.get(provider, 0.0)), False
+        return float(self.output[key]), True
+
+    def read_multiplier(self, model: str | None, provider: str) -> float:
+        """The cache read price over base input: the provider's rules table where it has one,
+        else this table's (Gemini's)."""
+        if provider in PROVIDERS:
+            return rules(provider).read_multiplier(model)
+        key = match_model(model, self.reads)
+        return float(self.reads[key] if key is not None else self.read_defaults.get(provider, 1.0))
+
 
 @lru_cache(maxsize=1)
 def prices() -> Prices:
     """The price table shipped with ipse."""
     data = _load("prices.json")
-    return Prices(data["models"], data["default"], str(data["source"]))
+    output = data.get("output", {})
+    reads = data.get("read_multiplier", {})
+    return Prices(
+        data["models"],
+        data["default"],
+        str(data["source"]),
+        output.get("models", {}),
+        output.get("default", {}),
+        reads.get("models", {}),
+        reads.get("default", {}),
+    )

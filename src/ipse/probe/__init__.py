@@ -12,7 +12,7 @@ line alone at one cut (for the report) and `best_cut` the cut where a handoff pa
 
 from __future__ import annotations
 
-from ipse.probe._artifacts import Artifact, artifacts, command_of, exit_status
+from ipse.handoff.effects import Artifact, artifacts, command_of, exit_status
 from ipse.probe._ask import APIS, Asker, judge
 from ipse.probe._best import Continuity, best_cut, best_of, continuity
 from ipse.probe._demand import Rediscovery, demanded, rediscovery

@@ -13,16 +13,12 @@ again, byte for byte.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ipse.probe._artifacts import command_of
+from ipse.handoff.effects import command_of, read_path
 from ipse.probe._facts import FactIndex, SessionFact
 from ipse.transcript import Message, ToolCall
-
-_READ = re.compile(r"read|view|cat|open", re.IGNORECASE)
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +42,8 @@ def demanded(index: FactIndex, facts: Sequence[SessionFact], cut: int) -> list[S
 
 def read_signature(call: ToolCall) -> tuple[str, str] | None:
     """What a call reads: ``("file", path)`` or ``("command", text)``; None for other calls."""
-    data = call.input if isinstance(call.input, Mapping) else {}
-    name = call.name.rsplit("__", 1)[-1]
-    path = next((data[k] for k in _PATH_KEYS if isinstance(data.get(k), str)), None)
-    if path and (_READ.search(name) or data.get("command") == "view"):
+    path = read_path(call)
+    if path is not None:
         return ("file", path)
     command = command_of(call)
     if command:

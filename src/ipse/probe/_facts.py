@@ -28,8 +28,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ipse.fileio import check_text_head, read_bytes
 from ipse.handoff import is_checkpoint
-from ipse.probe._artifacts import artifacts, command_of, exit_status
+from ipse.handoff.effects import artifacts, command_of, exit_status
+from ipse.probe._grit import grit
 from ipse.probe._timeline import Timeline, call_text
 from ipse.transcript import Message, Origin, Text, Thinking, ToolCall, ToolResult
 
@@ -37,32 +39,13 @@ KINDS = ("artifact", "grit", "constraint", "task")
 STANDING = frozenset({"constraint", "task"})
 WHERE = ("human", "agent", "harness", "notes", "tool_input", "tool_result", "thinking", "state")
 
-_EXT = (
-    r"(?:py|pyi|rs|ts|tsx|js|jsx|mjs|go|java|kt|rb|ex|exs|erl|c|h|cc|cpp|hpp|cs|swift|php|"
-    r"md|rst|txt|json|jsonl|toml|yaml|yml|ini|cfg|lock|sh|bash|sql|html|css|scss|xml|csv|ipynb)"
-)
-_FILE_LINE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.[A-Za-z]\w{0,7}:\d+(?::\d+)?(?!\w)")
-_PATH = re.compile(
-    r"(?<![\w@:/.~-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[A-Za-z_][\w.@+-]*(?![\w/])"
-    r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\." + _EXT + r"(?![\w/])"
-)
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>`)\]]+", re.IGNORECASE)
-_BACKTICK = re.compile(r"`([^`\n]{2,80})`")
-_NUMBER = re.compile(
-    r"(?<![\w.])\d+(?:\.\d+)?(?:%|\s?(?:ms|µs|us|ns|s|secs?|seconds?|minutes?|mins?|hours?|"
-    r"[KMGT]i?B|bytes?|tokens?|px|lines?|files?|tests?|calls?|rows?|x)\b)"
-)
-_TEST = re.compile(
-    r"(?<![\w/.-])(?:[\w/.-]+\.py::[\w:\[\]./-]+|test_\w+|Test[A-Z]\w*|\w+_test)(?![\w])"
-)
-_ERROR = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Panic)|(?:E|TS)\d{4})\b")
 _IMPERATIVE = re.compile(
     r"\b(?:never|don'?t|do not|always|must|only|avoid|make sure|should ?n[o']t|no more)\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s++|\n++")
 _NEXT = re.compile(
-    r"^\s*(?:let me|let's|i'll|i will|next,?|now,? (?:i|let)|i need to|then i|i'm going to)\b",
+    r"^\s*+(?:let me|let's|i'll|i will|next,?|now,? (?:i|let)|i need to|then i|i'm going to)\b",
     re.IGNORECASE,
 )
 _MAX = 400  # longest fact value kept (longer sentences are cut at a word boundary)
@@ -100,36 +83,6 @@ class _Found:
         value = value.strip()
         if len(value) >= 2 and value not in ("./", "../", "//"):
             self.facts.setdefault((kind, sub, value), set()).add(where)
-
-
-def grit(text: str, where: str) -> Iterator[tuple[str, str]]:
-    """``(sub, value)`` for every piece of grit in a text."""
-    for match in _FILE_LINE.finditer(text):
-        yield "file_line", match.group(0)
-    for match in _URL.finditer(text):
-        yield "url", match.group(0).rstrip(".,;:")
-    for match in _PATH.finditer(text):
-        value = match.group(0).rstrip(".")
-        if _path_like(value):
-            yield "path", value
-    if where not in ("tool_result", "tool_input"):
-        for match in _BACKTICK.finditer(text):
-            yield "identifier", match.group(1)
-    for match in _NUMBER.finditer(text):
-        yield "number", match.group(0)
-    for match in _TEST.finditer(text):
-        yield "test", match.group(0)
-    for match in _ERROR.finditer(text):
-        yield "error", match.group(0)
-
-
-def _path_like(value: str) -> bool:
-    """A path, not prose with a slash (``and/or``, ``expand/collapse``): it is rooted (``/``,
-    ``~``, ``./``), has a dotted last part, or has two slashes or more."""
-    if not any(c.isalpha() for c in value) or value.startswith(("http", "www.")):
-        return False
-    last = value.rsplit("/", 1)[-1]
-    return value.startswith(("/", "~", "./", "../")) or "." in last or value.count("/") >= 2
 
 
 def imperatives(text: str) -> Iterator[str]:
@@ -283,7 +236,8 @@ def read_invariants(session: Path) -> list[str]:
     for folder in (session.parent, session.parent.parent):
         path = folder / "state" / "10_invariants.md"
         if path.is_file():
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            check_text_head(path, expected="text")
+            lines = read_bytes(path).decode("utf-8", errors="replace").splitlines()
             return [
                 line.lstrip("-*0123456789. ").strip()
                 for line in lines

@@ -14,10 +14,11 @@ found in it exactly as the agent wrote it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ipse.handoff.effects import strings
 from ipse.transcript import (
     Block,
     Conversation,
@@ -119,18 +120,6 @@ def _boundary_note(boundary: Mapping[str, Any]) -> str:
     if isinstance(payload, Mapping) and isinstance(payload.get("message"), str):
         return str(payload["message"])
     return ""
-
-
-def strings(value: Any) -> Iterator[str]:
-    """Every string inside a JSON value, depth first, keys excluded."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from strings(item)
 
 
 def call_text(call: ToolCall) -> str:

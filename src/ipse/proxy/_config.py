@@ -75,6 +75,7 @@ class ProxyConfig:
     log: bool = True  # one line per request on stderr
     tool_names: tuple[str, ...] = CHECKPOINT_TOOLS
     handoff: bool = True
+    handoff_budget: int | None = None  # tokens a handoff's rewritten part is held to
     analyze: bool = True  # compare each response's usage with the cache model's prediction
     connect_timeout: float = 10.0
     read_timeout: float = READ_TIMEOUT
@@ -92,6 +93,8 @@ class ProxyConfig:
             raise UsageError("--workers above 1 needs os.fork (Linux, macOS)")
         if self.read_timeout <= 0 or self.connect_timeout <= 0:
             raise UsageError("timeouts must be positive")
+        if self.handoff_budget is not None and self.handoff_budget < 1:
+            raise UsageError(f"--handoff-budget: at least 1 token, got {self.handoff_budget}")
 
     @property
     def loopback(self) -> bool:
@@ -109,21 +112,29 @@ class ProxyConfig:
         }
 
     def digest(self) -> str:
-        """A digest of what decides the proxy's behaviour (not where it listens): two proxies
-        with the same digest do the same with every request."""
+        """A digest of what decides the proxy's behaviour (not where it listens, nor where it
+        keeps its record: replicas each keep their own): two proxies with the same digest do the
+        same with every request."""
         settings = {
             "upstreams": self.upstreams(),
-            "record": str(self.record.resolve()) if self.record is not None else None,
             "store": self.store,
             "json_log": self.json_log,
             "log": self.log,
             "tool_names": list(self.tool_names),
             "handoff": self.handoff,
+            "handoff_budget": self.handoff_budget,
             "analyze": self.analyze,
             "timeouts": [self.connect_timeout, self.read_timeout],
             "max_body": self.max_body,
         }
         return hashlib.sha256(jsonio.dumps(settings)).hexdigest()[:16]
+
+    def record_digest(self) -> str | None:
+        """A digest of where the record is kept (None: no record), for ``ipse proxy start`` to
+        tell a running proxy's record from the one asked for without showing its path."""
+        if self.record is None:
+            return None
+        return hashlib.sha256(str(self.record.resolve()).encode()).hexdigest()[:16]
 
     @classmethod
     def upstreams_from_options(

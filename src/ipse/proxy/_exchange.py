@@ -1,8 +1,10 @@
-"""One request's life in the proxy: the `Exchange` (what came in, what went out, what came back)
-and the `Flight` that counts it in flight exactly once, however it ends.
+"""One request's life in the proxy: the `Exchange` (what came in, what went out, what came back),
+the `OpenRequest` that counts it as open exactly once however it ends, and `RequestCounters`,
+the two counts a health document shows.
 
-Both are plain values shared by the app (which fills them), the bookkeeping (which books them)
-and the log line (which shows them), so none of those needs to know the others.
+These are plain values shared by the request path (which fills them), the store writes and the
+bookkeeping (which read them) and the log line (which shows them), so none of those needs to
+know the others.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipse.handoff.wire import Rewrite
+from ipse import jsonio
+from ipse.handoff.wire import Rewrite, conversation_key
 from ipse.proxy._wire import Provider
 
 
 @dataclass
 class Exchange:
-    """One request through the proxy, from its first byte to its booking."""
+    """One request through the proxy, from its first byte to its record and log line."""
 
     method: str
     path: str
@@ -40,6 +43,7 @@ class Exchange:
     handoff_error: str | None = None  # the handoff failed on a body it could not read
     disconnected: bool = False
     streaming: bool = False  # the response is an event stream
+    handoff_event: bool = False  # the rewrite is the conversation's handoff, not a later request
     saved_tokens: int | None = None  # what the handoff saved (set by the bookkeeping)
     counted: Future[int | None] | None = None  # the store's count of the conversation's requests
     model_hint: str | None = None  # the body's model, while the parsed body is not kept
@@ -58,33 +62,70 @@ class Exchange:
             return 0
         return max(0, len(self.client_body) - len(self.sent_body))
 
+    @property
+    def handed_off(self) -> bool:
+        """Whether the handoff rewrote the request."""
+        return self.rewrite is not None and self.rewrite.applied
 
-class Flight:
-    """A request counted in flight: `land` ends it once, whichever path gets there first (the
+    def after_count(self) -> Exchange:
+        """This exchange once its count in the store is done (its body read, its conversation
+        keyed: `identify_conversation` runs first on the counting thread)."""
+        if self.counted is not None:
+            self.counted.result()
+        return self
+
+
+def identify_conversation(ex: Exchange, *, keep: bool = True) -> None:
+    """Key the request's conversation and name its model, parsing the client's body when the
+    handoff did not (off the request's path). ``keep``: hold the parsed body for the record and
+    the analysis; without it (while the request is in flight) the parse is dropped at once, so
+    a thousand big requests in flight do not each hold their body twice."""
+    if ex.dialect is None or not ex.client_body:
+        return
+    parsed = ex.parsed
+    if parsed is None:
+        if not keep and ex.key is not None:
+            return
+        try:
+            parsed = jsonio.loads(ex.client_body)
+        except (jsonio.JSONDecodeError, ValueError):
+            parsed = None
+        if keep:
+            ex.parsed = parsed
+    if isinstance(parsed, dict):
+        if ex.key is None:
+            lowered = {k.lower(): v for k, v in ex.headers}
+            ex.key = conversation_key(lowered, parsed, ex.dialect)
+        model = parsed.get("model")
+        ex.model_hint = model if isinstance(model, str) else None
+
+
+class OpenRequest:
+    """A request counted as open: `end` closes it once, whichever path gets there first (the
     stream's end, an error answer, a refusal, an exception)."""
 
-    def __init__(self, counter: InFlight) -> None:
-        self._counter = counter
-        self.landed = False
-        self.handed_to: object = None  # the streamed response that lands it when it ends
-        counter.inflight += 1
-        counter.requests += 1
+    def __init__(self, counters: RequestCounters) -> None:
+        self._counters = counters
+        self.ended = False
+        self.ended_by_stream = False  # a streamed response ends it when its stream ends
+        counters.inflight += 1
+        counters.requests += 1
 
-    def land(self) -> None:
-        if not self.landed:
-            self.landed = True
-            self._counter.inflight -= 1
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self._counters.inflight -= 1
 
 
-class InFlight:
+class RequestCounters:
     """The counters a health document shows: requests seen, and those not yet answered whole."""
 
     def __init__(self) -> None:
         self.requests = 0
         self.inflight = 0
 
-    def take_off(self) -> Flight:
-        return Flight(self)
+    def open(self) -> OpenRequest:
+        return OpenRequest(self)
 
 
-__all__ = ["Exchange", "Flight", "InFlight"]
+__all__ = ["Exchange", "OpenRequest", "RequestCounters", "identify_conversation"]

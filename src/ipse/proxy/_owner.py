@@ -96,12 +96,18 @@ def prove(key: bytes, nonce: str, port: int, pid: int) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Listener:
-    """What `identify` found on a port: the health document (None: no ipse proxy answered) and
-    whether it is this user's own proxy, or why not."""
+    """What `identify` found on a port: the health document (None: no ipse proxy answered, or
+    the port is another user's and was not asked), whether it is this user's own proxy, or why
+    not; and what holds the port when no proxy of this user's answers there (``holder``: another
+    user, by uid, or a process of this user's, by command line and pid; None: nothing listens,
+    or the system cannot say)."""
 
     health: dict[str, Any] | None
     own: bool
     reason: str | None = None
+    holder: str | None = None
+    other_user: int | None = None  # the uid of another user holding the port
+    holder_pid: int | None = None  # the process of this user's that holds it, when known
 
     @property
     def pid(self) -> int | None:
@@ -110,16 +116,23 @@ class Listener:
 
 
 def identify(url: str, port: int, *, timeout: float = 2.0, home: Path | None = None) -> Listener:
-    """Ask what answers at ``url`` (on ``port``) and check that it is this user's own proxy."""
-    from ipse.proxy._serve import health_document
+    """Ask what answers at ``url`` (on ``port``) and check that it is this user's own proxy.
 
+    A port another user holds is refused before anything is sent to it, and the question takes
+    ``timeout`` seconds at most, however slowly the listener answers (`health_document`)."""
+    from ipse.proxy._health import health_document
+
+    others = foreign_listeners(port)
+    if others:
+        holder = f"another user (uid {others[0]})"
+        return Listener(None, False, f"port {port} is held by {holder}", holder, others[0])
     nonce = new_nonce()
     health = health_document(url, timeout=timeout, nonce=nonce)
     if health is None:
-        return Listener(None, False, "no ipse proxy answers")
-    others = foreign_listeners(port)
-    if others:
-        return Listener(health, False, f"port {port} is held by another user (uid {others[0]})")
+        held = port_holder(port)
+        if held is None:
+            return Listener(None, False, "no ipse proxy answers")
+        return Listener(None, False, "no ipse proxy answers", held[0], holder_pid=held[1])
     pid = health.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return Listener(health, False, "it names no process")
@@ -158,6 +171,50 @@ def _listening(port: int) -> list[tuple[int, int]]:
                 if int(hex_port, 16) == port:
                     found.append((int(fields[7]), int(fields[9])))
     return found
+
+
+def port_holder(port: int) -> tuple[str, int | None] | None:
+    """What holds a listening socket on ``port``: in words (another user by uid, or this
+    user's process by command line and pid) and that process's pid where it is this user's;
+    None when nothing listens there or ``/proc`` is missing."""
+    listening = _listening(port)
+    if not listening:
+        return None
+    others = foreign_listeners(port)
+    if others:
+        return f"another user (uid {others[0]})", None
+    proc = _proc()
+    inodes = {inode for _, inode in listening}
+    for entry in _processes(proc) if proc is not None else ():
+        if inodes & _socket_inodes(entry / "fd"):
+            return f"{_command(entry)} (pid {entry.name})", int(entry.name)
+    return "a process that cannot be named", None
+
+
+def _processes(proc: Path) -> list[Path]:
+    """This user's processes under ``proc``."""
+    me = os.getuid()
+    found = []
+    for entry in os.scandir(proc):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == me:
+                    found.append(Path(entry.path))
+    return found
+
+
+def _command(process: Path, limit: int = 80) -> str:
+    """A process's command line, shortened to ``limit`` characters (its name when unreadable)."""
+    try:
+        argv = (process / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        words = " ".join(a.decode("utf-8", "replace") for a in argv).strip()
+    except OSError:
+        words = ""
+    if not words:
+        with contextlib.suppress(OSError):
+            words = (process / "comm").read_text().strip()
+    words = words or "a process"
+    return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
 def foreign_listeners(port: int) -> list[int]:
@@ -227,6 +284,7 @@ __all__ = [
     "foreign_listeners",
     "identify",
     "new_nonce",
+    "port_holder",
     "prove",
     "proxy_process",
     "secret",

@@ -5,22 +5,30 @@ read (`ipse.transcript.formats.http_log.exchange_record` builds each line); it i
 and each line is written whole and flushed, so a reader never sees half an exchange. Headers in
 it have their credentials masked. The log line says what the cache did (read, written, uncached)
 next to what the provider's cache model predicted, the cause when reuse was lost and what it
-cost, and what a handoff removed and saved. A streamed response also gets a line when it starts
-(`start_line`), and a request the proxy answers itself (a refusal, ``HEAD /``) one of its own
-(`answer_line`): every request leaves a line, every error is in exactly one.
+cost, and what a handoff removed and saved, at the handoff only: the later requests that carry
+the same cut say so without a saving (`ipse._handoff_events`). A streamed response also gets a
+line when it starts (`start_line`), and a request the proxy answers itself (a refusal, ``HEAD
+/``) one of its own (`answer_line`): every request leaves a line, every error is in exactly one.
+
+What is written has the request's credentials masked, by the masking step every front end
+shares (`ipse.redact`): in headers, the query and body fields named like one (`record_entry`),
+and wherever a value the request carried as a credential turns up again, such as an upstream's
+error that quotes its URL (`exchange_secrets`).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
+from ipse._handoff_events import recorded_handoff
 from ipse.fileio import private_file
 from ipse.proxy._exchange import Exchange
+from ipse.redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 
 
 class Recorder:
@@ -39,11 +47,11 @@ class Recorder:
         self._lock = threading.Lock()
         self.written = 0
 
-    def write(self, entry: Mapping[str, Any], *, secrets: Sequence[str] = ()) -> None:
+    def write(self, entry: Mapping[str, Any], *, secrets: RequestSecrets | None = None) -> None:
         """Append ``entry``, with every one of ``secrets`` masked wherever it occurs."""
         line = jsonio.dumps(entry) + b"\n"
-        for secret in secrets:
-            line = line.replace(secret.encode("utf-8", "surrogateescape"), b"***")
+        if secrets is not None:
+            line = secrets.bytes(line)
         with self._lock:
             view = memoryview(line)
             while view:
@@ -78,16 +86,7 @@ def log_line(
 ) -> str:
     """One line about a finished exchange (JSON with ``json_log``)."""
     rewrite = ex.rewrite
-    handoff: dict[str, Any] | None = None
-    if rewrite is not None and rewrite.applied:
-        handoff = {
-            "anchor": rewrite.anchor,
-            "removed_calls": rewrite.removed_calls,
-            "removed_thinking": rewrite.removed_thinking,
-            "kept_thinking_removed": rewrite.kept_thinking_removed,
-            "saved": saved(ex),
-            "cached_prefix": rewrite.cached,
-        }
+    handoff = _handoff_shown(ex)
     skipped = rewrite.reason if rewrite is not None and rewrite.invalid else ex.handoff_error
     document: dict[str, Any] = {
         "event": "end",
@@ -108,24 +107,13 @@ def log_line(
     }
     if json_log:
         return jsonio.dumps(document).decode()
-    parts = [f"ipse proxy: {ex.method} {ex.path} {ex.status}"]
+    parts = [f"ipse proxy: {ex.method} {ex.path} {ex.status or '-'}"]
     if ex.model:
         parts.append(ex.model)
     parts.append(f"{document['ms_total']} ms")
-    if analysis and "predicted" in analysis:
-        parts.append(f"cache {_tokens(analysis.get('actual'))}")
-        parts.append(f"(predicted {_tokens(analysis.get('predicted'))})")
-        if analysis.get("cause"):
-            lost = analysis.get("cost_lost_usd", 0)
-            parts.append(f"reuse lost: {analysis['cause']} ({analysis.get('lost_tokens')} "
-                         f"tokens, ${lost})")  # fmt: skip
-    if handoff:
-        where = "cached prefix" if handoff["cached_prefix"] else "new prefix"
-        parts.append(
-            f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
-            f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
-            f"saved {_saved(handoff['saved'])} ({where})"
-        )
+    parts += _cache_words(analysis)
+    if handoff is not None:
+        parts.append(_handoff_words(handoff))
     if skipped:
         parts.append(f"handoff skipped: {skipped}")
     if ex.error:
@@ -135,9 +123,51 @@ def log_line(
     return " ".join(parts)
 
 
+def _handoff_shown(ex: Exchange) -> dict[str, Any] | None:
+    """What a log line says of the request's handoff (None: not rewritten): the saving at the
+    handoff only (`ipse._handoff_events`)."""
+    rewrite = ex.rewrite
+    if rewrite is None or not rewrite.applied:
+        return None
+    return {
+        "anchor": rewrite.anchor,
+        "event": ex.handoff_event,
+        "removed_calls": rewrite.removed_calls,
+        "removed_thinking": rewrite.removed_thinking,
+        "kept_thinking_removed": rewrite.kept_thinking_removed,
+        "saved": saved(ex) if ex.handoff_event else None,
+        "cached_prefix": rewrite.cached,
+    }
+
+
+def _handoff_words(handoff: Mapping[str, Any]) -> str:
+    if not handoff["event"]:
+        return f"cut at {handoff['anchor']} (the handoff of an earlier request)"
+    where = "cached prefix" if handoff["cached_prefix"] else "new prefix"
+    return (
+        f"handoff at {handoff['anchor']}: removed {handoff['removed_calls']} calls, "
+        f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
+        f"saved {_saved(handoff['saved'])} ({where})"
+    )
+
+
+def _cache_words(analysis: Mapping[str, Any] | None) -> list[str]:
+    if not analysis or "predicted" not in analysis:
+        return []
+    words = [
+        f"cache {_tokens(analysis.get('actual'))}",
+        f"(predicted {_tokens(analysis.get('predicted'))})",
+    ]
+    if analysis.get("cause"):
+        lost = analysis.get("cost_lost_usd", 0)
+        words.append(f"reuse lost: {analysis['cause']} ({analysis.get('lost_tokens')} "
+                     f"tokens, ${lost})")  # fmt: skip
+    return words
+
+
 def saved(ex: Exchange) -> dict[str, int | None]:
-    """What a handoff saved, as the log line and the record both show it: the message tokens
-    (`ipse.handoff.tokens_saved`) and the bytes the request lost."""
+    """What a handoff saved, as the log line and the record both show it (at the handoff
+    only): the message tokens (`ipse.handoff.tokens_saved`) and the bytes the request lost."""
     return {"tokens": ex.saved_tokens, "bytes": ex.saved_bytes}
 
 
@@ -164,10 +194,80 @@ def answer_line(method: str, path: str, status: int, note: str, *, json_log: boo
     return f"ipse proxy: {method} {path} {status} {note}"
 
 
+def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
+    """The record's line for an exchange, its credentials masked (headers, query, fields)."""
+    from ipse.transcript.formats.http_log import exchange_record
+
+    rewrite = ex.rewrite
+    client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)
+    sent = client
+    if ex.sent_body is not ex.client_body:
+        sent = rewrite.body if rewrite is not None and rewrite.body else ex.sent_body
+        sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
+    handoff = None
+    if rewrite is not None:
+        handoff = recorded_handoff(
+            rewrite.to_json(),
+            event=ex.handoff_event,
+            tokens=ex.saved_tokens,
+            removed_bytes=ex.saved_bytes,
+        )
+    extra = {
+        "provider": ex.provider,
+        "conversation": ex.key,
+        "handoff": handoff,
+        "error": ex.error,
+        "client_disconnected": ex.disconnected,
+        "analysis": analysis,
+    }
+    return exchange_record(
+        method=ex.method,
+        url=ex.path + (f"?{redact_query(ex.query)}" if ex.query else ""),
+        headers=masked_headers(ex.headers),
+        body=masked_body(sent),
+        client_body=None if ex.sent_body is ex.client_body else masked_body(client),
+        status=ex.status,
+        response_headers=masked_headers(ex.response_headers),
+        response_body=body if ex.status is not None and ex.status < 400 else _error_text(body),
+        started=ex.started,
+        first_byte=ex.first_byte,
+        finished=ex.finished,
+        extra=extra,
+    )
+
+
+def _json_or_text(data: bytes) -> Any:
+    try:
+        return jsonio.loads(data)
+    except (jsonio.JSONDecodeError, ValueError):
+        return data.decode("utf-8", errors="replace")
+
+
+def _error_text(body: bytes) -> bytes:
+    """An error's body for the record: a provider's (or a gateway's) error may quote a key this
+    request never carried, so it is masked as every front end masks an error (`mask_text`)."""
+    return mask_text(body.decode("utf-8", errors="replace")).encode("utf-8")
+
+
+def exchange_secrets(ex: Exchange) -> RequestSecrets:
+    """The credentials the request carried (headers, query, body fields), to mask wherever
+    they turn up again in what is written about it (`ipse.redact.RequestSecrets`)."""
+    body = ex.parsed if isinstance(ex.parsed, dict) else None
+    return RequestSecrets.of_request(ex.headers, ex.query, body)
+
+
 def _saved(saving: Mapping[str, Any]) -> str:
     tokens = saving.get("tokens")
     counted = "" if tokens is None else f"{tokens} tokens, "
     return f"{counted}{saving['bytes']} bytes"
 
 
-__all__ = ["Recorder", "answer_line", "log_line", "saved", "start_line"]
+__all__ = [
+    "Recorder",
+    "answer_line",
+    "exchange_secrets",
+    "log_line",
+    "record_entry",
+    "saved",
+    "start_line",
+]

@@ -1,6 +1,6 @@
 """Running the proxy: in the foreground (`serve`; with ``workers`` above 1, forked workers on
-the one socket under a supervisor, `ipse.proxy._workers`), in a thread (`start_in_thread`), and
-probing whether an ipse proxy already answers on an address (`health_document`).
+the one socket under a supervisor, `ipse.proxy._workers`) and in a thread (`start_in_thread`);
+whether an ipse proxy already answers on an address is `ipse.proxy._health.health_document`.
 
 The socket is bound here, before uvicorn starts, so an address in use is one clear error rather
 than a server log line; binding beyond loopback is allowed when asked and said out loud.
@@ -8,18 +8,16 @@ than a server log line; binding beyond loopback is allowed when asked and said o
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import socket
 import sys
 import threading
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ipse import jsonio
 from ipse.errors import InputError, MissingExtra, UsageError
 from ipse.proxy._config import ProxyConfig
+from ipse.proxy._health import health_document
 
 
 def _uvicorn() -> Any:
@@ -145,29 +143,6 @@ def start_in_thread(config: ProxyConfig, *, log_stream: TextIO | None = None) ->
             raise InputError("the proxy did not start")
         threading.Event().wait(0.01)
     return RunningProxy(url, server, thread, sock)
-
-
-def health_document(
-    url: str, timeout: float = 2.0, *, nonce: str | None = None
-) -> dict[str, Any] | None:
-    """The health document of whatever answers at ``url`` as an ipse proxy, or None.
-
-    It says nothing about whose process that is (any local user may answer so): before trusting
-    or signalling it, ask `ipse.proxy.identify`, which sends a ``nonce`` the proxy must prove."""
-    query = f"?nonce={nonce}" if nonce else ""
-    try:
-        # no proxy from the environment: the question is what listens on this address itself
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(f"{url}/ipse/health{query}", timeout=timeout) as response:
-            if response.status != 200:
-                return None
-            document = jsonio.loads(response.read(65536))
-    except Exception:
-        return None
-    with contextlib.suppress(Exception):
-        if isinstance(document, dict) and document.get("service") == "ipse-proxy":
-            return document
-    return None
 
 
 __all__ = ["RunningProxy", "bind", "health_document", "serve", "start_in_thread", "warn_if_exposed"]

@@ -4,7 +4,7 @@ Headers are forwarded unchanged except the hop-by-hop ones (RFC 9110 section 7.6
 ``host`` and ``content-length``, which the client library sets again) and ``accept-encoding``:
 the proxy asks upstream for ``identity``, because a compressed event stream is delayed by the
 decompressor and the proxy reads usage from it. Credentials are forwarded and nothing else: the
-header list that reaches a record or a log has them masked.
+header list that reaches a record or a log has them masked (`ipse.redact.masked_headers`).
 
 Errors the proxy itself answers (upstream unreachable, timed out, a body too large) take the
 shape the client's SDK parses: Anthropic ``{"type": "error", "error": {"type", "message"}}``,
@@ -20,7 +20,6 @@ from typing import Literal, TypeAlias
 from urllib.parse import quote, unquote
 
 from ipse import jsonio
-from ipse.redact import is_credential_name
 
 Provider: TypeAlias = Literal["anthropic", "openai"]
 
@@ -42,20 +41,6 @@ HOP_BY_HOP = frozenset(
     }
 )
 RESPONSE_DROPPED = frozenset(HOP_BY_HOP - {"accept-encoding"}) | {"content-length"}
-CREDENTIALS = frozenset(
-    {
-        "authorization",
-        "x-api-key",
-        "api-key",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "x-goog-api-key",
-        "openai-organization",
-        "openai-project",
-    }
-)
-MASK = "***"
 
 
 def request_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -68,15 +53,6 @@ def request_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]
 def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The upstream response's headers to send to the client."""
     return [(k, v) for k, v in headers if k.lower() not in RESPONSE_DROPPED]
-
-
-def masked(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Headers for a record or a log: every credential replaced by ``***``."""
-    out: dict[str, str] = {}
-    for key, value in headers:
-        name = key.lower()
-        out[name] = MASK if name in CREDENTIALS or is_credential_name(name) else value
-    return out
 
 
 _ANTHROPIC_HEADERS = ("anthropic-version", "anthropic-beta", "x-api-key")
@@ -176,7 +152,6 @@ def error_event(provider: Provider, dialect: str | None, message: str) -> bytes:
 
 
 __all__ = [
-    "CREDENTIALS",
     "HOP_BY_HOP",
     "Provider",
     "confine",
@@ -184,7 +159,6 @@ __all__ = [
     "error_body",
     "error_document",
     "error_event",
-    "masked",
     "provider_of",
     "request_headers",
     "response_headers",

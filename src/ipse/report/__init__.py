@@ -17,7 +17,8 @@ if _typing.TYPE_CHECKING:
 
 
 def write_report(data: ReportData, output: str | Path) -> int:
-    """Write the page for ``data`` to ``output``; the number of bytes written."""
+    """Write the page for ``data`` to ``output`` (in a folder that exists); the number of
+    bytes written."""
     from pathlib import Path
 
     from ipse.fileio import atomic_write
@@ -25,7 +26,8 @@ def write_report(data: ReportData, output: str | Path) -> int:
     # a lone surrogate from the session (a model's output cut inside an emoji) shows as its
     # escape: UTF-8 has no bytes for it
     page = render(data).encode("utf-8", "backslashreplace")
-    atomic_write(Path(output), page, private=True)  # conversation content: 0600 when new
+    # conversation content: 0600 when new; a folder that does not exist is an error
+    atomic_write(Path(output), page, private=True, make_folders=False)
     return len(page)
 
 

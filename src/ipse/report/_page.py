@@ -62,6 +62,7 @@ def render(data: ReportData) -> str:
         _composition_section(data, labels),
         _cache_section(data, labels),
         _handoff_section(data),
+        _bill_section(data.source),
         _numbers_section(points),
         f'<p class="note">Made by <code>{escape(data.command)}</code> with ipse {__version__}.</p>',
     ]
@@ -229,11 +230,18 @@ def _handoff_section(data: ReportData) -> str:
         for c in best
     ]
     handed = sum(1 for p in data.points if p.marker == "handoff")
+    made = "".join(
+        f"<li>at request {h.index} (cut at {escape(str(h.anchor))}): removed "
+        f"{h.removed_calls} tool call(s), saved "
+        f"{'-' if h.saved_tokens is None else format(h.saved_tokens, ',')} tokens</li>"
+        for h in data.handoffs
+    )
     return (
         '<h2 id="handoff">Micro-handoff</h2><p class="note">At each new human turn, a handoff '
         "would remove the tool calls, tool results and thinking before it. Savings are input "
         "tokens (at the base price) over the rest of the log, after the one cache write the "
         f"rewrite costs. Handoffs already in this input: {handed}.</p>"
+        + (f'<ul class="note">{made}</ul>' if made else "")
         + _table(
             [
                 "at request",
@@ -297,6 +305,30 @@ def _continuity_list(checkpoints: Sequence[HandoffSaving]) -> str:
         "--at N</code> measures; hover or open a line for what is lost).</p><ul>"
         + "".join(items)
         + "</ul>"
+    )
+
+
+def _bill_section(source: str) -> str:
+    """What the input's calls were billed for, by model (`ipse.usage.bill_of`: each call once,
+    sub-agents included); nothing for an input the bill is not read from."""
+    from pathlib import Path
+
+    from ipse.usage import bill_of, group, total
+
+    ledger = bill_of(Path(source))
+    if ledger is None or not ledger.rows:
+        return ""
+    buckets = group(ledger, "model")
+    rows = [
+        [b.label, f"{b.calls:,}", f"{b.input:,}", f"{b.write_5m:,}", f"{b.write_1h:,}",
+         f"{b.read:,}", f"{b.output:,}", f"${b.cost:,.2f}"]
+        for b in [*buckets, total(buckets)]
+    ]  # fmt: skip
+    head = ["model", "calls", "input", "write 5m", "write 1h", "read", "output", "cost"]
+    return (
+        '<section id="bill"><h2>The bill</h2><p class="note">Every billed call of this input '
+        "once (sub-agents included), output too, at list prices; <code>ipse usage</code> gives "
+        f"the same for every session.</p>{_table(head, rows, text_columns=(0,))}</section>"
     )
 
 

@@ -18,6 +18,7 @@ from ipse.store._conversations import (
     MemoryConversations,
     SqlConversations,
     open_conversations,
+    request_digest,
 )
 from ipse.store._migrations import MigrationStep, register
 from ipse.store._open import default_url, open_backend, sqlite_path, sqlite_url
@@ -37,6 +38,7 @@ __all__ = [
     "open_backend",
     "open_conversations",
     "register",
+    "request_digest",
     "sqlite_path",
     "sqlite_url",
 ]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ipse.errors import InputError, IpseError, MissingExtra, StoreError
+from ipse.errors import ConnectionLost, InputError, IpseError, MissingExtra, StoreError
 from ipse.fileio import PRIVATE_FILE, private_dir, tighten
 from ipse.redact import redact
 
@@ -142,9 +142,27 @@ def first_line(exc: BaseException) -> str:
     return redact(text.splitlines()[0]) if text else type(exc).__name__
 
 
+# The server ended the session (pg_terminate_backend, a shutdown, a crash) or the connection
+# failed: whatever was in flight may or may not have committed.
+_LOST_STATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether a psycopg error says the connection failed rather than the server refused the
+    statement: no SQLSTATE (libpq lost the connection), class 08 (connection exception),
+    or the server ending the session (``57P01`` admin shutdown, ``57P02``, ``57P03``)."""
+    state = getattr(exc, "sqlstate", None)
+    if state is not None:
+        return state.startswith("08") or state in _LOST_STATES
+    pg = psycopg_module()  # no SQLSTATE: libpq's own report, unless the client misused the API
+    return isinstance(exc, pg.OperationalError | pg.InterfaceError) or type(exc) is pg.DatabaseError
+
+
 def postgres_error(url: str, exc: BaseException, lead: str = "PostgreSQL") -> StoreError:
-    """The `StoreError` for a psycopg error: ``LEAD URL: WHY``, the URL without its password."""
-    return StoreError(f"{lead} {redact(url)}: {redact(first_line(exc), url=url)}")
+    """The `StoreError` for a psycopg error: ``LEAD URL: WHY``, the URL without its password;
+    `ConnectionLost` when the connection failed (a write's outcome is then unknown)."""
+    kind = ConnectionLost if connection_lost(exc) else StoreError
+    return kind(f"{lead} {redact(url)}: {redact(first_line(exc), url=url)}")
 
 
 def psycopg_module() -> Any:

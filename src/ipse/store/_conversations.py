@@ -2,9 +2,22 @@
 
 A proxy keys each conversation (Claude Code's ``x-claude-code-session-id``, else a hash of the
 first user message and the system prompt) and records every request: how many there were, how
-many were handed off, what the handoffs removed, and the anchor (the id of the checkpoint call the
+many handoffs were made, what they removed, and the anchor (the id of the checkpoint call the
 newest handoff cut at). The store is what lets several proxy processes behind a load balancer
 agree: on PostgreSQL, a `record` is one atomic upsert, so counters never lose an update.
+
+What the counts promise:
+
+- ``requests``: every request of the conversation that reached the store once. A request sent
+  again unchanged right after (its digest, ``request``, the same as the one counted last: a
+  client's retry, a load balancer's) adds nothing, so every answered request counts exactly
+  once; a request cut off before its answer and never sent again counts once too (it reached
+  an upstream).
+- ``handoffs``: the cuts, each once: a request handed off at an anchor the conversation was not
+  cut at before (`ipse._handoff_events.is_new_cut`); the later requests that carry the same
+  rewritten prefix are not more handoffs. ``removed_calls`` and ``removed_bytes`` add what each
+  cut removed, once. ``cut_request`` is the digest of the request that made the newest cut,
+  which tells every replica whether the request it counted was the handoff.
 
 Three backends with one contract (`ConversationStore`; the conformance checks are in
 ``ipse.store.testing``): in memory (the reference), SQLite and PostgreSQL, on the same database
@@ -14,12 +27,14 @@ as the other stores; the table is the ``conversations`` component's migration st
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from ipse._handoff_events import is_new_cut
 from ipse.errors import InputError
 from ipse.redact import redact
 from ipse.store._connections import PostgresConnection, SqliteConnection
@@ -46,6 +61,18 @@ STEPS: tuple[MigrationStep, ...] = (
             " last_seen DOUBLE PRECISION NOT NULL)",
         ),
     ),
+    MigrationStep(
+        number=2,
+        name="the request counted last and the request of the newest cut",
+        sqlite=(
+            "ALTER TABLE wire_conversations ADD COLUMN last_request TEXT",
+            "ALTER TABLE wire_conversations ADD COLUMN cut_request TEXT",
+        ),
+        postgres=(
+            "ALTER TABLE wire_conversations ADD COLUMN last_request TEXT",
+            "ALTER TABLE wire_conversations ADD COLUMN cut_request TEXT",
+        ),
+    ),
 )
 
 
@@ -66,6 +93,13 @@ class ConversationState:
     removed_bytes: int
     first_seen: float
     last_seen: float
+    last_request: str | None = None  # the digest of the request counted last
+    cut_request: str | None = None  # the digest of the request that made the newest cut
+
+    def made_cut(self, request: str | None) -> bool:
+        """Whether ``request`` (a digest `record` was given) is the one that made the newest
+        cut: the conversation's handoff, as opposed to a later request at the same cut."""
+        return request is not None and request == self.cut_request
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,8 +131,12 @@ class ConversationStore(Protocol):
         handoff: bool = False,
         removed_calls: int = 0,
         removed_bytes: int = 0,
+        request: str | None = None,
     ) -> ConversationState:
-        """Count one request (atomically); a given ``anchor`` replaces the stored one."""
+        """Count one request (atomically; see the module docstring for what counts): a given
+        ``anchor`` replaces the stored one; ``handoff``: the request was handed off at
+        ``anchor``, which removed ``removed_calls`` and ``removed_bytes``; ``request``: a
+        digest of the request as its client sent it."""
         ...
 
     def conversations(self) -> list[ConversationState]:
@@ -114,6 +152,23 @@ def _check_key(key: str) -> str:
             f"conversation key: a printable string of 1 to 512 characters, got {key!r}"
         )
     return key
+
+
+def request_digest(*parts: bytes | str) -> str:
+    """The digest `ConversationStore.record` takes for a request: of its parts (route, body as
+    the client sent it), so the same request sent again has the same digest."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()[:32]
+
+
+def _check_request(request: str | None) -> str | None:
+    if request is not None and (not isinstance(request, str) or not 0 < len(request) <= 128):
+        raise InputError(f"request: a digest of 1 to 128 characters, got {request!r}")
+    return request
 
 
 def _check_count(name: str, value: int) -> int:
@@ -143,10 +198,12 @@ class MemoryConversations:
         handoff: bool = False,
         removed_calls: int = 0,
         removed_bytes: int = 0,
+        request: str | None = None,
     ) -> ConversationState:
         _check_key(key)
         _check_count("removed_calls", removed_calls)
         _check_count("removed_bytes", removed_bytes)
+        _check_request(request)
         now = time.time()
         with self._lock:
             old = self._rows.get(key) or ConversationState(
@@ -159,15 +216,21 @@ class MemoryConversations:
                 first_seen=now,
                 last_seen=now,
             )
-            new = replace(
-                old,
-                anchor=anchor if anchor is not None else old.anchor,
-                requests=old.requests + 1,
-                handoffs=old.handoffs + int(handoff),
-                removed_calls=old.removed_calls + removed_calls,
-                removed_bytes=old.removed_bytes + removed_bytes,
-                last_seen=max(now, old.last_seen),
-            )
+            if request is not None and request == old.last_request:  # sent again: counted
+                new = replace(old, last_seen=max(now, old.last_seen))
+            else:
+                cut = handoff and is_new_cut(old.anchor, anchor)
+                new = replace(
+                    old,
+                    anchor=anchor if anchor is not None else old.anchor,
+                    requests=old.requests + 1,
+                    handoffs=old.handoffs + int(cut),
+                    removed_calls=old.removed_calls + (removed_calls if cut else 0),
+                    removed_bytes=old.removed_bytes + (removed_bytes if cut else 0),
+                    last_seen=max(now, old.last_seen),
+                    last_request=request if request is not None else old.last_request,
+                    cut_request=request if cut else old.cut_request,
+                )
             self._rows[key] = new
             return new
 
@@ -179,17 +242,38 @@ class MemoryConversations:
         pass
 
 
-_COLUMNS = "key, anchor, requests, handoffs, removed_calls, removed_bytes, first_seen, last_seen"
+_COLUMNS = (
+    "key, anchor, requests, handoffs, removed_calls, removed_bytes, first_seen, last_seen,"
+    " last_request, cut_request"
+)
+# The rules of `MemoryConversations.record` in one statement (every expression reads the row
+# as it was): SENT_AGAIN, the request counted last sent again; NEW_CUT, a handoff at an anchor
+# the conversation was not cut at (`is_new_cut`; ``excluded.handoffs`` is 1 only for a request
+# handed off at an anchor). Neither is ever NULL, so a CASE on them never falls through.
+_OLD = "wire_conversations"
+_SENT_AGAIN = (
+    f"(excluded.last_request IS NOT NULL AND {_OLD}.last_request IS NOT NULL"
+    f" AND {_OLD}.last_request = excluded.last_request)"
+)
+_NEW_CUT = (
+    f"(excluded.handoffs = 1 AND ({_OLD}.anchor IS NULL OR {_OLD}.anchor <> excluded.anchor)"
+    f" AND NOT {_SENT_AGAIN})"
+)
 _UPSERT = (
-    f"INSERT INTO wire_conversations ({_COLUMNS}) VALUES (?, ?, 1, ?, ?, ?, ?, ?)"
+    f"INSERT INTO wire_conversations ({_COLUMNS}) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (key) DO UPDATE SET"
-    " anchor = COALESCE(excluded.anchor, wire_conversations.anchor),"
-    " requests = wire_conversations.requests + 1,"
-    " handoffs = wire_conversations.handoffs + excluded.handoffs,"
-    " removed_calls = wire_conversations.removed_calls + excluded.removed_calls,"
-    " removed_bytes = wire_conversations.removed_bytes + excluded.removed_bytes,"
-    " last_seen = CASE WHEN excluded.last_seen > wire_conversations.last_seen"
-    " THEN excluded.last_seen ELSE wire_conversations.last_seen END"
+    f" anchor = CASE WHEN {_SENT_AGAIN} THEN {_OLD}.anchor"
+    f" ELSE COALESCE(excluded.anchor, {_OLD}.anchor) END,"
+    f" requests = {_OLD}.requests + CASE WHEN {_SENT_AGAIN} THEN 0 ELSE 1 END,"
+    f" handoffs = {_OLD}.handoffs + CASE WHEN {_NEW_CUT} THEN 1 ELSE 0 END,"
+    f" removed_calls = {_OLD}.removed_calls"
+    f" + CASE WHEN {_NEW_CUT} THEN excluded.removed_calls ELSE 0 END,"
+    f" removed_bytes = {_OLD}.removed_bytes"
+    f" + CASE WHEN {_NEW_CUT} THEN excluded.removed_bytes ELSE 0 END,"
+    f" cut_request = CASE WHEN {_NEW_CUT} THEN excluded.last_request ELSE {_OLD}.cut_request END,"
+    f" last_request = COALESCE(excluded.last_request, {_OLD}.last_request),"
+    f" last_seen = CASE WHEN excluded.last_seen > {_OLD}.last_seen"
+    f" THEN excluded.last_seen ELSE {_OLD}.last_seen END"
     f" RETURNING {_COLUMNS}"
 )
 
@@ -239,15 +323,21 @@ class SqlConversations:
         handoff: bool = False,
         removed_calls: int = 0,
         removed_bytes: int = 0,
+        request: str | None = None,
     ) -> ConversationState:
+        _check_count("removed_calls", removed_calls)
+        _check_count("removed_bytes", removed_bytes)
+        cut = handoff and anchor is not None  # a new cut if the stored anchor differs
         params = (
             _check_key(key),
             anchor,
-            int(handoff),
-            _check_count("removed_calls", removed_calls),
-            _check_count("removed_bytes", removed_bytes),
+            int(cut),
+            removed_calls if cut else 0,
+            removed_bytes if cut else 0,
             time.time(),
             time.time(),
+            _check_request(request),
+            request if cut else None,
         )
         with self._cursor() as cur:
             cur.execute(_UPSERT, params)
@@ -286,7 +376,7 @@ class _Placeholders:
 
 
 def _state(row: Sequence[Any]) -> ConversationState:
-    key, anchor, requests, handoffs, calls, size, first, last = row
+    key, anchor, requests, handoffs, calls, size, first, last, last_request, cut_request = row
     return ConversationState(
         key=str(key),
         anchor=None if anchor is None else str(anchor),
@@ -296,6 +386,8 @@ def _state(row: Sequence[Any]) -> ConversationState:
         removed_bytes=int(size),
         first_seen=float(first),
         last_seen=float(last),
+        last_request=None if last_request is None else str(last_request),
+        cut_request=None if cut_request is None else str(cut_request),
     )
 
 
@@ -322,4 +414,5 @@ __all__ = [
     "SqlConversations",
     "ensure_registered",
     "open_conversations",
+    "request_digest",
 ]

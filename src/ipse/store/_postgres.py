@@ -59,7 +59,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ipse import jsonio
-from ipse.errors import StaleWriter, StoreError, WriterConflict
+from ipse.errors import ConnectionLost, StaleWriter, StoreError, WriterConflict
 from ipse.redact import redact
 from ipse.store._base import (
     Lease,
@@ -483,13 +483,14 @@ class PostgresBackend:
     def _append_batch(self, batch: Sequence[Request]) -> None:
         """Run `append_after` requests (``(ttl, params)``) in one transaction, one round trip;
         when the server refused it (a lock wait ran out, a deadlock: nothing was committed),
-        each in one of its own. When the connection failed, the commit may have happened, so
-        every request gets the error (none is acknowledged, none is written twice)."""
+        each in one of its own. When the connection failed (`ConnectionLost`: also when the
+        server terminated the session, which may come after the commit), every request gets
+        the error (none is acknowledged, none is written twice; each caller reads back)."""
         if len(batch) > 1:
             try:
                 rows = self._batch_rows(batch)
             except StoreError as exc:
-                if getattr(exc.__cause__, "sqlstate", None) is None:
+                if isinstance(exc, ConnectionLost):
                     for request in batch:
                         request.error = exc
                     return

@@ -319,6 +319,31 @@ def check_conversation_counts_requests(store: ConversationStore) -> None:
     assert store.get("c1") == second
 
 
+def check_conversation_counts_each_cut_once(store: ConversationStore) -> None:
+    """A handoff is the first request cut at an anchor; the later requests at that cut (each
+    rewritten the same way) are counted as requests, not as more handoffs."""
+    first = store.record("c1", anchor="toolu_1", handoff=True, removed_calls=3, request="r1")
+    assert first.made_cut("r1") and first.handoffs == 1
+    later = store.record("c1", anchor="toolu_1", handoff=True, removed_calls=3, request="r2")
+    assert not later.made_cut("r2") and later.made_cut("r1")
+    assert (later.requests, later.handoffs, later.removed_calls) == (2, 1, 3)
+    second = store.record("c1", anchor="toolu_9", handoff=True, removed_calls=2, request="r3")
+    assert second.made_cut("r3")
+    assert (second.requests, second.handoffs, second.removed_calls) == (3, 2, 5)
+
+
+def check_conversation_counts_a_request_sent_again_once(store: ConversationStore) -> None:
+    """The request counted last, sent again unchanged (a retry), adds nothing; sent again after
+    another request, it is a request of its own."""
+    store.record("c1", request="r1")
+    again = store.record("c1", anchor="toolu_1", handoff=True, removed_calls=1, request="r1")
+    assert (again.requests, again.handoffs, again.anchor) == (1, 0, None)
+    store.record("c1", request="r2")
+    assert store.record("c1", request="r1").requests == 3
+    assert store.record("c1").requests == 4  # no digest: always a request of its own
+    assert store.record("c1").requests == 5
+
+
 def check_conversation_anchor_kept_until_replaced(store: ConversationStore) -> None:
     store.record("c1", anchor="a1")
     assert store.record("c1").anchor == "a1"
@@ -345,6 +370,8 @@ def check_conversation_bad_input_is_refused(store: ConversationStore) -> None:
 CONVERSATION_CHECKS: tuple[ConversationCheck, ...] = (
     check_conversation_unknown_is_none,
     check_conversation_counts_requests,
+    check_conversation_counts_each_cut_once,
+    check_conversation_counts_a_request_sent_again_once,
     check_conversation_anchor_kept_until_replaced,
     check_conversations_are_isolated_and_listed,
     check_conversation_bad_input_is_refused,

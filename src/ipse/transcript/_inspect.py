@@ -1,8 +1,10 @@
 """The report `ipse inspect` prints: what a session or request log is made of.
 
-For one conversation or a thread: message counts, tool calls by name, and tokens by kind. For a
-Claude Code session or a Codex rollout the counts cover the whole thread, compacted parts
-included, and ``after_last_compaction`` holds the same counts for what the model saw last. For an
+For one conversation or a thread: message counts, tool calls by name, and tokens by kind, the
+system prompt and tool definitions among them (`TokenTally.add_conversation`, as ``ipse
+report`` counts each request). For a Claude Code session or a Codex rollout the counts cover
+the whole thread, compacted parts included (its front once), and ``after_last_compaction``
+holds the same counts for what the model saw last. For an
 HTTP log: one row per request (time, model, input tokens as counted here, usage as recorded,
 its conversation), a row per conversation where the log holds several (a proxy's record
 collects every session), and the count of the log's other exchanges (a client's ``HEAD /``,
@@ -43,10 +45,11 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
         if thread.skipped:
             report["records_not_messages"] = dict(thread.skipped)
         report.update(message_counts(thread.all_messages()))
-        tally.add_messages(thread.all_messages())
         last = thread.conversation
+        tally.add_front(last)  # what every request of the thread carries before its messages
+        tally.add_messages(thread.all_messages())
         last_tally = tally.fresh()
-        last_tally.add_messages(last.messages)
+        last_tally.add_conversation(last)
         report["after_last_compaction"] = {
             **message_counts(last.messages),
             "tokens": _tokens(last_tally, counter, last),
@@ -56,8 +59,7 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
         exchanges = source.exchanges
         last = exchanges[-1].request if exchanges else Conversation(messages=())
         report.update(message_counts(last.messages))
-        tally.add_front(last)
-        tally.add_messages(last.messages)
+        tally.add_conversation(last)
         report["tokens"] = _tokens(tally, counter, last)
         report["requests"] = [
             {
@@ -78,8 +80,7 @@ def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
     else:
         conversation = source.current()
         report.update(message_counts(conversation.messages))
-        tally.add_front(conversation)
-        tally.add_messages(conversation.messages)
+        tally.add_conversation(conversation)
         report["tokens"] = _tokens(tally, counter, conversation)
     if source.warnings:
         report["warnings"] = list(source.warnings)

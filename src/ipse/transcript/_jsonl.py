@@ -24,7 +24,8 @@ import orjson
 
 from ipse import jsonio
 from ipse.errors import InputError
-from ipse.fileio import open_regular, read_bytes, read_lines
+from ipse.fileio import TEXT_HEAD_BYTES, check_head, read_bytes, read_lines
+from ipse.fileio import check_text_head as check_text_head  # (the readers' one check)
 
 if TYPE_CHECKING:
     import msgspec
@@ -39,30 +40,12 @@ class JsonlRecord(NamedTuple):
 
 
 def read_text_bytes(path: str | Path) -> bytes:
-    """The file's bytes, refusing empty and binary files."""
+    """The file's bytes, refusing empty and binary files (by their first bytes, before the
+    whole read)."""
+    check_text_head(path)
     data = read_bytes(path)
-    _check_head(data[:8192], path, whole=True)
+    check_head(data[:TEXT_HEAD_BYTES], path, whole=True)
     return data
-
-
-def check_text_head(path: str | Path) -> None:
-    """Refuse an empty or binary file by its first bytes, without reading the rest."""
-    try:
-        with open_regular(path) as handle:
-            head = handle.read(8192)
-            whole = len(head) < 8192
-    except OSError:
-        read_bytes(path)  # raises the same one-line errors as a whole read
-        raise
-    _check_head(head, path, whole=whole)
-
-
-def _check_head(head: bytes, path: str | Path, *, whole: bool) -> None:
-    if whole and not head.strip():
-        raise InputError("the file is empty", path=path)
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        raise InputError("a binary file, not JSON or JSONL", path=path, position=f"byte {nul}")
 
 
 _POS_RE = re.compile(r"line (\d+) column (\d+)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ipse.errors import InputError, UnknownFormat, UsageError
 from ipse.transcript._codec import codec
@@ -23,7 +24,9 @@ from ipse.transcript._model import Conversation
 from ipse.transcript._sniff import detect
 from ipse.transcript._thread import Thread
 from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession
-from ipse.transcript.formats.http_log import Exchange
+
+if TYPE_CHECKING:  # (read at run time only for a log of HTTP exchanges: a session never is)
+    from ipse.transcript.formats.http_log import Exchange
 
 
 @dataclass

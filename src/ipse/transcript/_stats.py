@@ -137,11 +137,17 @@ class TokenTally:
         """An empty tally sharing this one's counter and memo."""
         return TokenTally(self.counter, _memo=self._memo)
 
+    def add_conversation(self, conversation: Conversation) -> None:
+        """What the model is sent: the front (system prompt, tool definitions), then the
+        messages. The one count of a conversation's tokens by kind: ``ipse inspect`` counts
+        with it, and ``ipse report`` counts each request's blocks the same way."""
+        self.add_front(conversation)
+        self.add_messages(conversation.messages)
+
     def conversation_tokens(self, conversation: Conversation) -> int:
         """Every token of a request: front plus messages."""
         tally = self.fresh()
-        tally.add_front(conversation)
-        tally.add_messages(conversation.messages)
+        tally.add_conversation(conversation)
         return tally.total
 
 

@@ -8,6 +8,13 @@ stored a version in between, the records are applied again to that one. A store 
 holds the newest snapshot (it read or wrote it) does not read it again, so a turn that changes
 the twin is one round trip to the database, and a turn that changes nothing one read. A bad
 record raises `InputError` before anything is stored.
+
+A write whose connection failed (`ConnectionLost`: the server terminated the session, or
+restarted) may have committed before its reply was lost. The turn then reads the newest
+snapshot back (again while the connection keeps failing, until the turn's deadline): the very
+snapshot it wrote (the next version, by this writer, with this body) is its result; otherwise
+the records are applied again, as after a lost race. So a turn is stored exactly once, whether
+the failure came before the commit or after it.
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ipse.errors import InputError, WriterConflict
+from ipse import jsonio
+from ipse.errors import ConnectionLost, InputError, WriterConflict
 from ipse.twin._apply import apply_transitions
 from ipse.twin._config import TwinConfig
 from ipse.twin._decay import NO_DECAY
 from ipse.twin._identity import DEFAULT_POLICY, changed_in, identity_view, view_hash
+from ipse.twin._schema import dump_state
 from ipse.twin._state import TwinState
 from ipse.twin._store import Snapshot, TwinStore
 
@@ -87,7 +96,19 @@ def init_twin(
     `InputError` when the twin already has snapshots: its history is never restarted."""
     identity = config.identity if config else DEFAULT_POLICY
     state = TwinState.new(twin_id, account)
-    first = store.write_after(holder or default_holder(), state, 0, policy=identity, ttl=ttl)
+    who = holder or default_holder()
+    deadline = time.monotonic() + ttl
+    while True:
+        try:
+            first = store.write_after(who, state, 0, policy=identity, ttl=ttl)
+        except ConnectionLost as lost:
+            landed = _read_back(store, twin_id, deadline, lost)
+            if landed is None and time.monotonic() < deadline:
+                continue  # not stored: write it again
+            if landed is None:
+                raise
+            first = landed if _is_ours(landed, who, 0, state) else None
+        break
     if first is None:
         latest = store.latest(twin_id)
         raise InputError(
@@ -115,9 +136,11 @@ def apply_turn(
     batch = list(records)
     who = holder or default_holder()
     deadline = time.monotonic() + ttl
-    latest = store.known(twin_id) or store.latest(twin_id)
+    latest = store.known(twin_id) or _read_back(store, twin_id, deadline)
     while True:
-        turn = _try_turn(store, twin_id, batch, latest, config=config, holder=who, ttl=ttl)
+        turn = _try_turn(
+            store, twin_id, batch, latest, config=config, holder=who, ttl=ttl, deadline=deadline
+        )
         if isinstance(turn, Turn):
             return turn
         if time.monotonic() > deadline:
@@ -136,9 +159,10 @@ def _try_turn(
     config: TwinConfig | None,
     holder: str,
     ttl: float,
+    deadline: float,
 ) -> Turn | Snapshot | None:
     """The turn applied on top of ``latest``, or the newest snapshot when ``latest`` is not
-    it any more (nothing stored)."""
+    it any more (nothing stored by this try)."""
     identity = config.identity if config else DEFAULT_POLICY
     state = latest.state if latest else TwinState.new(twin_id)
     applied = apply_transitions(state, batch, policy=config.decay if config else NO_DECAY)
@@ -150,11 +174,20 @@ def _try_turn(
     written: Snapshot | None = None
     notes = applied.notes
     if after != before or notes:
-        written = store._write_after(holder, applied.state, base, after, notes, ttl, new_view)
+        try:
+            written = store._write_after(holder, applied.state, base, after, notes, ttl, new_view)
+        except ConnectionLost as lost:
+            landed = _read_back(store, twin_id, deadline, lost)
+            if _is_ours(landed, holder, base, applied.state):
+                written = landed
+            elif time.monotonic() > deadline:
+                raise
+            else:
+                return landed  # not stored: applied again on top of the newest
         if written is None:
-            return store.latest(twin_id)
+            return _read_back(store, twin_id, deadline)
     else:
-        newest = store.latest(twin_id)  # nothing to write: only check nothing newer exists
+        newest = _read_back(store, twin_id, deadline)  # nothing to write: is nothing newer?
         if (newest.version if newest else 0) != base:
             return newest
     changed = () if written else changed_in(old_view, new_view)
@@ -168,6 +201,37 @@ def _try_turn(
         evicted=tuple(notes),
         ignored=() if written else tuple(n for n in changed if n not in identity.fields),
     )
+
+
+def _read_back(
+    store: TwinStore, twin_id: str, deadline: float, lost: ConnectionLost | None = None
+) -> Snapshot | None:
+    """The twin's newest snapshot, asked again while the connection keeps failing (a server
+    that terminated a session answers the next one), until ``deadline``. After a ``lost``
+    write, the error at the deadline says the turn may have been stored."""
+    pause = 0.05
+    while True:
+        try:
+            return store.latest(twin_id)
+        except ConnectionLost as exc:
+            if time.monotonic() + pause > deadline:
+                if lost is None:
+                    raise
+                raise ConnectionLost(
+                    f"{lost}; the turn may have been stored (the database did not answer "
+                    f"again): `ipse twin show {twin_id}` says whether"
+                ) from exc
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
+
+
+def _is_ours(snapshot: Snapshot | None, holder: str, base: int, state: TwinState) -> bool:
+    """Whether ``snapshot`` is the write of ``state`` on top of version ``base`` by ``holder``
+    (a write whose reply was lost): one holder writes one turn at a time, and the body holds
+    the turn's own times."""
+    if snapshot is None or snapshot.version != base + 1 or snapshot.record.writer != holder:
+        return False
+    return bool(snapshot.record.body == jsonio.loads(jsonio.dumps(dump_state(state))))
 
 
 __all__ = ["Turn", "apply_turn", "default_holder", "init_twin"]

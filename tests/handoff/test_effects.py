@@ -1,4 +1,5 @@
-"""What a tool call did, read from its input, for the harnesses ipse reads."""
+"""What a tool call did, read from its input, for the harnesses ipse reads (the knowledge the
+handoff's ledger and the probe share)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from ipse.probe import artifacts, command_of, exit_status
+from ipse.handoff.effects import (
+    artifacts,
+    command_of,
+    exit_status,
+    read_paths,
+    shell_artifacts,
+    strings,
+)
 from ipse.transcript import ToolCall, ToolResult
 
 
@@ -107,3 +115,38 @@ def test_the_editor_verb_is_not_a_shell_command() -> None:
 )
 def test_exit_status_where_the_result_says(text: str, is_error: bool, status: int | None) -> None:
     assert exit_status(ToolResult("c1", text, is_error)) == status
+
+
+def test_an_editor_call_without_a_verb_reads_and_changes_nothing() -> None:
+    """Found by the ledger's tests: OpenHands writes a file read as ``str_replace_editor``
+    with a path and no ``command``; it was taken for an edit (the name says "replace")."""
+    call = _call("str_replace_editor", {"path": "/repo/parser.py"})
+    assert list(artifacts(call)) == []
+    assert read_paths(call) == ["/repo/parser.py"]
+
+
+def test_a_heredoc_commit_message_is_its_first_line() -> None:
+    """``git commit -m "$(cat <<'EOF' ...`` was read as the message ``"$(cat``."""
+    command = "git add -A && git commit -m \"$(cat <<'EOF'\nFix the parser\n\nMore.\nEOF\n)\""
+    assert {(a.action, a.value) for a in shell_artifacts(command)} == {
+        ("committed", "Fix the parser")
+    }
+
+
+def test_a_comparison_in_quoted_code_is_no_redirection() -> None:
+    """``python -c "print(1 > 0)"`` was read as creating a file named ``0``."""
+    assert list(shell_artifacts('python -c "print(1 > 0)"')) == []
+    assert [a.value for a in shell_artifacts("mv a b > log 2>&1")] == ["log", "a", "b"]
+
+
+def test_codex_s_exit_line_gives_the_status() -> None:
+    """Codex's unified exec answers ``Process exited with code N``."""
+    result = ToolResult("c1", "Chunk ID: 1\nWall time: 0.2s\nProcess exited with code 101\n")
+    assert exit_status(result) == 101
+
+
+def test_inputs_nested_deeper_than_the_stack_are_walked() -> None:
+    deep: Any = "needle"
+    for _ in range(5000):
+        deep = {"k": [deep]}
+    assert list(strings(deep)) == ["needle"]

@@ -1,0 +1,45 @@
+"""The bill across every session a user has: what was spent, lost and saved.
+
+`collect` reads every Claude Code, Codex and Gemini CLI session (sub-agents included) and the
+ipse proxy's records into a `Ledger` of billed calls, each call counted once, through an index
+in ipse's store that reads only what changed since the last run; `group` sums it by day, week,
+month, project, session, model or 5-hour block, with the cache losses the prefix replay found
+(`replay_losses`) and what ipse's handoffs saved; `bill_of` reads one input alone (``ipse
+report``'s section). `statusline` is the line Claude Code shows under its prompt.
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from ipse import _lazy
+
+if _typing.TYPE_CHECKING:
+    from ipse.usage._call import Call
+    from ipse.usage._collect import (
+        Collected,
+        Folder,
+        bill_of,
+        collect,
+        find_files,
+        reader_for,
+    )
+    from ipse.usage._cost import Costs
+    from ipse.usage._ledger import Ledger, Loss, Row, Saving, ledger_of, one_each
+    from ipse.usage._losses import replay_losses
+    from ipse.usage._report import GROUPS, Bucket, group, parse_day, total
+    from ipse.usage._statusline import statusline
+
+_MODULES = {
+    "_call": ("Call",),
+    "_collect": ("Collected", "Folder", "bill_of", "collect", "find_files", "reader_for"),
+    "_cost": ("Costs",),
+    "_ledger": ("Ledger", "Loss", "Row", "Saving", "ledger_of", "one_each"),
+    "_losses": ("replay_losses",),
+    "_report": ("GROUPS", "Bucket", "group", "parse_day", "total"),
+    "_statusline": ("statusline",),
+}
+
+__getattr__, __dir__ = _lazy.exports("ipse.usage", _MODULES, globals())
+
+__all__ = _lazy.public(_MODULES)
