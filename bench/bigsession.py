@@ -40,90 +40,29 @@ import argparse
 import base64
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.generated import chained_session
+
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "claude-code"
 SOURCE = SHARED / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_KEEP = frozenset({"sessionId"})
 HEAD_BYTES = 256 * 1024  # the small session each command's fixed memory is measured on
-
-
-def _remap(value: Any, copy: int, shift: timedelta, key: str = "") -> Any:
-    """A record of copy ``copy``: ids made unique to the copy, times shifted."""
-    if isinstance(value, dict):
-        return {k: _remap(v, copy, shift, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_remap(v, copy, shift, key) for v in value]
-    if not isinstance(value, str) or key in _KEEP or copy == 0:
-        return value
-    if key == "timestamp":
-        when = datetime.fromisoformat(value.replace("Z", "+00:00")) + shift
-        return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    if _UUID.match(value):
-        return f"{value[:24]}{int(value[24:], 16) ^ copy:012x}"
-    if value.startswith(("toolu_", "msg_", "req_")):
-        return f"{value}_{copy}"
-    return value
-
-
-def _source_records(keep_compactions: bool) -> tuple[list[dict[str, Any]], str, str, timedelta]:
-    """The shared session's records, its live root and last uuid, and its time span."""
-    records = [orjson.loads(line) for line in SOURCE.read_bytes().splitlines() if line.strip()]
-    by_uuid = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
-    if not keep_compactions:  # as the reader links them: the logical parent, else the record before
-        previous = None
-        for record in records:
-            if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
-                logical = record.get("logicalParentUuid")
-                record["subtype"] = "informational"
-                record["parentUuid"] = logical if logical in by_uuid else previous
-            if isinstance(record.get("uuid"), str):
-                previous = record["uuid"]
-    last = [r for r in records if isinstance(r.get("uuid"), str)][-1]
-    current = last
-    while True:
-        parent = current.get("parentUuid")
-        if not isinstance(parent, str) or parent not in by_uuid:
-            break
-        current = by_uuid[parent]
-    times = [
-        datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
-        for r in records
-        if isinstance(r.get("timestamp"), str)
-    ]
-    span = max(times) - min(times) + timedelta(minutes=10)
-    return records, current["uuid"], last["uuid"], span
 
 
 def generate(path: Path, megabytes: float, keep_compactions: bool = False) -> Path:
     """A session file of at least ``megabytes`` MB: copies of the shared session, chained."""
-    records, root, last, span = _source_records(keep_compactions)
-    target = int(megabytes * 1_000_000)
-    written = 0
-    copy = 0
-    with path.open("wb") as out:
-        while written < target:
-            for record in records:
-                new = _remap(record, copy, span * copy)
-                if copy and record.get("uuid") == root:
-                    new["parentUuid"] = _remap(last, copy - 1, span)
-                line = orjson.dumps(new) + b"\n"
-                out.write(line)
-                written += len(line)
-            copy += 1
-    return path
+    return chained_session(path, megabytes, SOURCE, keep_compactions=keep_compactions)
 
 
 def big_text(megabytes: float, kind: str) -> str:
@@ -139,7 +78,7 @@ def big_text(megabytes: float, kind: str) -> str:
 
 def generate_big_string(path: Path, megabytes: float, kind: str = "lines") -> Path:
     """The shared session with one tool result replaced by a single string of that size."""
-    records, _, _, _ = _source_records(True)
+    records = [orjson.loads(line) for line in SOURCE.read_bytes().splitlines() if line.strip()]
     text = big_text(megabytes, kind)
     done = False
     with path.open("wb") as out:

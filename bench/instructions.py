@@ -68,25 +68,28 @@ PHASES = ("start", "read", "thread", "requests", "replay", "json")
 _PHASES = """import os, sys
 path, stop = sys.argv[1], sys.argv[2]
 import gc
+from ipse.cli import _fast_prefix
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
+from ipse.prefix._segments import digest
+from ipse.transcript.formats import claude_code, claude_code_requests
 import orjson
 def done(step):
     if step == stop:
         os._exit(0)
 done("start")
 gc.disable()  # (as the command line does for a one-shot command)
-session = _requests.read_session(path)
+session = claude_code.read_session(path, digest=digest)
 done("read")
-thread = _requests.request_thread(session)
+thread = claude_code_requests.billed_thread(session)
 done("thread")
-_requests.read_session = lambda *args, **kwargs: session
-_requests.request_thread = lambda *args, **kwargs: thread
+claude_code.read_session = lambda *args, **kwargs: session
+claude_code_requests.billed_thread = lambda *args, **kwargs: thread
 log = _requests.read_requests(path)
 done("requests")
-report = analyze(log.requests, warnings=log.warnings)
+report = analyze(log.requests, warnings=log.warnings, merged=log.merged)
 done("replay")
-orjson.dumps(report.to_json())
+orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2)
 done("json")
 """
 

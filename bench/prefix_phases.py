@@ -5,7 +5,8 @@ process, times each phase of the analysis against the baseline of `bigsession` (
 of every line, objects dropped), alternating them ``--repeat`` times and keeping the least CPU
 of each, so that the machine's changing speed hits all of them alike:
 
-* ``read``: parsing the file into session records (`read_session`);
+* ``read``: parsing the file into session records as ``ipse prefix`` reads it (`read_session`
+  with the replay's digest: each message record's blocks hashed, and dropped);
 * ``thread``: the live path and the main thread's request messages (the least time of
   reading and building the thread, less the least time of reading);
 * ``requests``: the rest of `read_requests` (request bodies, journal, checks), given the
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bigsession import generate, parse
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
+from ipse.prefix._segments import digest
 from ipse.transcript.formats import claude_code, claude_code_requests
 from ipse.transcript.formats.claude_code import read_session
 from ipse.transcript.formats.claude_code_requests import billed_thread
@@ -75,10 +77,10 @@ def phases(path: Path) -> dict[str, float]:
     out["baseline"] = clock() - start
     with no_gc():
         start = clock()
-        read_session(path)
+        read_session(path, digest=digest)
         out["read"] = clock() - start
         start = clock()
-        session = read_session(path)
+        session = read_session(path, digest=digest)
         thread = billed_thread(session)
         out["load"] = clock() - start
         with (

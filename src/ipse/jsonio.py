@@ -72,7 +72,9 @@ def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:
     """Serialize compactly (orjson's bytes); strings with lone surrogates become escapes, and
     a document nested deeper than orjson writes (254 levels, where it reads 1024) or holding
     an integer beyond 64 bits is written by the standard library. Deeper than even that can:
-    `InputError`."""
+    `InputError`. A mapping that is not a dict is written as the object it is (`is_object`),
+    unless ``default`` says otherwise."""
+    default = _as_object if default is None else default
     try:
         return orjson.dumps(value, default=default, option=option)
     except TypeError as exc:
@@ -82,6 +84,14 @@ def dumps(value: Any, option: int | None = None, default: Any = None) -> bytes:
         if "Recursion limit" in reason or "64-bit" in reason:
             return _std_dumps(value, option, default, ascii_only=False)
         raise
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    """A mapping that is not a dict (a message whose content is read back from its file) as
+    the dict it stands for; anything else is not JSON."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 # Levels the standard library may recurse while writing a deep document (each a small C frame).

@@ -1,6 +1,8 @@
 """Generated Claude Code sessions that journal their API requests, and Codex rollouts.
 
-Shared by the prefix tests (small, shaped by hypothesis) and `bench/bigjournal.py` (large).
+Shared by the prefix tests (small, shaped by hypothesis) and `bench/bigjournal.py` (large);
+and long sessions chained from copies of one (`chained_session`: the tests' and
+`bench/bigsession.py`'s).
 A journaled session has the records Claude Code 2.1.332 writes (REFERENCE.md,
 `ipse.transcript.formats.claude_code_journal`): ``api-request-shape`` once per shape,
 ``api-request-blob`` once per message, then per model call an ``api-request`` naming the
@@ -11,9 +13,11 @@ breakpoints (``cacheControl``), and the assistant record naming it in ``requestR
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -313,6 +317,87 @@ def rollout_records(
             "content": [{"type": "output_text", "text": "done"}],
         },
     )
+
+
+# ------------------------------------------------------------------- long sessions, chained
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_KEEP = frozenset({"sessionId"})
+
+
+def _remap(value: Any, copy: int, shift: timedelta, key: str = "") -> Any:
+    """A record of copy ``copy``: ids made unique to the copy, times shifted."""
+    if isinstance(value, dict):
+        return {k: _remap(v, copy, shift, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_remap(v, copy, shift, key) for v in value]
+    if not isinstance(value, str) or key in _KEEP or copy == 0:
+        return value
+    if key == "timestamp":
+        when = datetime.fromisoformat(value.replace("Z", "+00:00")) + shift
+        return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if _UUID.match(value):
+        return f"{value[:24]}{int(value[24:], 16) ^ copy:012x}"
+    if value.startswith(("toolu_", "msg_", "req_")):
+        return f"{value}_{copy}"
+    return value
+
+
+def _source_records(
+    source: Path, keep_compactions: bool
+) -> tuple[list[dict[str, Any]], str, str, timedelta]:
+    """A session's records, its live root and last uuid, and its time span."""
+    records = [orjson.loads(line) for line in source.read_bytes().splitlines() if line.strip()]
+    by_uuid = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
+    if not keep_compactions:  # as the reader links them: the logical parent, else the record before
+        previous = None
+        for record in records:
+            if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+                logical = record.get("logicalParentUuid")
+                record["subtype"] = "informational"
+                record["parentUuid"] = logical if logical in by_uuid else previous
+            if isinstance(record.get("uuid"), str):
+                previous = record["uuid"]
+    last = [r for r in records if isinstance(r.get("uuid"), str)][-1]
+    current = last
+    while True:
+        parent = current.get("parentUuid")
+        if not isinstance(parent, str) or parent not in by_uuid:
+            break
+        current = by_uuid[parent]
+    times = [
+        datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
+        for r in records
+        if isinstance(r.get("timestamp"), str)
+    ]
+    span = max(times) - min(times) + timedelta(minutes=10)
+    return records, current["uuid"], last["uuid"], span
+
+
+def chained_session(
+    path: Path, megabytes: float, source: Path, *, keep_compactions: bool = False
+) -> Path:
+    """A Claude Code session file of at least ``megabytes`` MB: copies of the session at
+    ``source`` chained into one long thread, each copy's ids made its own, its times shifted
+    after the copy before, its root hung under that copy's last record (the whole file is one
+    conversation, as a long-running session writes it). ``keep_compactions``: each copy keeps
+    its compaction boundaries (by default they become plain records: one segment, every turn
+    a request with the whole history before it)."""
+    records, root, last, span = _source_records(source, keep_compactions)
+    target = int(megabytes * 1_000_000)
+    written = 0
+    copy = 0
+    with path.open("wb") as out:
+        while written < target:
+            for record in records:
+                new = _remap(record, copy, span * copy)
+                if copy and record.get("uuid") == root:
+                    new["parentUuid"] = _remap(last, copy - 1, span)
+                line = orjson.dumps(new) + b"\n"
+                out.write(line)
+                written += len(line)
+            copy += 1
+    return path
 
 
 def write_jsonl(path: Any, records: Iterator[dict[str, Any]]) -> None:

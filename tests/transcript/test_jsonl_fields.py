@@ -5,6 +5,7 @@ that are not JSON)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
+from ipse.transcript._fields import FieldsView
 from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
 from ipse.transcript.formats.claude_code import RECORD_FIELDS, _read_records, session_record
 from tests.support.strategies import json_values
@@ -169,3 +171,20 @@ def test_members_outside_the_fields_are_checked_as_json_syntax_only(tmp_path: Pa
     path.write_bytes(b'{"type": "user", "toolUseResult": "\x01", "uuid": "u"}\n')
     with pytest.raises(InputError, match="line 1"):
         list(read_jsonl_fields(path, KINDS))
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12), reason="msgspec nests deeper than orjson from 3.12: counted"
+)
+def test_a_line_of_many_brackets_is_read_by_its_fields(tmp_path: Path) -> None:
+    """A line whose strings hold more brackets than orjson nests is decoded by its fields where
+    msgspec fails a deeper nest by itself (up to Python 3.11): its brackets are not counted,
+    and it is not read whole."""
+    text = json.dumps("[{" * 1500)
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"type": "user", "uuid": "u", "message": {"role": "user", "content": ' + text + "}}\n"
+    )
+    (record,) = _read_records(path, False, [])
+    assert isinstance(record.data, FieldsView)  # (read whole, it would be a dict)
+    assert record.message == {"role": "user", "content": "[{" * 1500}

@@ -54,7 +54,7 @@ def show(
     ``warn`` and the text on the console ``out()`` makes), then apply ``--fail-over``'s gate."""
     summary = report.summary()
     if as_json:
-        document = report.to_json()
+        document = report.to_json(summary)
         if show_values:
             for row, entry in zip(report.rows, document["requests"], strict=True):
                 entry["value"] = row.cause.value if row.cause else None

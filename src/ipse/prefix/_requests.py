@@ -46,7 +46,6 @@ import msgspec
 from ipse import jsonio
 from ipse.errors import InputError, os_error
 from ipse.fileio import check_text_head
-from ipse.jsonio import is_object
 from ipse.prefix._actual import compacts, same_call
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._log_requests import log_requests, rollout_requests
@@ -54,6 +53,7 @@ from ipse.prefix._request import Request, provider_of
 from ipse.transcript import (
     WRITABLE_FORMATS,
     Shape,
+    StoredMessage,
     body_codec,
     body_dialect,
     codec,
@@ -63,6 +63,7 @@ from ipse.transcript import (
     parse_time,
     read_text_bytes,
     record_format,
+    results_only,
 )
 
 __all__ = ["UNRECORDED_FRONT", "Request", "RequestLog", "body_provider", "read_requests"]
@@ -207,6 +208,8 @@ def _check_messages(request: Request, p: Path, checked: dict[int, int]) -> None:
     if tail:  # (its own messages: few)
         numbered = itertools.chain(numbered, enumerate(tail, start=tail_from))
     for number, message in numbered:
+        if type(message) is StoredMessage:
+            continue  # (made of records checked as they were read)
         if not jsonio.is_object(message):
             where = f"request {request.index} message {number}"
             raise InputError("a message must be a JSON object", path=p, position=where)
@@ -271,9 +274,12 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
     (`ipse.prefix.same_call`)."""
     # (the Claude Code readers on use: a Codex rollout or a log needs none of them, and they
     # took 11 million instructions of 620, about 3 ms, of ``ipse prefix`` on a 1 MB rollout)
+    from ipse.prefix._segments import digest
     from ipse.transcript.formats.claude_code import MAIN, read_session
 
-    session = read_session(p, warnings=warnings)
+    # each message's blocks digested as they are read, and dropped: the replay needs their
+    # hashes and sizes (and a cause, or the report, reads a block back when it needs it)
+    session = read_session(p, warnings=warnings, digest=digest)
     calls = list(_thread_requests(session, MAIN, None, p, merged))
     for name, agent in _agents(session):
         calls.extend(_thread_requests(session, name, agent, p, merged))
@@ -314,17 +320,17 @@ def _thread_requests(
     session: ClaudeCodeSession, name: str, agent: str | None, p: Path, merged: list[int]
 ) -> Iterator[Request]:
     """One thread's billed calls (see `_session_requests`), their indexes to be numbered."""
-    from ipse.transcript.formats.claude_code_journal import has_journal, read_journal
     from ipse.transcript.formats.claude_code_requests import billed_thread
+    from ipse.transcript.formats.claude_code_tree import has_journal
 
     records = session.records
     thread, off_path = billed_thread(session, name)
     dicts_of = [[m.body for m in segment] for segment in thread.segments]
-    journal = (
-        read_journal(records, (m for dicts in dicts_of for m in dicts))
-        if agent is None and has_journal(records)
-        else {}
-    )
+    journal: Mapping[str, JournaledRequest] = {}
+    if agent is None and has_journal(records):  # (its reader on use: most sessions have none)
+        from ipse.transcript.formats.claude_code_journal import read_journal
+
+        journal = read_journal(records, (m for dicts in dicts_of for m in dicts))
     calls = _ThreadCalls(
         thread.name if agent is None else f"agent:{name}",
         agent,
@@ -364,7 +370,7 @@ class _ThreadCalls:
         call: Mapping[str, Any] | None = None  # the meta of the last record of the call
         for k, message in enumerate(messages):
             if message.body["role"] != "assistant":
-                call = call if _tool_results_only(message.body) else None
+                call = call if results_only(message.body) else None
                 continue
             meta = message.meta
             model = meta.get("model")
@@ -414,17 +420,6 @@ class _ThreadCalls:
         )
         compaction = self.compacting or compacts(call.meta.get("usage"))
         return pending._r(self.agent, compaction=compaction, off_path=True)
-
-
-def _tool_results_only(message: Mapping[str, Any]) -> bool:
-    """Whether a user message holds nothing but tool results (what a call's tool uses get
-    back, written between the call's own records as they run)."""
-    content = message.get("content")
-    return (
-        isinstance(content, list)
-        and bool(content)
-        and all(is_object(b) and b.get("type") == "tool_result" for b in content)
-    )
 
 
 def _front(fronts: dict[Any, dict[str, Any]], model: Any) -> dict[str, Any]:

@@ -165,11 +165,12 @@ class PrefixReport:
         summary["advice"] = advice(self)
         return summary
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The report as JSON (``summary``: `summary`'s answer, when the caller has it)."""
         return {
             "provider": self.provider,
             "requests": [r.to_json() for r in self.rows],
-            "summary": self.summary(),
+            "summary": self.summary() if summary is None else summary,
         }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
+import orjson
 
 from ipse.jsonio import is_object
 from ipse.prefix._blocks import (
@@ -32,6 +33,36 @@ from ipse.prefix._blocks import (
 )
 from ipse.tokens import TokenCounter
 from ipse.transcript import Positions
+
+
+def salted(first: bytes, h: int) -> int:
+    """The fast hash of a part's first block (hashed ``h``) after the salt naming the part: a
+    hash of the two, so that a block's own hash, taken once, serves wherever it stands."""
+    return hash((first, h))
+
+
+def digest(item: Any) -> tuple[int, int, str | None, str]:
+    """What a block's positions need before its place is known (a session's blocks are
+    digested as they are read, then dropped: `ipse.transcript.formats.claude_code_stored`):
+    the fast hash of its bytes, their length, its breakpoint's TTL and its kind. A block
+    placed first in its part is then `salted`, its salt's length added to its size."""
+    if type(item) is dict and item.get("cache_control") is None:  # (most blocks: no calls)
+        body: Any = rendered_text(item) if len(item) == 2 else item
+        ttl = None
+    elif is_object(item):
+        body, ttl = without_breakpoint(item)
+        body = rendered_text(body)
+    else:
+        data = dumps(item)
+        return hash(data), len(data), None, "text"
+    kind = body.get("type", "")
+    if type(kind) is not str:
+        kind = str(kind)
+    try:
+        data = orjson.dumps(body)
+    except TypeError:  # (what orjson does not write: `dumps` knows)
+        data = dumps(body)
+    return hash(data), len(data), ttl, kind
 
 
 class Segment(msgspec.Struct):
@@ -62,12 +93,12 @@ class BlockHasher:
         self._by_id: dict[int, tuple[Any, Segment]] = {}
         self._salts: dict[str, bytes] = {}  # role -> `salt` (`role_salt`)
 
-    def count(self, h: int, raw: Any, data: bytes) -> int:
-        """The tokens of the block hashed ``h`` (``raw``, serialized as ``data``)."""
+    def count(self, h: int, raw: Any, size: int) -> int:
+        """The tokens of the block hashed ``h`` (``raw``, serialized in ``size`` bytes)."""
         cached = self.token_counts.get(h)
         if cached is None:
             if self.counter is None:
-                cached = max(1, len(data) // 4)
+                cached = max(1, size // 4)
             else:
                 cached = self.counter.count(block_text(raw))
             self.token_counts[h] = cached
@@ -92,9 +123,13 @@ class BlockHasher:
             kind = str(body.get("type", ""))
         else:
             body, ttl, kind = item, None, "text"
-        data = first + dumps(body) if first else dumps(body)
-        h = self.hash(data)
-        return h, self.count(h, body, data), ttl, kind, data
+        if self.stable:
+            data = first + dumps(body) if first else dumps(body)
+            h = stable_hash(data)
+            return h, self.count(h, body, len(data)), ttl, kind, data
+        data = dumps(body)
+        h = salted(first, hash(data)) if first else hash(data)
+        return h, self.count(h, body, len(first) + len(data)), ttl, kind, data
 
     def blocks(self, items: Sequence[Any], first: bytes = b"") -> Segment:
         """The segment of a list of blocks, ``first`` hashed before the first."""

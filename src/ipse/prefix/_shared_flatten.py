@@ -24,7 +24,7 @@ from ipse.prefix._growing import SharedHistory
 from ipse.prefix._positions import PositionColumns, PositionWriter, setting_values
 from ipse.prefix._rules import Rules
 from ipse.prefix._shared_store import NO_TAIL, HistoryAppender, MessageEnds, OwnTail, SharedStore
-from ipse.transcript import Codec, Positions, body_codec
+from ipse.transcript import Codec, Positions, StoredMessage, body_codec
 
 # (front, key, has_image) -> what a front that many requests share gives (the front kept, so
 # that its id is not reused while the entry lives): its settings, codec, positions, store key
@@ -154,6 +154,10 @@ def _image_from(base: list[Any], start: int, count: int) -> int:
     inline: every message of a session is asked.)"""
     for i in range(start, count):
         message = base[i]  # (a dict is an object: `is_object` asked only of others)
+        if type(message) is StoredMessage:  # (its notes say, without reading it back)
+            if holds_image_in(message):
+                return i
+            continue
         content = message.get("content") if type(message) is dict or is_object(message) else None
         if not isinstance(content, list):
             continue

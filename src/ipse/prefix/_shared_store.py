@@ -12,16 +12,24 @@ Shared stores are for the fast hashes only, which the appender uses as ``hash`` 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
-import orjson
 
 from ipse.jsonio import is_object
-from ipse.prefix._blocks import RUN_KINDS, as_rendered, content_blocks, dumps, rendered_text
+from ipse.prefix._blocks import (
+    RUN_KINDS,
+    as_rendered,
+    as_text,
+    content_blocks,
+    rendered_text,
+    without_breakpoint,
+)
 from ipse.prefix._flat import Locator
 from ipse.prefix._positions import PositionColumns, PositionWriter
-from ipse.prefix._segments import BlockHasher
+from ipse.prefix._segments import BlockHasher, digest, salted
+from ipse.transcript import StoredMessage
 
 
 class SharedStore(msgspec.Struct):
@@ -71,6 +79,9 @@ def _last(build: PositionColumns) -> tuple[int, int, int]:
     if not build.chain:
         return 0, 0, -1
     return build.chain[-1], build.cum[-1], build.groups[-1]
+
+
+_EMPTY = as_text("")  # what a message without blocks is hashed as (`content_blocks`)
 
 
 class HistoryAppender:
@@ -125,35 +136,13 @@ class HistoryAppender:
             return
         build = store.build
         start = len(build.hashes)
-        content = message.get("content")
-        if not (isinstance(content, list) and content):
-            content = content_blocks(message)
         salt = self.hasher.role_salt(message)
-        counts = self.hasher.token_counts
         chain, total, group = _last(build)
         previous = ""
-        for j, item in enumerate(content):
-            # a dict without a breakpoint (most blocks of a session) hashed here, with the
-            # fast hashes: the six calls `BlockHasher.block` makes per block cost more than
-            # their work
-            if type(item) is dict and item.get("cache_control") is None:
-                body: Any = rendered_text(item) if len(item) == 2 else item
-                kind = body.get("type", "")
-                if type(kind) is not str:
-                    kind = str(kind)
-                try:
-                    data = orjson.dumps(body)
-                except TypeError:  # (what orjson does not write: `dumps` knows)
-                    data = dumps(body)
-                if not j:
-                    data = salt + data
-                h = hash(data)
-                tokens = counts.get(h)
-                if tokens is None:
-                    tokens = self.hasher.count(h, body, data)
-                ttl = None
-            else:
-                h, tokens, ttl, kind, _ = self.hasher.block(item, b"" if j else salt)
+        for j, (block, (h, size, ttl, kind)) in enumerate(self._digests(message)):
+            if not j:
+                h, size = salted(salt, h), size + len(salt)
+            tokens = self._tokens(h, size, block)
             chain = hash((chain, h))  # (`fast_chain`)
             total += tokens
             if not (kind == previous and kind in RUN_KINDS):
@@ -169,6 +158,34 @@ class HistoryAppender:
                 build.breakpoints += 1
                 store.marks.append(start + j)
         store.ends.append(len(build.hashes))
+
+    def _digests(self, message: Any) -> Iterator[tuple[Any, tuple[int, int, str | None, str]]]:
+        """Each block with its `digest`: as the reader took it, for a message whose blocks
+        were digested as they were read and dropped (`StoredMessage`: no block, unless a
+        counter needs its text), else the block's now."""
+        if type(message) is StoredMessage and self.hasher.counter is None:
+            notes = message.notes
+            if notes and notes[0][2] is not None:
+                return ((None, note[2]) for note in notes)
+            if not notes:  # (null, or no blocks: the empty text block it stands for)
+                return iter(((_EMPTY, digest(_EMPTY)),))
+        content = message.get("content")
+        if not (isinstance(content, list) and content):
+            content = content_blocks(message)
+        return ((block, digest(block)) for block in content)
+
+    def _tokens(self, h: int, size: int, block: Any) -> int:
+        """The tokens of ``block``, hashed ``h`` in ``size`` bytes (its salt's included)."""
+        counts = self.hasher.token_counts
+        tokens = counts.get(h)
+        if tokens is None:
+            if self.hasher.counter is None:
+                tokens = counts[h] = max(1, size // 4)
+            else:
+                if is_object(block):
+                    block = rendered_text(without_breakpoint(block)[0])
+                tokens = self.hasher.count(h, block, size)
+        return tokens
 
     def _append_whole(self, store: SharedStore, message: Any, i: int, per_message: bool) -> None:
         """`append` for a message hashed whole (``per_message``) or that is not an object:

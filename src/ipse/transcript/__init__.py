@@ -44,6 +44,7 @@ if _typing.TYPE_CHECKING:
     from ipse.transcript._time import parse_time
     from ipse.transcript._write import ensure_writable, write
     from ipse.transcript.formats.claude_code import ClaudeCodeSession
+    from ipse.transcript.formats.claude_code_stored import StoredMessage, results_only
     from ipse.transcript.formats.http_log import Exchange
 
 # The names below are imported on first use: reading one format does not import the others'
@@ -84,6 +85,7 @@ _MODULES = {
     "_time": ("parse_time",),
     "_write": ("ensure_writable", "write"),
     "formats.claude_code": ("ClaudeCodeSession",),
+    "formats.claude_code_stored": ("StoredMessage", "results_only"),
     "formats.http_log": ("Exchange",),
 }
 

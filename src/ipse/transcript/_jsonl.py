@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
@@ -28,8 +29,6 @@ from ipse.fileio import check_text_head as check_text_head  # (the readers' one 
 
 if TYPE_CHECKING:
     import msgspec
-
-_make = tuple.__new__
 
 
 class JsonlRecord(NamedTuple):
@@ -78,7 +77,7 @@ def iter_jsonl(
             continue
         value = _line_value(line, path, number, skip_bad_lines, warnings)
         if value is not _SKIPPED:
-            yield _make(JsonlRecord, (number, value))  # (the named tuple without its Python call)
+            yield JsonlRecord(number, value)
 
 
 def _lines(data: bytes) -> Iterator[bytes]:
@@ -151,6 +150,15 @@ def _fields_decoder(
 MAX_DEPTH = 1024  # orjson refuses a document nested deeper than this
 
 
+def _msgspec_reads_deeper() -> bool:
+    """Whether msgspec may decode a document nested deeper than `MAX_DEPTH`: its depth check
+    is the interpreter's recursion check, which up to Python 3.11 counts against the recursion
+    limit (1,000 by default: a line nested deeper fails, and `FieldsDecoder.whole` reads it as
+    orjson does), and from 3.12 against the C stack (a line orjson refuses was decoded on
+    3.13). Counting a line's brackets to tell costs a fifth of reading a session."""
+    return sys.version_info >= (3, 12) or sys.getrecursionlimit() > MAX_DEPTH
+
+
 class FieldsDecoder:
     """Decodes a JSON object whose ``key`` names one of ``kinds`` into a struct of that kind's
     fields (each any JSON value, None when absent), one attribute per field, which also reads
@@ -169,13 +177,17 @@ class FieldsDecoder:
         self.asdict = msgspec.structs.asdict
         # (ValidationError is a DecodeError)
         self.errors: tuple[type[Exception], ...] = (msgspec.DecodeError, RecursionError)
+        self._count = _msgspec_reads_deeper()  # (whether a long line's brackets are counted)
 
     def decode(self, line: bytes) -> Any:
-        """The line's struct. A line that may nest deeper than orjson reads (more than
-        `MAX_DEPTH` brackets) is refused here, so that `whole` reads it: msgspec's own depth
-        check follows the interpreter's recursion limit, which Python 3.12 and later apply
-        differently (a line orjson refuses was decoded on 3.13)."""
-        if len(line) > MAX_DEPTH and line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+        """The line's struct. Where msgspec may decode a line nested deeper than orjson reads
+        (`_msgspec_reads_deeper`), a line that may nest that deep (more than `MAX_DEPTH`
+        brackets) is refused here, so that `whole` reads it."""
+        if (
+            self._count
+            and len(line) > MAX_DEPTH
+            and line.count(b"[") + line.count(b"{") > MAX_DEPTH
+        ):
             raise RecursionError("nested too deep to decode by fields")
         return self._decode(line)
 
@@ -238,7 +250,7 @@ def read_jsonl_fields(
                 continue
         else:
             value = fields.data(struct)
-        yield _make(JsonlRecord, (number, value))
+        yield JsonlRecord(number, value)
 
 
 _SKIPPED = object()

@@ -36,7 +36,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +57,9 @@ from ipse.transcript._model import (
     ToolResult,
 )
 from ipse.transcript.formats.anthropic import read_message
+from ipse.transcript.formats.claude_code_stored import Digest, StoredContent, StoredFile, notes_of
 from ipse.transcript.formats.claude_code_tree import (
+    JOURNAL_TYPES,
     MESSAGE_TYPES,
     SessionRecord,
     is_boundary,
@@ -81,6 +83,8 @@ class ClaudeCodeSession:
     subagent_files: dict[str, Path] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skip_bad_lines: bool = False
+    # each message record's blocks digested as read and dropped (`read_session`)
+    digest: Digest | None = None
 
     @property
     def session_id(self) -> str | None:
@@ -114,6 +118,15 @@ class ClaudeCodeSession:
         return built
 
     def _thread(self, name: str) -> Thread:
+        if self.digest is not None:  # the blocks were dropped as they were read: read again
+            again = ClaudeCodeSession(
+                self.path,
+                _read_records(self.path, self.skip_bad_lines, []),
+                self.subagent_files,
+                self.warnings,
+                self.skip_bad_lines,
+            )
+            return again._thread(name)
         found, records, path = self.thread_records(name)
         return _build_thread(found, records, path, self.warnings)
 
@@ -137,7 +150,7 @@ class ClaudeCodeSession:
         for candidate in candidates:
             if candidate in self.subagent_files:
                 sub = self.subagent_files[candidate]
-                records = _read_records(sub, self.skip_bad_lines, self.warnings)
+                records = _read_records(sub, self.skip_bad_lines, self.warnings, self.digest)
                 return candidate, records, sub
         raise self._unknown_thread(name)
 
@@ -175,19 +188,29 @@ class ClaudeCodeSession:
 
 
 def read_session(
-    path: str | Path, *, skip_bad_lines: bool = False, warnings: list[str] | None = None
+    path: str | Path,
+    *,
+    skip_bad_lines: bool = False,
+    warnings: list[str] | None = None,
+    digest: Digest | None = None,
 ) -> ClaudeCodeSession:
-    """Parse a Claude Code session file (and find its ``subagents/`` folder, if any)."""
+    """Parse a Claude Code session file (and find its ``subagents/`` folder, if any).
+
+    With ``digest``, each message record keeps its content as notes (`StoredContent`), each
+    block given to ``digest`` as its line is read and then dropped, and a progress record
+    only its place in the tree: the request messages of its threads read their content back
+    from the file when asked for it, and a thread built through the neutral model reads the
+    file again whole."""
     p = Path(path)
     sink = warnings if warnings is not None else []
-    records = _read_records(p, skip_bad_lines, sink)
+    records = _read_records(p, skip_bad_lines, sink, digest)
     if not records:
         raise InputError("no records in the session file", path=p)
     folder = p.with_suffix("") / "subagents"
     subagents: dict[str, Path] = {}
     if folder.is_dir():
         subagents = {f.stem: f for f in sorted(folder.glob("*.jsonl"))}
-    return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines)
+    return ClaudeCodeSession(p, records, subagents, sink, skip_bad_lines, digest)
 
 
 # What a reader uses of a message record (its place in the tree, what the session says of
@@ -207,22 +230,32 @@ _MESSAGE_FIELDS = (
     "requestRef",
 )
 RECORD_FIELDS = {"user": _MESSAGE_FIELDS, "assistant": _MESSAGE_FIELDS, "progress": _TREE_FIELDS}
+# Read with a digest (for the request messages of its threads, `read_session`), a progress
+# record is its place in the tree: most of a long session's records, each kept to the end.
+_DIGESTED_FIELDS = {**RECORD_FIELDS, "progress": ("uuid", "parentUuid", "isSidechain")}
 
 
 def _read_records(
-    path: Path, skip_bad_lines: bool, warnings: list[str] | None
+    path: Path, skip_bad_lines: bool, warnings: list[str] | None, digest: Digest | None = None
 ) -> list[SessionRecord]:
     """A session file's records: message and progress records as their `RECORD_FIELDS`,
     the others whole (`read_jsonl_fields`, each record made as it is decoded). A record cut
-    to its fields keeps the decoded struct as its data (a read-only mapping: `FieldsView`)."""
+    to its fields keeps the decoded struct as its data (a read-only mapping: `FieldsView`).
+    With ``digest``, a message record's content becomes its `StoredContent` (`read_session`),
+    its blocks dropped until the file's first journaled request (`JOURNAL_TYPES`): a journal
+    resolves its requests' messages from the session's own, so from there on they are kept."""
     check_text_head(path)
-    fields = FieldsDecoder(RECORD_FIELDS)
+    kinds = RECORD_FIELDS if digest is None else _DIGESTED_FIELDS
+    fields = FieldsDecoder(kinds)
     decode, errors, kind_of = fields.decode, fields.errors, fields.kind_of
-    with_message = {t for t, kind in kind_of.items() if "message" in RECORD_FIELDS[kind]}
+    with_message = {t for t, kind in kind_of.items() if "message" in kinds[kind]}
+    source = None if digest is None else StoredFile(path, _message_reader(fields, path), digest)
     out: list[SessionRecord] = []
     append = out.append
-    make = tuple.__new__  # (a named tuple's own constructor is a Python call: twice the cost)
+    end = 0
+    keep = False  # (the content kept: a journaled request came before)
     for number, line in enumerate(read_lines(path, newlines=True), start=1):
+        at, end = end, end + len(line)
         if not line or line.isspace():
             continue
         try:
@@ -230,18 +263,53 @@ def _read_records(
         except errors:
             whole = fields.whole(line, path, number, skip_bad_lines, warnings)
             if whole is not None:
-                append(session_record(number, whole))
+                record = session_record(number, whole)
+                keep = keep or record.kind in JOURNAL_TYPES
+                if source is not None and record.kind in MESSAGE_TYPES:
+                    _store(record.message, source, at, len(line), number, keep)
+                append(record)
             continue
         cut = type(struct)
         message = struct.message if cut in with_message else None
+        if source is not None and type(message) is dict:
+            _store(message, source, at, len(line), number, keep)
         sidechain = bool(struct.isSidechain)
         append(
-            make(
-                SessionRecord,
-                (number, struct, kind_of[cut], struct.uuid, struct.parentUuid, sidechain, message),
+            SessionRecord(
+                number, struct, kind_of[cut], struct.uuid, struct.parentUuid, sidechain, message
             )
         )
     return out
+
+
+def _store(
+    message: Any, source: StoredFile, at: int, size: int, line: int, keep: bool = False
+) -> None:
+    """Replace a message record's content by its `StoredContent` (its blocks digested; the
+    content ``keep``, else where to read it back)."""
+    if type(message) is not dict:
+        return
+    content = message.get("content")
+    form, notes, plain = notes_of(content, source.digest)
+    if keep:
+        message["content"] = StoredContent(form, notes, plain, content)
+    else:
+        message["content"] = StoredContent(form, notes, plain, None, source, at, size, line)
+
+
+def _message_reader(fields: FieldsDecoder, path: Path) -> Callable[[bytes, int], Any]:
+    """How a message record's line read again gives its message, as `_read_records` read it
+    (None: not a message record's line)."""
+
+    def message(line: bytes, number: int) -> Any:
+        try:
+            struct = fields.decode(line)
+        except fields.errors:
+            whole = fields.whole(line, path, number, False, None)
+            return whole.get("message") if whole is not None else None
+        return getattr(struct, "message", None)
+
+    return message
 
 
 def session_record(line: int, data: Mapping[str, Any]) -> SessionRecord:

@@ -32,11 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
-from ipse._names import Names
 from ipse.transcript._jsonl import JsonlRecord
 from ipse.transcript.formats.claude_code_tree import SessionRecord
-
-JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,10 +155,6 @@ def _key(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     return value.removeprefix("sha256:").lower()
-
-
-def has_journal(records: Iterable[SessionRecord]) -> bool:
-    return any(r.kind == "api-request" for r in records)
 
 
 def read_journal(
@@ -560,4 +553,4 @@ def _place_breakpoints(root: dict[str, Any], marks: Any, layer: str) -> None:
             continue
 
 
-__all__ = ["JOURNAL_TYPES", "JournaledRequest", "has_journal", "message_hash", "read_journal"]
+__all__ = ["JournaledRequest", "message_hash", "read_journal"]

@@ -5,8 +5,10 @@ Messages API dict, ``{"role", "content"}``, and its meta (model, usage, times, r
 reference): exactly what `write` gives for the thread's conversation, whose messages
 `ipse.transcript.formats.claude_code` builds. Building a neutral block for every content block
 only to write the same dict back costs more than reading the file did, so `request_thread`
-groups the records into messages by the same rules and puts their content blocks, as parsed,
-straight into the message dicts.
+groups the records into messages by the same rules, each message a `StoredMessage`: a mapping
+of its role and its content, which holds the notes of its blocks (type, call id, the reader's
+digest: `ipse.transcript.formats.claude_code_stored`) and gives the blocks as parsed when its
+content is asked for (read back from the file, for a session read with a digest).
 
 That is only the same answer when every block would be written back as it was read: a text,
 a tool call with string id and name, a tool result with a string call id and text, null or
@@ -32,6 +34,13 @@ from ipse.transcript.formats.claude_code import (
     merge_meta,
     note_orphans,
     record_meta,
+)
+from ipse.transcript.formats.claude_code_stored import (
+    Note,
+    StoredContent,
+    StoredMessage,
+    results_only,
+    stored,
 )
 from ipse.transcript.formats.claude_code_tree import (
     MESSAGE_TYPES,
@@ -117,8 +126,8 @@ def _messages(records: Sequence[SessionRecord]) -> list[RequestMessage] | None:
                 return None
             continue  # (the neutral reader skips it too)
         role = payload.get("role")
-        content = payload.get("content")
-        if type(role) is not str or not _plain_content(content):
+        content = stored(payload.get("content"))
+        if type(role) is not str or not content.plain:
             return None
         grouped.add(record, payload.get("id"), role, content)
     return grouped.out
@@ -130,12 +139,14 @@ class _Grouped:
     def __init__(self) -> None:
         self.out: list[RequestMessage] = []
         self.only_results = ResultsOnly()  # per message: a user message of only tool results
-        self.calls: dict[int, set[str]] = {}  # per merged message: the ids of its tool calls
+        self.calls: dict[int, set[Any]] = {}  # per merged message: the ids of its tool calls
         self.by_id: dict[str, int] = {}
 
-    def add(self, record: SessionRecord, message_id: Any, role: str, content: Any) -> None:
+    def add(
+        self, record: SessionRecord, message_id: Any, role: str, content: StoredContent
+    ) -> None:
         meta = record_meta(record)
-        results = _only_results(role, content)
+        results = role == "user" and content.only_results()
         out = self.out
         if record.kind == "assistant":
             if self._merged(message_id, content, meta):
@@ -145,104 +156,67 @@ class _Grouped:
         elif results and self.only_results.last():
             _merge(out[-1], content, meta, self.calls, len(out) - 1)
             return
-        if type(content) is list:
-            content = list(content)  # (a list of its own: merging extends it)
-        elif content is None:
-            content = []
-        out.append(RequestMessage({"role": role, "content": content}, meta))
+        out.append(RequestMessage(StoredMessage(role, content), meta))
         self.only_results.append(results)
 
-    def _merged(self, message_id: Any, content: Any, meta: Any) -> bool:
+    def _merged(self, message_id: Any, content: StoredContent, meta: Any) -> bool:
         """Whether an assistant record is another block of a response already read (its tool
         results may come between), merged into that response's message."""
         index = self.by_id.get(message_id) if isinstance(message_id, str) else None
         if index is None or not self.only_results.all_after(index):
             return False
         first = self.out[index].body
-        before = first["content"]
-        all_results = self.only_results[index] or (type(before) is list and not before)
+        assert isinstance(first, StoredMessage)
+        all_results = self.only_results[index] or (first.is_list and not first.notes)
         added = _merge(self.out[index], content, meta, self.calls, index)
         self.only_results.set(
-            index, first["role"] == "user" and all_results and added and bool(first["content"])
+            index, first.role == "user" and all_results and added and bool(first.notes)
         )
         return True
 
 
-def _plain_content(content: Any) -> bool:
-    if content is None or type(content) is str:
-        return True
-    if type(content) is not list:
-        return False
-    for block in content:  # noqa: SIM110 (a loop: a generator costs a frame per block)
-        if not _plain_block(block):
-            return False
-    return True
-
-
-def _plain_block(block: Any) -> bool:
-    """Whether the neutral model writes ``block`` back as the very object it read."""
-    if type(block) is not dict:
-        return False
-    kind = block.get("type")
-    if kind == "tool_use":
-        return type(block.get("id")) is str and type(block.get("name")) is str
-    if kind == "tool_result":
-        if type(block.get("tool_use_id")) is not str:
-            return False
-        return _plain_content(block.get("content"))
-    if kind == "thinking":
-        signature = block.get("signature")
-        return type(block.get("thinking")) is str and (signature is None or type(signature) is str)
-    return True
-
-
-def _only_results(role: str, content: Any) -> bool:
-    if role != "user" or type(content) is not list or not content:
-        return False
-    for block in content:  # noqa: SIM110 (as above; blocks of a plain content are dicts)
-        if block.get("type") != "tool_result":
-            return False
-    return True
-
-
-def _blocks(content: Any) -> list[Any]:
-    """Content as the blocks of a merged message (a string is the one text block it is)."""
-    if type(content) is str:
-        return [{"type": "text", "text": content}]
-    return list(content) if content else []
-
-
 def _merge(
     first: RequestMessage,
-    content: Any,
+    content: StoredContent,
     meta: Mapping[str, Any],
-    calls: dict[int, set[str]],
+    calls: dict[int, set[Any]],
     index: int,
 ) -> bool:
     """Add a record's blocks to message ``index`` in place (as `claude_code._merge`), less the
     tool calls it already holds (a copied record); ``calls``: each merged message's call ids.
     Whether every block added is a tool result."""
     body = first.body
-    assert isinstance(body, dict) and isinstance(first.meta, dict)
-    blocks = body["content"]
-    if type(blocks) is not list:  # a text so far: its block, in a list of its own
-        blocks = body["content"] = _blocks(blocks)
+    assert isinstance(body, StoredMessage) and isinstance(first.meta, dict)
     have = calls.get(index)
     if have is None:
-        have = calls[index] = {b["id"] for b in blocks if b.get("type") == "tool_use"}
-    added: list[str] = []
+        have = calls[index] = {ident for kind, ident, _ in body.notes if kind == "tool_use"}
+    added: list[Any] = []
+    kept: list[int] = []
     all_results = True
-    for block in _blocks(content):
-        kind = block.get("type")
+    for k, (kind, ident, _) in enumerate(content.notes):
         if kind == "tool_use":
-            if block["id"] in have:
+            if ident in have:
                 continue
-            added.append(block["id"])
+            added.append(ident)
         all_results = all_results and kind == "tool_result"
-        blocks.append(block)
+        kept.append(k)
+    body.add(content, None if len(kept) == len(content.notes) else tuple(kept))
     have.update(added)
     merge_meta(first.meta, meta)
     return all_results
+
+
+def _only_results(message: RequestMessage) -> bool:
+    """Whether a message is a user message of nothing but tool results."""
+    return message.body["role"] == "user" and results_only(message.body)
+
+
+def _notes(message: RequestMessage) -> Sequence[Note]:
+    """The notes of a message's blocks (of its dict's, for a thread the neutral model built)."""
+    body = message.body
+    if isinstance(body, StoredMessage):
+        return body.notes
+    return stored(body["content"]).notes
 
 
 def _warn_orphans(
@@ -252,15 +226,11 @@ def _warn_orphans(
     (``known``: the calls seen so far, updated), warned of as the neutral reader does."""
     orphans: list[tuple[int, str]] = []
     for index, message in enumerate(messages):
-        content = message.body["content"]
-        if type(content) is not list:
-            continue
-        for block in content:
-            kind = block.get("type")
+        for kind, ident, _ in _notes(message):
             if kind == "tool_use":
-                known.add(block["id"])
-            elif kind == "tool_result" and block["tool_use_id"] not in known:
-                orphans.append((index, block["tool_use_id"]))
+                known.add(ident)
+            elif kind == "tool_result" and ident not in known:
+                orphans.append((index, ident))
     if orphans:
         note_orphans(path, orphans, messages[orphans[0][0]].meta, warnings)
 
@@ -419,15 +389,11 @@ def _self_contained(
     calls: set[str] = set()
     answered: set[str] = set()
     for message in own:
-        content = message.body["content"]
-        if type(content) is not list:
-            continue
-        for block in content:
-            kind = block.get("type")
+        for kind, ident, _ in _notes(message):
             if kind == "tool_use":
-                calls.add(block["id"])
+                calls.add(ident)
             elif kind == "tool_result":
-                answered.add(block["tool_use_id"])
+                answered.add(ident)
     if not calls <= answered:
         return False
     counted: dict[str, int] = {}
@@ -442,15 +408,13 @@ def _self_contained(
 def _answered_before(calls: RequestMessage, results: RequestMessage, line: int) -> bool:
     """Whether ``results`` holds nothing but results of tool calls in ``calls``, all written
     before ``line`` (a request after those calls sends their results: the API requires it)."""
-    content = results.body["content"]
-    if results.body["role"] != "user" or not _only_results("user", content):
+    if not _only_results(results):
         return False
     lines = results.meta.get("lines") or ()
     if not lines or max(lines) >= line:
         return False
-    made = calls.body["content"]
-    ids = {b.get("id") for b in made if b.get("type") == "tool_use"} if type(made) is list else ()
-    return all(b.get("tool_use_id") in ids for b in content)
+    ids = {ident for kind, ident, _ in _notes(calls) if kind == "tool_use"}
+    return all(ident in ids for _, ident, _ in _notes(results))
 
 
 def _would_merge(before: RequestMessage, after: RequestMessage) -> bool:
@@ -460,9 +424,7 @@ def _would_merge(before: RequestMessage, after: RequestMessage) -> bool:
     if role != after.body["role"]:
         return False
     if role == "user":
-        return _only_results("user", before.body["content"]) and _only_results(
-            "user", after.body["content"]
-        )
+        return _only_results(before) and _only_results(after)
     first, second = before.meta.get("message_id"), after.meta.get("message_id")
     return isinstance(first, str) and first == second
 

@@ -11,12 +11,16 @@ its boundaries. `members` groups inline sidechains by their roots.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from ipse._names import Names
 from ipse.jsonio import is_object
+from ipse.transcript.formats.claude_code_stored import StoredContent
 
 MESSAGE_TYPES = ("user", "assistant")
+# The records a session journals its API requests in (`claude_code_journal` reads them).
+JOURNAL_TYPES = Names({"api-request-shape", "api-request-blob", "api-request"})
 
 
 class SessionRecord(NamedTuple):
@@ -32,6 +36,11 @@ class SessionRecord(NamedTuple):
     parent: Any  # data["parentUuid"], as written
     sidechain: bool  # data["isSidechain"] is truthy
     message: Any  # data["message"], as written (None when absent)
+
+
+def has_journal(records: Iterable[SessionRecord]) -> bool:
+    """Whether a session journals its API requests (`JOURNAL_TYPES`)."""
+    return any(r.kind == "api-request" for r in records)
 
 
 def members(records: list[SessionRecord], roots: list[str]) -> dict[str, list[SessionRecord]]:
@@ -226,6 +235,8 @@ def _path_ids(live: list[SessionRecord]) -> tuple[set[str], set[str], set[str]]:
 
 def _call_ids(payload: Mapping[str, Any]) -> set[str]:
     content = payload.get("content")
+    if isinstance(content, StoredContent):
+        return {str(ident) for ident in content.call_ids()}
     if not isinstance(content, list):
         return set()
     return {str(b.get("id")) for b in content if is_object(b) and b.get("type") == "tool_use"}
@@ -236,6 +247,10 @@ def _result_ids(record: SessionRecord) -> set[str]:
     if record.kind != "user" or not is_object(payload):
         return set()
     content = payload.get("content")
+    if isinstance(content, StoredContent):  # (its notes say the same)
+        if not content.only_results():
+            return set()
+        return {str(ident) for _, ident, _ in content.notes}
     if not isinstance(content, list) or not content:
         return set()
     ids = set()
