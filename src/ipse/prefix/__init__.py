@@ -34,7 +34,7 @@ if _typing.TYPE_CHECKING:
     from ipse.prefix._report import MIN_TOKENS, analyze
     from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
     from ipse.prefix._rows import PrefixReport, Row
-    from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
+    from ipse.prefix._rules import PROVIDERS, ModelWindow, Rules, Windows, prices, rules, windows
     from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
     from ipse.prefix._watch import Watcher, default_folders
 
@@ -52,7 +52,7 @@ _MODULES = {
     "_report": ("MIN_TOKENS", "analyze"),
     "_requests": ("UNRECORDED_FRONT", "Request", "RequestLog", "read_requests"),
     "_rows": ("PrefixReport", "Row"),
-    "_rules": ("PROVIDERS", "Rules", "prices", "rules"),
+    "_rules": ("PROVIDERS", "ModelWindow", "Rules", "Windows", "prices", "rules", "windows"),
     "_simulate": ("Prediction", "Simulator", "Step", "Tokens", "simulator"),
     "_watch": ("Watcher", "default_folders"),
 }
