@@ -31,6 +31,7 @@ if _typing.TYPE_CHECKING:
     from ipse.prefix._layers import BlockHash, Layer, layers
     from ipse.prefix._lint import Finding, lint
     from ipse.prefix._live import LiveAnalysis
+    from ipse.prefix._pricing import token_cost
     from ipse.prefix._report import MIN_TOKENS, analyze
     from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
     from ipse.prefix._rows import PrefixReport, Row
@@ -49,6 +50,7 @@ _MODULES = {
     "_layers": ("BlockHash", "Layer", "layers"),
     "_lint": ("Finding", "lint"),
     "_live": ("LiveAnalysis",),
+    "_pricing": ("token_cost",),
     "_report": ("MIN_TOKENS", "analyze"),
     "_requests": ("UNRECORDED_FRONT", "Request", "RequestLog", "read_requests"),
     "_rows": ("PrefixReport", "Row"),
