@@ -1,5 +1,6 @@
-"""With the autopilot off, the replay's policy side is the session as recorded: it bills
-exactly what ``ipse prefix``'s replay bills for the same session, whatever the session
+"""With the autopilot off, the replay's policy side is the session as recorded: at the recorded
+prices it bills exactly what ``ipse prefix``'s replay bills for the same session, and as the
+cache model prices it, exactly what the model makes of the session, whatever the session
 (requests with and without usage, 5-minute and 1-hour writes, idle gaps, compactions)."""
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def test_off_bills_what_the_prefix_replay_bills(log: Any) -> None:
     expected = analyze(log.requests).summary()["cost_usd"]
     found = document(replay_log(log, OFF))
     assert found["recorded"]["input_usd"] == expected
-    assert found["with_policy"]["input_usd"] == expected
+    assert found["with_policy_at_recorded"]["input_usd"] == expected
+    assert found["with_policy"] == found["recorded_as_modelled"]
     assert found["ratio"]["input"] in (1.0, None)
     assert found["cuts"] == [] and found["nudges"] == 0
 
@@ -84,6 +86,8 @@ def test_off_bills_what_the_prefix_replay_bills_on_sessions(session: Session) ->
         log = read_requests(path)
         expected = analyze(log.requests, warnings=log.warnings).summary()["cost_usd"]
         found = document(replay_log(log, OFF, session=path))
-    assert found["with_policy"]["input_usd"] == expected == found["recorded"]["input_usd"]
+    assert found["with_policy_at_recorded"]["input_usd"] == expected
+    assert found["recorded"]["input_usd"] == expected
+    assert found["with_policy"] == found["recorded_as_modelled"]
     assert found["requests"]["compaction_calls_dropped"] == []
     assert found["requests"]["compactions_prevented"] == []

@@ -32,7 +32,9 @@ def test_off_bills_what_the_prefix_replay_bills(path: Path) -> None:
     log = read_requests(path)
     expected = analyze(log.requests, warnings=log.warnings).summary()["cost_usd"]
     found = _replayed(path, AutopilotPolicy(mode="off"))
-    assert found["recorded"]["input_usd"] == found["with_policy"]["input_usd"] == expected
+    assert found["recorded"]["input_usd"] == expected
+    assert found["with_policy_at_recorded"]["input_usd"] == expected
+    assert found["with_policy"] == found["recorded_as_modelled"]
     assert found["requests"]["sent"] == found["requests"]["recorded"] == len(log.requests)
 
 

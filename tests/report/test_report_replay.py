@@ -24,7 +24,8 @@ def test_the_card_says_what_the_replay_saved(cli: CliRun, tmp_path: Path) -> Non
     assert cli("report", str(session), "-o", str(page)).returncode == 0
     title, value = _card(page.read_text())
     replayed = json.loads(cli("replay", str(session), "--json", "--no-probe").stdout)
-    recorded, policy = replayed["recorded"]["bill_usd"], replayed["with_policy"]["bill_usd"]
+    recorded = replayed["recorded"]["bill_usd"]
+    policy = replayed["with_policy_at_recorded"]["bill_usd"]
     saved = recorded - policy
     assert saved > 0  # (the autopilot cuts this session before the compaction)
     assert value == f"${saved:,.2f} ({saved / recorded:.0%})"

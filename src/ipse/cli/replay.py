@@ -77,8 +77,13 @@ def replay_command(
     tools), which no handoff touches; the whole bill counts the front and the output too.
 
     \b
+    Rows: the session as recorded; as the cache model prices it; with the policy (never sent,
+    so the model's). The ratio is the policy's over the model's session, and the bill with the
+    policy at the recorded prices is the recorded bill times it.
+
+    \b
     Columns:
-      input $          billed input: recorded, or with the policy
+      input $          billed input
       conversation $   the input above the fixed front
       bill $           input and output
       written / read   cache writes and reads, tokens
@@ -175,14 +180,21 @@ def _render_one(out: Any, doc: dict[str, Any]) -> None:
     columns += [("conversation $", "right"), ("bill $", "right"), ("written", "right")]
     columns += [("read", "right"), ("peak", "right"), ("mean", "right")]
     columns += [("above limit", "right")]
-    rows = [_side_row("recorded", doc["recorded"]), _side_row("with policy", doc["with_policy"])]
-    print_table(out, "billed, recorded and with the policy", columns, rows)
-    ratio = doc["ratio"]
+    rows = [
+        _side_row("recorded", doc["recorded"]),
+        _side_row("recorded, as modelled", doc["recorded_as_modelled"]),
+        _side_row("with policy, as modelled", doc["with_policy"]),
+    ]
+    print_table(out, "billed, as recorded and with the policy", columns, rows)
+    ratio, priced = doc["ratio"], doc["with_policy_at_recorded"]
     out.print(
-        f"conversation {_times(ratio['conversation'])} the recorded (as the cache model has "
-        f"both: {_times(ratio['conversation_modelled'])}); input {_times(ratio['input'])}; "
-        f"whole bill {_times(ratio['bill'])}; {doc['nudges']} nudge(s), {len(doc['cuts'])} "
-        f"cut(s); dropped compaction calls: {len(doc['requests']['compaction_calls_dropped'])}"
+        f"with the policy: conversation {_times(ratio['conversation'])} "
+        f"({_money(doc['recorded']['conversation_usd'])} recorded, "
+        f"{_money(priced['conversation_usd'])} at the recorded prices), input "
+        f"{_times(ratio['input'])}, whole bill {_money(doc['recorded']['bill_usd'])} recorded, "
+        f"{_money(priced['bill_usd'])} with it ({_times(ratio['bill'])}); {doc['nudges']} "
+        f"nudge(s), {len(doc['cuts'])} cut(s), "
+        f"{len(doc['requests']['compaction_calls_dropped'])} compaction call(s) not made"
     )
     _render_cuts(out, doc["cuts"])
     for c in doc["compactions"]:
@@ -236,7 +248,8 @@ def _render_targets(out: Any, doc: dict[str, Any]) -> None:
 def _render_many(out: Any, documents: Sequence[dict[str, Any]]) -> None:
     rows = []
     for doc in documents:
-        recorded, policy, ratio = doc["recorded"], doc["with_policy"], doc["ratio"]
+        recorded, policy, ratio = doc["recorded"], doc["with_policy_at_recorded"], doc["ratio"]
+        sizes = doc["with_policy"]
         kept = [c["continuity"]["in_context"] for c in doc["cuts"] if c["continuity"]]
         summaries = [c["summary"]["in_context"] for c in doc["compactions"] if c["summary"]]
         rows.append(
@@ -246,7 +259,7 @@ def _render_many(out: Any, documents: Sequence[dict[str, Any]]) -> None:
                 f"{_money(recorded['conversation_usd'])} / {_money(policy['conversation_usd'])}",
                 _times(ratio["conversation"]),
                 f"{_money(recorded['bill_usd'])} / {_money(policy['bill_usd'])}",
-                f"{recorded['peak_tokens']:,} / {policy['peak_tokens']:,}",
+                f"{recorded['peak_tokens']:,} / {sizes['peak_tokens']:,}",
                 f"{doc['nudges']} / {len(doc['cuts'])}",
                 _pct(min(kept)) if kept else "-",
                 _pct(min(summaries)) if summaries else "-",

@@ -1,5 +1,6 @@
-"""A replay as one JSON-ready document (``ipse replay --json``): both sides' totals, the ratios,
-each cut and what it kept, the compactions, the targets and why a target was missed."""
+"""A replay as one JSON-ready document (``ipse replay --json``): the session as recorded, as the
+cache model prices it and with the policy; the policy's ratio and its bill at the recorded
+prices; each cut and what it kept, the compactions, the targets and why a target was missed."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ def document(done: Replayed) -> dict[str, Any]:
     """The replay's document (see the module docstring)."""
     originals = {r.index: r for r in done.log.requests}
     recorded = side_of(done.recorded, done.log.requests, done.limits)
-    policy = side_of(done.policy, [originals[r.index] for r in done.sent], done.limits)
     modelled = side_of(done.modelled, done.log.requests, done.limits)
+    policy = side_of(done.policy, [originals[r.index] for r in done.sent], done.limits)
+    at_recorded = _at_recorded(recorded, modelled, policy)
     cuts = [_cut(p, c) for p in done.lines for c in p.cuts]
-    ratio = _ratio(policy.conversation_usd, recorded.conversation_usd)
+    ratio = _ratio(policy.conversation_usd, modelled.conversation_usd)
     return {
         "session": str(done.log.path),
         "format": done.log.format,
@@ -30,29 +32,49 @@ def document(done: Replayed) -> dict[str, Any]:
         "requests": {
             "recorded": len(done.log.requests),
             "sent": len(done.sent),
-            "rewritten": sum(1 for r in done.sent if r.usage is None and r.tokens is not None),
+            "rewritten": sum(1 for r in done.sent if r is not originals[r.index]),
             "compaction_calls_dropped": done.dropped,
             "compactions_prevented": done.prevented,
         },
         "recorded": recorded.to_json(),
+        "recorded_as_modelled": modelled.to_json(),
         "with_policy": policy.to_json(),
+        "with_policy_at_recorded": at_recorded,
         "ratio": {
             "conversation": ratio,
-            "input": _ratio(policy.input_usd, recorded.input_usd),
-            "bill": _ratio(policy.bill_usd, recorded.bill_usd),
-            "conversation_modelled": _ratio(policy.conversation_usd, modelled.conversation_usd),
+            "input": _ratio(policy.input_usd, modelled.input_usd),
+            "bill": _ratio(at_recorded["bill_usd"], recorded.bill_usd),
         },
-        "recorded_as_modelled": modelled.to_json(),
         "nudges": sum(len(p.nudges) for p in done.lines),
         "cuts": cuts,
         "lines": [_line(p) for p in done.lines],
         "compactions": done.compactions,
-        "targets": _targets(ratio, recorded, policy, cuts, done),
+        "targets": _targets(ratio, recorded, at_recorded, policy, cuts, done),
         "why": _why(done, ratio),
         "calibration": done.calibration.to_json(),
         "agreement": done.recorded.agreement.to_json() if done.recorded.agreement else None,
         "notes": list(done.notes),
     }
+
+
+def _at_recorded(recorded: Side, modelled: Side, policy: Side) -> dict[str, float]:
+    """The policy's bill at the recorded prices: each recorded cost times the policy's ratio
+    of it, both as the cache model has them; output as the requests it sends were billed."""
+    conversation = recorded.conversation_usd * _share(
+        policy.conversation_usd, modelled.conversation_usd
+    )
+    front = recorded.front_usd * _share(policy.front_usd, modelled.front_usd)
+    return {
+        "input_usd": round(conversation + front, 6),
+        "conversation_usd": round(conversation, 6),
+        "front_usd": round(front, 6),
+        "output_usd": round(policy.output_usd, 6),
+        "bill_usd": round(conversation + front + policy.output_usd, 6),
+    }
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 1.0
 
 
 def _ratio(part: float, whole: float) -> float | None:
@@ -94,13 +116,14 @@ def _line(planned: PlannedLine) -> dict[str, Any]:
 def _targets(
     ratio: float | None,
     recorded: Side,
+    at_recorded: dict[str, float],
     policy: Side,
     cuts: list[dict[str, Any]],
     done: Replayed,
 ) -> dict[str, Any]:
     return {
         "conversation_at_most_half": ratio is not None and ratio <= TARGET,
-        "bill_not_above_recorded": policy.bill_usd <= recorded.bill_usd + 1e-9,
+        "bill_not_above_recorded": at_recorded["bill_usd"] <= round(recorded.bill_usd, 6),
         "no_request_above_limit": policy.above_limit == 0,
         "continuity_at_least_summary": holds_to_summary(cuts, done.compactions),
     }

@@ -4,9 +4,14 @@ The recorded side is ``ipse prefix``'s replay of the session as it happened (`ip
 analyze`: the record where a request has usage). The policy side is the same requests as the
 proxy would have forwarded them (`ipse.replay._rewrite`), at their recorded times, through the
 same replay: the prompt cache is modelled request by request (5-minute and 1-hour writes,
-reads, entries expiring over idle gaps), every request is priced at its model's prices, and a
-request the autopilot left alone keeps its record. With policy ``off`` the two sides are the
-same requests, and bill the same.
+reads, entries expiring over idle gaps), every request priced at its model's prices.
+
+A request the proxy never sent has no record, so the policy side is the cache model's; the
+session as recorded is priced by the same model too (each request at its recorded size and
+with the TTL its writes carried, its split left to the model), and the ratio of the two is the
+policy's effect: what the model gets wrong about the session falls on both sides alike. With
+policy ``off`` the two are the same requests and the ratio is 1. The policy's bill at the
+recorded prices is the recorded bill times that ratio.
 
 Up to a conversation's first compaction by the agent CLI the two sides send the same
 conversation. Where the autopilot kept every request of a conversation below the agent CLI's
@@ -59,15 +64,15 @@ class ReplayOptions:
 
 @dataclass(slots=True)
 class Replayed:
-    """What a replay made of a log: both sides' prefix reports (and the recorded side's as the
-    cache model alone prices it), the lines it planned, the requests the policy side sent, and
-    what it noticed."""
+    """What a replay made of a log: the prefix reports of the session as recorded, as the cache
+    model prices it, and with the policy; the lines it planned, the requests the policy side
+    sent, and what it noticed."""
 
     log: RequestLog
     options: ReplayOptions
     recorded: PrefixReport
-    policy: PrefixReport
-    modelled: PrefixReport  # the recorded requests as the cache model prices them, no record
+    policy: PrefixReport  # the requests the proxy would have sent, as the cache model prices them
+    modelled: PrefixReport  # the recorded requests as the cache model prices them
     sent: list[Request]
     lines: list[PlannedLine]
     dropped: list[int]  # compacting calls the policy side never makes
@@ -120,7 +125,7 @@ def replay_log(
     recorded_all = all(recorded_total(r.usage) is not None for r in log.requests)
     policy, modelled = (
         analyze(
-            requests,
+            [_unrecorded(r) for r in requests],
             recorded.provider,
             tokenizer="bytes" if recorded_all else "o200k",
             min_tokens=opts.min_tokens,
@@ -129,7 +134,7 @@ def replay_log(
         )
         for requests, label in (
             (sent, "replaying with the policy"),
-            ([_unrecorded(r) for r in log.requests], "replaying as the cache model has it"),
+            (log.requests, "replaying as the cache model has it"),
         )
     )
     done = Replayed(
@@ -272,8 +277,15 @@ class _Planner:
 
 
 def _unrecorded(request: Request) -> Request:
-    """A recorded request as the cache model prices it: its record's size, not its split."""
-    return msgspec.structs.replace(request, usage=None, tokens=recorded_total(request.usage))
+    """A request as the cache model prices it: at its record's size, its writes at the TTL the
+    record says they carried (a usage that says only that), its split the model's. A request
+    without a record (one the proxy never sent) is as it is."""
+    usage = request.usage
+    if usage is None:
+        return request
+    split = usage.get("cache_creation")
+    kept = {"cache_creation": split} if split is not None else None
+    return msgspec.structs.replace(request, usage=kept, tokens=recorded_total(usage))
 
 
 def _size(request: Request) -> int | None:

@@ -248,13 +248,14 @@ def collect(
 def _replayed(log: RequestLog, path: str) -> dict[str, Any]:
     """What the autopilot would have saved on ``log`` (`ipse.replay`, its policy's defaults,
     the agent CLI's compaction rule for the input's format; continuity not probed): the whole
-    bill as recorded and with it, the conversation's ratio, the cuts and nudges."""
+    bill as recorded and with it (at the recorded prices), the conversation's ratio, the cuts
+    and nudges."""
     from ipse.agents import compaction_rule
     from ipse.replay import ReplayOptions, document, replay_log
 
     options = ReplayOptions(compaction=compaction_rule(log.format), continuity=False)
     found = document(replay_log(log, options, session=Path(path)))
-    recorded, policy = found["recorded"], found["with_policy"]
+    recorded, policy = found["recorded"], found["with_policy_at_recorded"]
     return {
         "policy": found["policy"]["mode"],
         "bill_recorded_usd": recorded["bill_usd"],
