@@ -106,6 +106,7 @@ def _line(planned: PlannedLine) -> dict[str, Any]:
         "stretches": len(planned.line.stretches),
         "window": planned.limits.window,
         "limit": planned.limits.limit,
+        "unrecorded_tokens": planned.beyond,  # what the usage holds that the bytes do not show
         "soft": nudge.thresholds.soft + planned.beyond if nudge is not None else None,
         "hard": planned.hard,
         "cuts": len(planned.cuts),

@@ -53,11 +53,10 @@ class ByteSizes:
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """Tokens per JSON byte, and the tokens the usage holds beyond the bytes; ``points``: the
+    """Tokens per JSON byte of the items no recorded difference covers; ``points``: the
     recorded requests it was fitted to (0: the window table's bytes per token)."""
 
     per_byte: float
-    beyond: int
     points: int
 
     def tokens(self, size: int) -> int:
@@ -65,22 +64,19 @@ class Calibration:
         return int(size * self.per_byte)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tokens_per_byte": round(self.per_byte, 4),
-            "beyond_tokens": self.beyond,
-            "fitted_to": self.points,
-        }
+        return {"tokens_per_byte": round(self.per_byte, 4), "fitted_to": self.points}
 
 
 def default() -> Calibration:
     """No recorded usage to fit: the window table's bytes per token."""
-    return Calibration(1.0 / windows().bytes_per_token, 0, 0)
+    return Calibration(1.0 / windows().bytes_per_token, 0)
 
 
 def fit(points: Sequence[tuple[int, int]], fallback: Calibration | None = None) -> Calibration:
-    """The calibration of (bytes, recorded tokens) points: a line by least squares; through
-    the origin where its intercept would be negative; ``fallback`` (else `default`) with fewer
-    than `MIN_POINTS`."""
+    """The tokens per byte of (bytes, recorded tokens) points: the slope of a line fitted by
+    least squares (its intercept is the part of each request the bytes do not show: a front
+    the input does not record); through the origin where that intercept would be negative;
+    ``fallback`` (else `default`) with fewer than `MIN_POINTS`."""
     if len(points) < MIN_POINTS:
         return fallback or default()
     n = len(points)
@@ -89,14 +85,13 @@ def fit(points: Sequence[tuple[int, int]], fallback: Calibration | None = None) 
     var = sum((x - mean_x) ** 2 for x, _ in points)
     if var > 0:
         k = sum((x - mean_x) * (y - mean_y) for x, y in points) / var
-        beyond = mean_y - k * mean_x
-        if k > 0 and beyond >= 0:
-            return Calibration(k, round(beyond), n)
+        if k > 0 and mean_y - k * mean_x >= 0:
+            return Calibration(k, n)
     squares = sum(x * x for x, _ in points)
     if squares <= 0:
         return fallback or default()
     k = sum(x * y for x, y in points) / squares
-    return Calibration(k, 0, n) if k > 0 else fallback or default()
+    return Calibration(k, n) if k > 0 else fallback or default()
 
 
 def recorded_total(usage: Mapping[str, Any] | None) -> int | None:
