@@ -99,3 +99,20 @@ def test_gemini_compresses_at_a_fraction_of_the_window(project: Path) -> None:
     settings.parent.mkdir()
     settings.write_text('{\n  // mine\n  "model": {"compressionThreshold": 0.7}\n}\n')
     assert compaction_point("gemini", project, MILLION) == 700_000
+
+
+def test_the_compaction_rule_of_a_session_format_takes_the_default_settings(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ipse.agents import compaction_rule
+
+    # what a replay of a past session holds it to: the agent CLI's rule at its defaults,
+    # whatever this machine's settings say now
+    monkeypatch.setenv("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "5")
+    claude = compaction_rule("claude-code")
+    assert claude is not None
+    assert claude(MILLION, 128_000) == 967_000
+    assert claude(200_000, 64_000) == 167_000
+    codex = compaction_rule("codex")
+    assert codex is not None and codex(400_000, 128_000) is None  # (its catalog decides)
+    assert compaction_rule("http-log") is None

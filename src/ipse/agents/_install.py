@@ -18,7 +18,7 @@ written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ipse.agents._agent import AgentCLI, Paths, Request
@@ -181,6 +181,17 @@ def compaction_point(
     return cli.compaction.threshold(window, values, max_output)
 
 
+def compaction_rule(session_format: str) -> Callable[[int, int], int | None] | None:
+    """Where the agent CLI that writes ``session_format`` sessions compacts, with its settings
+    at their defaults, as a function of a model's window and output (None: no agent CLI
+    writes that format): what a replay of a past session holds its requests to."""
+    for cli in agents_with_sessions():
+        if cli.session_format == session_format:
+            rule = cli.compaction.threshold
+            return lambda window, output: rule(window, {}, output)
+    return None
+
+
 def instructions_file(agent: str) -> str:
     """The name of ``agent``'s instructions file (CLAUDE.md, AGENTS.md, GEMINI.md)."""
     return agent_named(agent).instructions
@@ -207,6 +218,7 @@ __all__ = [
     "NOTES_ONLY",
     "agents_with_sessions",
     "compaction_point",
+    "compaction_rule",
     "hooks_file",
     "install_agent",
     "install_notes",

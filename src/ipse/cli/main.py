@@ -42,6 +42,7 @@ _COMMANDS: dict[str, str] = {
     "proxy": "ipse.cli.proxy:proxy_group",
     "report": "ipse.cli.report:report_command",
     "recall": "ipse.cli.archive:recall_command",
+    "replay": "ipse.cli.replay:replay_command",
     "verify": "ipse.cli.verify:verify_command",
     "state": "ipse.cli.state:state_group",
     "twin": "ipse.cli.twin:twin_group",
@@ -157,6 +158,7 @@ def cli() -> None:
       ipse inspect session.jsonl --messages        what a session is made of
       ipse handoff session.jsonl --at now -o out.json
       ipse prefix captured-requests/               where the prompt cache stopped hitting
+      ipse replay session.jsonl                    what the autopilot would have saved
       ipse report session.jsonl --open             all of it on one offline page
       ipse proxy start                             hand off on the wire
       ipse install --agent claude-code             checkpoint and recall tools over MCP

@@ -5,8 +5,11 @@ provider's rules every output is checked against; `verify` proves nothing author
 `wire` hands off a request on the wire (the proxy's and the SDK hooks' call); `notes` defines the
 checkpoint tool and renders its notes; `checkpoint` stores them in the archive by session;
 `narration` measures whether the agent narrated enough for the handoff to keep what it knew;
-`policy` says when a handoff pays off; `recognise` knows a checkpoint call in every shape a
-harness delivers it; `session` is the one key a conversation's checkpoints and handoffs share.
+`policy` says when a handoff pays off, and `autopilot` when a proxy nudges the agent to
+checkpoint or cuts on its own (`autopilot_step` at one request, `plan_autopilot` over a whole
+conversation, the same for every replica and replay); `recognise` knows a checkpoint call in
+every shape a harness delivers it; `session` is the one key a conversation's checkpoints and
+handoffs share.
 Every handoff marks its cut (`marker`) with what it removed and a `Ledger` of it (`ledger`,
 read with `effects`: what each removed call did); `budget` holds a handoff to a token count by
 moving the oldest agent narration to the archive.
@@ -18,6 +21,21 @@ import typing as _typing
 
 from ipse import _lazy
 from ipse.errors import CutError
+from ipse.handoff._autopilot import (
+    AutopilotPolicy,
+    AutopilotStep,
+    Limits,
+    RequestState,
+    Thresholds,
+    autopilot_step,
+)
+from ipse.handoff._autopilot_plan import (
+    NUDGE,
+    AutopilotPlan,
+    PlannedEvent,
+    limits_for,
+    plan_autopilot,
+)
 from ipse.handoff._cut import CHECKPOINT_TOOL
 from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, Ledger
 from ipse.handoff._measure import tokens_saved
@@ -43,8 +61,12 @@ __all__ = [
     "CHECKPOINT_TOOL",
     "DEFAULT_LEDGER_TOKENS",
     "DESCRIPTION",
+    "NUDGE",
     "RATES",
     "SCHEMA",
+    "AutopilotPlan",
+    "AutopilotPolicy",
+    "AutopilotStep",
     "CacheRates",
     "Checkpoint",
     "CutError",
@@ -54,13 +76,18 @@ __all__ = [
     "HandoffOptions",
     "HandoffReport",
     "Ledger",
+    "Limits",
     "Lost",
     "Narration",
+    "PlannedEvent",
     "Problem",
     "ProblemCode",
     "Removed",
+    "RequestState",
     "StripOptions",
+    "Thresholds",
     "Verdict",
+    "autopilot_step",
     "break_even",
     "check_notes",
     "checkpoint_items",
@@ -68,8 +95,10 @@ __all__ = [
     "handoff_session",
     "is_checkpoint",
     "is_checkpoint_call",
+    "limits_for",
     "narration",
     "narration_prompt",
+    "plan_autopilot",
     "record_checkpoint",
     "render_notes",
     "run",

@@ -31,10 +31,11 @@ if _typing.TYPE_CHECKING:
     from ipse.prefix._layers import BlockHash, Layer, layers
     from ipse.prefix._lint import Finding, lint
     from ipse.prefix._live import LiveAnalysis
+    from ipse.prefix._pricing import token_cost
     from ipse.prefix._report import MIN_TOKENS, analyze
     from ipse.prefix._requests import UNRECORDED_FRONT, Request, RequestLog, read_requests
     from ipse.prefix._rows import PrefixReport, Row
-    from ipse.prefix._rules import PROVIDERS, Rules, prices, rules
+    from ipse.prefix._rules import PROVIDERS, ModelWindow, Rules, Windows, prices, rules, windows
     from ipse.prefix._simulate import Prediction, Simulator, Step, Tokens, simulator
     from ipse.prefix._watch import Watcher, default_folders
 
@@ -49,10 +50,11 @@ _MODULES = {
     "_layers": ("BlockHash", "Layer", "layers"),
     "_lint": ("Finding", "lint"),
     "_live": ("LiveAnalysis",),
+    "_pricing": ("token_cost",),
     "_report": ("MIN_TOKENS", "analyze"),
     "_requests": ("UNRECORDED_FRONT", "Request", "RequestLog", "read_requests"),
     "_rows": ("PrefixReport", "Row"),
-    "_rules": ("PROVIDERS", "Rules", "prices", "rules"),
+    "_rules": ("PROVIDERS", "ModelWindow", "Rules", "Windows", "prices", "rules", "windows"),
     "_simulate": ("Prediction", "Simulator", "Step", "Tokens", "simulator"),
     "_watch": ("Watcher", "default_folders"),
 }

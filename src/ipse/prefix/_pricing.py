@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ipse.prefix._actual import beyond_top_level, write_split
-from ipse.prefix._rules import Rules, prices
+from ipse.prefix._rules import Rules, prices, rules
 from ipse.prefix._simulate import Prediction, Tokens
 
 
@@ -100,3 +100,13 @@ def _write_weight(charged: Prediction, split: tuple[int, int] | None, table: Rul
 def _cost(tokens: Tokens, price: float, read_multiplier: float, write_weight: float) -> float:
     weighted = tokens.uncached + tokens.cache_read * read_multiplier + write_weight
     return price * weighted / 1_000_000
+
+
+def token_cost(provider: str, model: str | None, tokens: Tokens, write_ttl: str | None) -> float:
+    """USD of ``tokens`` of one request of ``model``: uncached input at the model's price, cache
+    reads at the provider's read multiplier, writes at ``write_ttl``'s (the price `Pricing`
+    charges a request the record does not split by TTL)."""
+    table = rules(provider)
+    price = prices().price(model, provider)[0]
+    weight = tokens.cache_write * table.write_multiplier(write_ttl) if tokens.cache_write else 0.0
+    return _cost(tokens, price, table.read_multiplier(model), weight)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ipse.prefix._actual import write_ttl
 from ipse.prefix._causes import Cause, Side, classify, divergence
-from ipse.prefix._flat import Flat
+from ipse.prefix._flat import MESSAGE_LAYERS, Flat
 from ipse.prefix._index import PrefixIndex
 from ipse.prefix._pricing import Pricing
 from ipse.prefix._recorded_loss import RecordedLoss
@@ -111,6 +111,7 @@ class Replay:
             written_ttl,
             handoff_shown(request.handoff),
             request.conversation,
+            step.tokens(_front_positions(flat)),
         )
         self.index.add(request, flat)
         self.written.append(written_ttl)
@@ -119,7 +120,7 @@ class Replay:
     def _step(self, request: Request, flat: Flat, actual: Tokens | None) -> tuple[Step, int | None]:
         """What the simulator is asked of the request, and the slot of its candidate."""
         unrecorded = request.body.get("system") is UNRECORDED_FRONT
-        scale, front = _scale(flat, actual, self.fit, unrecorded)
+        scale, front = _scale(flat, actual, self.fit, unrecorded, request.tokens)
         shared, slot = self.index.candidate(request, flat, unrecorded)
         sent = request.time if self.ttl else None  # (with ``ttl``, every request has a time)
         step = Step(
@@ -194,19 +195,35 @@ class Replay:
 
 
 def _scale(
-    flat: Flat, actual: Tokens | None, fit: tuple[float, int], unrecorded: bool
+    flat: Flat,
+    actual: Tokens | None,
+    fit: tuple[float, int],
+    unrecorded: bool,
+    sized: int | None = None,
 ) -> tuple[float, int]:
-    """The factor from the request's estimates to its recorded tokens, and the tokens of a
-    front the log does not record (``fit``, `_fit_front`)."""
+    """The factor from the request's estimates to its recorded tokens (else to the tokens it is
+    ``sized`` at: `Request.tokens`), and the tokens of a front the log does not record (``fit``,
+    `_fit_front`)."""
     scale, front = 1.0, 0
     estimate = flat.total
+    total = actual.total if actual is not None else sized
     if unrecorded:
         scale, front = fit
-        if actual is not None and estimate:
-            scale = max(0.0, actual.total - front) / estimate
-    elif actual is not None and estimate:
-        scale = actual.total / estimate
+        if total is not None and estimate:
+            scale = max(0.0, total - front) / estimate
+    elif total is not None and estimate:
+        scale = total / estimate
     return scale, front
+
+
+def _front_positions(flat: Flat) -> int:
+    """How many of the request's positions come before its messages (tools, system prompt,
+    settings: the fixed front no edit of the history touches)."""
+    where = flat.where
+    for position in range(len(where)):
+        if where[position][0] in MESSAGE_LAYERS:
+            return position
+    return len(where)
 
 
 def _relabelled(cause: Cause | None, request: Request) -> Cause | None:

@@ -94,15 +94,20 @@ def analyze(
     warnings: Sequence[str] = (),
     min_tokens: int = MIN_TOKENS,
     merged: int = 0,
+    front_fit: tuple[float, int] | None = None,
 ) -> PrefixReport:
     """Replay ``requests`` through the provider's cache and explain every lost reuse.
 
     ``tokenizer``: ``auto`` (byte estimates scaled to recorded usage when every request has
     usage, o200k counts otherwise), ``o200k`` or ``bytes``. ``min_tokens``: the least loss
     the record must show to be charged. ``merged``: records the reader merged into the call
-    before them (said in the report).
+    before them (said in the report). ``front_fit``: the size of a front the input does not
+    record, as another replay of the same session fitted it (`PrefixReport.front_fit`: a
+    rewrite of the session prices that front as its record does), instead of fitting it here.
     """
-    report = _analyze(requests, provider, tokenizer, counter, progress, warnings, min_tokens)
+    report = _analyze(
+        requests, provider, tokenizer, counter, progress, warnings, min_tokens, front_fit
+    )
     report.merged = merged
     return report
 
@@ -115,6 +120,7 @@ def _analyze(
     progress: Progress | None,
     warnings: Sequence[str],
     min_tokens: int = MIN_TOKENS,
+    front_fit: tuple[float, int] | None = None,
 ) -> PrefixReport:
     name = _provider(requests, provider)
     sim = simulator(name)
@@ -126,7 +132,7 @@ def _analyze(
     chosen, label = _counter(recorded, tokenizer, counter)
     flattener = Flattener(table, chosen)
     flats: dict[int, Flat] = {}
-    fit = _fit_front(order, flattener, flats, recorded)
+    fit = front_fit or _fit_front(order, flattener, flats, recorded)
     replay = Replay(name, sim, recorded, fit, ttl=ttl, min_tokens=min_tokens)
     rows: dict[int, Row] = {}
     iterable: Iterable[Any] = progress(order) if progress is not None else order
@@ -136,7 +142,9 @@ def _analyze(
     ordered = [rows[r.index] for r in requests]
     pairs = [(r.predicted, r.actual) for r in ordered]
     agree = agreement(pairs) if any(a is not None for _, a in pairs) else None
-    return PrefixReport(name, ordered, agree, ttl, label, notes, replay.cost_ideal, min_tokens)
+    report = PrefixReport(name, ordered, agree, ttl, label, notes, replay.cost_ideal, min_tokens)
+    report.front_fit = fit
+    return report
 
 
 def _replay_order(
@@ -168,16 +176,18 @@ def _fit_front(
     recorded: Mapping[int, Tokens | None],
 ) -> tuple[float, int]:
     """(tokens per estimated token, tokens of the unrecorded front) by least squares over the
-    requests rebuilt from a session: recorded total = front + k * estimated messages. The
+    requests rebuilt from a session: recorded total (or the tokens a rewritten request is sized
+    at, `Request.tokens`) = front + k * estimated messages. The
     requests flattened on the way are kept in ``flats`` (by index) for the replay."""
     points = []
     for request in ipse_progress.track(requests, "measuring requests"):
         if request.body.get("system") is not UNRECORDED_FRONT:
             continue
         actual = recorded[request.index]
-        if actual is not None:
+        total = actual.total if actual is not None else request.tokens
+        if total is not None:
             flat = flats[request.index] = flattener.flatten(request.body)
-            points.append((float(flat.total), float(actual.total)))
+            points.append((float(flat.total), float(total)))
     if len(points) < 2:
         return 1.0, 0
     n = len(points)

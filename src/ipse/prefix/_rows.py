@@ -45,6 +45,7 @@ class Row(msgspec.Struct, frozen=True):
     ttl: str | None = None  # the TTL its writes carried (recorded, else its thread's, else None)
     handoff: dict[str, Any] | None = None  # ipse's handoff rewrote it (`handoff_shown`)
     conversation: str | None = None  # the conversation it belongs to, where the input says
+    front: int = 0  # tokens of its fixed front (tools, system prompt, settings) as charged
 
     @property
     def basis(self) -> str:
@@ -115,6 +116,8 @@ class PrefixReport:
     cost_ideal_usd: float = 0.0
     min_tokens: int = 0  # the least recorded loss charged
     merged: int = 0  # records of one call merged into it (no response id to tell them apart)
+    # (tokens per estimated token, tokens) of the front the input does not record, as fitted
+    front_fit: tuple[float, int] = (1.0, 0)
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows

@@ -1,7 +1,8 @@
 """The provider caching rules and the model prices, read from the data files in ``rules/``.
 
 The rules are data, not code: one JSON table per provider (``anthropic``, ``openai``, ``vllm``),
-each rule a ``{"value", "source"}`` pair, and one price table per model (``prices.json``), so a
+each rule a ``{"value", "source"}`` pair, one price table per model (``prices.json``) and one of
+each model's context window and output limit (``windows.json``, `windows`), so a
 change in a provider's documentation is an edit to a data file, never to the simulator. Models
 are matched by the longest table key that is a prefix of the model name; a model that matches
 no key gets the stated default, and callers warn about it.
@@ -188,4 +189,50 @@ def prices() -> Prices:
         output.get("default", {}),
         reads.get("models", {}),
         reads.get("default", {}),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWindow:
+    """A model's context window and the most output one answer may have, in tokens; ``known``:
+    the model is in the table (else its provider's default), ``source``: where the numbers come
+    from."""
+
+    window: int
+    max_output: int
+    known: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The context windows of models (``windows.json``), and how many bytes of a request body
+    make a token where a body is counted without a tokenizer (`bytes_per_token`)."""
+
+    table: Mapping[str, Mapping[str, Any]]
+    defaults: Mapping[str, Mapping[str, Any]]
+    bytes_per_token: float
+    estimate_source: str
+
+    def of(self, model: str | None, provider: str) -> ModelWindow:
+        """The window of ``model`` (its longest matching key), else of ``provider``'s default
+        (Anthropic's where the provider has none)."""
+        key = match_model(model, self.table)
+        if key is not None:
+            entry, known = self.table[key], True
+        else:
+            entry = self.defaults.get(provider) or self.defaults["anthropic"]
+            known = False
+        return ModelWindow(
+            int(entry["window"]), int(entry["max_output"]), known, str(entry["source"])
+        )
+
+
+@lru_cache(maxsize=1)
+def windows() -> Windows:
+    """The window table shipped with ipse."""
+    data = _load("windows.json")
+    estimate = data["bytes_per_token"]
+    return Windows(
+        data["models"], data["default"], float(estimate["value"]), str(estimate["source"])
     )

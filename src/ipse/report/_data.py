@@ -188,6 +188,8 @@ class ReportData:
     # not the requests sent): the prompt cache and the handoff sections are then empty
     no_requests: str | None = None
     handoffs: tuple[HandoffMade, ...] = ()  # the handoffs an ipse proxy made, as it recorded
+    # the autopilot replayed on the input (`ipse.replay`): what it would have saved
+    replay: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -202,6 +204,7 @@ class ReportData:
             "top_tools": [{"tool": t, "tokens": n} for t, n in self.top_tools],
             "checkpoints": [c.to_json() for c in self.checkpoints],
             "handoffs": [h.to_json() for h in self.handoffs],
+            "replay": dict(self.replay) if self.replay is not None else None,
             "warnings": list(self.warnings),
         }
 
@@ -238,7 +241,30 @@ def collect(
         handoffs=tuple(
             HandoffMade.of(r.index, r.handoff) for r in log.requests if r.handoff is not None
         ),
+        replay=_replayed(log, path),
     )
+
+
+def _replayed(log: RequestLog, path: str) -> dict[str, Any]:
+    """What the autopilot would have saved on ``log`` (`ipse.replay`, its policy's defaults,
+    the agent CLI's compaction rule for the input's format; continuity not probed): the whole
+    bill as recorded and with it (at the recorded prices), the conversation's ratio, the cuts
+    and nudges."""
+    from ipse.agents import compaction_rule
+    from ipse.replay import ReplayOptions, document, replay_log
+
+    options = ReplayOptions(compaction=compaction_rule(log.format), continuity=False)
+    found = document(replay_log(log, options, session=Path(path)))
+    recorded, policy = found["recorded"], found["with_policy_at_recorded"]
+    return {
+        "policy": found["policy"]["mode"],
+        "bill_recorded_usd": recorded["bill_usd"],
+        "bill_with_policy_usd": policy["bill_usd"],
+        "saved_usd": round(recorded["bill_usd"] - policy["bill_usd"], 6),
+        "conversation_ratio": found["ratio"]["conversation"],
+        "cuts": len(found["cuts"]),
+        "nudges": found["nudges"],
+    }
 
 
 def _with_continuity(

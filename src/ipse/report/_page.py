@@ -99,14 +99,37 @@ def _header(data: ReportData) -> str:
         ("lost to cache misses", f"${float(summary.get('cost_lost_usd', 0.0)):,.2f}"),
         ("best handoff would save", _best_saving(data.checkpoints)),
     ]
+    saved = _replay_card(data.replay)
     warnings = "".join(f"<li>{escape(w)}</li>" for w in data.warnings)
     return (
         f'<h1>Where the tokens went</h1><p class="meta">{escape(data.source)} · '
         f"{escape(data.format)} · provider {escape(data.provider)} · tokens counted by "
         f'{escape(data.tokens_by)}</p><div class="cards">'
         + "".join(f'<div class="card">{escape(k)}<b>{escape(v)}</b></div>' for k, v in cards)
+        + saved
         + "</div>"
         + (f'<ul class="note">{warnings}</ul>' if warnings else "")
+    )
+
+
+def _replay_card(replay: Mapping[str, Any] | None) -> str:
+    """The "what ipse would have saved" card: the whole bill less the bill with the autopilot
+    (``ipse replay``), its share, and how it was had (on hover)."""
+    if replay is None:
+        return ""
+    saved = float(replay["saved_usd"])
+    recorded = float(replay["bill_recorded_usd"])
+    value = "nothing" if saved <= 0 else f"${saved:,.2f}"
+    if saved > 0 and recorded > 0:
+        value += f" ({saved / recorded:.0%})"
+    title = (
+        f"ipse replay, autopilot {replay['policy']}: the bill ${recorded:,.2f} as recorded, "
+        f"${float(replay['bill_with_policy_usd']):,.2f} with the autopilot "
+        f"({replay['cuts']} cuts, {replay['nudges']} nudges)"
+    )
+    return (
+        f'<div class="card" id="replay" title="{escape(title)}">what ipse would have saved'
+        f"<b>{escape(value)}</b></div>"
     )
 
 
