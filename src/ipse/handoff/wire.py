@@ -20,6 +20,7 @@ from ipse.handoff._autopilot_body import (
     AutopilotRewrite,
     autopilot_cut,
     autopilot_request,
+    could_act,
     item_starts,
     place_nudges,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "binds_thinking",
     "clear_cache",
     "conversation_key",
+    "could_act",
     "item_starts",
     "place_nudges",
     "rewrite_request",
