@@ -13,7 +13,9 @@ closes without the rest); ``"pace": SECONDS`` waits that long before each event.
 list, ``replies`` may be a function of the request body that returns the reply (a model that
 answers what it is asked, however many requests come). ``answer`` does the same and gives every
 message the id ``msg_scripted``, so that `stream_bytes` is exactly the event stream a reply is
-sent as (otherwise every message has an id of its own).
+sent as (otherwise every message has an id of its own). With ``sized``, each answer's usage
+reports the request's input tokens as the API does, growing with the body (its bytes / 4, the
+count ``count_tokens`` gives here); else a fixed 10.
 """
 
 from __future__ import annotations
@@ -59,13 +61,13 @@ def _spec(reply: Reply) -> dict[str, Any]:
 
 
 def _events(
-    reply: Reply, model: str, message_id: str = "msg_scripted"
+    reply: Reply, model: str, message_id: str = "msg_scripted", input_tokens: int = 10
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     spec = _spec(reply)
     text = spec.get("text", "")
     tool = spec.get("tool_use")
     usage = {
-        "input_tokens": 10,
+        "input_tokens": input_tokens,
         "output_tokens": 1,
         "cache_read_input_tokens": 0,
         "cache_creation_input_tokens": 0,
@@ -141,6 +143,7 @@ def _handler(
     upstream: Upstream,
     replies: Replies,
     answer: Callable[[dict[str, Any]], Reply] | None = None,
+    sized: bool = False,
 ) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     answered = itertools.count(1)
@@ -198,9 +201,10 @@ def _handler(
                     error = {"type": kind, "message": f"scripted {spec['status']}"}
                     self._json(spec["status"], {"type": "error", "error": error})
                 elif body.get("stream"):
-                    self._stream(reply, model, message_id)
+                    self._stream(reply, model, message_id, len(raw) // 4 if sized else 10)
                 else:
-                    self._json(200, _message(reply, model, message_id))
+                    tokens = len(raw) // 4 if sized else 10
+                    self._json(200, _message(reply, model, message_id, tokens))
             else:
                 error = {"type": "not_found_error", "message": self.path}
                 self._json(404, {"type": "error", "error": error})
@@ -213,7 +217,7 @@ def _handler(
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, reply: Reply, model: str, message_id: str) -> None:
+        def _stream(self, reply: Reply, model: str, message_id: str, tokens: int) -> None:
             spec = _spec(reply)
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -222,7 +226,7 @@ def _handler(
             self.end_headers()
             stop_after = spec.get("after", spec.get("close_after"))
             pace = float(spec.get("pace", 0))
-            for n, (name, data) in enumerate(_events(reply, model, message_id)):
+            for n, (name, data) in enumerate(_events(reply, model, message_id, tokens)):
                 if stop_after is not None and n >= stop_after:
                     if "stall" in spec:
                         time.sleep(spec["stall"])
@@ -239,7 +243,9 @@ def _handler(
     return Handler
 
 
-def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict[str, Any]:
+def _message(
+    reply: Reply, model: str, message_id: str = "msg_scripted", input_tokens: int = 10
+) -> dict[str, Any]:
     spec = _spec(reply)
     content: list[dict[str, Any]] = []
     if spec.get("text") or not spec.get("tool_use"):
@@ -255,7 +261,7 @@ def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 3},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 3},
     }
 
 
@@ -264,9 +270,10 @@ def anthropic_upstream(
     replies: Replies = ("OK.",),
     *,
     answer: Callable[[dict[str, Any]], Reply] | None = None,
+    sized: bool = False,
 ) -> Iterator[Upstream]:
     """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies, answer)) as url:
+    with serve(_handler(upstream, replies, answer, sized)) as url:
         upstream.url = url
         yield upstream

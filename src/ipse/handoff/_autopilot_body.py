@@ -304,8 +304,8 @@ def autopilot_request(
 def _found(plan: AutopilotPlan) -> AutopilotRewrite:
     """What the plan says of this request, before the body is written."""
     now = plan.now
-    step = now
-    if plan.cut is not None and (now is None or now.action != "cut"):
+    step = now  # what this request brought; else the newest cut it carries
+    if plan.cut is not None and (now is None or now.action == "nothing"):
         newest = next((e for e in reversed(plan.events) if e.action == "cut"), None)
         step = newest.step if newest is not None else now
     return AutopilotRewrite(
