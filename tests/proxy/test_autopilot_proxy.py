@@ -170,6 +170,18 @@ def test_a_conversation_is_nudged_once_then_cut_and_the_cut_is_kept(tmp_path: Pa
     log = proxy.log.read_text()
     assert "autopilot nudge at" in log and "autopilot cut at autopilot:" in log
 
+    # ipse report marks them apart from the agent's own checkpoints, by the same name
+    shown = _ipse("report", str(tmp_path / "record.jsonl"), "--json")
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    made = report["autopilot"]
+    assert [a["index"] for a in made if a["action"] == "cut"] == cuts
+    assert next(a["index"] for a in made if a["action"] == "nudge") == first
+    assert all(a["tokens_after"] < a["tokens"] for a in made if a["action"] == "cut")
+    assert report["handoffs"] == []
+    markers = [p["marker"] for p in report["requests"]]
+    assert [i for i, m in enumerate(markers) if m == "autopilot"] == cuts
+
 
 def test_nudge_never_cuts(tmp_path: Path) -> None:
     with anthropic_upstream(("OK.",), sized=True) as upstream, _proxy(
