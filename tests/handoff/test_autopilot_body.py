@@ -78,10 +78,12 @@ def test_what_goes_upstream_keeps_the_words_and_the_exchanges_and_repeats_itself
             assert messages[: len(previous)] == previous
         previous = messages
     # a replica that never saw the conversation (its session the same: the conversation key)
-    # makes the same bytes of its last request
-    clear_cache()
-    again = autopilot_request(requests[-1], "anthropic", AutopilotPolicy(), LIMITS, session="test")
-    assert (again.body or requests[-1]) == forwarded[-1][1]
+    # makes the same bytes of each request: what the one that saw them all remembered of the
+    # conversation (its cuts, its plan) changes nothing
+    for sent, (_, out) in zip(requests, forwarded, strict=True):
+        clear_cache()
+        again = autopilot_request(sent, "anthropic", AutopilotPolicy(), LIMITS, session="test")
+        assert (again.body or sent) == out
 
 
 def test_nudge_only_never_removes_and_off_changes_nothing() -> None:

@@ -195,12 +195,18 @@ def place_nudges(
     """``items`` with a nudge after each message of ``nudges``: ``items`` end where the raw
     history's item ``end`` does (the items after a nudge are the client's own, so its place is
     counted from the end)."""
+    return _insert_nudges(items, end, [starts[m + 1] for m in sorted(nudges)], dialect)
+
+
+def _insert_nudges(items: Sequence[Any], end: int, after: Sequence[int], dialect: str) -> list[Any]:
+    """``items`` with a nudge before each raw item of ``after`` (ascending; see
+    `place_nudges`)."""
     out = list(items)
-    if not nudges:
+    if not after:
         return out
     nudge = nudge_items(dialect)
-    for message in sorted(nudges):  # (from the first: a later place, counted from the end, stays)
-        at = len(out) - (end - starts[message + 1])
+    for item in after:  # (from the first: a later place, counted from the end, stays)
+        at = len(out) - (end - item)
         out[at:at] = nudge
     return out
 
@@ -246,9 +252,29 @@ class _Cache:
 _CUTS = _Cache(_CACHE_SIZE)  # (dialect, anchor, digest) -> AutopilotCut | the refusal's reason
 
 
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """A conversation's last full plan, while it can only go on as planned: ``items`` raw items
+    (``digest``) were planned, the stretch since its newest cut is nudged, and no checkpoint
+    call is in it. A body that only appends to them, holds no checkpoint call in what it
+    appends and is too small to reach the hard threshold gets the same plan (its new requests
+    can bring neither a nudge nor a cut), so it is written without reading or planning it."""
+
+    items: int
+    digest: bytes
+    found: AutopilotRewrite
+    cut: AutopilotCut | None
+    nudges: tuple[int, ...]  # the raw items the nudges go before
+
+
+_MEMOS = _Cache(4 * _CACHE_SIZE)  # (dialect, session, policy, limits) -> _Memo
+
+
 def clear_autopilot_cache() -> None:
-    """Forget every cut's prefix (the next request makes, and archives, it again)."""
+    """Forget every cut's prefix (the next request makes, and archives, it again) and every
+    conversation's plan."""
     _CUTS.clear()
+    _MEMOS.clear()
 
 
 def autopilot_request(
@@ -262,10 +288,12 @@ def autopilot_request(
     session: str = "proxy",
     source: str = "proxy",
     tool_names: Sequence[str] = CHECKPOINT_TOOLS,
+    size: int | None = None,
 ) -> AutopilotRewrite:
     """What the autopilot makes of ``body`` (see the module docstring). ``base``: the body as
     the agent's own checkpoint rewrote it (its tail is the client's), where the nudges go when
-    the autopilot did not cut after that checkpoint."""
+    the autopilot did not cut after that checkpoint. ``size``: the body's bytes as sent, when
+    the caller has them (the bound `_Memo` checks against the hard threshold)."""
     dialect_codec = codec(dialect)
     key = dialect_codec.history_key
     raw = body.get(key)
@@ -273,6 +301,12 @@ def autopilot_request(
         return AutopilotRewrite(None, reason="the autopilot is off")
     if not isinstance(raw, list) or not raw:
         return AutopilotRewrite(None, reason="the body has no message history")
+    memo_key = (dialect, session, policy, limits, tuple(tool_names))
+    if base is None:
+        known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits, size,
+                            tool_names)  # fmt: skip
+        if known is not None:
+            return known
     conversation = dialect_codec.read_body(body)
     plan = plan_autopilot(conversation, policy, limits, tool_names=tool_names)
     now = plan.now
@@ -307,7 +341,55 @@ def autopilot_request(
     if problem is not None:
         _CUTS.put(refused, problem)
         return replace(found, reason=f"left as sent: {problem}", invalid=True)
-    return replace(found, body=out if nudges or cut else None, nudges=len(nudges))
+    done = replace(found, body=out if nudges or cut else None, nudges=len(nudges))
+    if nudges and plan.trigger != "checkpoint" and not _names(raw, tool_names):
+        after = tuple(starts[m + 1] for m in sorted(nudges))
+        _MEMOS.put(memo_key, _Memo(len(raw), _digest(raw), done, cut, after))
+    return done
+
+
+def _as_planned(
+    memo: _Memo | None,
+    body: Mapping[str, Any],
+    raw: list[Any],
+    dialect: str,
+    policy: AutopilotPolicy,
+    limits: Limits,
+    size: int | None,
+    tool_names: Sequence[str],
+) -> AutopilotRewrite | None:
+    """The body written by its conversation's `_Memo`, where the memo holds for it (None:
+    plan it)."""
+    if memo is None or len(raw) <= memo.items:
+        return None
+    hard = thresholds(RequestState(0, None, limits), policy).hard
+    bytes_sent = size if size is not None else len(jsonio.dumps(body))
+    if bytes_sent / bytes_per_token() >= hard or _names(raw[memo.items :], tool_names):
+        return None
+    if _digest(raw[: memo.items]) != memo.digest:
+        return None
+    cut = memo.cut
+    if cut is not None:
+        items = [*cut.prefix, *raw[cut.item :]]
+        items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
+    else:
+        items = list(raw)
+    out = dict(body)
+    out[codec(dialect).history_key] = _insert_nudges(items, len(raw), memo.nudges, dialect)
+    reason = "nudged already since the last cut; below the hard threshold"
+    return replace(memo.found, body=out, action="nothing", reason=reason, cached=cut is not None,
+                   archived=0)  # fmt: skip
+
+
+def _names(items: Sequence[Any], tool_names: Sequence[str]) -> bool:
+    """Whether ``items`` name a checkpoint tool anywhere (a call, an answer, a code tool's
+    source)."""
+    blob = jsonio.dumps(list(items))
+    return any(name.encode() in blob for name in tool_names)
+
+
+def _digest(items: Sequence[Any]) -> bytes:
+    return hashlib.sha256(jsonio.dumps(list(items))).digest()
 
 
 def _found(plan: AutopilotPlan) -> AutopilotRewrite:
@@ -344,7 +426,7 @@ def _cut(
     (whether it was, and its key), else made now; a refusal's reason (remembered alike)."""
     event = next(e for e in reversed(plan.events) if e.action == "cut")
     made_from = starts[event.request + 1]
-    digest = hashlib.sha256(jsonio.dumps(list(raw[:made_from]))).digest()
+    digest = _digest(raw[:made_from])
     cache_key = (dialect, plan.anchor, digest)
     known = _CUTS.get(cache_key)
     if isinstance(known, AutopilotCut):
