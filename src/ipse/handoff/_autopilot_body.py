@@ -254,14 +254,19 @@ _CUTS = _Cache(_CACHE_SIZE)  # (dialect, anchor, digest) -> AutopilotCut | the r
 
 @dataclass(frozen=True, slots=True)
 class _Memo:
-    """A conversation's last full plan, while it can only go on as planned: ``items`` raw items
-    (``digest``) were planned, the stretch since its newest cut is nudged, and no checkpoint
-    call is in it. A body that only appends to them, holds no checkpoint call in what it
-    appends and is too small to reach the hard threshold gets the same plan (its new requests
-    can bring neither a nudge nor a cut), so it is written without reading or planning it."""
+    """A conversation's last full plan: ``items`` raw items (``digest``) were planned, its last
+    request went upstream at ``tokens`` (the plan's count), and no checkpoint call is in them.
+
+    A body that only appends to them and names no checkpoint tool in what it appends has the
+    same cut and nudges, unless one of its new requests brings a nudge or a cut. Each new
+    request counts at most ``tokens`` plus the appended items' bytes over `bytes_per_token`
+    (the plan counts each message's bytes so): where that bound stays below the lowest soft
+    threshold, or below the hard one in a stretch nudged already, none can, and the body is
+    written from the memo without reading or planning it (`_as_planned`)."""
 
     items: int
     digest: bytes
+    tokens: int
     found: AutopilotRewrite
     cut: AutopilotCut | None
     nudges: tuple[int, ...]  # the raw items the nudges go before
@@ -288,12 +293,10 @@ def autopilot_request(
     session: str = "proxy",
     source: str = "proxy",
     tool_names: Sequence[str] = CHECKPOINT_TOOLS,
-    size: int | None = None,
 ) -> AutopilotRewrite:
     """What the autopilot makes of ``body`` (see the module docstring). ``base``: the body as
     the agent's own checkpoint rewrote it (its tail is the client's), where the nudges go when
-    the autopilot did not cut after that checkpoint. ``size``: the body's bytes as sent, when
-    the caller has them (the bound `_Memo` checks against the hard threshold)."""
+    the autopilot did not cut after that checkpoint."""
     dialect_codec = codec(dialect)
     key = dialect_codec.history_key
     raw = body.get(key)
@@ -303,7 +306,7 @@ def autopilot_request(
         return AutopilotRewrite(None, reason="the body has no message history")
     memo_key = (dialect, session, policy, limits, tuple(tool_names))
     if base is None:
-        known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits, size,
+        known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits,
                             tool_names)  # fmt: skip
         if known is not None:
             return known
@@ -312,7 +315,9 @@ def autopilot_request(
     now = plan.now
     found = _found(plan)
     if plan.cut is None and not plan.nudges:
-        return replace(found, reason=now.reason if now is not None else "no request to judge")
+        done = replace(found, reason=now.reason if now is not None else "no request to judge")
+        _remember(memo_key, raw, plan, done, None, (), tool_names)
+        return done
     starts = item_starts(conversation, len(raw))
     cut: AutopilotCut | None = None
     refused: tuple[Any, ...] = ("nudges", dialect, session, plan.anchor, plan.nudges)
@@ -342,10 +347,25 @@ def autopilot_request(
         _CUTS.put(refused, problem)
         return replace(found, reason=f"left as sent: {problem}", invalid=True)
     done = replace(found, body=out if nudges or cut else None, nudges=len(nudges))
-    if nudges and plan.trigger != "checkpoint" and not _names(raw, tool_names):
-        after = tuple(starts[m + 1] for m in sorted(nudges))
-        _MEMOS.put(memo_key, _Memo(len(raw), _digest(raw), done, cut, after))
+    _remember(memo_key, raw, plan, done, cut, tuple(starts[m + 1] for m in sorted(nudges)),
+              tool_names)  # fmt: skip
     return done
+
+
+def _remember(
+    key: tuple[Any, ...],
+    raw: list[Any],
+    plan: AutopilotPlan,
+    done: AutopilotRewrite,
+    cut: AutopilotCut | None,
+    nudges: tuple[int, ...],
+    tool_names: Sequence[str],
+) -> None:
+    """Keep the conversation's plan as a `_Memo`, where one may stand for it: its last message
+    is a request's (the plan's count is that request's), no checkpoint call is in it."""
+    if plan.now is None or plan.trigger == "checkpoint" or _names(raw, tool_names):
+        return
+    _MEMOS.put(key, _Memo(len(raw), _digest(raw), plan.tokens, done, cut, nudges))
 
 
 def _as_planned(
@@ -355,20 +375,24 @@ def _as_planned(
     dialect: str,
     policy: AutopilotPolicy,
     limits: Limits,
-    size: int | None,
     tool_names: Sequence[str],
 ) -> AutopilotRewrite | None:
     """The body written by its conversation's `_Memo`, where the memo holds for it (None:
     plan it)."""
     if memo is None or len(raw) <= memo.items:
         return None
-    hard = thresholds(RequestState(0, None, limits), policy).hard
-    bytes_sent = size if size is not None else len(jsonio.dumps(body))
-    if bytes_sent / bytes_per_token() >= hard or _names(raw[memo.items :], tool_names):
+    lowest = thresholds(RequestState(0, None, limits), policy)
+    appended = jsonio.dumps(raw[memo.items :])
+    bound = memo.tokens + len(appended) / bytes_per_token()
+    if not (bound < lowest.soft or (memo.nudges and bound < lowest.hard)):
+        return None
+    if any(name.encode() in appended for name in tool_names):
         return None
     if _digest(raw[: memo.items]) != memo.digest:
         return None
     cut = memo.cut
+    if cut is None and not memo.nudges:
+        return replace(memo.found, action="nothing", reason="below the soft threshold")
     if cut is not None:
         items = [*cut.prefix, *raw[cut.item :]]
         items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
@@ -376,7 +400,7 @@ def _as_planned(
         items = list(raw)
     out = dict(body)
     out[codec(dialect).history_key] = _insert_nudges(items, len(raw), memo.nudges, dialect)
-    reason = "nudged already since the last cut; below the hard threshold"
+    reason = "below the thresholds" if not memo.nudges else "nudged already since the last cut"
     return replace(memo.found, body=out, action="nothing", reason=reason, cached=cut is not None,
                    archived=0)  # fmt: skip
 

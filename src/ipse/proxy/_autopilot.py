@@ -115,8 +115,7 @@ async def apply_autopilot(state: ProxyState, ex: Exchange, lowered: Mapping[str,
 
     def call() -> AutopilotRewrite:
         return autopilot_request(parsed, dialect, policy, bounds, base=base, archive=sink,
-                                 session=key, tool_names=state.config.tool_names,
-                                 size=len(body))  # fmt: skip
+                                 session=key, tool_names=state.config.tool_names)  # fmt: skip
 
     try:
         result = call() if len(body) <= INLINE else await anyio.to_thread.run_sync(call)
