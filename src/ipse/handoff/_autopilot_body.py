@@ -304,7 +304,8 @@ def autopilot_request(
         return AutopilotRewrite(None, reason="the autopilot is off")
     if not isinstance(raw, list) or not raw:
         return AutopilotRewrite(None, reason="the body has no message history")
-    memo_key = (dialect, session, policy, limits, tuple(tool_names))
+    # (a harness's session may hold several threads, its sub-agents': the first item tells them)
+    memo_key = (dialect, session, _digest(raw[:1]), policy, limits, tuple(tool_names))
     if base is None:
         known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits,
                             tool_names)  # fmt: skip
