@@ -59,3 +59,21 @@ def test_a_body_too_small_for_the_soft_threshold_is_never_read() -> None:
     assert could_act(200_000, AutopilotPolicy(), bounds)
     assert not could_act(10**9, AutopilotPolicy(mode="off"), bounds)
     assert could_act(4_000, AutopilotPolicy(soft=1_000, hard=2_000), bounds)
+
+
+def test_a_started_proxy_gets_the_autopilot_settings_it_was_asked_for() -> None:
+    from ipse.cli.proxy import _argv, _config
+
+    given = {
+        "host": "127.0.0.1", "port": 1, "read_timeout": 5.0, "workers": 1,
+        "anthropic_upstream": None, "openai_upstream": None, "record": None, "store": None,
+        "json_log": False, "no_handoff": False, "no_analysis": False, "tool_names": (),
+        "handoff_budget": None, "autopilot": "nudge", "autopilot_soft": 5000,
+        "autopilot_hard": None,
+    }  # fmt: skip
+    config = _config(**given)
+    assert config.autopilot == AutopilotPolicy(mode="nudge", soft=5000)
+    assert config.autopilot_settings() == {"mode": "nudge", "soft": 5000, "hard": None}
+    argv = " ".join(_argv(given))
+    assert "--autopilot nudge --autopilot-soft 5000" in argv and "--autopilot-hard" not in argv
+    assert config.digest() != _config(**{**given, "autopilot": "cut"}).digest()
