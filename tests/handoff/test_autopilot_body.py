@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse import jsonio
-from ipse.handoff import NUDGE, AutopilotPolicy
+from ipse.handoff import NUDGE, AutopilotPolicy, Limits
 from ipse.handoff._autopilot_plan import request_ends
 from ipse.handoff.wire import autopilot_request, clear_cache
 from tests.handoff.test_autopilot import LIMITS, body, read
@@ -110,3 +110,43 @@ def test_nudge_only_never_removes_and_off_changes_nothing() -> None:
     cut = [made for made, _ in _forwarded(requests, AutopilotPolicy()) if made.action == "cut"]
     assert cut and all(m.tokens_after is not None and m.tokens_after < m.tokens for m in cut)
     assert all(m.removed_calls > 0 and m.applied for m in cut)
+
+
+def _chat(turns: int) -> dict[str, Any]:
+    """A Chat Completions body: its system message first among the messages."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a test agent."}]
+    for t in range(1, turns + 1):
+        call = {
+            "id": f"call_{t}",
+            "type": "function",
+            "function": {"name": "read", "arguments": jsonio.dumps({"p": t}).decode()},
+        }
+        messages += [
+            {"role": "user", "content": f"Prompt {t}"},
+            {"role": "assistant", "content": f"Reading {t}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{t}", "content": "x" * 6000},
+            {"role": "assistant", "content": f"Answer {t}"},
+        ]  # fmt: skip
+    messages.append({"role": "user", "content": f"Prompt {turns + 1}"})
+    return {"model": "gpt-4.1", "messages": messages}
+
+
+def test_a_chat_completions_cut_keeps_the_system_message_and_every_word() -> None:
+    clear_cache()
+    policy = AutopilotPolicy(soft=5_000, hard=9_000)
+    bounds = Limits(window=128_000, max_output=16_000)
+    cut = False
+    for turns in range(1, 10):
+        sent = _chat(turns)
+        made = autopilot_request(sent, "openai-chat", policy, bounds, session="chat")
+        assert not made.invalid, made.reason
+        out = made.body or sent
+        assert out["messages"][0] == sent["messages"][0]  # the system message, as sent
+        words = jsonio.dumps(out).decode()
+        for message in sent["messages"]:
+            if message["role"] != "tool":  # (authored: the prompts, the answers, the system)
+                assert message["content"] in words
+        cut = cut or made.anchor is not None
+        calls = {c["id"] for m in out["messages"] for c in m.get("tool_calls", [])}
+        assert {m["tool_call_id"] for m in out["messages"] if m["role"] == "tool"} <= calls
+    assert cut

@@ -39,14 +39,19 @@ class AutopilotCut:
 
 
 def item_starts(conversation: Conversation, items: int) -> list[int]:
-    """The raw item each message starts at, then ``items`` (a dialect whose messages do not map
-    onto items one to one: one item per message)."""
-    starts = [0]
+    """The raw item each message starts at, then ``items``: counted back from the end, as the
+    items before the first message are the ones its front was read from (Chat Completions'
+    leading system messages); one item per message where the counts do not add up."""
+    counts = []
     for message in conversation.messages:
         spans = message.meta.get("items") if message.meta else None
-        starts.append(starts[-1] + (len(spans) if spans else 1))
-    if starts[-1] != items:
-        starts = list(range(len(conversation.messages) + 1))
+        counts.append(len(spans) if spans else 1)
+    front = items - sum(counts)
+    if front < 0:
+        return list(range(len(conversation.messages) + 1))
+    starts = [front]
+    for count in counts:
+        starts.append(starts[-1] + count)
     return starts
 
 
@@ -73,9 +78,11 @@ def autopilot_cut(
         recallable=True,
     )
     report = handoff.report
-    kept_tail = len(upto.messages) - report.cut
-    rewritten = handoff.after.messages[: len(handoff.after.messages) - kept_tail]
-    prefix = write_items(codec(dialect), rewritten)
+    # the body's history as the handoff writes it (its front's items too: Chat Completions'
+    # system messages), less the items of the messages it kept from the cut on
+    written = codec(dialect).write_body(handoff.after)[codec(dialect).history_key]
+    kept = starts[event.request + 1] - starts[report.cut]
+    prefix = written[: len(written) - kept]
     removed = sum(1 for r in report.removed if r.kind != "thinking")
     return AutopilotCut(
         event,
