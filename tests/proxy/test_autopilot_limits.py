@@ -77,3 +77,16 @@ def test_a_started_proxy_gets_the_autopilot_settings_it_was_asked_for() -> None:
     argv = " ".join(_argv(given))
     assert "--autopilot nudge --autopilot-soft 5000" in argv and "--autopilot-hard" not in argv
     assert config.digest() != _config(**{**given, "autopilot": "cut"}).digest()
+
+
+def test_no_handoff_turns_the_autopilot_off() -> None:
+    from ipse.cli.proxy import _config
+
+    given = {
+        "host": "127.0.0.1", "port": 1, "read_timeout": 5.0, "workers": 1,
+        "anthropic_upstream": None, "openai_upstream": None, "record": None, "store": None,
+        "json_log": False, "no_handoff": True, "no_analysis": False, "tool_names": (),
+        "handoff_budget": None, "autopilot": "cut", "autopilot_soft": None,
+        "autopilot_hard": None,
+    }  # fmt: skip
+    assert _config(**given).autopilot_settings()["mode"] == "off"

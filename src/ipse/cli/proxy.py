@@ -60,7 +60,8 @@ def _autopilot_options() -> list[Any]:
             help="What the proxy does when a conversation grows and the agent has not "
             "checkpointed: nudge it to call the checkpoint tool (from --autopilot-soft on), then "
             "cut at the newest turn boundary on its own (from --autopilot-hard on; only with "
-            "cut); off forwards every body as the agent's own checkpoints leave it. "
+            "cut); off forwards every body as the agent's own checkpoints leave it (so does "
+            "--no-handoff). "
             "Also IPSE_AUTOPILOT (and IPSE_AUTOPILOT_SOFT, IPSE_AUTOPILOT_HARD).",
         ),
         click.option(
@@ -149,7 +150,7 @@ def _config(**options: Any) -> Any:
     from ipse.proxy import ProxyConfig
 
     autopilot = AutopilotPolicy(
-        mode=options.get("autopilot", "cut"),
+        mode="off" if options["no_handoff"] else options.get("autopilot", "cut"),
         soft=options.get("autopilot_soft"),
         hard=options.get("autopilot_hard"),
     )
