@@ -75,8 +75,10 @@ def test_a_session_and_its_sub_agents_replayed_through_its_compaction() -> None:
     assert all(cut["continuity"]["reachable"] is not None for cut in found["cuts"])
 
 
-ROLLOUT = SHARED_DATA / "codex" / (
-    "localpush_redacted__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+ROLLOUT = (
+    SHARED_DATA
+    / "codex"
+    / ("localpush_redacted__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
 )
 
 
