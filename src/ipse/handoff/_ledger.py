@@ -238,7 +238,7 @@ def derive(
 
 
 SHORT_ID = 12  # the fewest characters of an id the ledger shows
-OTHER_IDS = 5  # the ids shown of each tool's calls that gave no entry, newest first
+OTHER_IDS = 10  # the ids shown of each tool's calls that gave no entry, newest first
 
 
 def short_ids(ids: Sequence[str], wanted: Collection[str]) -> dict[str, str]:
