@@ -5,6 +5,7 @@ first, each entry with the id `recall` takes, under a token cap; adversarial but
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -324,11 +325,12 @@ def _sessions(draw: st.DrawFn) -> dict[str, Any]:
     words = st.text(min_size=1, max_size=40)
     messages: list[dict[str, Any]] = [user(text("go"))]
     for n in range(draw(st.integers(0, 30))):
-        kind = draw(st.sampled_from(["Bash", "Read", "Edit", "Write", "Grep"]))
+        kind = draw(st.sampled_from(["Bash", "Read", "Edit", "Write", "Grep", "Task", "Glob"]))
         argument = draw(words)
-        key = "command" if kind == "Bash" else "file_path"
-        messages.append(assistant(call(f"c{n}", kind, **{key: argument})))
-        output = {**result(f"c{n}", draw(words)), "is_error": draw(st.booleans())}
+        key = {"Bash": "command", "Task": "prompt", "Glob": "pattern"}.get(kind, "file_path")
+        ident = f"toolu_01AbCd{n}" if n % 2 else f"c{n}"  # (a long shared start, and short ids)
+        messages.append(assistant(call(ident, kind, **{key: argument})))
+        output = {**result(ident, draw(words)), "is_error": draw(st.booleans())}
         messages.append(user(output))
     messages.append(assistant(text("done")))
     return {"model": "m", "messages": messages}
@@ -352,6 +354,14 @@ def test_the_ledger_holds_its_cap_and_is_the_same_every_time(
     for section in ("failing", "changed", "commands", "read"):
         shown = [e for e in rendered.shown if e.section == section]
         assert shown == ledger.section(section)[: len(shown)]
+    # the other calls: each tool's newest ids first, as their unique starts
+    others = [line for line in rendered.text.splitlines() if line.startswith("Other calls: ")]
+    for (tool, n), ids in zip(ledger.others, ledger.other_ids, strict=True):
+        assert len(ids) == n
+        for line in others:
+            part = line.split(f"{tool} x{n}", 1)[1].split(", ")[0] if f"{tool} x{n}" in line else ""
+            refs = re.findall(r"\[([^\]]+)\]", part)
+            assert refs == [ledger.ref(i) for i in ids[: len(refs)]]
 
 
 def test_a_character_counter_caps_it_as_well() -> None:
