@@ -1,4 +1,4 @@
-"""What each speed trick at ipse's edges saves, measured by undoing it: the three commands whose
+"""What each speed trick at ipse's edges saves, measured by undoing it: the four commands whose
 start is waited on, each run as it is and again with one trick undone (the module it avoids
 imported first, or a lazy package's modules all imported first, as an eager ``__init__``
 would), each in a fresh process; printed as the share the undone trick adds.
@@ -11,6 +11,9 @@ would), each in a fresh process; printed as the share the undone trick adds.
   which imports no module of the lazy ``ipse.mcp`` but itself).
 - ``prefix``: ``ipse prefix examples/tool_heavy.jsonl`` (a 40 KB Claude Code session), which
   imports of the lazy ``ipse.transcript`` and ``ipse.prefix`` what the replay needs.
+- ``handoff``: ``ipse handoff SESSION --at now -o OUT`` on the largest shared Claude Code
+  session (else the 40 KB one), which counts its tokens from o200k's rank table
+  (`ipse.cli._quick_count`) rather than building tiktoken's encoder first.
 
 The count is of instructions under valgrind (cachegrind) where valgrind is installed: it does
 not drift with the machine's load, so one run each is enough; else the best of N processor
@@ -37,6 +40,9 @@ from bigsession import compile_ipse
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION = REPO / "examples" / "tool_heavy.jsonl"
+BIG = (
+    REPO / ".." / "shared" / "data" / "claude-code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+).resolve()
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
@@ -50,9 +56,12 @@ def _eager(package: str) -> str:
     return "".join(f"import {package}.{module}; " for module in modules)
 
 
-def kinds() -> dict[str, dict[str, str]]:
+def kinds(work: Path) -> dict[str, dict[str, str]]:
     """command -> (what is undone -> the code a process runs); "as it is" first."""
     hook = _entry("state", "resume", "--hook", "claude-code")
+    session = BIG if BIG.is_file() else SESSION
+    handoff = _entry("handoff", str(session), "--at", "now", "-o", str(work / "out.json"))
+    encoder = "from ipse.tokens import default_counter; default_counter().load(); "
     prefix = _entry("prefix", str(SESSION))
     mcp = "import ipse.mcp._stdio"
     return {
@@ -70,6 +79,7 @@ def kinds() -> dict[str, dict[str, str]]:
             "+ eager ipse.transcript": _eager("ipse.transcript") + prefix,
             "+ eager ipse.prefix": _eager("ipse.prefix") + prefix,
         },
+        "handoff": {"as it is": handoff, "+ tiktoken's encoder": encoder + handoff},
     }
 
 
@@ -123,7 +133,7 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
-        table = kinds()
+        table = kinds(work)
         best = {(c, k): float("inf") for c, ks in table.items() for k in ks}
         for _ in range(1 if counting else args.repeat):  # interleaved: drift hits all alike
             for (command, kind), seen in best.items():

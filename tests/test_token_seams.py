@@ -63,6 +63,22 @@ def test_inspect_and_report_count_every_shared_session_alike(
     _agree(*_both(cli, path, tmp_path))
 
 
+@pytest.mark.shared
+@pytest.mark.parametrize("path", shared_glob(CLAUDE_CODE, "*.jsonl"), ids=lambda p: p.name[:24])
+def test_text_claude_code_wrote_is_the_agent_clis_in_both(
+    path: Path, cli: CliRun, tmp_path: Path
+) -> None:
+    """A Claude Code session marks the text Claude Code wrote into a user message (``isMeta``:
+    a command's expansion; the compaction summary); the request bodies ``report`` reads do not,
+    so the session's marks go with them: the human's words are the same in both."""
+    inspected, reported = _both(cli, path, tmp_path)
+    last = (inspected.get("after_last_compaction") or inspected)["tokens"]["by_kind"]
+    drawn = reported["requests"][-1]["composition"]
+    assert drawn["human_text"] == last["human_text"]
+    if last["human_text"] == 0:
+        assert drawn["harness_text"] == last["harness_text"]
+
+
 BODY: dict[str, Any] = {
     "model": "claude-sonnet-4-5",
     "max_tokens": 20,

@@ -33,7 +33,7 @@ O200K_RANKS_FILE = "data/o200k_base.ranks.pickle"
 O200K_RANKS_SHA256 = "9092ac3ddfae5086a3ef2bfd0e990d0a24fc3a6b4bd706590da0883168aad907"
 
 # The pre-tokenization pattern of o200k_base, as published with the vocabulary.
-_O200K_PATTERN = "|".join(
+O200K_PATTERN = "|".join(
     [
         r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
         r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
@@ -79,6 +79,11 @@ class O200kCounter:
         if len(text) <= _RUN:
             return len(encoding.encode_ordinary(text))
         return sum(len(encoding.encode_ordinary(part)) for part in split_for_count(text))
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the encoder is built (counting costs no more than encoding)."""
+        return self._encoding is not None
 
     def load(self) -> None:
         """Build the encoder now rather than at the first count."""
@@ -177,7 +182,7 @@ def _load_o200k() -> Any:
 
     encoding = tiktoken.Encoding(
         name="o200k_base",
-        pat_str=_O200K_PATTERN,
+        pat_str=O200K_PATTERN,
         mergeable_ranks=load_ranks(),
         special_tokens=_O200K_SPECIAL,
     )
@@ -294,6 +299,7 @@ def _is_claude(model: str) -> bool:
 
 
 __all__ = [
+    "O200K_PATTERN",
     "O200K_SHA256",
     "CharCounter",
     "MemoCounter",

@@ -101,6 +101,22 @@ def test_the_same_refusal_from_the_mcp_server_and_the_command_line(project: Path
     assert "alice" not in mcp + cli.stdout and "bob" not in mcp + cli.stdout
 
 
+def test_an_id_prefix_answers_alike_from_the_mcp_server_and_the_command_line(
+    project: Path,
+) -> None:
+    """The ledger's short ids: a unique start gives the item, a shared one is refused with
+    the ids it starts, the same words from both."""
+    _archive("s:p", (_read("toolu_01AbCdEf", "first"), _read("toolu_01AbXyZw", "second")))
+    got = _mcp("s:p", project, "recall", {"id": "toolu_01AbC"})
+    assert "first" in got.structured_content["text"]
+    cli = run_cli("recall", "toolu_01AbX", "--session", "s:p", cwd=project)
+    assert cli.returncode == 0 and "second" in cli.stdout
+    mcp = _error(_mcp("s:p", project, "recall", {"id": "toolu_01Ab"}))
+    assert "toolu_01AbCdEf" in mcp and "toolu_01AbXyZw" in mcp
+    cli = run_cli("recall", "toolu_01Ab", "--session", "s:p", cwd=project)
+    assert cli.returncode == 2 and cli.stderr.strip().endswith(mcp)
+
+
 def test_search_answers_alike_from_the_mcp_server_and_the_command_line(project: Path) -> None:
     _archive("session:mine", corpus(), project)
     _archive("session:other", corpus())

@@ -1,7 +1,8 @@
 """The autopilot's rule (`autopilot_step`) and its plan over a conversation (`plan_autopilot`):
-nothing below the soft threshold, a nudge once per stretch, a cut only at the hard threshold,
-only where the cache pays it back, at a boundary that splits no tool exchange, and a plan that
-every later request of the conversation repeats."""
+nothing below the soft threshold, a nudge once per stretch, a cut at the hard threshold or, once
+nudged, at the size that costs least over the long run, only where the cache pays it back, at a
+boundary that splits no tool exchange, and a plan that every later request of the conversation
+repeats."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ipse.handoff import (
     limits_for,
     plan_autopilot,
 )
-from ipse.handoff._autopilot import break_even_size, thresholds
+from ipse.handoff._autopilot import break_even_size, economic_size, thresholds
 from ipse.handoff._autopilot_plan import request_ends
 from ipse.handoff._policy import RATES, break_even
 from ipse.transcript import Conversation, ToolCall, ToolResult, codec
@@ -72,6 +73,7 @@ def test_the_soft_threshold_is_where_a_cut_pays_back_within_the_expected_request
     since=st.none() | st.integers(0, 10),
     nudged=st.booleans(),
     mode=st.sampled_from(["off", "nudge", "cut"]),
+    growth=st.none() | st.floats(0, 20_000),
 )
 def test_never_worse(
     tokens: int,
@@ -81,10 +83,11 @@ def test_never_worse(
     since: int | None,
     nudged: bool,
     mode: Any,
+    growth: float | None,
 ) -> None:
     policy = AutopilotPolicy(mode=mode)
     now = state(tokens, after, cached_share=share, requests=requests, since_cut=since,
-                nudged=nudged)  # fmt: skip
+                nudged=nudged, growth=growth)  # fmt: skip
     step = autopilot_step(now, policy)
     assert step == autopilot_step(now, policy)  # pure
     if step.action == "nothing":
@@ -95,10 +98,51 @@ def test_never_worse(
     turns = break_even(tokens, after, share, policy.rates)[0]
     assert turns is not None and turns <= step.expected  # the cache pays it back
     if step.action == "cut":
-        assert mode == "cut" and tokens >= step.thresholds.hard
+        found = step.thresholds
+        assert mode == "cut"
+        assert tokens >= found.hard or (nudged and found.cut is not None and tokens >= found.cut)
+        assert found.cut is None or found.soft <= found.cut <= found.hard
         assert since is None or since >= policy.min_requests
     else:
         assert not nudged
+
+
+def _cost_per_request(size: float, after: int, growth: float, write: float, read: float) -> float:
+    """A conversation growing by ``growth`` a request, cut back to ``after`` at ``size``:
+    cached reads a request, and the rewrite of what is kept spread over the requests between
+    two cuts."""
+    return read * (size + after) / 2 + write * after * growth / (size - after)
+
+
+@given(after=st.integers(1_000, 300_000), growth=st.floats(10, 20_000))
+def test_the_cut_size_is_where_cutting_again_and_again_costs_least(
+    after: int, growth: float
+) -> None:
+    for rates in (RATES["anthropic-5m"], RATES["anthropic-1h"], RATES["openai"]):
+        best = economic_size(after, growth, rates)
+        cost = _cost_per_request(best, after, growth, rates.write, rates.read)
+        for factor in (0.5, 0.8, 0.95, 1.05, 1.25, 2.0):
+            other = after + (best - after) * factor
+            assert cost <= _cost_per_request(other, after, growth, rates.write, rates.read) + 1e-6
+
+
+def test_a_nudged_conversation_is_cut_at_the_cut_size_not_before_the_nudge() -> None:
+    policy = AutopilotPolicy()
+    # growing 1,000 a request, a cut leaving 5,000: least cost at 5,000 + sqrt(25 x 5e6) = 16,181,
+    # below the soft threshold (16,750): the cut size is the soft threshold
+    now = state(20_000, 5_000, requests=20, growth=1_000.0)
+    assert thresholds(now, policy).cut == 16_750
+    assert autopilot_step(now, policy).action == "nudge"  # asked first
+    nudged = state(20_000, 5_000, requests=21, growth=1_000.0, nudged=True)
+    step = autopilot_step(nudged, policy)
+    assert step.action == "cut" and "nudged" in step.reason
+    assert autopilot_step(nudged, AutopilotPolicy(mode="nudge")).action == "nothing"
+    # a cut that leaves more waits longer: 20,000 + sqrt(25 x 2e7) = 42,361
+    later = state(40_000, 20_000, requests=21, growth=1_000.0, nudged=True)
+    assert thresholds(later, policy).cut == 42_361
+    assert autopilot_step(later, policy).action == "nothing"
+    # without a growth to go by, only the hard threshold cuts
+    assert thresholds(state(40_000, 5_000, nudged=True), policy).cut is None
 
 
 def test_a_cut_that_leaves_as_much_as_it_found_is_never_made() -> None:

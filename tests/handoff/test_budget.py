@@ -53,7 +53,7 @@ def _unbudgeted_tokens() -> int:
 def test_the_oldest_narration_is_paged_as_little_as_it_takes() -> None:
     whole = _unbudgeted_tokens()
     budget = whole - 2 * COUNT(NARRATION[0])  # room for all but about two steps' words
-    done = run(_conversation(), HandoffOptions(budget=budget), session="s")
+    done = run(_conversation(), HandoffOptions(at="now", budget=budget), session="s")
     assert done.fitted is not None and done.fitted.met and done.fitted.tokens <= budget
     page = done.report.page
     assert page is not None and page.id.startswith("page-") and page.kind == "page"
@@ -128,6 +128,37 @@ def test_a_budget_the_human_words_exceed_is_reported_not_met() -> None:
     # every agent message with words before the cut: the six steps and "Checkpoint."
     assert len(done.report.paged) == len(NARRATION) + 1
     assert done.document()["budget"]["met"] is False
+
+
+def test_the_ledger_shares_the_budget_when_the_narration_is_not_enough() -> None:
+    """With every agent message paged out and still over, the ledger is scaled down (its
+    newest entries of each section kept) until the rewritten part fits; below what the ledger
+    can give up, the budget is reported not met."""
+    messages: list[dict[str, Any]] = [user(text(RULE))]
+    for n in range(40):
+        path = f"/work/proj/src/module_{n}/file_{n}.py"
+        messages.append(assistant(text(f"step {n}"), call(f"t{n}", "Read", file_path=path)))
+        messages.append(user(result(f"t{n}", "x = 1")))
+    messages.append(assistant(text("Next: ship it.")))
+    conversation = anthropic_conv(*messages)
+    floor = run(conversation, HandoffOptions(at="now", budget=1), session="s")
+    whole = run(conversation, HandoffOptions(at="now", budget=10**9), session="s")
+    assert floor.fitted is not None and not floor.fitted.met
+    assert len(floor.report.paged) == 41  # every agent message with words, then the ledger
+    assert whole.marked is not None and whole.marked.rendered is not None
+    full = whole.marked.rendered
+    assert full.tokens > 300 and not full.omitted
+    budget = floor.fitted.tokens + full.tokens // 2
+    done = run(conversation, HandoffOptions(at="now", budget=budget), session="s")
+    assert done.fitted is not None and done.fitted.met and done.fitted.tokens <= budget
+    assert done.marked is not None and done.marked.rendered is not None
+    shown = done.marked.rendered.shown
+    assert 0 < len(shown) < len(full.shown)
+    assert list(shown) == list(full.shown[: len(shown)])  # the newest first
+    assert RULE in _context(done.after) and done.verdict.ok
+    assert done.document()["budget"]["met"] is True
+    under = run(conversation, HandoffOptions(at="now", budget=floor.fitted.tokens - 1), session="s")
+    assert under.fitted is not None and not under.fitted.met
 
 
 def test_the_checkpoint_call_s_budget_wins() -> None:

@@ -5,6 +5,7 @@ first, each entry with the id `recall` takes, under a token cap; adversarial but
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
-from ipse.handoff._ledger import HEADING, Ledger, derive
+from ipse.handoff._ledger import HEADING, SHORT_ID, Ledger, derive, short_ids
 from ipse.tokens import CharCounter, default_counter
 from ipse.transcript import Conversation, load
 from ipse.transcript.formats import anthropic, openai_responses
@@ -89,7 +90,17 @@ def test_a_claude_code_session_gives_every_section_newest_first() -> None:
     )
     assert edit.detail == ""  # (no error line in "String to replace not found in file.")
     assert (ledger.cwd, ledger.root, ledger.branch) == ("/work/proj", "/work/proj", "fix-parser")
-    assert ledger.others == (("Grep", 1),)
+    assert ledger.others == (("Grep", 1),) and ledger.other_ids == (("t6",),)
+    assert "Other calls: Grep x1 [t6]" in ledger.text(1000, COUNT).text
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.text("ab_01", min_size=1, max_size=20), min_size=1, max_size=30))
+def test_a_shown_id_is_the_start_of_its_id_and_of_no_other(ids: list[str]) -> None:
+    refs = short_ids(ids, set(ids[::2]))
+    for ident, ref in refs.items():
+        assert ident in ids[::2] and ident.startswith(ref) and len(ref) >= SHORT_ID
+        assert [i for i in set(ids) if i.startswith(ref)] == [ident]
 
 
 def test_a_newer_successful_run_clears_the_failure_and_a_newer_edit_the_failed_one() -> None:
@@ -314,11 +325,12 @@ def _sessions(draw: st.DrawFn) -> dict[str, Any]:
     words = st.text(min_size=1, max_size=40)
     messages: list[dict[str, Any]] = [user(text("go"))]
     for n in range(draw(st.integers(0, 30))):
-        kind = draw(st.sampled_from(["Bash", "Read", "Edit", "Write", "Grep"]))
+        kind = draw(st.sampled_from(["Bash", "Read", "Edit", "Write", "Grep", "Task", "Glob"]))
         argument = draw(words)
-        key = "command" if kind == "Bash" else "file_path"
-        messages.append(assistant(call(f"c{n}", kind, **{key: argument})))
-        output = {**result(f"c{n}", draw(words)), "is_error": draw(st.booleans())}
+        key = {"Bash": "command", "Task": "prompt", "Glob": "pattern"}.get(kind, "file_path")
+        ident = f"toolu_01AbCd{n}" if n % 2 else f"c{n}"  # (a long shared start, and short ids)
+        messages.append(assistant(call(ident, kind, **{key: argument})))
+        output = {**result(ident, draw(words)), "is_error": draw(st.booleans())}
         messages.append(user(output))
     messages.append(assistant(text("done")))
     return {"model": "m", "messages": messages}
@@ -342,6 +354,14 @@ def test_the_ledger_holds_its_cap_and_is_the_same_every_time(
     for section in ("failing", "changed", "commands", "read"):
         shown = [e for e in rendered.shown if e.section == section]
         assert shown == ledger.section(section)[: len(shown)]
+    # the other calls: each tool's newest ids first, as their unique starts
+    others = [line for line in rendered.text.splitlines() if line.startswith("Other calls: ")]
+    for (tool, n), ids in zip(ledger.others, ledger.other_ids, strict=True):
+        assert len(ids) == n
+        for line in others:
+            part = line.split(f"{tool} x{n}", 1)[1].split(", ")[0] if f"{tool} x{n}" in line else ""
+            refs = re.findall(r"\[([^\]]+)\]", part)
+            assert refs == [ledger.ref(i) for i in ids[: len(refs)]]
 
 
 def test_a_character_counter_caps_it_as_well() -> None:
@@ -357,11 +377,14 @@ def test_a_character_counter_caps_it_as_well() -> None:
 @pytest.mark.shared
 @pytest.mark.parametrize("folder", ["claude-code", "codex", "openai-chat"])
 def test_every_shared_session_gets_a_capped_ledger_in_its_marker(
-    shared_data: Path, folder: str
+    shared_data: Path, folder: str, tmp_path: Path
 ) -> None:
-    for path in sorted((shared_data / folder).glob("*.json*")):
+    from ipse.archive import Caller, open_archive, recall_item
+
+    for n, path in enumerate(sorted((shared_data / folder).glob("*.json*"))):
         conversation = load(path).current()
-        done = run(conversation, HandoffOptions(at="now"), session="s")
+        archive = open_archive(f"sqlite:///{tmp_path / f'{n}.db'}")
+        done = run(conversation, HandoffOptions(at="now"), session="s", archive=archive)
         if not done.report.removed:
             continue
         assert done.marked is not None and done.marked.rendered is not None
@@ -374,5 +397,13 @@ def test_every_shared_session_gets_a_capped_ledger_in_its_marker(
         assert sum(marker in t for t in texts) == 1  # one marker, in the context
         removed = {r.id for r in done.report.removed}
         assert {e.id for e in ledger.entries} <= removed, path.name
-        for entry in rendered.shown:
-            assert f"[{entry.id}]" in marker
+        # every id the marker shows (an entry's, an other call's) is one recall resolves,
+        # to the call it stands for, in the archive the handoff filled
+        shown = [(ledger.ref(e.id), e.id) for e in rendered.shown]
+        assert all(f"[{ref}]" in marker for ref, _ in shown), path.name
+        others = [(ledger.ref(i), i) for ids in ledger.other_ids for i in ids]
+        shown += [(ref, full) for ref, full in others if f"[{ref}]" in marker]
+        for ref, full in shown:
+            assert full.startswith(ref) and len(ref) >= min(len(full), 12)
+            assert recall_item(archive, Caller(session="s"), ref).item.id == full, path.name
+        archive.close()

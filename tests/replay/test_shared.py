@@ -69,7 +69,29 @@ def test_a_session_and_its_sub_agents_replayed_through_its_compaction() -> None:
     assert main["limit"] < 167_000 == compaction_rule("claude-code")(200_000, 64_000)  # type: ignore[misc]
     (compaction,) = found["compactions"]
     assert compaction["summary"]["in_context"] is not None
+    assert compaction["summary"]["reachable"] is not None  # the transcript it names, searched
     assert found["targets"]["continuity_at_least_summary"] is not None
+    # what each cut removed is searched for as the agent would, from the context it left
+    assert all(cut["continuity"]["reachable"] is not None for cut in found["cuts"])
+
+
+ROLLOUT = (
+    SHARED_DATA
+    / "codex"
+    / ("localpush_redacted__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+)
+
+
+@SHARED
+@pytest.mark.parametrize("path", [BIG, ROLLOUT], ids=["claude-code", "codex"])
+def test_the_defaults_halve_a_long_sessions_conversation_and_never_raise_the_bill(
+    path: Path,
+) -> None:
+    found = _replayed(path, AutopilotPolicy())
+    assert found["ratio"]["conversation"] <= TARGET
+    assert found["with_policy_at_recorded"]["bill_usd"] <= found["recorded"]["bill_usd"]
+    # each cut after a nudge the recorded agent never answered, none before one
+    assert found["nudges"] >= len(found["cuts"]) > 1
 
 
 @SHARED

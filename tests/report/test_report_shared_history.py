@@ -33,8 +33,9 @@ def _both(path: Path) -> tuple[list[Point], list[Point], int]:
     report = analyze(log.requests, warnings=log.warnings)
     shared = sum(isinstance(r.body, SharedHistory) for r in log.requests)
     fast = list(_points(log, report, Composition(log.requests)))
-    plain_log = _plain(log)
-    whole = list(_points(plain_log, report, Composition(plain_log.requests)))
+    # each request read whole (a composition told of no shared list), with the marks the
+    # session gives its messages (text Claude Code wrote), which no body holds
+    whole = list(_points(log, report, Composition()))
     return fast, whole, shared
 
 

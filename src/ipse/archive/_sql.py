@@ -11,7 +11,8 @@ is indexed (`index_pending`). sqlite3 and psycopg errors become `StoreError` in 
 An item is keyed by session, id and content address: the same item stored again is kept once
 (a moved cache breakpoint does not make it another), and a different item under a session and
 id already taken is kept beside it, never dropped. Such a pair cannot be told apart by its id:
-`find` refuses it, naming each one's full id (``id@`` and its address's first digits).
+`find` refuses it, naming each one's full id (``id@`` and its address's first digits). An id
+no item has is read as the start of one (six characters or more), unique in the scope asked.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ SHORT_CONTENT = 12  # hex digits of a content address in a full id
 _CHUNK = 500  # ids per IN list
 _BATCH = 200  # items indexed per transaction
 MIN_PREFIX = 6  # characters of a session id that may name it by prefix
+MIN_ID_PREFIX = 6  # characters of an item id that may name it by prefix (unique in scope)
+_CANDIDATES = 10  # ids an ambiguous prefix's refusal names
 
 
 class SqlArchive:
@@ -346,6 +349,8 @@ class SqlArchive:
                     sql + " AND substr(i.content, 1, ?) = ? ORDER BY i.session, i.seq",
                     (stored_key(qualified[1]), *params, len(qualified[2]), qualified[2]),
                 )
+            if not rows and qualified is None and len(item_id) >= MIN_ID_PREFIX:
+                rows = self._by_prefix(item_id, where, params)
         if not rows:
             where_said = "" if scope.name == ALL else f" in {scope.describe()}"
             raise InputError(f"no archived item {item_id!r}{where_said}")
@@ -355,6 +360,23 @@ class SqlArchive:
         if qualified is not None and item_id != item.id:
             item = replace(item, id=_full(item.id, row))
         return Recalled(item, self._load(str(row[_CALL])), self._load_optional(row[_RESULT]))
+
+    def _by_prefix(self, prefix: str, where: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        """The items whose id starts with ``prefix``; `UsageError` naming them if ids differ."""
+        key = stored_key(prefix)
+        rows = self._driver.query(
+            f"SELECT {_COLUMNS} FROM archive_items i WHERE substr(i.item_id, 1, ?) = ?{where}"
+            " ORDER BY i.session, i.seq LIMIT ?",
+            (len(key), key, *params, _CANDIDATES + 1),
+        )
+        ids = sorted({shown(str(r[1])) for r in rows})
+        if len(ids) > 1:
+            more = ", ..." if len(rows) > _CANDIDATES else ""
+            raise UsageError(
+                f"id prefix {prefix!r} starts {len(ids)} archived ids ({', '.join(ids)}{more}); "
+                "give more of the id"
+            )
+        return rows
 
     def search(self, ask: Ask, scope: Scope, limit: int) -> Found:
         where, params = self._scope_sql(scope)
@@ -573,4 +595,4 @@ def _item(row: Sequence[Any]) -> Item:
     )
 
 
-__all__ = ["MIN_PREFIX", "SHORT_CONTENT", "SqlArchive", "key_text"]
+__all__ = ["MIN_ID_PREFIX", "MIN_PREFIX", "SHORT_CONTENT", "SqlArchive", "key_text"]

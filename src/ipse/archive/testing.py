@@ -373,6 +373,26 @@ def check_an_item_sent_again_in_another_envelope_is_one_item(archive: ArchiveSto
     assert archive.recall("toolu_1", "s1").call == orjson.dumps(first.call)
 
 
+def check_a_unique_id_prefix_names_the_item(archive: ArchiveStore) -> None:
+    """An id no item has is read as the start of one: unique in the scope, it gives that item;
+    shared by several ids, it is refused naming them; shorter than six characters, it is no
+    prefix; an exact id wins over the ids it starts."""
+    archive.put("s1", [_use(i, "Read", {"file_path": f"{i}.txt"}, i, 1) for i in _PREFIXED], "a")
+    archive.put("s2", [_use("toolu_01Zz", "Read", {"file_path": "z.txt"}, "z", 1)], "b")
+    assert archive.recall("toolu_01Ab", "s1").item.id == "toolu_01AbC9"
+    assert archive.recall("toolu_01X", "s1").item.id == "toolu_01X"
+    with raises(UsageError, match="toolu_01XyQ.*toolu_01XyR"):
+        archive.recall("toolu_01Xy", "s1")
+    with raises(InputError, match="no archived item"):
+        archive.recall("toolu_01Zz", "s1")
+    with raises(InputError, match="no archived item"):
+        archive.recall("toolu", "s1")
+    assert recall_item(archive, _caller("s1"), "toolu_01Ab").item.id == "toolu_01AbC9"
+
+
+_PREFIXED = ("toolu_01AbC9", "toolu_01X", "toolu_01XyQ", "toolu_01XyR")
+
+
 def _ids(found: Any) -> list[str]:
     return [m.item.id if hasattr(m, "item") else m.id for m in found]
 
@@ -391,6 +411,7 @@ CHECKS: tuple[Check, ...] = (
     check_bare_session_ids_name_the_session,
     check_two_items_under_one_session_and_id_are_kept_apart,
     check_an_item_sent_again_in_another_envelope_is_one_item,
+    check_a_unique_id_prefix_names_the_item,
 )
 """Every check, in order; each takes a fresh, empty archive."""
 

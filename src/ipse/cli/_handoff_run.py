@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import print_table, terminal_progress
+from ipse.cli._quick_count import QuickCounter
 from ipse.errors import UsageError
 from ipse.handoff import (
     CHECKPOINT_TOOL,
@@ -79,6 +80,7 @@ class Arguments:
             model=self.model,
             budget=self.budget,
             ledger_tokens=self.ledger_tokens,
+            counter=QuickCounter(),  # (o200k's counts, without its encoder on a small input)
         )
 
 

@@ -60,7 +60,8 @@ def recall_command(
 
     Without --session or --scope an id is looked up in this session (IPSE_SESSION, the
     agent CLI's session id), then in this project's sessions; a search reads this session, or
-    without one this project's.
+    without one this project's. An id may be given by its start (six characters or more, as
+    the ledger shows it) when no other id there begins so.
 
     \b
     Examples:

@@ -36,7 +36,8 @@ from ipse.transcript import FORMATS
     "hard",
     type=int,
     metavar="TOKENS",
-    help="The hard threshold (a cut from here). Default: a margin below the compaction point.",
+    help="The hard threshold (a cut from here, nudged or not). Default: a margin below the "
+    "compaction point.",
 )
 @click.option(
     "--window",
@@ -206,7 +207,8 @@ def _render_one(out: Any, doc: dict[str, Any]) -> None:
             f"the agent CLI compacted at message {c['message']}: its summary keeps "
             f"{_pct(summary.get('in_context'))} of the {c['demanded']} facts used next in "
             f"context; ipse there keeps {_pct(ipse.get('in_context'))} "
-            f"(+{_pct(ipse.get('recallable'))} reachable)"
+            f"({_pct(ipse.get('reachable'))} of the rest reachable; the summary's "
+            f"{_pct(summary.get('reachable'))})"
         )
     _render_targets(out, doc)
 
@@ -225,7 +227,7 @@ def _render_cuts(out: Any, cuts: Sequence[dict[str, Any]]) -> None:
                 f"{c['tokens_after']:,}",
                 f"{c['removed_calls']:,}",
                 _pct(kept.get("in_context")),
-                _pct(kept.get("recallable")),
+                _pct(kept.get("reachable")),
             ]
         )
     columns = [("conversation", "left"), ("request", "right"), ("tokens before", "right")]

@@ -7,8 +7,10 @@ size of each request and acts before that point, where the prompt cache pays the
 - below the **soft** threshold: nothing;
 - from the soft threshold on: one **nudge** (a short instruction asking the agent to call the
   checkpoint tool now), once until the next cut;
-- from the **hard** threshold on (mode ``cut``): a **cut** at the newest turn boundary, unless a
-  cut was made fewer than ``min_requests`` requests ago.
+- once nudged, from the **cut** size on (mode ``cut``): a **cut** at the newest turn boundary,
+  unless a cut was made fewer than ``min_requests`` requests ago: the agent did not checkpoint
+  when asked, so the autopilot does it where it is cheapest over the long run;
+- from the **hard** threshold on (mode ``cut``): a cut, nudged or not.
 
 Nothing is done where the break-even (`ipse.handoff.break_even`) says the cut would not pay back
 before the expected end of the session: a cut that leaves nearly as much as it found never pays
@@ -22,6 +24,19 @@ before the next one, a file read or a command's output, fits in it). The soft th
 size at which a cut to what the conversation would keep pays back within the expected requests
 (`break_even_size`), never below a quarter of the limit, never above the hard threshold.
 
+Where the cut goes after an unanswered nudge (`economic_size`): a conversation that grows by
+``g`` tokens a request and is cut back to ``a`` tokens whenever it reaches ``S`` reads about
+``(S + a) / 2`` cached tokens a request, and writes ``a`` again once every ``(S - a) / g``
+requests. With read and write prices ``r`` and ``w`` the cost a request is
+
+    r·(S + a)/2 + w·a·g/(S − a)
+
+which is least at ``S = a + sqrt(2·(w/r)·a·g)`` (the square-root rule of an order size that
+balances a fixed cost per order against a holding cost). ``g`` is the conversation's mean growth
+per request since the last cut (before one, since its start), ``a`` what a cut at the newest
+turn boundary leaves. The cut size is that, never below the soft threshold, never above the
+hard one; without a growth to go by (the first request), the hard threshold.
+
 The expected number of requests still to come is, unless given, the number made so far (a
 session that has run n requests is as likely to stop before as after 2n), between
 `EXPECTED_MIN` and `EXPECTED_MAX`.
@@ -33,6 +48,7 @@ alike.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -126,7 +142,9 @@ class RequestState:
     there is no boundary to cut at); ``cached_share``: the share of ``tokens`` the provider's
     cache holds; ``requests``: the conversation's requests so far, this one included;
     ``since_cut``: requests since the last cut (the agent's or the autopilot's; None: never);
-    ``nudged``: a nudge was placed since that cut."""
+    ``nudged``: a nudge was placed since that cut, at an earlier request; ``growth``: the
+    tokens a request added on average since that cut (before one, since the start; None: not
+    known yet)."""
 
     tokens: int
     tokens_after: int | None
@@ -135,18 +153,22 @@ class RequestState:
     requests: int = 1
     since_cut: int | None = None
     nudged: bool = False
+    growth: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """The soft and hard thresholds a request was judged by, and the limit they stay under."""
+    """The soft and hard thresholds a request was judged by, the limit they stay under, and
+    the size from which a nudged conversation is cut (``cut``, between the two)."""
 
     soft: int
     hard: int
     limit: int
+    cut: int | None = None
 
     def to_json(self) -> dict[str, int]:
-        return {"soft": self.soft, "hard": self.hard, "limit": self.limit}
+        found = {"soft": self.soft, "hard": self.hard, "limit": self.limit}
+        return found if self.cut is None else {**found, "cut": self.cut}
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,18 +224,30 @@ def break_even_size(tokens_after: int, cached_share: float, rates: CacheRates, t
     return int(-(-tokens_after * (rates.write + (turns - 1) * rates.read) // keep))
 
 
+def economic_size(tokens_after: int, growth: float, rates: CacheRates) -> int:
+    """The size at which cutting back to ``tokens_after``, again and again, costs least per
+    request when the conversation grows by ``growth`` tokens a request (module docstring)."""
+    if rates.read <= 0 or growth <= 0:
+        return 2**62
+    return tokens_after + math.ceil(math.sqrt(2 * rates.write / rates.read * tokens_after * growth))
+
+
 def thresholds(state: RequestState, policy: AutopilotPolicy) -> Thresholds:
-    """The soft and hard thresholds for ``state`` (see the module docstring)."""
+    """The thresholds for ``state`` (see the module docstring)."""
     limit = state.limits.limit
     hard = policy.hard if policy.hard is not None else max(1, limit - margin(limit))
     if policy.soft is not None:
-        return Thresholds(min(policy.soft, hard), hard, limit)
-    floor = int(limit * SOFT_FLOOR_SHARE)
-    if state.tokens_after is None:
-        return Thresholds(min(max(floor, 1), hard), hard, limit)
-    turns = expected_requests(state.requests, policy)
-    paying = break_even_size(state.tokens_after, state.cached_share, policy.rates, turns)
-    return Thresholds(min(max(paying, floor, 1), hard), hard, limit)
+        soft = min(policy.soft, hard)
+    elif state.tokens_after is None:
+        soft = min(max(int(limit * SOFT_FLOOR_SHARE), 1), hard)
+    else:
+        turns = expected_requests(state.requests, policy)
+        paying = break_even_size(state.tokens_after, state.cached_share, policy.rates, turns)
+        soft = min(max(paying, int(limit * SOFT_FLOOR_SHARE), 1), hard)
+    if state.tokens_after is None or state.growth is None:
+        return Thresholds(soft, hard, limit)
+    cheapest = economic_size(state.tokens_after, state.growth, policy.rates)
+    return Thresholds(soft, hard, limit, min(max(cheapest, soft), hard))
 
 
 def autopilot_step(state: RequestState, policy: AutopilotPolicy) -> AutopilotStep:
@@ -240,13 +274,18 @@ def autopilot_step(state: RequestState, policy: AutopilotPolicy) -> AutopilotSte
     if turns is None or turns > expected:
         paid = "never pays back" if turns is None else f"pays back after {turns} requests"
         return step("nothing", f"a cut {paid}, {expected} expected")
-    if policy.mode == "cut" and state.tokens >= limits.hard:
+    unanswered = state.nudged and limits.cut is not None and state.tokens >= limits.cut
+    if policy.mode == "cut" and (state.tokens >= limits.hard or unanswered):
         if state.since_cut is not None and state.since_cut < policy.min_requests:
             return step(
                 "nothing",
                 f"{state.since_cut} request(s) since the last cut (at least {policy.min_requests})",
             )
-        return step("cut", f"at the hard threshold ({state.tokens} >= {limits.hard})")
+        if state.tokens >= limits.hard:
+            return step("cut", f"at the hard threshold ({state.tokens} >= {limits.hard})")
+        return step(
+            "cut", f"nudged, not checkpointed, at the cut size ({state.tokens} >= {limits.cut})"
+        )
     if state.nudged:
         return step("nothing", "nudged already since the last cut")
     return step("nudge", f"at the soft threshold ({state.tokens} >= {limits.soft})")
@@ -267,6 +306,7 @@ __all__ = [
     "Thresholds",
     "autopilot_step",
     "break_even_size",
+    "economic_size",
     "expected_requests",
     "margin",
     "thresholds",

@@ -202,9 +202,18 @@ class _Walk:
         self.since: int | None = None
         self.previous: int | None = None  # the size the previous request went upstream with
         self.last_tokens = 0
+        self.start: int | None = None  # the size the stretch's first request went up with
 
     def restart(self, cut: int, trigger: Trigger) -> None:
         self.cut, self.trigger, self.nudges, self.since = cut, trigger, [], 0
+        self.start = None
+
+    def growth(self, tokens: int) -> float | None:
+        """The tokens a request of this stretch added on average (None: its first request)."""
+        done = self.requests - 1 if self.since is None else self.since
+        if self.start is None or done < 1:
+            return None
+        return max(0, tokens - self.start) / done
 
     def request(self, end: int, boundary: int | None) -> None:
         self.requests += 1
@@ -219,9 +228,12 @@ class _Walk:
             requests=self.requests,
             since_cut=self.since,
             nudged=bool(self.nudges),
+            growth=self.growth(tokens),
         )
         step = autopilot_step(state, self.policy)
         self.steps[end] = step
+        if self.start is None:
+            self.start = tokens
         if step.action == "cut" and boundary is not None:
             self.events.append(PlannedEvent("cut", end, boundary, step))
             self.restart(boundary, "autopilot")

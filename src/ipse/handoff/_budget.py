@@ -9,8 +9,11 @@ moves becomes one archive item (`page_item`), ``page-`` and a hash of its conten
 marker names ("your narration of messages 3–41 (12,400 tokens): recall page-…"); `recall` gives
 it back word for word, and `ipse.handoff.verify` proves every moved text is in it.
 
-When even moving every agent message does not fit (the human wrote more than the budget), the
-handoff keeps what it must and says so (`Fit.met`).
+The budget is shared between the narration and the ledger: the ledger keeps its cap while
+narration can still move out; when moving every agent message does not fit, the ledger is
+scaled down (`shrink_ledger`), its newest entries of each section kept, down to no entries at
+all. When even that does not fit (the human wrote more than the budget), the handoff keeps
+what it must and says so (`Fit.met`).
 """
 
 from __future__ import annotations
@@ -72,6 +75,25 @@ def fit(
             return Fit(tokens, result, page, tokens <= budget)
 
 
+def shrink_ledger(
+    budget: int,
+    fitted: Fit,
+    ledger: int,
+    attempt: Callable[[tuple[int, ...], int], tuple[int, Any]],
+) -> Fit:
+    """``fitted`` (every narration it could move out moved, still over ``budget``) with the
+    ledger's cap lowered from the ``ledger`` tokens it took by the excess, again until the
+    rewritten part fits or the cap is 0 (``attempt(page, cap)`` hands off and counts)."""
+    cap, tokens, result = ledger, fitted.tokens, fitted.result
+    while tokens > budget and cap > 0:
+        cap = max(0, cap - (tokens - budget))
+        fewer, smaller = attempt(fitted.paged, cap)
+        if fewer >= tokens:
+            break  # the ledger is not what holds it over (the notes carry it)
+        tokens, result = fewer, smaller
+    return Fit(tokens, result, fitted.paged, tokens <= budget)
+
+
 def _next(narration: Sequence[tuple[int, int]], k: int, excess: int) -> int:
     """How many messages to move out so that the ones added hold ``excess`` tokens or more
     (at least one more)."""
@@ -99,4 +121,4 @@ def page_item(paged: Sequence[tuple[int, Sequence[str]]], tokens: int) -> Remove
     return Removed("page", f"page-{digest}", PAGE_TOOL, call, None, first)
 
 
-__all__ = ["PAGE_TOOL", "Fit", "candidates", "fit", "page_item"]
+__all__ = ["PAGE_TOOL", "Fit", "candidates", "fit", "page_item", "shrink_ledger"]

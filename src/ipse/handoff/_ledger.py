@@ -6,7 +6,12 @@ removed calls and their results (`ipse.handoff._effects` says what each call did
 one entry per file or command (the newest call wins, and its id is the one `recall` takes to
 give the call and its result back); `Ledger.text` renders it under a token cap, sections in the
 order the next step needs them (failing, changed, commands, read), the newest entries of each
-first, and says how many older ones it left out. A pure function of the removed part: the
+first, and says how many older ones it left out. Every id it shows is one `recall` takes: the
+shortest start of the call's id (twelve characters or more) that no other call of the
+conversation shares, which costs a third of the tokens of a whole ``toolu_`` id; calls that gave
+no entry are counted per tool with their ids too, newest first, as many as the cap holds, so
+what they returned (a search's hits, a sub-agent's report) can be asked for by id. A pure
+function of the removed part: the
 same conversation and cut give the same bytes, which is what keeps a proxy's rewritten prefix
 cacheable.
 
@@ -19,9 +24,8 @@ clears it.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipse.handoff._effects import (
@@ -80,9 +84,9 @@ class Entry:
     status: int | None = None  # a command's exit status, where its result says it
     detail: str = ""  # a failure: failing tests and the last error line
 
-    def line(self) -> str:
-        """The entry as the ledger prints it."""
-        ident = f" [{self.id}]"
+    def line(self, ref: str | None = None) -> str:
+        """The entry as the ledger prints it, its id shown as ``ref`` (default: the whole id)."""
+        ident = f" [{ref or self.id}]"
         if self.section == "changed":
             return f"- {'+'.join(self.actions)} {self.value}{ident}"
         if self.section == "read":
@@ -113,6 +117,12 @@ class Ledger:
     root: str | None = None
     branch: str | None = None
     others: tuple[tuple[str, int], ...] = ()  # (tool, calls) that gave no entry
+    other_ids: tuple[tuple[str, ...], ...] = ()  # each tool's calls of ``others``, newest first
+    refs: Mapping[str, str] = field(default_factory=dict)  # id -> the unique start shown
+
+    def ref(self, call_id: str) -> str:
+        """How the ledger shows ``call_id``: its shortest unique start (`short_ids`)."""
+        return self.refs.get(call_id, call_id)
 
     def section(self, name: str) -> list[Entry]:
         return [e for e in self.entries if e.section == name]
@@ -130,6 +140,10 @@ class Ledger:
             "branch": self.branch,
             "entries": [e.to_json() for e in self.entries],
             "other_calls": dict(self.others),
+            "other_call_ids": {
+                t: list(ids) for (t, _), ids in zip(self.others, self.other_ids, strict=False)
+            },
+            "shown_ids": dict(self.refs),
         }
 
 
@@ -177,7 +191,7 @@ class _Found:
         self.commands: dict[str, Entry] = {}
         self.failing: dict[str, Entry] = {}
         self.read: dict[str, Entry] = {}
-        self.others: Counter[str] = Counter()
+        self.others: dict[str, list[str]] = {}  # tool -> ids of its calls, newest first
         self.cwd: str | None = None
         self.root: str | None = None
         self.branch: str | None = None
@@ -201,7 +215,7 @@ def derive(
     for call in reversed(calls):
         found.cwd = found.cwd or workdir_of(call)
         if not _read_call(found, call, results.get(call.id)):
-            found.others[clean(call.name)] += 1
+            found.others.setdefault(clean(call.name), []).append(call.id)
     cwd = found.cwd or _said_cwd(messages, system)
     ordered = [
         *found.failing.values(),
@@ -209,14 +223,50 @@ def derive(
         *found.commands.values(),
         *(e for key, e in found.read.items() if key not in found.changed),
     ]
+    others = sorted(found.others.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    every = [b.id for m in messages for b in m.blocks if isinstance(b, ToolCall)]
     return Ledger(
         entries=tuple(ordered),
         calls=len(calls),
         cwd=clean(cwd) if cwd else None,
         root=clean(found.root) if found.root else None,
         branch=clean(found.branch) if found.branch else None,
-        others=tuple(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
+        others=tuple((tool, len(ids)) for tool, ids in others),
+        other_ids=tuple(tuple(ids) for _, ids in others),
+        refs=short_ids(every, {c.id for c in calls}),
     )
+
+
+SHORT_ID = 12  # the fewest characters of an id the ledger shows
+OTHER_IDS = 10  # the ids shown of each tool's calls that gave no entry, newest first
+
+
+def short_ids(ids: Sequence[str], wanted: Collection[str]) -> dict[str, str]:
+    """For each id of ``wanted``, its shortest start of `SHORT_ID` characters or more that no
+    other id of ``ids`` starts with (the whole id where none is shorter); ids that need
+    escaping on one line, or that another id equals, are left whole."""
+    unique = sorted(set(ids) | set(wanted))
+    refs: dict[str, str] = {}
+    for at, ident in enumerate(unique):
+        if ident not in wanted or clean(ident) != ident:
+            continue
+        shared = max(
+            (_common(ident, unique[j]) for j in (at - 1, at + 1) if 0 <= j < len(unique)),
+            default=0,
+        )
+        size = max(SHORT_ID, shared + 1)
+        if size < len(ident):
+            refs[ident] = ident[:size]
+    return refs
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _read_call(found: _Found, call: ToolCall, result: ToolResult | None) -> bool:
@@ -378,52 +428,108 @@ def _header(ledger: Ledger) -> list[str]:
     return lines
 
 
-def _others(ledger: Ledger) -> str:
+def _others(ledger: Ledger, shown: Sequence[int]) -> str:
+    """The calls that gave no entry, per tool: how many, and the ids of the newest ``shown``
+    of each."""
     if not ledger.others:
         return ""
-    return "Other calls: " + ", ".join(f"{tool} x{n}" for tool, n in ledger.others)
+    parts = []
+    for (tool, n), ids, k in zip(ledger.others, ledger.other_ids, shown, strict=True):
+        refs = "".join(f" [{ledger.ref(i)}]" for i in ids[:k])
+        more = f" (+{n - k} older)" if 0 < k < n else ""
+        parts.append(f"{tool} x{n}{refs}{more}")
+    return "Other calls: " + ", ".join(parts)
 
 
 def _omitted(n: int, cap: int) -> str:
     return f"({n} older entries left out at the {cap}-token cap: recall lists every removed call)"
 
 
+class _Choice:
+    """What a rendering shows: the entries, and how many ids of each tool's other calls (None:
+    no line for them)."""
+
+    __slots__ = ("entries", "ids")
+
+    def __init__(self, ids: list[int] | None) -> None:
+        self.entries: list[Entry] = []
+        self.ids = ids
+
+    def shrink(self) -> bool:
+        """Show one thing less (the oldest other-call id, then the oldest entry, then the
+        other calls' line); False when nothing is left to take away."""
+        ids = self.ids
+        if ids is not None and any(k > 1 for k in ids):
+            ids[max(range(len(ids)), key=lambda i: (ids[i], i))] -= 1
+        elif self.entries:
+            self.entries.pop()
+        elif ids is not None:
+            self.ids = None
+        else:
+            return False
+        return True
+
+
 def _render(ledger: Ledger, cap: int, count: Callable[[str], int]) -> Rendered:
+    """The header, then the other calls' line with the newest id of each tool, then entries
+    section by section, newest first, then more ids of the other calls, while the cap holds."""
     header = _header(ledger)
-    others = _others(ledger)
     budget = cap - sum(count(line + "\n") for line in header)
     budget -= count(_omitted(len(ledger.entries), cap) + "\n")
-    chosen: list[Entry] = []
+    choice = _Choice(None)
+    if ledger.others:
+        newest = [1] * len(ledger.others)
+        cost = count(_others(ledger, newest) + "\n")
+        if cost <= budget:
+            choice.ids, budget = newest, budget - cost
     for name in SECTIONS:
         title = count(_TITLES[name] + ":\n")
         opened = False
         for entry in ledger.section(name):
-            cost = count(entry.line() + "\n") + (0 if opened else title)
+            cost = count(entry.line(ledger.ref(entry.id)) + "\n") + (0 if opened else title)
             if cost > budget:
                 break
-            chosen.append(entry)
+            choice.entries.append(entry)
             budget -= cost
             opened = True
-    if others and count(others + "\n") > budget:
-        others = ""
+    if choice.ids is not None:
+        _more_ids(ledger, choice.ids, budget, count)
     while True:
-        text = _text(header, chosen, others, len(ledger.entries) - len(chosen), cap)
+        text = _text(ledger, choice, cap)
         tokens = count(text)
-        if tokens <= cap or not chosen:
+        if tokens <= cap or not choice.shrink():
             break
-        chosen.pop()
-    return Rendered(text, tuple(chosen), len(ledger.entries) - len(chosen), tokens, cap)
+    shown = tuple(choice.entries)
+    return Rendered(text, shown, len(ledger.entries) - len(shown), tokens, cap)
 
 
-def _text(header: list[str], chosen: list[Entry], others: str, omitted: int, cap: int) -> str:
-    lines = list(header)
+def _more_ids(ledger: Ledger, ids: list[int], budget: int, count: Callable[[str], int]) -> None:
+    """Add the other calls' older ids, the newest first across tools, while ``budget`` holds."""
+    while True:
+        added = False
+        for at, every in enumerate(ledger.other_ids):
+            if ids[at] >= min(len(every), OTHER_IDS):
+                continue
+            cost = count(f" [{ledger.ref(every[ids[at]])}]")
+            if cost > budget:
+                return
+            ids[at] += 1
+            budget -= cost
+            added = True
+        if not added:
+            return
+
+
+def _text(ledger: Ledger, choice: _Choice, cap: int) -> str:
+    lines = _header(ledger)
     for name in SECTIONS:
-        shown = [e for e in chosen if e.section == name]
+        shown = [e for e in choice.entries if e.section == name]
         if shown:
             lines.append(_TITLES[name] + ":")
-            lines.extend(e.line() for e in shown)
-    if others:
-        lines.append(others)
+            lines.extend(e.line(ledger.ref(e.id)) for e in shown)
+    if choice.ids is not None:
+        lines.append(_others(ledger, choice.ids))
+    omitted = len(ledger.entries) - len(choice.entries)
     if omitted:
         lines.append(_omitted(omitted, cap))
     return "\n".join(lines)
@@ -439,4 +545,5 @@ __all__ = [
     "clean",
     "derive",
     "failure",
+    "short_ids",
 ]

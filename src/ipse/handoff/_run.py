@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ipse.errors import CheckFailed, UsageError
-from ipse.handoff._budget import Fit, candidates, fit, page_item
+from ipse.handoff._budget import Fit, candidates, fit, page_item, shrink_ledger
 from ipse.handoff._cut import CHECKPOINT_TOOL, At
 from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
 from ipse.handoff._marker import Marked, mark
@@ -230,31 +230,33 @@ def _handed(
             report = replace(report, page=page_item(report.paged, tokens))
         return after, report
 
-    def marked(parts: tuple[Conversation, HandoffReport]) -> Marked:
+    def marked(parts: tuple[Conversation, HandoffReport], cap: int) -> Marked:
         after, report = parts
         return mark(
             conversation,
             after,
             report,
-            cap=opts.ledger_tokens,
+            cap=cap,
             count=tally.count,
             session=session,
             recallable=recallable,
         )
 
-    first = marked(stripped(()))
+    first = marked(stripped(()), opts.ledger_tokens)
     budget = called_budget(conversation, first.report) or opts.budget
     if budget is None:
         return first, None, None
 
-    def counted(page: tuple[int, ...]) -> tuple[int, Marked]:
-        done = first if not page else marked(stripped(page))
+    def counted(page: tuple[int, ...], cap: int = opts.ledger_tokens) -> tuple[int, Marked]:
+        done = first if not page and cap == opts.ledger_tokens else marked(stripped(page), cap)
         part = tally.fresh()
         part.add_messages(done.after.messages[: done.report.rewritten_out])
         return part.total, done
 
     narration = candidates(conversation.messages[: first.report.cut], tally.count)
     fitted = fit(budget, narration, counted)
+    if not fitted.met and fitted.result.rendered is not None:
+        fitted = shrink_ledger(budget, fitted, fitted.result.rendered.tokens, counted)
     return fitted.result, fitted, budget
 
 

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 RECALL_CHARS = 8000  # the default size of one recall page
 RECALL_MAX_CHARS = 100_000
 RECALL_DESCRIPTION = (
-    "Get back what a handoff removed. With id (as a breadcrumb or a search shows it): the tool "
-    "call and its result, whole. With query, path and/or kind: the best matches in this "
+    "Get back what a handoff removed. With id (as a breadcrumb, the ledger or a search shows "
+    "it; a start no other id shares will do): the tool call and its result, whole. With "
+    "query, path and/or kind: the best matches in this "
     "session (scope project or all looks further), each with its id and a line of it. With "
     "checkpoint: its notes and the items its session's handoffs removed. Long output comes in "
     "pages: call again with next_offset."

@@ -43,6 +43,9 @@ class SharedHistory(Mapping[str, Any]):
     sent: Callable[[int], Any] | None = field(default=None, repr=False)
     tail: Sequence[Any] = field(default=(), repr=False)
     checked: bool = False
+    # the items of ``base`` whose text the agent CLI wrote, not a person: what a session file
+    # marks (Claude Code's ``isMeta`` records, its compaction summary) and the body cannot say
+    harness: frozenset[int] = field(default=frozenset(), repr=False)
 
     @property
     def size(self) -> int:

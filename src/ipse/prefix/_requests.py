@@ -345,6 +345,16 @@ def _thread_requests(
             yield found
 
 
+def harness_items(messages: Sequence[Any]) -> frozenset[int]:
+    """The messages of a session's thread whose text Claude Code wrote, not the person: its
+    ``isMeta`` records (a command's expansion) and its compaction summary."""
+    return frozenset(
+        i
+        for i, m in enumerate(messages)
+        if m.meta.get("is_meta") or m.meta.get("is_compact_summary")
+    )
+
+
 class _ThreadCalls:
     """Makes the requests of one thread's calls: its live path's segment by segment, then
     those off it; one front per model, shared by its requests."""
@@ -368,6 +378,7 @@ class _ThreadCalls:
         """The calls of one segment of the live path (``first``: the segment follows a
         compaction, and its first call is the compaction's)."""
         call: Mapping[str, Any] | None = None  # the meta of the last record of the call
+        harness = harness_items(messages)
         for k, message in enumerate(messages):
             if message.body["role"] != "assistant":
                 call = call if results_only(message.body) else None
@@ -387,7 +398,9 @@ class _ThreadCalls:
             if journaled is not None:
                 request_body = _journaled_body(journaled, model, dicts, k)
             else:
-                request_body = SharedHistory(_front(self.fronts, model), dicts, k, checked=True)
+                request_body = SharedHistory(
+                    _front(self.fronts, model), dicts, k, checked=True, harness=harness
+                )
             pending = _request(
                 request_body, meta, before.meta, f"{self.p}:message {k}", self.conversation
             )

@@ -61,6 +61,8 @@ def _why_ipse(name: str, fact: SessionFact) -> str:
         return "in the agent's narration, paged out by the budget"
     if where <= {"tool_result"}:
         return "only in a tool's output, which the handoff removes (the ledger names calls)"
+    if where <= {"tool_input", "tool_result"} and name == BUDGETED:
+        return "in a removed call the ledger does not show (past the cap the budget left it)"
     if where <= {"tool_input", "tool_result"}:
         return "in a removed call the ledger does not show (past its cap, or not a file or command)"
     if where <= {"thinking", "tool_input", "tool_result"}:

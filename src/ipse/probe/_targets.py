@@ -119,8 +119,9 @@ def _numbers(line: Mapping[str, Any]) -> dict[str, Any]:
 def _over(budget: Mapping[str, Any], summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Why the held handoff is larger than the summary."""
     why = (
-        "what a budget never pages out (the human's words, the checkpoint notes, the marker "
-        "and its ledger) is more than the summary's tokens"
+        "what a budget never pages out (the human's words, the checkpoint notes, the marker's "
+        "own lines and the ledger's heading, once every narration is paged out and the ledger "
+        "holds no entry) is more than the summary's tokens"
     )
     value = f"{budget['tokens']:,} against the summary's {summary['tokens']:,}"
     return [

@@ -27,22 +27,23 @@ def at_cuts(planned: PlannedLine, session: Path | None) -> None:
     cannot score the cut)."""
     if not planned.cuts:
         return
-    from ipse.probe import FactIndex, Meter, Timeline, continuity, read_invariants
+    from ipse.probe import FactIndex, Meter, Reach, Timeline, continuity, read_invariants
 
     conversation = planned.conversation
     line = Timeline(conversation.messages, (), conversation.dialect, conversation.system)
     index = FactIndex(line, read_invariants(session) if session is not None else ())
     meter = Meter(line)
-    for cut in planned.cuts:
-        found = continuity(index, meter, cut.at)
-        cut.continuity = found.to_json(lost_limit=0) if found is not None else None
+    with Reach() as reach:
+        for cut in planned.cuts:
+            found = continuity(index, meter, cut.at, reach)
+            cut.continuity = found.to_json(lost_limit=0) if found is not None else None
 
 
 def at_compactions(session: Path, format: str | None) -> list[dict[str, Any]]:
     """At each of the session's own compactions: the probe's in-context and reachable shares
     for the agent CLI's summary and for ipse's handoff at the same point (none for an input
     that is no session with compactions)."""
-    from ipse.probe import FactIndex, Meter, probe, read_invariants, timeline
+    from ipse.probe import FactIndex, Meter, Reach, probe, read_invariants, timeline
     from ipse.transcript import load
 
     try:
@@ -54,8 +55,11 @@ def at_compactions(session: Path, format: str | None) -> list[dict[str, Any]]:
     index = FactIndex(line, read_invariants(session))
     meter = Meter(line)
     out = []
-    for compaction in line.compactions:
-        document = probe(index, meter, compaction.index, "compaction")
+    with Reach() as reach:
+        documents = [
+            probe(index, meter, c.index, "compaction", reach=reach) for c in line.compactions
+        ]
+    for compaction, document in zip(line.compactions, documents, strict=True):
         strategies = {s["name"]: s for s in document["strategies"]}
         out.append(
             {

@@ -90,7 +90,7 @@ def reasons(
             "reason": "too short",
             "share": round(early, 4),
             "detail": f"{early:.0%} of the recorded conversation cost came before the "
-            "autopilot's first cut (the requests stayed below its hard threshold until then)",
+            "autopilot's first cut (the requests stayed below the sizes it cuts at until then)",
         },
         {
             "reason": "mostly uncached",

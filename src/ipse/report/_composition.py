@@ -11,6 +11,7 @@ are read whole, their token counts memoised by the message's provider JSON (`Com
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +31,7 @@ from ipse.transcript import (
     body_codec,
     counted_text,
 )
+from ipse.transcript.formats.claude_code import as_harness
 from ipse.transcript.formats.openai_responses import read_item
 
 # What fills the context, in drawing order (bottom to top).
@@ -249,14 +251,16 @@ class History:
         starts: list[int] = []
         for i, (start, role, blocks) in enumerate(groups):
             entries = []
+            harness = i in body.harness  # text the session marks as the agent CLI's
             for block in blocks:
                 call_name, result_of = call_and_result(block)
+                text = isinstance(block, Text)
                 entries.append(
                     (
-                        block_kind(block),
+                        "harness_text" if harness and text else block_kind(block),
                         tally.count(counted_text(block)),
                         call_name if result_of is None else tools[i, result_of],
-                        isinstance(block, Text) and block.origin.value == "human",
+                        text and not harness and block.origin.value == "human",
                     )
                 )
             items.append(entries)
@@ -377,7 +381,17 @@ def _tail_groups(request: Request) -> list[tuple[int, str, tuple[Any, ...]]] | N
 
 
 def conversation_of(request: Request) -> Conversation:
-    return body_codec(request.body, request.provider).read_body(request.body)
+    """The request's body read, with the text a session marks as the agent CLI's
+    (`SharedHistory.harness`) made the agent CLI's."""
+    body = request.body
+    conversation = body_codec(body, request.provider).read_body(body)
+    if not isinstance(body, SharedHistory) or body.key != "messages" or not body.harness:
+        return conversation
+    messages = list(conversation.messages)
+    for i in body.harness:
+        if i < min(body.count, len(messages)):
+            messages[i] = as_harness(messages[i])
+    return dataclasses.replace(conversation, messages=tuple(messages))
 
 
 def raw_messages(request: Request) -> list[Any]:

@@ -408,7 +408,7 @@ def _messages(records: Iterable[SessionRecord], path: Path) -> list[Message]:
             raise InputError(exc.detail, path=path, position=f"line {record.line}") from exc
         meta = record_meta(record)
         if data.get("isMeta") or data.get("isCompactSummary"):
-            message = _as_harness(message)
+            message = as_harness(message)
         if kind == "assistant":
             message_id = payload.get("id")
             index = by_id.get(message_id) if isinstance(message_id, str) else None
@@ -565,7 +565,8 @@ def _only_results(role: str, blocks: Sequence[Block]) -> bool:
     return role == "user" and bool(blocks) and all(isinstance(b, ToolResult) for b in blocks)
 
 
-def _as_harness(message: Message) -> Message:
+def as_harness(message: Message) -> Message:
+    """The message with its text made the agent CLI's (what ``isMeta`` marks)."""
     blocks = tuple(
         Text(b.text, Origin.HARNESS, b.raw) if isinstance(b, Text) else b for b in message.blocks
     )
