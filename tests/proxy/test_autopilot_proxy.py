@@ -173,7 +173,7 @@ def test_a_conversation_is_nudged_once_then_cut_and_the_cut_is_kept(tmp_path: Pa
     assert "autopilot nudge at" in log and "autopilot cut at autopilot:" in log
 
     # ipse report marks them apart from the agent's own checkpoints, by the same name
-    shown = _ipse("report", str(tmp_path / "record.jsonl"), "--json")
+    shown = _ipse("report", str(tmp_path / "record.jsonl"), "--json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     made = report["autopilot"]
@@ -261,12 +261,13 @@ def test_a_codex_conversation_on_the_responses_api_is_nudged_and_cut(tmp_path: P
     assert "autopilot cut at autopilot:" in log
 
 
-def _ipse(*args: str) -> subprocess.CompletedProcess[str]:
+def _ipse(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``ipse ARGS`` in ``cwd`` (a report writes its page there)."""
     import os
 
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, "-m", "ipse", *args], capture_output=True, text=True,
-                          timeout=60, env=env, check=False)  # fmt: skip
+                          timeout=60, env=env, check=False, cwd=cwd)  # fmt: skip
 
 
 @pytest.mark.parametrize(

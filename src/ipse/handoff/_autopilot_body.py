@@ -137,8 +137,10 @@ class _Memo:
     same cut and nudges, unless one of its new requests brings a nudge or a cut. Each new
     request counts at most ``tokens`` plus the appended items' bytes over `bytes_per_token`
     (the plan counts each message's bytes so): where that bound stays below the lowest soft
-    threshold, or below the hard one in a stretch nudged already, none can, and the body is
-    written from the memo without reading or planning it (`_as_planned`)."""
+    threshold (or, with nudges only, in a stretch nudged already), none can, and the body is
+    written from the memo without reading or planning it (`_as_planned`). A nudged stretch in
+    cut mode is planned in full: it may be cut from the cut size on (`ipse.handoff._autopilot`),
+    anywhere between the soft and the hard threshold."""
 
     items: int
     digest: bytes
@@ -261,7 +263,9 @@ def _as_planned(
     lowest = thresholds(RequestState(0, None, limits), policy)
     appended = jsonio.dumps(raw[memo.items :])
     bound = memo.tokens + len(appended) / bytes_per_token()
-    if not (bound < lowest.soft or (memo.nudges and bound < lowest.hard)):
+    # below the lowest soft threshold nothing happens; once nudged, nothing more in nudge mode
+    # (in cut mode a nudged conversation may be cut from the cut size on, never below soft)
+    if not (bound < lowest.soft or (memo.nudges and policy.mode == "nudge")):
         return None
     if any(name.encode() in appended for name in tool_names):
         return None
