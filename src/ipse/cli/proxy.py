@@ -59,8 +59,9 @@ def _autopilot_options() -> list[Any]:
             show_default=True,
             help="What the proxy does when a conversation grows and the agent has not "
             "checkpointed: nudge it to call the checkpoint tool (from --autopilot-soft on), then "
-            "cut at the newest turn boundary on its own (from --autopilot-hard on; only with "
-            "cut); off forwards every body as the agent's own checkpoints leave it (so does "
+            "cut at the newest turn boundary on its own (only with cut: once nudged, where "
+            "cutting costs least, at the latest from --autopilot-hard); off forwards every "
+            "body as the agent's own checkpoints leave it (so does "
             "--no-handoff). "
             "Also IPSE_AUTOPILOT (and IPSE_AUTOPILOT_SOFT, IPSE_AUTOPILOT_HARD).",
         ),
@@ -75,7 +76,8 @@ def _autopilot_options() -> list[Any]:
             "--autopilot-hard",
             type=click.IntRange(min=1),
             envvar="IPSE_AUTOPILOT_HARD",
-            help="Tokens from which the proxy cuts. Default: a margin (the larger of 20,000 "
+            help="Tokens from which the proxy cuts, nudged or not. Default: a margin (the "
+            "larger of 20,000 "
             "tokens and a tenth) below the agent CLI's compaction point, else the model's window.",
         ),
     ]
