@@ -4,9 +4,12 @@ It records every request (path, headers, JSON body) and answers ``POST /v1/messa
 API documents: JSON for ``stream: false``; for ``stream: true`` the server-sent event sequence
 ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
 ``content_block_stop``, ``message_delta``, ``message_stop``. ``count_tokens`` answers
-``{"input_tokens": N}``. Replies are scripted: each request takes the next reply (the last one
-repeats). A reply is a text, or a dict: ``{"text": ..., "tool_use": {"id", "name", "input"}}``
-(a tool call, ``stop_reason: "tool_use"``, streamed as ``input_json_delta``), ``{"status": 529}``
+``{"input_tokens": N}`` (the body's bytes / 4); a reply's usage reports ``input_tokens`` 10, or
+what the ``input_tokens`` function makes of the request's raw body (bytes / 4 for an upstream
+whose usage grows with what it is sent, as the API's does). Replies are scripted: each request
+takes the next reply (the last one repeats). A reply is a text, or a dict: ``{"text": ...,
+"tool_use": {"id", "name", "input"}}`` (a tool call, ``stop_reason: "tool_use"``, streamed as
+``input_json_delta``), ``{"status": 529}``
 (the API's error document for that status), ``{"stall": SECONDS, "after": N}`` (N events, then
 silence, then the connection closes) or ``{"close_after": N}`` (N events, then the connection
 closes without the rest); ``"pace": SECONDS`` waits that long before each event. Instead of a
@@ -59,13 +62,13 @@ def _spec(reply: Reply) -> dict[str, Any]:
 
 
 def _events(
-    reply: Reply, model: str, message_id: str = "msg_scripted"
+    reply: Reply, model: str, message_id: str = "msg_scripted", input_tokens: int = 10
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     spec = _spec(reply)
     text = spec.get("text", "")
     tool = spec.get("tool_use")
     usage = {
-        "input_tokens": 10,
+        "input_tokens": input_tokens,
         "output_tokens": 1,
         "cache_read_input_tokens": 0,
         "cache_creation_input_tokens": 0,
@@ -141,6 +144,7 @@ def _handler(
     upstream: Upstream,
     replies: Replies,
     answer: Callable[[dict[str, Any]], Reply] | None = None,
+    input_tokens: Callable[[bytes], int] | None = None,
 ) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     answered = itertools.count(1)
@@ -188,6 +192,7 @@ def _handler(
                     reply = replies[min(max(turn, 0), len(replies) - 1)]
                 spec = _spec(reply)
                 model = str(body.get("model", "claude"))
+                tokens = input_tokens(raw) if input_tokens is not None else 10
                 # every message the API answers has an id of its own (Claude Code groups the
                 # records of one response by it when it resumes a session)
                 message_id = (
@@ -198,9 +203,9 @@ def _handler(
                     error = {"type": kind, "message": f"scripted {spec['status']}"}
                     self._json(spec["status"], {"type": "error", "error": error})
                 elif body.get("stream"):
-                    self._stream(reply, model, message_id)
+                    self._stream(reply, model, message_id, tokens)
                 else:
-                    self._json(200, _message(reply, model, message_id))
+                    self._json(200, _message(reply, model, message_id, tokens))
             else:
                 error = {"type": "not_found_error", "message": self.path}
                 self._json(404, {"type": "error", "error": error})
@@ -213,7 +218,7 @@ def _handler(
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, reply: Reply, model: str, message_id: str) -> None:
+        def _stream(self, reply: Reply, model: str, message_id: str, tokens: int) -> None:
             spec = _spec(reply)
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -222,7 +227,7 @@ def _handler(
             self.end_headers()
             stop_after = spec.get("after", spec.get("close_after"))
             pace = float(spec.get("pace", 0))
-            for n, (name, data) in enumerate(_events(reply, model, message_id)):
+            for n, (name, data) in enumerate(_events(reply, model, message_id, tokens)):
                 if stop_after is not None and n >= stop_after:
                     if "stall" in spec:
                         time.sleep(spec["stall"])
@@ -239,7 +244,9 @@ def _handler(
     return Handler
 
 
-def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict[str, Any]:
+def _message(
+    reply: Reply, model: str, message_id: str = "msg_scripted", input_tokens: int = 10
+) -> dict[str, Any]:
     spec = _spec(reply)
     content: list[dict[str, Any]] = []
     if spec.get("text") or not spec.get("tool_use"):
@@ -255,7 +262,7 @@ def _message(reply: Reply, model: str, message_id: str = "msg_scripted") -> dict
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 3},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 3},
     }
 
 
@@ -264,9 +271,11 @@ def anthropic_upstream(
     replies: Replies = ("OK.",),
     *,
     answer: Callable[[dict[str, Any]], Reply] | None = None,
+    input_tokens: Callable[[bytes], int] | None = None,
 ) -> Iterator[Upstream]:
-    """Serve on a free loopback port for the duration of the ``with`` block."""
+    """Serve on a free loopback port for the duration of the ``with`` block; ``input_tokens``
+    counts a request's raw body into the ``input_tokens`` its usage reports (10 unless given)."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies, answer)) as url:
+    with serve(_handler(upstream, replies, answer, input_tokens)) as url:
         upstream.url = url
         yield upstream
