@@ -27,7 +27,6 @@ from tests.support.clients import claude_binary
 from tests.support.long_session import (
     claude_code_model,
     extends,
-    input_tokens,
     is_compaction_request,
     said,
     texts,
@@ -48,7 +47,7 @@ def test_claude_code_compacts_on_its_own(tmp_path: Path) -> None:
     claude = claude_binary()
     project = tmp_path / "project"
     project.mkdir()
-    with anthropic_upstream(claude_code_model(project), input_tokens=input_tokens) as upstream:
+    with anthropic_upstream(claude_code_model(project), sized=True) as upstream:
         session = ClaudeCodeSession.create(claude, tmp_path, upstream.url, WINDOW)
         compacted: list[dict[str, Any]] = []
         while not compacted and session.turns_run < COMPACTED_BY:

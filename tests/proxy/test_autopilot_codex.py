@@ -23,7 +23,6 @@ from tests.support.clients import codex_binary
 from tests.support.codex_session import CodexSession, codex_model, is_codex_compaction_request
 from tests.support.long_session import (
     extends,
-    input_tokens,
     said,
     texts,
 )
@@ -41,7 +40,7 @@ def _requests(upstream: Upstream) -> list[dict[str, Any]]:
 
 def test_codex_compacts_on_its_own(tmp_path: Path) -> None:
     codex = codex_binary()
-    with openai_upstream(codex_model, input_tokens=input_tokens) as upstream:
+    with openai_upstream(codex_model, sized=True) as upstream:
         session = CodexSession.create(codex, tmp_path, upstream.url, LIMIT)
         compacted: list[dict[str, Any]] = []
         while not compacted and session.turns_run < COMPACTED_BY:

@@ -4,19 +4,18 @@ It records every request (path, headers, JSON body) and answers ``POST /v1/messa
 API documents: JSON for ``stream: false``; for ``stream: true`` the server-sent event sequence
 ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
 ``content_block_stop``, ``message_delta``, ``message_stop``. ``count_tokens`` answers
-``{"input_tokens": N}`` (the body's bytes / 4); a reply's usage reports ``input_tokens`` 10, or
-what the ``input_tokens`` function makes of the request's raw body (bytes / 4 for an upstream
-whose usage grows with what it is sent, as the API's does). Replies are scripted: each request
-takes the next reply (the last one repeats). A reply is a text, or a dict: ``{"text": ...,
-"tool_use": {"id", "name", "input"}}`` (a tool call, ``stop_reason: "tool_use"``, streamed as
-``input_json_delta``), ``{"status": 529}``
+``{"input_tokens": N}``. Replies are scripted: each request takes the next reply (the last one
+repeats). A reply is a text, or a dict: ``{"text": ..., "tool_use": {"id", "name", "input"}}``
+(a tool call, ``stop_reason: "tool_use"``, streamed as ``input_json_delta``), ``{"status": 529}``
 (the API's error document for that status), ``{"stall": SECONDS, "after": N}`` (N events, then
 silence, then the connection closes) or ``{"close_after": N}`` (N events, then the connection
 closes without the rest); ``"pace": SECONDS`` waits that long before each event. Instead of a
 list, ``replies`` may be a function of the request body that returns the reply (a model that
 answers what it is asked, however many requests come). ``answer`` does the same and gives every
 message the id ``msg_scripted``, so that `stream_bytes` is exactly the event stream a reply is
-sent as (otherwise every message has an id of its own).
+sent as (otherwise every message has an id of its own). With ``sized``, each answer's usage
+reports the request's input tokens as the API does, growing with the body (its bytes / 4, the
+count ``count_tokens`` gives here); else a fixed 10.
 """
 
 from __future__ import annotations
@@ -144,7 +143,7 @@ def _handler(
     upstream: Upstream,
     replies: Replies,
     answer: Callable[[dict[str, Any]], Reply] | None = None,
-    input_tokens: Callable[[bytes], int] | None = None,
+    sized: bool = False,
 ) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     answered = itertools.count(1)
@@ -192,7 +191,6 @@ def _handler(
                     reply = replies[min(max(turn, 0), len(replies) - 1)]
                 spec = _spec(reply)
                 model = str(body.get("model", "claude"))
-                tokens = input_tokens(raw) if input_tokens is not None else 10
                 # every message the API answers has an id of its own (Claude Code groups the
                 # records of one response by it when it resumes a session)
                 message_id = (
@@ -203,8 +201,9 @@ def _handler(
                     error = {"type": kind, "message": f"scripted {spec['status']}"}
                     self._json(spec["status"], {"type": "error", "error": error})
                 elif body.get("stream"):
-                    self._stream(reply, model, message_id, tokens)
+                    self._stream(reply, model, message_id, len(raw) // 4 if sized else 10)
                 else:
+                    tokens = len(raw) // 4 if sized else 10
                     self._json(200, _message(reply, model, message_id, tokens))
             else:
                 error = {"type": "not_found_error", "message": self.path}
@@ -271,11 +270,10 @@ def anthropic_upstream(
     replies: Replies = ("OK.",),
     *,
     answer: Callable[[dict[str, Any]], Reply] | None = None,
-    input_tokens: Callable[[bytes], int] | None = None,
+    sized: bool = False,
 ) -> Iterator[Upstream]:
-    """Serve on a free loopback port for the duration of the ``with`` block; ``input_tokens``
-    counts a request's raw body into the ``input_tokens`` its usage reports (10 unless given)."""
+    """Serve on a free loopback port for the duration of the ``with`` block."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies, answer, input_tokens)) as url:
+    with serve(_handler(upstream, replies, answer, sized)) as url:
         upstream.url = url
         yield upstream

@@ -261,7 +261,7 @@ def _response_events(
 
 
 def _handler(
-    upstream: Upstream, replies: Replies, input_tokens: Callable[[bytes], int] | None = None
+    upstream: Upstream, replies: Replies, sized: bool = False
 ) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     answered = itertools.count(1)
@@ -293,7 +293,7 @@ def _handler(
                     self._json(200, _chat(reply, model))
             elif path.endswith("/responses"):
                 serial = next(answered)
-                tokens = input_tokens(raw) if input_tokens is not None else 10
+                tokens = len(raw) // 4 if sized else 10
                 if body.get("stream"):
                     self._events(
                         _response_events(reply, model, serial, tokens),
@@ -339,13 +339,11 @@ def _handler(
 
 
 @contextmanager
-def openai_upstream(
-    replies: Replies = ("OK.",), *, input_tokens: Callable[[bytes], int] | None = None
-) -> Iterator[Upstream]:
-    """Serve on a free loopback port for the duration of the ``with`` block; ``input_tokens``
-    counts a Responses request's raw body into the ``input_tokens`` its usage reports (10
-    unless given)."""
+def openai_upstream(replies: Replies = ("OK.",), *, sized: bool = False) -> Iterator[Upstream]:
+    """Serve on a free loopback port for the duration of the ``with`` block. With ``sized``, a
+    Responses answer's usage reports the request's input tokens as the API does, growing with
+    the body (its bytes / 4); else a fixed 10."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies, input_tokens)) as url:
+    with serve(_handler(upstream, replies, sized)) as url:
         upstream.url = url
         yield upstream

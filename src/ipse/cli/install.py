@@ -33,6 +33,14 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
 
+AUTOPILOT_NOTE = (
+    "the proxy's autopilot is on (--autopilot cut): as a conversation grows it asks the agent to "
+    "checkpoint, then cuts at a turn boundary itself before the agent CLI would compact; turn it "
+    "off with IPSE_AUTOPILOT=off in the agent CLI's environment (or `ipse proxy start --restart "
+    "--autopilot off`), or only nudge with IPSE_AUTOPILOT=nudge"
+)
+
+
 def _report(
     changes: list[Any],
     as_json: bool,
@@ -142,6 +150,8 @@ def install_command(
                "statusline": statusline}  # fmt: skip
     changes = install_agent(agent, root, **options)  # type: ignore[arg-type]
     notes = install_notes(agent, root, **options)  # type: ignore[arg-type]
+    if proxy:
+        notes.append(AUTOPILOT_NOTE)
     _report(changes, as_json, notes)
 
 

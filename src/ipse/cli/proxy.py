@@ -83,6 +83,32 @@ def _options(function: Any) -> Any:
             "budget argument wins). Default: no budget, every authored word stays.",
         ),
         click.option(
+            "--autopilot",
+            type=click.Choice(["off", "nudge", "cut"]),
+            default="cut",
+            envvar="IPSE_AUTOPILOT",
+            show_default=True,
+            help="What the proxy does when a conversation grows and the agent has not "
+            "checkpointed: nudge it to call the checkpoint tool (from --autopilot-soft on), then "
+            "cut at the newest turn boundary on its own (from --autopilot-hard on; only with "
+            "cut); off forwards every body as the agent's own checkpoints leave it. "
+            "Also IPSE_AUTOPILOT (and IPSE_AUTOPILOT_SOFT, IPSE_AUTOPILOT_HARD).",
+        ),
+        click.option(
+            "--autopilot-soft",
+            type=click.IntRange(min=1),
+            envvar="IPSE_AUTOPILOT_SOFT",
+            help="Tokens from which the agent is nudged. Default: where a cut pays back its "
+            "cache cost, never below a quarter of the agent CLI's compaction point.",
+        ),
+        click.option(
+            "--autopilot-hard",
+            type=click.IntRange(min=1),
+            envvar="IPSE_AUTOPILOT_HARD",
+            help="Tokens from which the proxy cuts. Default: a margin (the larger of 20,000 "
+            "tokens and a tenth) below the agent CLI's compaction point, else the model's window.",
+        ),
+        click.option(
             "--no-analysis",
             is_flag=True,
             help="Log usage without the cache model's prediction (saves CPU on large bodies).",
@@ -111,9 +137,13 @@ def _options(function: Any) -> Any:
 
 
 def _config(**options: Any) -> Any:
+    from ipse.handoff import AutopilotPolicy
     from ipse.handoff.wire import CHECKPOINT_TOOLS
     from ipse.proxy import ProxyConfig
 
+    autopilot = AutopilotPolicy(
+        mode=options["autopilot"], soft=options["autopilot_soft"], hard=options["autopilot_hard"]
+    )
     anthropic, openai = ProxyConfig.upstreams_from_options(
         options["anthropic_upstream"], options["openai_upstream"]
     )
@@ -127,6 +157,7 @@ def _config(**options: Any) -> Any:
         json_log=options["json_log"],
         handoff=not options["no_handoff"],
         handoff_budget=options["handoff_budget"],
+        autopilot=autopilot,
         analyze=not options["no_analysis"],
         read_timeout=options["read_timeout"],
         tool_names=tuple(options["tool_names"]) or CHECKPOINT_TOOLS,
@@ -142,8 +173,9 @@ def proxy_group(ctx: click.Context, /, **options: Any) -> None:
 
     Point a client at it (ANTHROPIC_BASE_URL=http://127.0.0.1:8765,
     OPENAI_BASE_URL=http://127.0.0.1:8765/v1): requests after a checkpoint call are handed off
-    on the way. With only one of --anthropic-upstream and --openai-upstream, the other provider
-    is not contacted at all.
+    on the way, and the autopilot nudges an agent that grows past --autopilot-soft to
+    checkpoint, and cuts on its own past --autopilot-hard (--autopilot off: never). With only
+    one of --anthropic-upstream and --openai-upstream, the other provider is not contacted.
 
     \b
     Examples:
@@ -197,7 +229,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 
 _SETTINGS = ("anthropic_upstream", "openai_upstream", "record", "store", "json_log",
              "tool_names", "no_handoff", "handoff_budget", "no_analysis", "read_timeout",
-             "workers")  # fmt: skip
+             "workers", "autopilot", "autopilot_soft", "autopilot_hard")  # fmt: skip
 
 
 @proxy_group.command("start")
@@ -345,6 +377,10 @@ def _argv(options: dict[str, Any]) -> list[str]:
         out += ["--handoff-budget", str(options["handoff_budget"])]
     if options["no_analysis"]:
         out.append("--no-analysis")
+    out += ["--autopilot", options["autopilot"]]
+    for name in ("autopilot_soft", "autopilot_hard"):
+        if options[name] is not None:
+            out += [f"--{name.replace('_', '-')}", str(options[name])]
     for name in options["tool_names"]:
         out += ["--checkpoint-tool", name]
     return out

@@ -169,9 +169,13 @@ _FAILED = _Cache(_CACHE_SIZE)
 
 
 def clear_cache() -> None:
-    """Forget every cached rewritten prefix (tests and benchmarks measure the cold path)."""
+    """Forget every cached rewritten prefix, the autopilot's cuts too (tests and benchmarks
+    measure the cold path; a failed archive makes the next request rewrite from scratch)."""
     _CACHE.clear()
     _FAILED.clear()
+    from ipse.handoff._autopilot_body import clear_autopilot_cache
+
+    clear_autopilot_cache()
 
 
 def rewrite_request(

@@ -105,6 +105,7 @@ class ProxyState:
             "upstreams": config.upstreams(),
             "settings": config.digest(),
             "handoff": config.handoff,
+            "autopilot": config.autopilot_settings(),
             "record": config.record is not None,
             "record_file": config.record_digest(),
         }

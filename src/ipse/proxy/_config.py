@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ipse import jsonio
 from ipse.errors import UsageError
+from ipse.handoff import AutopilotPolicy
 from ipse.handoff.wire import CHECKPOINT_TOOLS
 
 ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
@@ -76,6 +77,7 @@ class ProxyConfig:
     tool_names: tuple[str, ...] = CHECKPOINT_TOOLS
     handoff: bool = True
     handoff_budget: int | None = None  # tokens a handoff's rewritten part is held to
+    autopilot: AutopilotPolicy = field(default_factory=AutopilotPolicy)
     analyze: bool = True  # compare each response's usage with the cache model's prediction
     connect_timeout: float = 10.0
     read_timeout: float = READ_TIMEOUT
@@ -123,11 +125,18 @@ class ProxyConfig:
             "tool_names": list(self.tool_names),
             "handoff": self.handoff,
             "handoff_budget": self.handoff_budget,
+            "autopilot": self.autopilot_settings(),
             "analyze": self.analyze,
             "timeouts": [self.connect_timeout, self.read_timeout],
             "max_body": self.max_body,
         }
         return hashlib.sha256(jsonio.dumps(settings)).hexdigest()[:16]
+
+    def autopilot_settings(self) -> dict[str, object]:
+        """The autopilot's settings as the health document shows them (``soft``, ``hard``:
+        None where the policy works them out per model and client)."""
+        policy = self.autopilot
+        return {"mode": policy.mode, "soft": policy.soft, "hard": policy.hard}
 
     def record_digest(self) -> str | None:
         """A digest of where the record is kept (None: no record), for ``ipse proxy start`` to

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
-from ipse.handoff.wire import Rewrite, conversation_key
+from ipse.handoff.wire import AutopilotRewrite, Rewrite, conversation_key
 from ipse.proxy._wire import Provider
 
 
@@ -47,6 +47,8 @@ class Exchange:
     saved_tokens: int | None = None  # what the handoff saved (set by the bookkeeping)
     counted: Future[int | None] | None = None  # the store's count of the conversation's requests
     model_hint: str | None = None  # the body's model, while the parsed body is not kept
+    autopilot: AutopilotRewrite | None = None  # what the autopilot made of the request
+    autopilot_error: str | None = None  # the autopilot could not act on a body it planned
 
     @property
     def model(self) -> str | None:
@@ -58,9 +60,14 @@ class Exchange:
     @property
     def saved_bytes(self) -> int:
         """The bytes the handoff took off the request (0 without one)."""
-        if self.rewrite is None or not self.rewrite.applied:
+        if (self.rewrite is None or not self.rewrite.applied) and self.autopilot_body is None:
             return 0
         return max(0, len(self.client_body) - len(self.sent_body))
+
+    @property
+    def autopilot_body(self) -> dict[str, Any] | None:
+        """The body the autopilot sent (None: it changed nothing)."""
+        return self.autopilot.body if self.autopilot is not None else None
 
     @property
     def handed_off(self) -> bool:

@@ -5,8 +5,9 @@ Some requests never leave: ``HEAD /`` (Claude Code's check at every start) is an
 a request for a provider without an upstream, a path that climbs out of the upstream's prefix
 (`ipse.proxy._wire.confine`) or a body over the limit is refused in the provider's error shape
 (`answer_here`). A ``POST`` to a route whose body ipse understands is handed to
-`ipse.handoff.wire.rewrite_request` when its bytes name a checkpoint tool (`hand_off`); every
-other request, and every body the handoff leaves alone, goes upstream byte for byte. The
+`ipse.handoff.wire.rewrite_request` when its bytes name a checkpoint tool (`hand_off`); then
+the autopilot judges it (`ipse.proxy._autopilot`: a nudge to checkpoint, or a cut of its own);
+every other request, and every body both leave alone, goes upstream byte for byte. The
 response streams back as it arrives (``aiter_raw``: nothing is buffered or decoded).
 
 A client that disconnects cancels the upstream request: the response listens for the disconnect
@@ -34,6 +35,7 @@ from starlette.types import Receive, Scope, Send
 
 from ipse import _notes, jsonio
 from ipse.handoff.wire import Rewrite, clear_cache, conversation_key, rewrite_request
+from ipse.proxy._autopilot import apply_autopilot
 from ipse.proxy._config import Upstream
 from ipse.proxy._exchange import Exchange, OpenRequest
 from ipse.proxy._record import answer_line, start_line
@@ -150,6 +152,7 @@ async def forward(state: ProxyState, request: Request, opened: OpenRequest) -> R
         started=started,
     )
     await hand_off(state, ex, lowered)
+    await apply_autopilot(state, ex, lowered)
     return await _send(state, request, ex, (upstream, target), opened)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from ipse import jsonio
 from ipse._handoff_events import recorded_handoff
 from ipse.fileio import private_file
+from ipse.proxy._autopilot import shown
 from ipse.proxy._exchange import Exchange
 from ipse.redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 
@@ -88,6 +89,7 @@ def log_line(
     rewrite = ex.rewrite
     handoff = _handoff_shown(ex)
     skipped = rewrite.reason if rewrite is not None and rewrite.invalid else ex.handoff_error
+    autopilot = shown(ex.autopilot)
     document: dict[str, Any] = {
         "event": "end",
         "method": ex.method,
@@ -101,6 +103,8 @@ def log_line(
         "cache": analysis,
         "handoff": handoff,
         "handoff_skipped": skipped,
+        "autopilot": autopilot,
+        "autopilot_skipped": ex.autopilot_error,
         "error": ex.error,
         "client_disconnected": ex.disconnected,
         "requests_in_conversation": requests_in_conversation,
@@ -116,6 +120,10 @@ def log_line(
         parts.append(_handoff_words(handoff))
     if skipped:
         parts.append(f"handoff skipped: {skipped}")
+    if autopilot is not None:
+        parts.append(autopilot_words(autopilot))
+    if ex.autopilot_error:
+        parts.append(ex.autopilot_error)
     if ex.error:
         parts.append(f"error: {ex.error}")
     if ex.disconnected:
@@ -149,6 +157,30 @@ def _handoff_words(handoff: Mapping[str, Any]) -> str:
         f"{handoff['removed_thinking'] + handoff['kept_thinking_removed']} thinking, "
         f"saved {_saved(handoff['saved'])} ({where})"
     )
+
+
+def autopilot_words(autopilot: Mapping[str, Any]) -> str:
+    """The autopilot at a request, in words: a nudge or a cut made here (with the tokens before
+    and after and the cache cost it paid), one carried from an earlier request, or why it left
+    the request as sent."""
+    if autopilot.get("invalid"):
+        return f"autopilot skipped: {autopilot.get('reason')}"
+    action = autopilot.get("action")
+    if action == "cut":
+        return (
+            f"autopilot cut at {autopilot.get('anchor')}: {autopilot.get('tokens')} -> "
+            f"{autopilot.get('tokens_after')} tokens, cache cost {autopilot.get('cache_cost')} "
+            f"tokens, removed {autopilot.get('removed_calls')} calls"
+        )
+    if action == "nudge":
+        return (
+            f"autopilot nudge at {autopilot.get('tokens')} tokens "
+            f"(soft {autopilot.get('soft')}, hard {autopilot.get('hard')})"
+        )
+    carried = [f"cut at {autopilot['anchor']}"] if autopilot.get("anchor") else []
+    if autopilot.get("nudges"):
+        carried.append(f"{autopilot['nudges']} nudge(s)")
+    return f"autopilot: {' and '.join(carried) or 'nothing'} of an earlier request"
 
 
 def _cache_words(analysis: Mapping[str, Any] | None) -> list[str]:
@@ -203,6 +235,7 @@ def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
     sent = client
     if ex.sent_body is not ex.client_body:
         sent = rewrite.body if rewrite is not None and rewrite.body else ex.sent_body
+        sent = ex.autopilot_body or sent
         sent = _json_or_text(sent) if isinstance(sent, bytes) else sent
     handoff = None
     if rewrite is not None:
@@ -216,6 +249,7 @@ def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
         "provider": ex.provider,
         "conversation": ex.key,
         "handoff": handoff,
+        "autopilot": shown(ex.autopilot),
         "error": ex.error,
         "client_disconnected": ex.disconnected,
         "analysis": analysis,

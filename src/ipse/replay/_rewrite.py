@@ -16,26 +16,24 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ipse.errors import IpseError
 from ipse.handoff import (
-    NUDGE,
     AutopilotPlan,
     AutopilotPolicy,
-    HandoffOptions,
     Limits,
     PlannedEvent,
     plan_autopilot,
-    run,
 )
+from ipse.handoff.wire import autopilot_cut, item_starts, place_nudges
 from ipse.prefix import Request
 from ipse.replay._lines import Line, Member
 from ipse.replay._sizes import LineTokens, recorded_total
-from ipse.transcript import Codec, Conversation, Message, Origin, Text
+from ipse.transcript import Codec, Conversation
 
 
 @dataclass(slots=True)
@@ -80,13 +78,7 @@ def conversation_of(line: Line) -> tuple[Conversation, list[int]]:
     items = line.items()
     body = {**line.stretches[0].front, codec.history_key: items}
     conversation = codec.read_body(body)
-    starts = [0]
-    for message in conversation.messages:
-        spans = message.meta.get("items") if message.meta else None
-        starts.append(starts[-1] + (len(spans) if spans else 1))
-    if starts[-1] != len(items):  # (a dialect whose messages do not map onto items one to one)
-        starts = list(range(len(conversation.messages) + 1))
-    return conversation, starts
+    return conversation, item_starts(conversation, len(items))
 
 
 def plan_line(
@@ -108,38 +100,21 @@ def plan_line(
 
 
 def _cut(planned: PlannedLine, event: PlannedEvent) -> Cut | None:
-    """The handoff the proxy makes at ``event``: the rewritten items before its cut."""
-    whole = planned.conversation
-    upto = replace(whole, messages=whole.messages[: event.request + 1])
+    """The handoff the proxy makes at ``event`` (`ipse.handoff.wire.autopilot_cut`): the
+    rewritten items before its cut."""
     session = f"replay:{planned.line.conversation or 'conversation'}"
+    dialect = planned.line.codec.dialect
     try:
-        handoff = run(upto, HandoffOptions(at=event.at), session=session, recallable=True)
+        made = autopilot_cut(planned.conversation, event, dialect, planned.starts, session=session)
     except IpseError as exc:
         planned.notes.append(f"no cut at message {event.at}: the handoff refused it ({exc})")
         return None
-    report = handoff.report
-    kept_tail = len(upto.messages) - report.cut
-    rewritten = handoff.after.messages[: len(handoff.after.messages) - kept_tail]
-    prefix = write_items(planned.line.codec, rewritten)
-    removed = sum(1 for r in report.removed if r.kind != "thinking")
-    return Cut(event, report.cut, planned.starts[report.cut], prefix, removed)
-
-
-def write_items(codec: Codec, messages: Sequence[Message]) -> list[Any]:
-    """Messages as the items the dialect sends."""
-    out: list[Any] = []
-    for message in messages:
-        written = codec.write_message(message)
-        if isinstance(written, list):
-            out.extend(written)
-        else:
-            out.append(written)
-    return out
+    return Cut(event, made.at, made.item, list(made.prefix), made.removed_calls)
 
 
 def nudge_items(codec: Codec) -> list[Any]:
     """The nudge as the items the dialect sends: one user message of the harness."""
-    return write_items(codec, [Message("user", (Text(NUDGE, Origin.HARNESS),))])
+    return place_nudges([], 0, [0, 0], [0], codec.dialect)
 
 
 @dataclass(slots=True)
@@ -193,11 +168,10 @@ class Rewriter:
         head = list(cut.prefix) if cut is not None else []
         middle = self.tokens.items[start:offset]
         items = head + middle + own[kept + max(0, start - offset) :]
-        starts = self.planned.starts
-        for event in reversed(nudges):  # (from the last: earlier positions stay put)
-            at = len(head) + starts[event.request + 1] - start
-            items[at:at] = self.nudge
-        return items
+        end = start + len(items) - len(head)  # (the line's item the items end at)
+        placed = [e.request for e in nudges]
+        dialect = self.planned.line.codec.dialect
+        return place_nudges(items, end, self.planned.starts, placed, dialect)
 
     def _front(self, member: Member) -> dict[str, Any]:
         body = member.request.body

@@ -1,0 +1,411 @@
+"""The autopilot on one request body: its plan, and the body as it goes upstream.
+
+`autopilot_request(body, dialect, policy, limits)` reads the body's history, plans it
+(`plan_autopilot`: a function of the history alone, so every replica and every later request
+of the conversation decides alike) and writes what the plan says into the body:
+
+- the newest cut (`autopilot_cut`): the handoff (`run`: strip, the marker with the ledger as
+  notes, verified; what it removed archived) made on the history up to the request where the
+  autopilot cut, so it is the same bytes in every later request; then the raw items from the
+  cut on, as the client sent them;
+- each nudge (`place_nudges`): one user message of the harness after the message it follows,
+  counted from the end of the history (the items after it are the client's own), so it stays
+  where it was put, byte for byte, until the next cut.
+
+``ipse replay`` builds the requests it prices from the same `autopilot_cut` and
+`place_nudges`, so what it prices is what the proxy sends.
+
+A proxy calls this on every request, so the main path does little: a body whose bytes cannot
+reach the soft threshold (`could_act`: its size over `bytes_per_token`, an upper bound of what
+the plan counts) is not parsed; a cut's prefix is made once and kept (keyed by the cut's anchor
+and a digest of the raw items it was made from), as is a cut the handoff refused. A body the
+rewrite would leave invalid (`validate`) goes on as the client sent it, with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ipse import jsonio
+from ipse.errors import IpseError
+from ipse.handoff._autopilot import AutopilotPolicy, Limits, RequestState, thresholds
+from ipse.handoff._autopilot_plan import (
+    NUDGE,
+    AutopilotPlan,
+    PlannedEvent,
+    bytes_per_token,
+    plan_autopilot,
+)
+from ipse.handoff._kept_thinking import binds_thinking, without_thinking
+from ipse.handoff._recognise import CHECKPOINT_TOOLS
+from ipse.handoff._run import HandoffOptions, run
+from ipse.handoff._validate import validate
+from ipse.transcript import Conversation, Message, Origin, Text, codec
+
+if TYPE_CHECKING:
+    from ipse.archive import ArchiveSink
+
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class AutopilotCut:
+    """A cut the autopilot made: at ``event``, the history before message ``at`` (as the
+    handoff settled it; raw item ``item``) rewritten into ``prefix``."""
+
+    event: PlannedEvent
+    at: int
+    item: int
+    prefix: tuple[Any, ...]
+    removed_calls: int
+    archived: int = 0
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AutopilotRewrite:
+    """What the autopilot did to one request.
+
+    ``body``: the body to send (None: as the client sent it); ``action``: what this request
+    brought (``nothing``, ``nudge``, ``cut``: the plan's step at its last message);
+    ``anchor``: the newest autopilot cut's name (None: not cut); ``nudges``: nudges placed;
+    ``tokens``/``tokens_after``: the request's size without the new cut and with it (the plan's
+    count); ``cache_cost``: the base-price tokens the cut pays for writing the cache again;
+    ``reason``: why, or why nothing was changed; ``invalid``: a change was planned but left
+    out because the result would not be valid."""
+
+    body: dict[str, Any] | None
+    _: KW_ONLY
+    action: str = "nothing"
+    reason: str = ""
+    anchor: str | None = None
+    nudges: int = 0
+    tokens: int | None = None
+    tokens_after: int | None = None
+    cache_cost: float = 0.0
+    soft: int | None = None
+    hard: int | None = None
+    removed_calls: int = 0
+    archived: int = 0
+    session: str | None = None
+    cached: bool = False  # the cut's prefix came from the cache
+    invalid: bool = False
+
+    @property
+    def applied(self) -> bool:
+        return self.body is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "action": self.action,
+            "reason": self.reason,
+            "anchor": self.anchor,
+            "nudges": self.nudges,
+            "tokens": self.tokens,
+            "tokens_after": self.tokens_after,
+            "cache_cost": round(self.cache_cost, 1),
+            "soft": self.soft,
+            "hard": self.hard,
+            "removed_calls": self.removed_calls,
+            "cached": self.cached,
+            "invalid": self.invalid,
+        }
+
+
+# ------------------------------------------------------------------------- the shared parts
+
+
+def item_starts(conversation: Conversation, items: int) -> list[int]:
+    """The raw item each message starts at, then ``items`` (a dialect whose messages do not map
+    onto items one to one: one item per message)."""
+    starts = [0]
+    for message in conversation.messages:
+        spans = message.meta.get("items") if message.meta else None
+        starts.append(starts[-1] + (len(spans) if spans else 1))
+    if starts[-1] != items:
+        starts = list(range(len(conversation.messages) + 1))
+    return starts
+
+
+def autopilot_cut(
+    conversation: Conversation,
+    event: PlannedEvent,
+    dialect: str,
+    starts: Sequence[int],
+    *,
+    session: str,
+    archive: ArchiveSink | None = None,
+    source: str = "proxy",
+) -> AutopilotCut:
+    """The handoff at the cut ``event`` plans: made on the history up to the request where the
+    autopilot cut (so later requests get the same bytes), what it removed given to
+    ``archive``. Raises `IpseError` where the handoff refuses."""
+    upto = replace(conversation, messages=conversation.messages[: event.request + 1])
+    handoff = run(
+        upto,
+        HandoffOptions(at=event.at),
+        session=session,
+        archive=archive,
+        source=source,
+        recallable=True,
+    )
+    report = handoff.report
+    kept_tail = len(upto.messages) - report.cut
+    rewritten = handoff.after.messages[: len(handoff.after.messages) - kept_tail]
+    prefix = write_items(codec(dialect), rewritten)
+    removed = sum(1 for r in report.removed if r.kind != "thinking")
+    return AutopilotCut(
+        event,
+        report.cut,
+        starts[report.cut],
+        tuple(prefix),
+        removed,
+        handoff.archived,
+        handoff.session,
+    )
+
+
+def write_items(dialect_codec: Any, messages: Sequence[Message]) -> list[Any]:
+    """Messages as the items the dialect sends."""
+    out: list[Any] = []
+    for message in messages:
+        written = dialect_codec.write_message(message)
+        if isinstance(written, list):
+            out.extend(written)
+        else:
+            out.append(written)
+    return out
+
+
+def nudge_items(dialect: str) -> list[Any]:
+    """The nudge as the items the dialect sends: one user message of the harness."""
+    return write_items(codec(dialect), [Message("user", (Text(NUDGE, Origin.HARNESS),))])
+
+
+def place_nudges(
+    items: Sequence[Any], end: int, starts: Sequence[int], nudges: Sequence[int], dialect: str
+) -> list[Any]:
+    """``items`` with a nudge after each message of ``nudges``: ``items`` end where the raw
+    history's item ``end`` does (the items after a nudge are the client's own, so its place is
+    counted from the end)."""
+    out = list(items)
+    if not nudges:
+        return out
+    nudge = nudge_items(dialect)
+    for message in sorted(nudges):  # (from the first: a later place, counted from the end, stays)
+        at = len(out) - (end - starts[message + 1])
+        out[at:at] = nudge
+    return out
+
+
+def could_act(size: int, policy: AutopilotPolicy, limits: Limits) -> bool:
+    """Whether a body of ``size`` bytes may reach the soft threshold: the plan counts each
+    part's bytes over `bytes_per_token`, so a body whose whole size does not reach it was never
+    nudged nor cut (nor was any earlier request of its conversation, a prefix of it)."""
+    if policy.mode == "off":
+        return False
+    lowest = thresholds(RequestState(0, None, limits), policy).soft
+    return size / bytes_per_token() >= lowest
+
+
+# ----------------------------------------------------------------------------- one request
+
+
+class _Cache:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> Any:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: tuple[Any, ...], entry: Any) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_CUTS = _Cache(_CACHE_SIZE)  # (dialect, anchor, digest) -> AutopilotCut | the refusal's reason
+
+
+def clear_autopilot_cache() -> None:
+    """Forget every cut's prefix (the next request makes, and archives, it again)."""
+    _CUTS.clear()
+
+
+def autopilot_request(
+    body: Mapping[str, Any],
+    dialect: str,
+    policy: AutopilotPolicy,
+    limits: Limits,
+    *,
+    base: Mapping[str, Any] | None = None,
+    archive: ArchiveSink | None = None,
+    session: str = "proxy",
+    source: str = "proxy",
+    tool_names: Sequence[str] = CHECKPOINT_TOOLS,
+) -> AutopilotRewrite:
+    """What the autopilot makes of ``body`` (see the module docstring). ``base``: the body as
+    the agent's own checkpoint rewrote it (its tail is the client's), where the nudges go when
+    the autopilot did not cut after that checkpoint."""
+    dialect_codec = codec(dialect)
+    key = dialect_codec.history_key
+    raw = body.get(key)
+    if policy.mode == "off":
+        return AutopilotRewrite(None, reason="the autopilot is off")
+    if not isinstance(raw, list) or not raw:
+        return AutopilotRewrite(None, reason="the body has no message history")
+    conversation = dialect_codec.read_body(body)
+    plan = plan_autopilot(conversation, policy, limits, tool_names=tool_names)
+    now = plan.now
+    found = _found(plan)
+    if plan.cut is None and not plan.nudges:
+        return replace(found, reason=now.reason if now is not None else "no request to judge")
+    starts = item_starts(conversation, len(raw))
+    cut: AutopilotCut | None = None
+    if plan.cut is not None:
+        made = _cut(conversation, plan, dialect, starts, raw, session, archive, source)
+        if isinstance(made, str):
+            return replace(found, reason=f"not cut: {made}", invalid=True)
+        cut, cached = made
+        found = replace(found, removed_calls=cut.removed_calls, archived=cut.archived,
+                        session=cut.session, cached=cached)  # fmt: skip
+        items = [*cut.prefix, *raw[cut.item :]]
+        items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
+    else:
+        source_items = base.get(key) if base is not None else None
+        items = list(source_items if isinstance(source_items, list) else raw)
+    items = place_nudges(items, len(raw), starts, plan.nudges, dialect)
+    out = dict(base if base is not None and cut is None else body)
+    out[key] = items
+    problem = _problem(out, dialect)
+    if problem is not None:
+        return replace(found, reason=f"left as sent: {problem}", invalid=True)
+    return replace(found, body=out, nudges=len(plan.nudges))
+
+
+def _found(plan: AutopilotPlan) -> AutopilotRewrite:
+    """What the plan says of this request, before the body is written."""
+    now = plan.now
+    step = now  # what this request brought; else the newest cut it carries
+    if plan.cut is not None and (now is None or now.action == "nothing"):
+        newest = next((e for e in reversed(plan.events) if e.action == "cut"), None)
+        step = newest.step if newest is not None else now
+    return AutopilotRewrite(
+        None,
+        action=now.action if now is not None else "nothing",
+        reason=now.reason if now is not None else "",
+        anchor=plan.anchor,
+        tokens=step.tokens if step is not None else None,
+        tokens_after=step.tokens_after if step is not None else None,
+        cache_cost=step.cache_cost if step is not None else 0.0,
+        soft=now.thresholds.soft if now is not None else None,
+        hard=now.thresholds.hard if now is not None else None,
+    )
+
+
+def _cut(
+    conversation: Conversation,
+    plan: AutopilotPlan,
+    dialect: str,
+    starts: Sequence[int],
+    raw: Sequence[Any],
+    session: str,
+    archive: ArchiveSink | None,
+    source: str,
+) -> tuple[AutopilotCut, bool] | str:
+    """The plan's newest cut, from the cache when the raw history it was made from is the same
+    (and whether it was), else made now; a refusal's reason (remembered alike)."""
+    event = next(e for e in reversed(plan.events) if e.action == "cut")
+    made_from = starts[event.request + 1]
+    digest = hashlib.sha256(jsonio.dumps(list(raw[:made_from]))).digest()
+    cache_key = (dialect, plan.anchor, digest)
+    known = _CUTS.get(cache_key)
+    if isinstance(known, AutopilotCut):
+        return known, True
+    if isinstance(known, str):
+        return known
+    try:
+        cut = autopilot_cut(
+            conversation, event, dialect, starts, session=session, archive=archive, source=source
+        )
+    except IpseError as exc:
+        _CUTS.put(cache_key, str(exc))
+        return str(exc)
+    _CUTS.put(cache_key, cut)
+    return cut, False
+
+
+def _without_bound_thinking(
+    items: list[Any], prefix: int, model: object, dialect: str
+) -> list[Any]:
+    """On a model that binds thinking to its prefix, the kept turns without their thinking
+    (the prefix it was bound to is gone), as the checkpoint's handoff does."""
+    if not (codec(dialect).thinking_binds and binds_thinking(model)):
+        return items
+    head, tail = items[:prefix], items[prefix:]
+    if head:
+        [last, *kept], _ = without_thinking(tail, head[-1])
+        return [*head[:-1], last, *kept]
+    kept, _ = without_thinking(tail)
+    return kept
+
+
+def _problem(body: Mapping[str, Any], dialect: str) -> str | None:
+    """The first rule of the provider the body breaks (None: valid). A nudge is a user message
+    of its own after a user message: the providers take consecutive user messages as one turn,
+    so that alone is no problem."""
+    try:
+        conversation = codec(dialect).read_body(body)
+        problems = validate(conversation)
+    except IpseError as exc:
+        return str(exc)
+    messages = conversation.messages
+    for problem in problems:
+        if problem.code == "roles_not_alternating" and _is_nudge(messages, problem.index):
+            continue
+        return str(problem)
+    return None
+
+
+def _is_nudge(messages: Sequence[Message], index: int | None) -> bool:
+    if index is None or not 0 <= index < len(messages):
+        return False
+    blocks = messages[index].blocks
+    nxt = messages[index + 1].blocks if index + 1 < len(messages) else ()
+    return _nudge_only(blocks) or _nudge_only(nxt)
+
+
+def _nudge_only(blocks: Sequence[Any]) -> bool:
+    return len(blocks) == 1 and isinstance(blocks[0], Text) and blocks[0].text == NUDGE
+
+
+__all__ = [
+    "AutopilotCut",
+    "AutopilotRewrite",
+    "autopilot_cut",
+    "autopilot_request",
+    "clear_autopilot_cache",
+    "could_act",
+    "item_starts",
+    "nudge_items",
+    "place_nudges",
+    "write_items",
+]

@@ -1,0 +1,152 @@
+"""The autopilot on the proxy's request path: nudge the agent to checkpoint, or cut on its own.
+
+Every request of a route whose body ipse understands is judged after the agent's own checkpoint
+(`ipse.proxy._forward.hand_off`) by `ipse.handoff.wire.autopilot_request`, the function ``ipse
+replay`` prices with: the same plan, the same cut, the same nudges, from the body alone, so every
+replica and worker decides alike. What it removes is archived before the request leaves; a body
+it would leave invalid, or whose archive fails, goes on as it came, with the reason logged.
+
+Where the thresholds fall (`limits`): the model's window from the window table, and the agent
+CLI's own compaction point where the request says which agent CLI sent it (`client_agent`: its
+user agent or ``originator`` header) and `ipse.agents` knows its rule, read with the settings its
+files and this process's environment hold (a proxy a hook starts has the agent CLI's
+environment); else the window less the room for an answer.
+
+The main path does little: the model is found in the bytes, and a body whose size cannot reach
+the soft threshold (`could_act`) is never parsed for the autopilot; the limits are worked out
+once per model and client.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ipse import _notes, jsonio
+from ipse.handoff import Limits, limits_for
+from ipse.handoff.wire import (
+    AutopilotRewrite,
+    autopilot_request,
+    clear_cache,
+    conversation_key,
+    could_act,
+)
+from ipse.proxy._exchange import Exchange
+from ipse.proxy._store import RemovedItems
+from ipse.redact import redact
+
+if TYPE_CHECKING:
+    from ipse.proxy._app import ProxyState
+
+_log = _notes.logger("ipse.proxy")
+INLINE = 256 * 1024  # smaller bodies are planned on the event loop
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
+
+
+def client_agent(headers: Mapping[str, str]) -> str | None:
+    """The agent CLI that sent a request, by its user agent or ``originator`` header (None:
+    not one ipse knows the compaction of)."""
+    agent = headers.get("user-agent", "").lower()
+    originator = headers.get("originator", "").lower()
+    if agent.startswith("claude-cli"):
+        return "claude-code"
+    if agent.startswith("codex") or originator.startswith("codex"):
+        return "codex"
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def limits(model: str | None, provider: str, agent: str | None) -> Limits:
+    """The limits a request of ``model`` from ``agent`` is held to (see the module docstring)."""
+    known = limits_for(model, provider)
+    if agent is None:
+        return known
+    from ipse.agents import compaction_point
+
+    point = None
+    for user in (False, True):
+        try:
+            point = compaction_point(
+                agent, Path.cwd(), known.window, user=user, max_output=known.max_output
+            )
+        except Exception:  # a settings file ipse cannot read: the window decides
+            point = None
+        if point is not None:
+            break
+    return Limits(known.window, known.max_output, point)
+
+
+def model_in(body: bytes) -> str | None:
+    """The body's model, found in its bytes (a key's quotes are never escaped; a string's are)."""
+    found = _MODEL.search(body)
+    return found.group(1).decode("utf-8", "replace") if found else None
+
+
+async def apply_autopilot(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) -> None:
+    """Judge the request, and send what the autopilot makes of it (``ex.sent_body``)."""
+    policy = state.config.autopilot
+    body, dialect = ex.client_body, ex.dialect
+    if policy.mode == "off" or not dialect or not body:
+        return
+    bounds = limits(model_in(body), ex.provider, client_agent(lowered))
+    if not could_act(len(body), policy, bounds):
+        return
+    parsed = ex.parsed
+    if parsed is None:
+        try:
+            parsed = jsonio.loads(body)
+        except (jsonio.JSONDecodeError, ValueError):
+            return
+        if not isinstance(parsed, dict):
+            return
+        ex.parsed = parsed
+    model = parsed.get("model")
+    if isinstance(model, str) and model != model_in(body):
+        bounds = limits(model, ex.provider, client_agent(lowered))
+    key = ex.key = ex.key or conversation_key(lowered, parsed, dialect)
+    rewrite = ex.rewrite
+    base = rewrite.body if rewrite is not None and rewrite.applied else None
+    sink = RemovedItems()
+
+    def call() -> AutopilotRewrite:
+        return autopilot_request(parsed, dialect, policy, bounds, base=base, archive=sink,
+                                 session=key, tool_names=state.config.tool_names)  # fmt: skip
+
+    try:
+        result = call() if len(body) <= INLINE else await anyio.to_thread.run_sync(call)
+    except Exception as exc:  # a body ipse cannot read goes on as it came
+        ex.autopilot_error = f"autopilot: {redact(str(exc)) or type(exc).__name__}"
+        return
+    if result.applied and sink.puts:
+        try:  # nothing leaves before the archive holds what the cut removed
+            await state.store.archive_removed(sink.puts)
+        except Exception as exc:
+            clear_cache()
+            why = redact(str(exc)) or type(exc).__name__
+            ex.autopilot_error = f"autopilot: not cut, the archive failed: {why}"
+            _log.warning("ipse proxy: %s", ex.autopilot_error)
+            return
+    ex.autopilot = result
+    if result.invalid:
+        _log.warning("ipse proxy: autopilot left the request as sent: %s", result.reason)
+    if result.applied:
+        assert result.body is not None
+        ex.sent_body = jsonio.dumps(result.body)
+        if result.anchor is not None:
+            ex.rewrite = None  # the autopilot's cut is newer than the agent's checkpoint
+
+
+def shown(result: AutopilotRewrite | None) -> dict[str, Any] | None:
+    """What the log line and the record say of the autopilot at a request (None: it did not
+    look at it, or did nothing and changed nothing)."""
+    if result is None or (not result.applied and result.action == "nothing" and not result.invalid):
+        return None
+    return result.to_json()
+
+
+__all__ = ["INLINE", "apply_autopilot", "client_agent", "limits", "model_in", "shown"]
