@@ -16,6 +16,9 @@ One rule, asked by every part that counts handoffs or quotes their saving:
   prefix``, ``ipse report``, ``ipse inspect``): the ones the record marks, each cut once; in a
   record written before the mark, the first rewritten entry at each new cut.
 
+- `RecordedAutopilot`: which entries of a record are the proxy's autopilot events (a nudge, a
+  cut of its own), each once, with the tokens before and after and the cache cost it paid.
+
 Light on purpose (the standard library): the store and the readers of records import it.
 """
 
@@ -80,4 +83,36 @@ def saved_tokens(handoff: Mapping[str, Any] | None) -> int | None:
     return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
 
-__all__ = ["RecordedHandoffs", "is_new_cut", "recorded_handoff", "saved_tokens"]
+class RecordedAutopilot:
+    """The proxy's autopilot events in a record (its nudges and its own cuts, apart from the
+    agent's checkpoints), read entry by entry: the entry's ``ipse.autopilot`` document where it
+    says the request brought a nudge or a cut, each once per conversation and stretch (a
+    retried request says it again)."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[Any, ...]] = set()
+
+    def event(self, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        extra = entry.get("ipse")
+        if not isinstance(extra, Mapping):
+            return None
+        autopilot = extra.get("autopilot")
+        if not isinstance(autopilot, Mapping) or autopilot.get("action") not in ("nudge", "cut"):
+            return None
+        handoff = extra.get("handoff")
+        checkpoint = handoff.get("anchor") if isinstance(handoff, Mapping) else None
+        key = (extra.get("conversation"), autopilot.get("action"), autopilot.get("anchor"),
+               checkpoint)  # fmt: skip
+        if key in self._seen:
+            return None
+        self._seen.add(key)
+        return autopilot
+
+
+__all__ = [
+    "RecordedAutopilot",
+    "RecordedHandoffs",
+    "is_new_cut",
+    "recorded_handoff",
+    "saved_tokens",
+]

@@ -23,6 +23,8 @@ import pytest
 
 from ipse.handoff import NUDGE
 from tests.support.anthropic_upstream import Upstream, anthropic_upstream
+from tests.support.openai_upstream import Upstream as OpenAIUpstream
+from tests.support.openai_upstream import openai_upstream
 from tests.support.replicas import ROOT, Replica, replicas
 
 MODEL = "claude-test"
@@ -73,7 +75,7 @@ def _conversation(url: str, turns: int = TURNS) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def _proxy(upstream: Upstream, folder: Path, *options: str) -> Iterator[Replica]:
+def _proxy(upstream: Upstream | OpenAIUpstream, folder: Path, *options: str) -> Iterator[Replica]:
     store = f"sqlite:///{folder / 'ipse.db'}"
     record = folder / "record.jsonl"
     with replicas(1, upstream.url, store, folder,
@@ -170,6 +172,18 @@ def test_a_conversation_is_nudged_once_then_cut_and_the_cut_is_kept(tmp_path: Pa
     log = proxy.log.read_text()
     assert "autopilot nudge at" in log and "autopilot cut at autopilot:" in log
 
+    # ipse report marks them apart from the agent's own checkpoints, by the same name
+    shown = _ipse("report", str(tmp_path / "record.jsonl"), "--json")
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    made = report["autopilot"]
+    assert [a["index"] for a in made if a["action"] == "cut"] == cuts
+    assert next(a["index"] for a in made if a["action"] == "nudge") == first
+    assert all(a["tokens_after"] < a["tokens"] for a in made if a["action"] == "cut")
+    assert report["handoffs"] == []
+    markers = [p["marker"] for p in report["requests"]]
+    assert [i for i, m in enumerate(markers) if m == "autopilot"] == cuts
+
 
 def test_nudge_never_cuts(tmp_path: Path) -> None:
     with anthropic_upstream(("OK.",), sized=True) as upstream, _proxy(
@@ -194,6 +208,57 @@ def test_off_forwards_every_body_unchanged(tmp_path: Path) -> None:
     raw = [r["raw"] for r in upstream.received if r["path"].split("?")[0] == "/v1/messages"]
     assert [json.loads(r) for r in raw] == sent
     assert [r["body"] for r in upstream.received] == sent
+
+
+def _responses_turn(turn: int) -> list[dict[str, Any]]:
+    call = f"call_{turn:03d}"
+    arguments = json.dumps({"command": ["cat", f"f{turn}.py"]})
+    return [
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": f"Prompt {turn}: read f{turn}."}]},
+        {"type": "function_call", "call_id": call, "name": "shell", "arguments": arguments},
+        {"type": "function_call_output", "call_id": call, "output": _result(turn)},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": f"Answer {turn}: f{turn} is read."}]},
+    ]  # fmt: skip
+
+
+def test_a_codex_conversation_on_the_responses_api_is_nudged_and_cut(tmp_path: Path) -> None:
+    """Codex's shape: the Responses API, its items, its ``session_id`` header."""
+    sent: list[dict[str, Any]] = []
+    with openai_upstream(("OK.",)) as upstream, _proxy(
+        upstream, tmp_path, "--openai-upstream", upstream.url, "--autopilot-soft", str(SOFT),
+        "--autopilot-hard", str(HARD),
+    ) as proxy, httpx.Client(timeout=60) as client:  # fmt: skip
+        history: list[dict[str, Any]] = []
+        headers = {"authorization": "Bearer test", "session_id": SESSION,
+                   "originator": "codex_exec"}  # fmt: skip
+        for turn in range(1, TURNS + 1):
+            items = _responses_turn(turn)
+            for step in (items[:1], items[1:3]):
+                history += step
+                body = {"model": "gpt-5.1-codex", "instructions": "You are a test agent.",
+                        "input": list(history), "stream": False}  # fmt: skip
+                answered = client.post(f"{proxy.url}/v1/responses", json=body, headers=headers)
+                assert answered.status_code == 200, answered.text
+                sent.append(body)
+            history += items[3:]
+    forwarded = upstream.bodies("/responses")
+    assert len(forwarded) == len(sent)
+    nudged = [i for i, f in enumerate(forwarded) if NUDGE in json.dumps(f)]
+    cut = next(i for i, f in enumerate(forwarded) if len(f["input"]) < len(sent[i]["input"]))
+    assert nudged and nudged[0] < cut
+    words = json.dumps(forwarded[cut])
+    for item in sent[cut]["input"]:
+        for part in item.get("content", []):
+            assert json.dumps(part["text"])[1:-1] in words
+    assert _result(1) not in words
+    for i in range(cut + 1, len(forwarded)):
+        head = forwarded[i - 1]["input"]
+        if forwarded[i]["input"][: len(head)] != head:  # (the next cut)
+            assert len(forwarded[i]["input"]) < len(sent[i]["input"]) - 4
+    log = proxy.log.read_text()
+    assert "autopilot cut at autopilot:" in log
 
 
 def _ipse(*args: str) -> subprocess.CompletedProcess[str]:

@@ -48,6 +48,38 @@ def _address(function: Any) -> Any:
     )
 
 
+def _autopilot_options() -> list[Any]:
+    """The autopilot's options (`ipse.handoff.AutopilotPolicy`)."""
+    return [
+        click.option(
+            "--autopilot",
+            type=click.Choice(["off", "nudge", "cut"]),
+            default="cut",
+            envvar="IPSE_AUTOPILOT",
+            show_default=True,
+            help="What the proxy does when a conversation grows and the agent has not "
+            "checkpointed: nudge it to call the checkpoint tool (from --autopilot-soft on), then "
+            "cut at the newest turn boundary on its own (from --autopilot-hard on; only with "
+            "cut); off forwards every body as the agent's own checkpoints leave it. "
+            "Also IPSE_AUTOPILOT (and IPSE_AUTOPILOT_SOFT, IPSE_AUTOPILOT_HARD).",
+        ),
+        click.option(
+            "--autopilot-soft",
+            type=click.IntRange(min=1),
+            envvar="IPSE_AUTOPILOT_SOFT",
+            help="Tokens from which the agent is nudged. Default: where a cut pays back its "
+            "cache cost, never below a quarter of the agent CLI's compaction point.",
+        ),
+        click.option(
+            "--autopilot-hard",
+            type=click.IntRange(min=1),
+            envvar="IPSE_AUTOPILOT_HARD",
+            help="Tokens from which the proxy cuts. Default: a margin (the larger of 20,000 "
+            "tokens and a tenth) below the agent CLI's compaction point, else the model's window.",
+        ),
+    ]
+
+
 def _options(function: Any) -> Any:
     decorators = [
         click.option(
@@ -82,32 +114,7 @@ def _options(function: Any) -> Any:
             "narration goes to the archive as one recallable item (the checkpoint call's own "
             "budget argument wins). Default: no budget, every authored word stays.",
         ),
-        click.option(
-            "--autopilot",
-            type=click.Choice(["off", "nudge", "cut"]),
-            default="cut",
-            envvar="IPSE_AUTOPILOT",
-            show_default=True,
-            help="What the proxy does when a conversation grows and the agent has not "
-            "checkpointed: nudge it to call the checkpoint tool (from --autopilot-soft on), then "
-            "cut at the newest turn boundary on its own (from --autopilot-hard on; only with "
-            "cut); off forwards every body as the agent's own checkpoints leave it. "
-            "Also IPSE_AUTOPILOT (and IPSE_AUTOPILOT_SOFT, IPSE_AUTOPILOT_HARD).",
-        ),
-        click.option(
-            "--autopilot-soft",
-            type=click.IntRange(min=1),
-            envvar="IPSE_AUTOPILOT_SOFT",
-            help="Tokens from which the agent is nudged. Default: where a cut pays back its "
-            "cache cost, never below a quarter of the agent CLI's compaction point.",
-        ),
-        click.option(
-            "--autopilot-hard",
-            type=click.IntRange(min=1),
-            envvar="IPSE_AUTOPILOT_HARD",
-            help="Tokens from which the proxy cuts. Default: a margin (the larger of 20,000 "
-            "tokens and a tenth) below the agent CLI's compaction point, else the model's window.",
-        ),
+        *_autopilot_options(),
         click.option(
             "--no-analysis",
             is_flag=True,

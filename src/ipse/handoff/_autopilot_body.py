@@ -19,7 +19,8 @@ A proxy calls this on every request, so the main path does little: a body whose 
 reach the soft threshold (`could_act`: its size over `bytes_per_token`, an upper bound of what
 the plan counts) is not parsed; a cut's prefix is made once and kept (keyed by the cut's anchor
 and a digest of the raw items it was made from), as is a cut the handoff refused. A body the
-rewrite would leave invalid (`validate`) goes on as the client sent it, with the reason.
+rewrite would leave invalid (`validate`, on the request that brings a new nudge or cut: the
+later ones send the same parts again) goes on as the client sent it, with the reason.
 """
 
 from __future__ import annotations
@@ -280,25 +281,33 @@ def autopilot_request(
         return replace(found, reason=now.reason if now is not None else "no request to judge")
     starts = item_starts(conversation, len(raw))
     cut: AutopilotCut | None = None
+    refused: tuple[Any, ...] = ("nudges", dialect, session, plan.anchor, plan.nudges)
     if plan.cut is not None:
         made = _cut(conversation, plan, dialect, starts, raw, session, archive, source)
         if isinstance(made, str):
             return replace(found, reason=f"not cut: {made}", invalid=True)
-        cut, cached = made
+        cut, cached, cut_key = made
         found = replace(found, removed_calls=cut.removed_calls, archived=cut.archived,
                         session=cut.session, cached=cached)  # fmt: skip
         items = [*cut.prefix, *raw[cut.item :]]
         items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
+        refused = cut_key if not cached else refused
     else:
         source_items = base.get(key) if base is not None else None
         items = list(source_items if isinstance(source_items, list) else raw)
-    items = place_nudges(items, len(raw), starts, plan.nudges, dialect)
+    nudges = () if isinstance(_CUTS.get(refused), str) and cut is None else plan.nudges
+    items = place_nudges(items, len(raw), starts, nudges, dialect)
     out = dict(base if base is not None and cut is None else body)
     out[key] = items
-    problem = _problem(out, dialect)
+    # a body made of what was checked before (a cut's cached prefix, the raw tail after it, the
+    # nudges where they were) is not read again: only a request that brings something new is;
+    # what it refuses stays refused (the cut, else the nudges) for the later requests
+    fresh = found.action != "nothing" or (cut is not None and not found.cached)
+    problem = _problem(out, dialect) if fresh else None
     if problem is not None:
+        _CUTS.put(refused, problem)
         return replace(found, reason=f"left as sent: {problem}", invalid=True)
-    return replace(found, body=out, nudges=len(plan.nudges))
+    return replace(found, body=out if nudges or cut else None, nudges=len(nudges))
 
 
 def _found(plan: AutopilotPlan) -> AutopilotRewrite:
@@ -330,16 +339,16 @@ def _cut(
     session: str,
     archive: ArchiveSink | None,
     source: str,
-) -> tuple[AutopilotCut, bool] | str:
+) -> tuple[AutopilotCut, bool, tuple[Any, ...]] | str:
     """The plan's newest cut, from the cache when the raw history it was made from is the same
-    (and whether it was), else made now; a refusal's reason (remembered alike)."""
+    (whether it was, and its key), else made now; a refusal's reason (remembered alike)."""
     event = next(e for e in reversed(plan.events) if e.action == "cut")
     made_from = starts[event.request + 1]
     digest = hashlib.sha256(jsonio.dumps(list(raw[:made_from]))).digest()
     cache_key = (dialect, plan.anchor, digest)
     known = _CUTS.get(cache_key)
     if isinstance(known, AutopilotCut):
-        return known, True
+        return known, True, cache_key
     if isinstance(known, str):
         return known
     try:
@@ -350,7 +359,7 @@ def _cut(
         _CUTS.put(cache_key, str(exc))
         return str(exc)
     _CUTS.put(cache_key, cut)
-    return cut, False
+    return cut, False, cache_key
 
 
 def _without_bound_thinking(

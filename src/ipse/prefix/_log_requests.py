@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse._handoff_events import RecordedHandoffs
+from ipse._handoff_events import RecordedAutopilot, RecordedHandoffs
 from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._request import Request, provider_of
@@ -63,6 +63,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
 
     interner = Interner()
     handoffs = RecordedHandoffs()
+    autopilot = RecordedAutopilot()
     for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
         fields = http_log.exchange_fields(entry, where)
         body = fields.body
@@ -80,6 +81,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             diagnostics=_diagnostics(entry),
             compaction=compacts(fields.usage),
             handoff=handoffs.event(entry),
+            autopilot=autopilot.event(entry),
         )
 
 

@@ -34,6 +34,8 @@ class Request(msgspec.Struct, frozen=True):
     compaction: bool = False  # the first call after a compaction, or the compacting call
     off_path: bool = False  # billed, but its response is not on the live path
     handoff: Mapping[str, Any] | None = None  # the handoff ipse made here (`RecordedHandoffs`)
+    # the proxy's autopilot event here: a nudge or a cut of its own (`RecordedAutopilot`)
+    autopilot: Mapping[str, Any] | None = None
     # its input tokens where no usage records them: a rewrite of a recorded request (``ipse
     # replay``) is sized from the request it rewrites, and its estimates are scaled to this
     tokens: int | None = None

@@ -170,6 +170,41 @@ class HandoffMade:
         }
 
 
+@dataclass(frozen=True)
+class AutopilotMade:
+    """A nudge or a cut of its own the proxy's autopilot made, as its record says (apart from
+    the agent's checkpoints): the request's tokens before and after (a cut), the cache cost it
+    paid (base-price tokens; negative: the cut request itself cost less)."""
+
+    index: int
+    action: str
+    anchor: str | None
+    tokens: int | None
+    tokens_after: int | None
+    cache_cost: float | None
+
+    @classmethod
+    def of(cls, index: int, found: Mapping[str, Any]) -> AutopilotMade:
+        def number(name: str) -> Any:
+            value = found.get(name)
+            return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+        action = str(found.get("action"))
+        return cls(index, action, found.get("anchor") if action == "cut" else None,
+                   number("tokens"), number("tokens_after") if action == "cut" else None,
+                   number("cache_cost") if action == "cut" else None)  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "action": self.action,
+            "anchor": self.anchor,
+            "tokens": self.tokens,
+            "tokens_after": self.tokens_after,
+            "cache_cost": self.cache_cost,
+        }
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReportData:
     """Everything the page shows."""
@@ -188,6 +223,7 @@ class ReportData:
     # not the requests sent): the prompt cache and the handoff sections are then empty
     no_requests: str | None = None
     handoffs: tuple[HandoffMade, ...] = ()  # the handoffs an ipse proxy made, as it recorded
+    autopilot: tuple[AutopilotMade, ...] = ()  # the proxy's autopilot nudges and cuts
     # the autopilot replayed on the input (`ipse.replay`): what it would have saved
     replay: Mapping[str, Any] | None = None
 
@@ -204,6 +240,7 @@ class ReportData:
             "top_tools": [{"tool": t, "tokens": n} for t, n in self.top_tools],
             "checkpoints": [c.to_json() for c in self.checkpoints],
             "handoffs": [h.to_json() for h in self.handoffs],
+            "autopilot": [a.to_json() for a in self.autopilot],
             "replay": dict(self.replay) if self.replay is not None else None,
             "warnings": list(self.warnings),
         }
@@ -240,6 +277,9 @@ def collect(
         warnings=tuple(report.warnings),
         handoffs=tuple(
             HandoffMade.of(r.index, r.handoff) for r in log.requests if r.handoff is not None
+        ),
+        autopilot=tuple(
+            AutopilotMade.of(r.index, r.autopilot) for r in log.requests if r.autopilot is not None
         ),
         replay=_replayed(log, path),
     )
@@ -371,6 +411,8 @@ def _points(
             composition["not_recorded"] = max(0, context - counted)
         # a handoff an ipse proxy made (its record says so, once per cut), whatever its size
         marker = "handoff" if request.handoff is not None else None
+        if request.autopilot is not None and request.autopilot.get("action") == "cut":
+            marker = "autopilot"  # the proxy's own cut, apart from the agent's checkpoints
         marker = marker or _marker(request, previous.get(row.conversation, 0), context, tally)
         previous[row.conversation] = context
         if row.model not in rates:

@@ -37,7 +37,7 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem}
 .meta,.note{color:#59636e}.chart{width:100%;height:auto;background:#fbfcfd;border:1px solid #e4e8ec}
 .grid{stroke:#e4e8ec}.axis{font-size:11px;fill:#59636e}.line{fill:none;stroke:#2b6cb0;stroke-width:1.5}
 .point{fill:#2b6cb0}.marker{stroke-width:1.5;stroke-dasharray:4 3}.marker.compaction{stroke:#b7791f}
-.marker.handoff{stroke:#2f855a}.marker.reset{stroke:#c53030}
+.marker.handoff{stroke:#2f855a}.marker.autopilot{stroke:#2b6cb0}.marker.reset{stroke:#c53030}
 .k-not_recorded{fill:#e2e8f0}.k-system{fill:#a0aec0}.k-tools{fill:#cbd5e0}.k-human_text{fill:#3182ce}.k-agent_text{fill:#63b3ed}
 .k-harness_text{fill:#90cdf4}.k-tool_calls{fill:#dd6b20}.k-tool_results{fill:#f6ad55}
 .k-thinking{fill:#9f7aea}.k-other{fill:#718096}
@@ -151,9 +151,12 @@ def _context_section(points: Sequence[Point], labels: Sequence[str]) -> str:
     )
     counts = {
         kind: sum(1 for k in markers.values() if k == kind)
-        for kind in ("compaction", "handoff", "reset")
+        for kind in ("compaction", "handoff", "autopilot", "reset")
     }
-    note = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+    named = {"autopilot": "autopilot cut"}  # (the proxy's own, apart from the agent's handoffs)
+    note = ", ".join(
+        f"{n} {named.get(kind, kind)}{'s' if n != 1 else ''}" for kind, n in counts.items()
+    )
     return (
         f'<h2 id="context">Context size</h2>{chart}<p class="note">Marked: {note} '
         "(a handoff an ipse proxy made, as its record says, whatever its size; otherwise the "
@@ -265,6 +268,7 @@ def _handoff_section(data: ReportData) -> str:
         "tokens (at the base price) over the rest of the log, after the one cache write the "
         f"rewrite costs. Handoffs already in this input: {handed}.</p>"
         + (f'<ul class="note">{made}</ul>' if made else "")
+        + _autopilot_list(data)
         + _table(
             [
                 "at request",
@@ -280,6 +284,32 @@ def _handoff_section(data: ReportData) -> str:
         )
         + _continuity_list(best)
     )
+
+
+def _autopilot_list(data: ReportData) -> str:
+    """The proxy's autopilot events, apart from the agent's own checkpoints."""
+    if not data.autopilot:
+        return ""
+    items = []
+    for a in data.autopilot:
+        if a.action == "cut":
+            items.append(
+                f"<li>at request {a.index}: autopilot cut at {escape(str(a.anchor))}, "
+                f"{_count(a.tokens)} &rarr; {_count(a.tokens_after)} tokens, cache cost "
+                f"{_count(a.cache_cost)} tokens</li>"
+            )
+        else:
+            items.append(f"<li>at request {a.index}: autopilot nudge at {_count(a.tokens)} "
+                         "tokens</li>")  # fmt: skip
+    return (
+        '<p class="note">The proxy\'s autopilot (its nudges to checkpoint and its own cuts, '
+        "not the agent's checkpoints):</p>"
+        f'<ul class="note">{"".join(items)}</ul>'
+    )
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def _pct(value: Any) -> str:

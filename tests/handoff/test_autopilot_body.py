@@ -1,0 +1,102 @@
+"""The autopilot written into request bodies (`ipse.handoff.wire.autopilot_request`), request by
+request as an agent CLI sends a conversation: what goes upstream keeps every authored word,
+splits no tool exchange, repeats the request before it (the provider's cache keeps hitting)
+except where a cut is made, and is what every replica makes of the same body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ipse import jsonio
+from ipse.handoff import NUDGE, AutopilotPolicy
+from ipse.handoff._autopilot_plan import request_ends
+from ipse.handoff.wire import autopilot_request, clear_cache
+from tests.handoff.test_autopilot import LIMITS, body, read
+
+
+def _requests(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The bodies the client sends, one per request of the conversation."""
+    ends = request_ends(read(raw).messages)
+    return [{**raw, "messages": raw["messages"][: end + 1]} for end in ends]
+
+
+def _authored(raw: dict[str, Any]) -> list[str]:
+    out = []
+    for message in raw["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(content)
+        else:
+            out += [b["text"] for b in content if b.get("type") == "text"]
+    return out
+
+
+def _forwarded(requests: list[dict[str, Any]], policy: AutopilotPolicy) -> list[Any]:
+    out = []
+    for sent in requests:
+        made = autopilot_request(sent, "anthropic", policy, LIMITS, session="test")
+        out.append((made, made.body if made.body is not None else sent))
+    return out
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    turns=st.integers(1, 3),
+    steps=st.integers(1, 6),
+    size=st.integers(2_000, 30_000),
+    thinking=st.booleans(),
+)
+def test_what_goes_upstream_keeps_the_words_and_the_exchanges_and_repeats_itself(
+    turns: int, steps: int, size: int, thinking: bool
+) -> None:
+    clear_cache()
+    raw = body(turns, steps, size, thinking=thinking)
+    requests = _requests(raw)
+    forwarded = _forwarded(requests, AutopilotPolicy())
+    previous: list[Any] | None = None
+    for sent, (made, out) in zip(requests, forwarded, strict=True):
+        assert not made.invalid, made.reason
+        messages = out["messages"]
+        words = jsonio.dumps(out).decode()
+        for text in _authored(sent):
+            assert jsonio.dumps(text).decode()[1:-1] in words
+        # every tool result answers a call in the assistant message before it
+        for i, message in enumerate(messages):
+            content = message["content"]
+            results = [b["tool_use_id"] for b in content if isinstance(content, list)
+                       and b.get("type") == "tool_result"]  # fmt: skip
+            if results:
+                before = messages[i - 1]["content"] if i else []
+                calls = {b["id"] for b in before if b.get("type") == "tool_use"}
+                assert set(results) <= calls
+        nudges = sum(1 for m in messages if m["content"] == [{"type": "text", "text": NUDGE}])
+        assert nudges <= 1
+        if previous is not None and made.action != "cut":
+            assert messages[: len(previous)] == previous
+        previous = messages
+    # a replica that never saw the conversation (its session the same: the conversation key)
+    # makes the same bytes of its last request
+    clear_cache()
+    again = autopilot_request(requests[-1], "anthropic", AutopilotPolicy(), LIMITS, session="test")
+    assert (again.body or requests[-1]) == forwarded[-1][1]
+
+
+def test_nudge_only_never_removes_and_off_changes_nothing() -> None:
+    clear_cache()
+    requests = _requests(body(3, 6, 20_000))
+    for sent, (made, out) in zip(
+        requests, _forwarded(requests, AutopilotPolicy(mode="nudge")), strict=True
+    ):
+        assert made.action != "cut"
+        kept = [m for m in out["messages"] if m["content"] != [{"type": "text", "text": NUDGE}]]
+        assert kept == sent["messages"]
+    assert any(made.nudges for made, _ in _forwarded(requests, AutopilotPolicy(mode="nudge")))
+    for made, _ in _forwarded(requests, AutopilotPolicy(mode="off")):
+        assert made.body is None
+    clear_cache()
+    cut = [made for made, _ in _forwarded(requests, AutopilotPolicy()) if made.action == "cut"]
+    assert cut and all(m.tokens_after is not None and m.tokens_after < m.tokens for m in cut)
+    assert all(m.removed_calls > 0 and m.applied for m in cut)
