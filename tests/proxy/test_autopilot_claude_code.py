@@ -25,12 +25,15 @@ from tests.support.anthropic_upstream import Upstream, anthropic_upstream
 from tests.support.claude_code_session import ClaudeCodeSession
 from tests.support.clients import claude_binary
 from tests.support.long_session import (
+    authored,
     claude_code_model,
     extends,
+    input_tokens,
     is_compaction_request,
     said,
     texts,
 )
+from tests.support.proxy_process import cut_at, proxy_process
 
 WINDOW = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}  # compacts at 67,000 tokens
 COMPACTED_BY = 8  # turns: the baseline compacts in turn 5
@@ -63,3 +66,42 @@ def test_claude_code_compacts_on_its_own(tmp_path: Path) -> None:
     assert not extends(requests[at], requests[at + 1])
     summary = texts(requests[at + 1]["messages"][0])
     assert any("continued from a previous conversation" in t for t in summary)
+
+
+def test_through_the_autopilot_claude_code_never_compacts(tmp_path: Path) -> None:
+    claude = claude_binary()
+    project = tmp_path / "project"
+    project.mkdir()
+    autopilot = ["--autopilot", "cut", "--autopilot-soft", str(SOFT), "--autopilot-hard", str(HARD)]
+    with (
+        anthropic_upstream(claude_code_model(project), sized=True) as upstream,
+        proxy_process(
+            tmp_path / "proxy", "--anthropic-upstream", upstream.url, *autopilot
+        ) as proxy,
+    ):
+        session = ClaudeCodeSession.create(claude, tmp_path, proxy.url, WINDOW)
+        for n in range(1, TURNS + 1):
+            done = session.turn()
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert said(n)[2] in done.stdout
+    log = proxy.log.read_text()
+    sent = [r["request"].get("client_body") or r["request"]["body"] for r in proxy.records()]
+    assert not [b for b in sent if isinstance(b, dict) and is_compaction_request(b)], log[-2000:]
+    forwarded = _main_requests(upstream)
+    assert not [b for b in forwarded if is_compaction_request(b)]
+    cuts = [i + 1 for i, (a, b) in enumerate(itertools.pairwise(forwarded)) if not extends(a, b)]
+    assert cuts, "the proxy never cut"
+    # each cut the forwarded bodies show is one the proxy recorded as its autopilot's
+    made = cut_at(proxy.records(), "/v1/messages")
+    assert len(made) == len(forwarded)
+    assert all(made[i] for i in cuts), (cuts, [i for i, m in enumerate(made) if m])
+    # between cuts every forwarded request carries the one before it unchanged (cache hits)
+    after_cut = [i for i in range(cuts[0], len(forwarded) - 1) if i + 1 not in cuts]
+    assert after_cut and all(extends(forwarded[i], forwarded[i + 1]) for i in after_cut)
+    # every word the user and the model wrote is in the last request, byte for byte
+    last = list(texts(forwarded[-1]["messages"]))
+    written = authored(TURNS)[:-1]  # (the last answer is printed, never sent back)
+    missing = [t for t in written if not any(t in s for s in last)]
+    assert not missing, missing[:5]
+    # what the upstream reported stayed below where Claude Code compacts
+    assert max(input_tokens(r["raw"]) for r in upstream.received) < 67_000

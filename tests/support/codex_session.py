@@ -13,6 +13,7 @@ the session's summary.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -34,11 +35,14 @@ TURN_TIMEOUT = 120
 
 
 def _codex_answered(body: dict[str, Any]) -> str:
-    """The call id of the tool output a Responses request ends with ('' for none)."""
-    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
-    last = items[-1] if items else {}
-    if last.get("type") in ("custom_tool_call_output", "function_call_output"):
-        return str(last.get("call_id", ""))
+    """The call id of the newest tool output, unless a prompt came after it ('' then): a user
+    message that is neither (a proxy's nudge to checkpoint, which this model does not follow)
+    is passed over, as a model that goes on with its task does."""
+    for item in reversed([i for i in body.get("input") or [] if isinstance(i, dict)]):
+        if item.get("type") in ("custom_tool_call_output", "function_call_output"):
+            return str(item.get("call_id", ""))
+        if item.get("role") == "user" and PROMPT_PATTERN.search(json.dumps(item.get("content"))):
+            return ""
     return ""
 
 

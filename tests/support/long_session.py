@@ -12,7 +12,9 @@ agent CLI's meter grows with what it sends and shrinks with what a proxy removes
 request (its last user message asks for "a detailed summary of the conversation") is answered
 with ``<analysis>`` and ``<summary>`` blocks, as the CLI's prompt asks.
 
-Requests that offer no tools (side requests such as a title) get a short text.
+Requests that offer no tools (side requests such as a title) get a short text. A user message
+that is neither a prompt nor a tool result (a proxy's nudge to call a checkpoint tool, which
+this model does not have) is passed over: the model goes on with its task.
 """
 
 from __future__ import annotations
@@ -128,6 +130,19 @@ def _answered(message: dict[str, Any]) -> str:
     return ids[-1] if ids else ""
 
 
+def _last_answered(messages: list[dict[str, Any]]) -> str:
+    """The id of the tool call the newest user message with a tool result or a prompt answers
+    ('' when it is a prompt): a user message with neither (a proxy's nudge to checkpoint, which
+    this model does not follow) is passed over, as a model that goes on with its task does."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        answered = _answered(message)
+        if answered or PROMPT_PATTERN.search(_user_text(message)):
+            return answered
+    return ""
+
+
 def claude_code_model(folder: Path) -> Callable[[dict[str, Any]], Any]:
     """The model for Claude Code (Anthropic Messages; tools ``Read`` and ``Bash``) in a project
     whose data files are in ``folder``."""
@@ -138,8 +153,7 @@ def claude_code_model(folder: Path) -> Callable[[dict[str, Any]], Any]:
         if not body.get("tools"):
             return "OK."
         messages = body.get("messages") or []
-        users = [m for m in messages if m.get("role") == "user"]
-        answered = _answered(users[-1]) if users else ""
+        answered = _last_answered(messages)
         # the turn: from the call answered (a compaction may have summarised the prompt away)
         n = int(answered.rsplit("_", 1)[1]) if answered else _turn(messages)
         before_read, before_bash, done = said(n)

@@ -57,3 +57,22 @@ def proxy_process(folder: Path, *options: str) -> Iterator[ProxyProcess]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+def cut_at(records: list[dict[str, Any]], path: str) -> list[bool]:
+    """For each recorded request to ``path`` that offers tools (in ``tools``, or Codex's
+    ``additional_tools`` input item), whether the autopilot made a cut there."""
+    made = []
+    for record in records:
+        request = record["request"]
+        body = request.get("body")
+        if not request["url"].split("?")[0].endswith(path) or not isinstance(body, dict):
+            continue
+        offers = body.get("tools") or any(
+            isinstance(i, dict) and i.get("type") == "additional_tools"
+            for i in body.get("input") or []
+        )
+        if offers:
+            autopilot = (record.get("ipse") or {}).get("autopilot") or {}
+            made.append(autopilot.get("action") == "cut")
+    return made
