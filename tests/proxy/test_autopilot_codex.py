@@ -19,22 +19,19 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from tests.support.autopilot_journey import CODEX, run_journey
 from tests.support.clients import codex_binary
 from tests.support.codex_session import CodexSession, codex_model, is_codex_compaction_request
 from tests.support.long_session import (
-    authored,
     extends,
-    input_tokens,
     said,
     texts,
 )
 from tests.support.openai_upstream import Upstream, openai_upstream
-from tests.support.proxy_process import cut_at, proxy_process
 
-LIMIT = 60_000
+LIMIT = CODEX.limit  # model_auto_compact_token_limit
 COMPACTED_BY = 8  # turns
 TURNS = 14
-SOFT, HARD = 30_000, 40_000
 
 
 def _requests(upstream: Upstream) -> list[dict[str, Any]]:
@@ -61,33 +58,6 @@ def test_codex_compacts_on_its_own(tmp_path: Path) -> None:
 
 
 def test_through_the_autopilot_codex_never_compacts(tmp_path: Path) -> None:
-    codex = codex_binary()
-    autopilot = ["--autopilot", "cut", "--autopilot-soft", str(SOFT), "--autopilot-hard", str(HARD)]
-    with (
-        openai_upstream(codex_model, sized=True) as upstream,
-        proxy_process(tmp_path / "proxy", "--openai-upstream", upstream.url, *autopilot) as proxy,
-    ):
-        session = CodexSession.create(codex, tmp_path, proxy.url, LIMIT)
-        for n in range(1, TURNS + 1):
-            done = session.turn()
-            assert done.returncode == 0, done.stderr[-2000:]
-            assert said(n)[2] in done.stdout
-    log = proxy.log.read_text()
-    sent = [r["request"].get("client_body") or r["request"]["body"] for r in proxy.records()]
-    assert not [b for b in sent if isinstance(b, dict) and is_codex_compaction_request(b)], log
-    forwarded = _requests(upstream)
-    assert not [b for b in forwarded if is_codex_compaction_request(b)]
-    pairs = list(itertools.pairwise(forwarded))
-    cuts = [i + 1 for i, (a, b) in enumerate(pairs) if not extends(a, b, "input")]
-    assert cuts, "the proxy never cut"
-    # each cut the forwarded bodies show is one the proxy recorded as its autopilot's
-    made = cut_at(proxy.records(), "/responses")
-    assert len(made) == len(forwarded)
-    assert all(made[i] for i in cuts), (cuts, [i for i, m in enumerate(made) if m])
-    after_cut = [i for i in range(cuts[0], len(forwarded) - 1) if i + 1 not in cuts]
-    assert after_cut and all(extends(forwarded[i], forwarded[i + 1], "input") for i in after_cut)
-    last = list(texts(forwarded[-1]["input"]))
-    written = authored(TURNS)[:-1]  # (the last answer is printed, never sent back)
-    missing = [t for t in written if not any(t in s for s in last)]
-    assert not missing, missing[:5]
-    assert max(input_tokens(r["raw"]) for r in upstream.received) < LIMIT
+    journey = run_journey(CODEX, codex_binary(), tmp_path, TURNS)
+    assert journey.problems == []
+    assert journey.turns == TURNS and journey.compactions == 0 and journey.cuts >= 1
