@@ -7,9 +7,10 @@ window and the thresholds are the policy's defaults for it, no agent CLI named):
 
 - small: one prompt (the autopilot never parses it: its bytes cannot reach the soft threshold);
 - below soft: a conversation just under the soft threshold (still never parsed);
-- nudged: a conversation between the soft and the hard threshold (parsed and planned; its one
-  nudge placed, the same bytes each time): the costly case, every request of a conversation
-  that has been nudged and is growing towards its cut.
+- nudged: conversations growing a turn a request between the soft and the hard threshold (each
+  is nudged once; its first request there is parsed and planned, the later ones only append to
+  what was planned, so they are written from the conversation's plan), a new conversation every
+  40 requests: the costly case, a conversation growing towards its cut.
 
 For each: p50 and p95 of the total time, cut and off, the milliseconds the autopilot adds and
 the ratio. Target: p50 added at most 2 ms on requests that are not parsed.
@@ -42,12 +43,12 @@ _spec.loader.exec_module(proxy_bench)
 MODEL = "claude-bench"
 
 
-def conversation(target: int) -> bytes:
-    """An Anthropic body of about ``target`` bytes: turns of a prompt, a Read call, its result
-    and an answer, then a new prompt."""
+def conversation(target: int, turns: int = 0, name: str = "bench") -> bytes:
+    """An Anthropic body of about ``target`` bytes (and ``turns`` more turns): turns of a
+    prompt, a Read call, its result and an answer, then a new prompt."""
     messages: list[Any] = []
     turn = 0
-    while len(orjson.dumps(messages)) < target - 3_000:
+    while len(orjson.dumps(messages)) < target - 3_000 or turn < turns:
         turn += 1
         call = f"toolu_{turn:04d}"
         result = "".join(f"{turn}.{n}: value {turn * n}\n" for n in range(120))
@@ -62,10 +63,19 @@ def conversation(target: int) -> bytes:
             ]},
             {"role": "assistant", "content": [{"type": "text", "text": f"Answer {turn}."}]},
         ]  # fmt: skip
-    messages.append({"role": "user", "content": "next"})
-    body = {"model": MODEL, "max_tokens": 1024, "stream": True, "system": "bench",
+    # the new prompt is the next turn's, so each request's history starts with the one before
+    messages.append({"role": "user", "content": f"Prompt {turn + 1}: read f{turn + 1}."})
+    body = {"model": MODEL, "max_tokens": 1024, "stream": True, "system": name,
             "messages": messages}  # fmt: skip
     return orjson.dumps(body)
+
+
+def growing(start: int, count: int, per: int = 40) -> list[bytes]:
+    """``count`` requests of conversations that each start at ``start`` bytes and grow a turn
+    a request, a new one every ``per`` requests."""
+    first = orjson.loads(conversation(start))["messages"]
+    turns = (len(first) - 1) // 4
+    return [conversation(0, turns + n % per, name=f"bench {n // per}") for n in range(count)]
 
 
 def _start(port: int, upstream: str, home: str, mode: str) -> subprocess.Popen[bytes]:
@@ -76,13 +86,13 @@ def _start(port: int, upstream: str, home: str, mode: str) -> subprocess.Popen[b
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def measure(urls: dict[str, str], body: bytes, rounds: int) -> dict[str, list[float]]:
+def measure(urls: dict[str, str], bodies: list[bytes]) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in urls}
     with httpx.Client(timeout=60) as client:
-        for _ in range(5):  # warm every path (connections, the cut's and the nudge's caches)
+        for _ in range(5):  # warm every path (connections)
             for url in urls.values():
-                proxy_bench._one(client, url + "/v1/messages", body)
-        for _ in range(rounds):  # interleaved, so drift hits each alike
+                proxy_bench._one(client, url + "/v1/messages", proxy_bench.small_body())
+        for body in bodies:  # interleaved, so drift hits each alike
             for name, url in urls.items():
                 samples[name].append(proxy_bench._one(client, url + "/v1/messages", body)[1])
     return samples
@@ -103,10 +113,11 @@ def main() -> None:
     found = thresholds(RequestState(0, None, limits), AutopilotPolicy())
     ratio = bytes_per_token()
     soft_bytes, hard_bytes = int(found.soft * ratio), int(found.hard * ratio)
+    below = conversation(int(soft_bytes * 0.9))
     bodies = {
-        "small": proxy_bench.small_body(),
-        "below soft": conversation(int(soft_bytes * 0.9)),
-        "nudged": conversation((soft_bytes + hard_bytes) // 2),
+        "small": [proxy_bench.small_body()] * args.rounds,
+        "below soft": [below] * args.rounds,
+        "nudged": growing(int(soft_bytes * 1.2), args.rounds),
     }
     up, cut_port, off_port = (proxy_bench._free_port() for _ in range(3))
     upstream = multiprocessing.Process(
@@ -122,9 +133,10 @@ def main() -> None:
             proxy_bench._wait(url + "/ipse/health")
         print(f"model {MODEL}: soft {found.soft:,} tokens (~{soft_bytes:,} bytes), hard "
               f"{found.hard:,} (~{hard_bytes:,} bytes); {args.rounds} rounds")  # fmt: skip
-        for name, body in bodies.items():
-            samples = measure(urls, body, args.rounds)
-            print(f"\n{name} ({len(body):,} bytes):")
+        for name, sent in bodies.items():
+            samples = measure(urls, sent)
+            sizes = sorted({len(b) for b in sent})
+            print(f"\n{name} ({sizes[0]:,} to {sizes[-1]:,} bytes):")
             for q, pick in (("p50", statistics.median), ("p95", _p95)):
                 cut, off = pick(samples["cut"]), pick(samples["off"])
                 print(f"  total {q}: off {off:7.2f} ms  cut {cut:7.2f} ms  "

@@ -42,20 +42,28 @@ def _forwarded(requests: list[dict[str, Any]], policy: AutopilotPolicy) -> list[
     return out
 
 
-@settings(max_examples=15, deadline=None)
+POLICIES = (
+    AutopilotPolicy(),
+    AutopilotPolicy(soft=6_000, hard=15_000),
+    AutopilotPolicy(mode="nudge", soft=6_000),
+)
+
+
+@settings(max_examples=25, deadline=None)
 @given(
     turns=st.integers(1, 3),
     steps=st.integers(1, 6),
     size=st.integers(2_000, 30_000),
     thinking=st.booleans(),
+    policy=st.sampled_from(POLICIES),
 )
 def test_what_goes_upstream_keeps_the_words_and_the_exchanges_and_repeats_itself(
-    turns: int, steps: int, size: int, thinking: bool
+    turns: int, steps: int, size: int, thinking: bool, policy: AutopilotPolicy
 ) -> None:
     clear_cache()
     raw = body(turns, steps, size, thinking=thinking)
     requests = _requests(raw)
-    forwarded = _forwarded(requests, AutopilotPolicy())
+    forwarded = _forwarded(requests, policy)
     previous: list[Any] | None = None
     for sent, (made, out) in zip(requests, forwarded, strict=True):
         assert not made.invalid, made.reason
@@ -78,10 +86,12 @@ def test_what_goes_upstream_keeps_the_words_and_the_exchanges_and_repeats_itself
             assert messages[: len(previous)] == previous
         previous = messages
     # a replica that never saw the conversation (its session the same: the conversation key)
-    # makes the same bytes of its last request
-    clear_cache()
-    again = autopilot_request(requests[-1], "anthropic", AutopilotPolicy(), LIMITS, session="test")
-    assert (again.body or requests[-1]) == forwarded[-1][1]
+    # makes the same bytes of each request: what the one that saw them all remembered of the
+    # conversation (its cuts, its plan) changes nothing
+    for sent, (_, out) in zip(requests, forwarded, strict=True):
+        clear_cache()
+        again = autopilot_request(sent, "anthropic", policy, LIMITS, session="test")
+        assert (again.body or sent) == out
 
 
 def test_nudge_only_never_removes_and_off_changes_nothing() -> None:

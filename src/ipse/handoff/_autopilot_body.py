@@ -195,12 +195,18 @@ def place_nudges(
     """``items`` with a nudge after each message of ``nudges``: ``items`` end where the raw
     history's item ``end`` does (the items after a nudge are the client's own, so its place is
     counted from the end)."""
+    return _insert_nudges(items, end, [starts[m + 1] for m in sorted(nudges)], dialect)
+
+
+def _insert_nudges(items: Sequence[Any], end: int, after: Sequence[int], dialect: str) -> list[Any]:
+    """``items`` with a nudge before each raw item of ``after`` (ascending; see
+    `place_nudges`)."""
     out = list(items)
-    if not nudges:
+    if not after:
         return out
     nudge = nudge_items(dialect)
-    for message in sorted(nudges):  # (from the first: a later place, counted from the end, stays)
-        at = len(out) - (end - starts[message + 1])
+    for item in after:  # (from the first: a later place, counted from the end, stays)
+        at = len(out) - (end - item)
         out[at:at] = nudge
     return out
 
@@ -246,9 +252,34 @@ class _Cache:
 _CUTS = _Cache(_CACHE_SIZE)  # (dialect, anchor, digest) -> AutopilotCut | the refusal's reason
 
 
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """A conversation's last full plan: ``items`` raw items (``digest``) were planned, its last
+    request went upstream at ``tokens`` (the plan's count), and no checkpoint call is in them.
+
+    A body that only appends to them and names no checkpoint tool in what it appends has the
+    same cut and nudges, unless one of its new requests brings a nudge or a cut. Each new
+    request counts at most ``tokens`` plus the appended items' bytes over `bytes_per_token`
+    (the plan counts each message's bytes so): where that bound stays below the lowest soft
+    threshold, or below the hard one in a stretch nudged already, none can, and the body is
+    written from the memo without reading or planning it (`_as_planned`)."""
+
+    items: int
+    digest: bytes
+    tokens: int
+    found: AutopilotRewrite
+    cut: AutopilotCut | None
+    nudges: tuple[int, ...]  # the raw items the nudges go before
+
+
+_MEMOS = _Cache(4 * _CACHE_SIZE)  # (dialect, session, policy, limits) -> _Memo
+
+
 def clear_autopilot_cache() -> None:
-    """Forget every cut's prefix (the next request makes, and archives, it again)."""
+    """Forget every cut's prefix (the next request makes, and archives, it again) and every
+    conversation's plan."""
     _CUTS.clear()
+    _MEMOS.clear()
 
 
 def autopilot_request(
@@ -273,12 +304,20 @@ def autopilot_request(
         return AutopilotRewrite(None, reason="the autopilot is off")
     if not isinstance(raw, list) or not raw:
         return AutopilotRewrite(None, reason="the body has no message history")
+    memo_key = (dialect, session, policy, limits, tuple(tool_names))
+    if base is None:
+        known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits,
+                            tool_names)  # fmt: skip
+        if known is not None:
+            return known
     conversation = dialect_codec.read_body(body)
     plan = plan_autopilot(conversation, policy, limits, tool_names=tool_names)
     now = plan.now
     found = _found(plan)
     if plan.cut is None and not plan.nudges:
-        return replace(found, reason=now.reason if now is not None else "no request to judge")
+        done = replace(found, reason=now.reason if now is not None else "no request to judge")
+        _remember(memo_key, raw, plan, done, None, (), tool_names)
+        return done
     starts = item_starts(conversation, len(raw))
     cut: AutopilotCut | None = None
     refused: tuple[Any, ...] = ("nudges", dialect, session, plan.anchor, plan.nudges)
@@ -307,7 +346,74 @@ def autopilot_request(
     if problem is not None:
         _CUTS.put(refused, problem)
         return replace(found, reason=f"left as sent: {problem}", invalid=True)
-    return replace(found, body=out if nudges or cut else None, nudges=len(nudges))
+    done = replace(found, body=out if nudges or cut else None, nudges=len(nudges))
+    _remember(memo_key, raw, plan, done, cut, tuple(starts[m + 1] for m in sorted(nudges)),
+              tool_names)  # fmt: skip
+    return done
+
+
+def _remember(
+    key: tuple[Any, ...],
+    raw: list[Any],
+    plan: AutopilotPlan,
+    done: AutopilotRewrite,
+    cut: AutopilotCut | None,
+    nudges: tuple[int, ...],
+    tool_names: Sequence[str],
+) -> None:
+    """Keep the conversation's plan as a `_Memo`, where one may stand for it: its last message
+    is a request's (the plan's count is that request's), no checkpoint call is in it."""
+    if plan.now is None or plan.trigger == "checkpoint" or _names(raw, tool_names):
+        return
+    _MEMOS.put(key, _Memo(len(raw), _digest(raw), plan.tokens, done, cut, nudges))
+
+
+def _as_planned(
+    memo: _Memo | None,
+    body: Mapping[str, Any],
+    raw: list[Any],
+    dialect: str,
+    policy: AutopilotPolicy,
+    limits: Limits,
+    tool_names: Sequence[str],
+) -> AutopilotRewrite | None:
+    """The body written by its conversation's `_Memo`, where the memo holds for it (None:
+    plan it)."""
+    if memo is None or len(raw) <= memo.items:
+        return None
+    lowest = thresholds(RequestState(0, None, limits), policy)
+    appended = jsonio.dumps(raw[memo.items :])
+    bound = memo.tokens + len(appended) / bytes_per_token()
+    if not (bound < lowest.soft or (memo.nudges and bound < lowest.hard)):
+        return None
+    if any(name.encode() in appended for name in tool_names):
+        return None
+    if _digest(raw[: memo.items]) != memo.digest:
+        return None
+    cut = memo.cut
+    if cut is None and not memo.nudges:
+        return replace(memo.found, action="nothing", reason="below the soft threshold")
+    if cut is not None:
+        items = [*cut.prefix, *raw[cut.item :]]
+        items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
+    else:
+        items = list(raw)
+    out = dict(body)
+    out[codec(dialect).history_key] = _insert_nudges(items, len(raw), memo.nudges, dialect)
+    reason = "below the thresholds" if not memo.nudges else "nudged already since the last cut"
+    return replace(memo.found, body=out, action="nothing", reason=reason, cached=cut is not None,
+                   archived=0)  # fmt: skip
+
+
+def _names(items: Sequence[Any], tool_names: Sequence[str]) -> bool:
+    """Whether ``items`` name a checkpoint tool anywhere (a call, an answer, a code tool's
+    source)."""
+    blob = jsonio.dumps(list(items))
+    return any(name.encode() in blob for name in tool_names)
+
+
+def _digest(items: Sequence[Any]) -> bytes:
+    return hashlib.sha256(jsonio.dumps(list(items))).digest()
 
 
 def _found(plan: AutopilotPlan) -> AutopilotRewrite:
@@ -344,7 +450,7 @@ def _cut(
     (whether it was, and its key), else made now; a refusal's reason (remembered alike)."""
     event = next(e for e in reversed(plan.events) if e.action == "cut")
     made_from = starts[event.request + 1]
-    digest = hashlib.sha256(jsonio.dumps(list(raw[:made_from]))).digest()
+    digest = _digest(raw[:made_from])
     cache_key = (dialect, plan.anchor, digest)
     known = _CUTS.get(cache_key)
     if isinstance(known, AutopilotCut):
