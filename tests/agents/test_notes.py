@@ -52,3 +52,15 @@ def test_without_any_proxy_the_notes_say_nothing_is_removed(
     notes = _notes(cli, project, "--agent", agent)
     assert any("nothing is removed from the conversation" in n for n in notes), notes
     assert not any("ipse proxy at" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_install_with_the_proxy_says_the_autopilot_is_on_and_how_to_turn_it_off(
+    cli: CliRun, project: Path, agent: str
+) -> None:
+    for flags in (["--proxy", "--port", "9378"], []):  # (again without: the proxy stays)
+        said = " ".join(_notes(cli, project, "--agent", agent, *flags))
+        assert "autopilot is on (--autopilot cut)" in said, said
+        assert "IPSE_AUTOPILOT=off" in said, said
+    cli("uninstall", "--agent", agent, cwd=project)
+    assert "autopilot" not in " ".join(_notes(cli, project, "--agent", agent))

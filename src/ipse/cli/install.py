@@ -138,7 +138,7 @@ def install_command(
       ipse install --agent gemini --user
       ipse install --agent claude-code --user --statusline
     """
-    from ipse.agents import install_agent, install_notes
+    from ipse.agents import install_agent, install_notes, proxy_port
     from ipse.errors import UsageError
 
     upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
@@ -150,7 +150,7 @@ def install_command(
                "statusline": statusline}  # fmt: skip
     changes = install_agent(agent, root, **options)  # type: ignore[arg-type]
     notes = install_notes(agent, root, **options)  # type: ignore[arg-type]
-    if proxy:
+    if proxy or proxy_port(agent, root, user=user) is not None:  # (an earlier --proxy stays)
         notes.append(AUTOPILOT_NOTE)
     _report(changes, as_json, notes)
 

@@ -149,7 +149,9 @@ def _config(**options: Any) -> Any:
     from ipse.proxy import ProxyConfig
 
     autopilot = AutopilotPolicy(
-        mode=options["autopilot"], soft=options["autopilot_soft"], hard=options["autopilot_hard"]
+        mode=options.get("autopilot", "cut"),
+        soft=options.get("autopilot_soft"),
+        hard=options.get("autopilot_hard"),
     )
     anthropic, openai = ProxyConfig.upstreams_from_options(
         options["anthropic_upstream"], options["openai_upstream"]
@@ -368,7 +370,11 @@ def _launch(config: Any, options: dict[str, Any], url: str, as_json: bool) -> No
 def _argv(options: dict[str, Any]) -> list[str]:
     out = ["--host", options["host"], "--port", str(options["port"]),
            "--read-timeout", str(options["read_timeout"]),
-           "--workers", str(options["workers"])]  # fmt: skip
+           "--workers", str(options["workers"]),
+           "--autopilot", options.get("autopilot", "cut")]  # fmt: skip
+    for name in ("autopilot_soft", "autopilot_hard"):
+        if options.get(name) is not None:
+            out += [f"--{name.replace('_', '-')}", str(options[name])]
     for name in ("anthropic_upstream", "openai_upstream"):
         if options[name] is not None:
             out += [f"--{name.replace('_', '-')}", options[name]]
@@ -384,10 +390,6 @@ def _argv(options: dict[str, Any]) -> list[str]:
         out += ["--handoff-budget", str(options["handoff_budget"])]
     if options["no_analysis"]:
         out.append("--no-analysis")
-    out += ["--autopilot", options["autopilot"]]
-    for name in ("autopilot_soft", "autopilot_hard"):
-        if options[name] is not None:
-            out += [f"--{name.replace('_', '-')}", str(options[name])]
     for name in options["tool_names"]:
         out += ["--checkpoint-tool", name]
     return out

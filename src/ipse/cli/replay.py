@@ -15,11 +15,14 @@ from ipse.transcript import FORMATS
 @click.command("replay")
 @click.argument("sessions", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
+    "--autopilot",
     "--policy",
+    "policy",
     type=click.Choice(["off", "nudge", "cut"]),
     default="cut",
     show_default=True,
-    help="The autopilot's mode: off (nothing), nudge (nudges only), cut (nudges, then cuts).",
+    help="The autopilot's mode, as `ipse proxy --autopilot`: off (nothing), nudge (nudges "
+    "only), cut (nudges, then cuts).",
 )
 @click.option(
     "--autopilot-soft",

@@ -2,25 +2,17 @@
 
 `autopilot_request(body, dialect, policy, limits)` reads the body's history, plans it
 (`plan_autopilot`: a function of the history alone, so every replica and every later request
-of the conversation decides alike) and writes what the plan says into the body:
+of the conversation decides alike) and writes what the plan says into the body with the writes
+``ipse replay`` makes too (`ipse.handoff._autopilot_parts`): the newest cut's rewritten prefix,
+then the raw items from the cut on, as the client sent them, and each nudge where it was put.
 
-- the newest cut (`autopilot_cut`): the handoff (`run`: strip, the marker with the ledger as
-  notes, verified; what it removed archived) made on the history up to the request where the
-  autopilot cut, so it is the same bytes in every later request; then the raw items from the
-  cut on, as the client sent them;
-- each nudge (`place_nudges`): one user message of the harness after the message it follows,
-  counted from the end of the history (the items after it are the client's own), so it stays
-  where it was put, byte for byte, until the next cut.
-
-``ipse replay`` builds the requests it prices from the same `autopilot_cut` and
-`place_nudges`, so what it prices is what the proxy sends.
-
-A proxy calls this on every request, so the main path does little: a body whose bytes cannot
-reach the soft threshold (`could_act`: its size over `bytes_per_token`, an upper bound of what
-the plan counts) is not parsed; a cut's prefix is made once and kept (keyed by the cut's anchor
-and a digest of the raw items it was made from), as is a cut the handoff refused. A body the
-rewrite would leave invalid (`validate`, on the request that brings a new nudge or cut: the
-later ones send the same parts again) goes on as the client sent it, with the reason.
+A proxy calls this on every request, so the main path does little: a cut's prefix is made once
+and kept (keyed by the cut's anchor and a digest of the raw items it was made from), as is a cut
+the handoff refused; a conversation's last plan is kept (`_Memo`) and stands for a body that
+only appends to it while none of its new requests can bring a nudge or a cut, so such a body is
+neither read nor planned. A body the rewrite would leave invalid (`validate`, on the request
+that brings a new nudge or cut: the later ones send the same parts again) goes on as the client
+sent it, with the reason.
 """
 
 from __future__ import annotations
@@ -35,37 +27,23 @@ from typing import TYPE_CHECKING, Any
 from ipse import jsonio
 from ipse.errors import IpseError
 from ipse.handoff._autopilot import AutopilotPolicy, Limits, RequestState, thresholds
-from ipse.handoff._autopilot_plan import (
-    NUDGE,
-    AutopilotPlan,
-    PlannedEvent,
-    bytes_per_token,
-    plan_autopilot,
+from ipse.handoff._autopilot_parts import (
+    AutopilotCut,
+    autopilot_cut,
+    insert_nudges,
+    item_starts,
+    place_nudges,
 )
+from ipse.handoff._autopilot_plan import NUDGE, AutopilotPlan, bytes_per_token, plan_autopilot
 from ipse.handoff._kept_thinking import binds_thinking, without_thinking
 from ipse.handoff._recognise import CHECKPOINT_TOOLS
-from ipse.handoff._run import HandoffOptions, run
 from ipse.handoff._validate import validate
-from ipse.transcript import Conversation, Message, Origin, Text, codec
+from ipse.transcript import Conversation, Message, Text, codec
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
 
 _CACHE_SIZE = 64
-
-
-@dataclass(frozen=True, slots=True)
-class AutopilotCut:
-    """A cut the autopilot made: at ``event``, the history before message ``at`` (as the
-    handoff settled it; raw item ``item``) rewritten into ``prefix``."""
-
-    event: PlannedEvent
-    at: int
-    item: int
-    prefix: tuple[Any, ...]
-    removed_calls: int
-    archived: int = 0
-    session: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,108 +95,6 @@ class AutopilotRewrite:
             "cached": self.cached,
             "invalid": self.invalid,
         }
-
-
-# ------------------------------------------------------------------------- the shared parts
-
-
-def item_starts(conversation: Conversation, items: int) -> list[int]:
-    """The raw item each message starts at, then ``items`` (a dialect whose messages do not map
-    onto items one to one: one item per message)."""
-    starts = [0]
-    for message in conversation.messages:
-        spans = message.meta.get("items") if message.meta else None
-        starts.append(starts[-1] + (len(spans) if spans else 1))
-    if starts[-1] != items:
-        starts = list(range(len(conversation.messages) + 1))
-    return starts
-
-
-def autopilot_cut(
-    conversation: Conversation,
-    event: PlannedEvent,
-    dialect: str,
-    starts: Sequence[int],
-    *,
-    session: str,
-    archive: ArchiveSink | None = None,
-    source: str = "proxy",
-) -> AutopilotCut:
-    """The handoff at the cut ``event`` plans: made on the history up to the request where the
-    autopilot cut (so later requests get the same bytes), what it removed given to
-    ``archive``. Raises `IpseError` where the handoff refuses."""
-    upto = replace(conversation, messages=conversation.messages[: event.request + 1])
-    handoff = run(
-        upto,
-        HandoffOptions(at=event.at),
-        session=session,
-        archive=archive,
-        source=source,
-        recallable=True,
-    )
-    report = handoff.report
-    kept_tail = len(upto.messages) - report.cut
-    rewritten = handoff.after.messages[: len(handoff.after.messages) - kept_tail]
-    prefix = write_items(codec(dialect), rewritten)
-    removed = sum(1 for r in report.removed if r.kind != "thinking")
-    return AutopilotCut(
-        event,
-        report.cut,
-        starts[report.cut],
-        tuple(prefix),
-        removed,
-        handoff.archived,
-        handoff.session,
-    )
-
-
-def write_items(dialect_codec: Any, messages: Sequence[Message]) -> list[Any]:
-    """Messages as the items the dialect sends."""
-    out: list[Any] = []
-    for message in messages:
-        written = dialect_codec.write_message(message)
-        if isinstance(written, list):
-            out.extend(written)
-        else:
-            out.append(written)
-    return out
-
-
-def nudge_items(dialect: str) -> list[Any]:
-    """The nudge as the items the dialect sends: one user message of the harness."""
-    return write_items(codec(dialect), [Message("user", (Text(NUDGE, Origin.HARNESS),))])
-
-
-def place_nudges(
-    items: Sequence[Any], end: int, starts: Sequence[int], nudges: Sequence[int], dialect: str
-) -> list[Any]:
-    """``items`` with a nudge after each message of ``nudges``: ``items`` end where the raw
-    history's item ``end`` does (the items after a nudge are the client's own, so its place is
-    counted from the end)."""
-    return _insert_nudges(items, end, [starts[m + 1] for m in sorted(nudges)], dialect)
-
-
-def _insert_nudges(items: Sequence[Any], end: int, after: Sequence[int], dialect: str) -> list[Any]:
-    """``items`` with a nudge before each raw item of ``after`` (ascending; see
-    `place_nudges`)."""
-    out = list(items)
-    if not after:
-        return out
-    nudge = nudge_items(dialect)
-    for item in after:  # (from the first: a later place, counted from the end, stays)
-        at = len(out) - (end - item)
-        out[at:at] = nudge
-    return out
-
-
-def could_act(size: int, policy: AutopilotPolicy, limits: Limits) -> bool:
-    """Whether a body of ``size`` bytes may reach the soft threshold: the plan counts each
-    part's bytes over `bytes_per_token`, so a body whose whole size does not reach it was never
-    nudged nor cut (nor was any earlier request of its conversation, a prefix of it)."""
-    if policy.mode == "off":
-        return False
-    lowest = thresholds(RequestState(0, None, limits), policy).soft
-    return size / bytes_per_token() >= lowest
 
 
 # ----------------------------------------------------------------------------- one request
@@ -304,7 +180,8 @@ def autopilot_request(
         return AutopilotRewrite(None, reason="the autopilot is off")
     if not isinstance(raw, list) or not raw:
         return AutopilotRewrite(None, reason="the body has no message history")
-    memo_key = (dialect, session, policy, limits, tuple(tool_names))
+    # (a harness's session may hold several threads, its sub-agents': the first item tells them)
+    memo_key = (dialect, session, _digest(raw[:1]), policy, limits, tuple(tool_names))
     if base is None:
         known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits,
                             tool_names)  # fmt: skip
@@ -399,7 +276,7 @@ def _as_planned(
     else:
         items = list(raw)
     out = dict(body)
-    out[codec(dialect).history_key] = _insert_nudges(items, len(raw), memo.nudges, dialect)
+    out[codec(dialect).history_key] = insert_nudges(items, len(raw), memo.nudges, dialect)
     reason = "below the thresholds" if not memo.nudges else "nudged already since the last cut"
     return replace(memo.found, body=out, action="nothing", reason=reason, cached=cut is not None,
                    archived=0)  # fmt: skip
@@ -513,14 +390,7 @@ def _nudge_only(blocks: Sequence[Any]) -> bool:
 
 
 __all__ = [
-    "AutopilotCut",
     "AutopilotRewrite",
-    "autopilot_cut",
     "autopilot_request",
     "clear_autopilot_cache",
-    "could_act",
-    "item_starts",
-    "nudge_items",
-    "place_nudges",
-    "write_items",
 ]

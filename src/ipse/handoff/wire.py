@@ -16,14 +16,8 @@ and `place_nudges` are the two writes it makes, which ``ipse replay`` makes alik
 
 from __future__ import annotations
 
-from ipse.handoff._autopilot_body import (
-    AutopilotRewrite,
-    autopilot_cut,
-    autopilot_request,
-    could_act,
-    item_starts,
-    place_nudges,
-)
+from ipse.handoff._autopilot_body import AutopilotRewrite, autopilot_request
+from ipse.handoff._autopilot_parts import autopilot_cut, could_act, item_starts, place_nudges
 from ipse.handoff._recognise import CHECKPOINT_TOOLS
 from ipse.handoff._rewrite import (
     SESSION_HEADER,

@@ -91,8 +91,8 @@ async def apply_autopilot(state: ProxyState, ex: Exchange, lowered: Mapping[str,
     """Judge the request, and send what the autopilot makes of it (``ex.sent_body``)."""
     policy = state.config.autopilot
     body, dialect = ex.client_body, ex.dialect
-    if policy.mode == "off" or not dialect or not body:
-        return
+    if policy.mode == "off" or not dialect or not body or ex.path.endswith("count_tokens"):
+        return  # (a count is no turn of the conversation: it goes as it came)
     bounds = limits(model_in(body), ex.provider, client_agent(lowered))
     if not could_act(len(body), policy, bounds):
         return
