@@ -119,7 +119,7 @@ def _chat_chunks(reply: Reply, model: str, usage: bool) -> Iterator[dict[str, An
 
 
 def _response(
-    reply: Reply, model: str, status: str = "completed", serial: int = 0
+    reply: Reply, model: str, status: str = "completed", serial: int = 0, input_tokens: int = 10
 ) -> dict[str, Any]:
     spec = _spec(reply)
     output: list[dict[str, Any]] = []
@@ -171,19 +171,19 @@ def _response(
         "tool_choice": "auto",
         "tools": [],
         "usage": {
-            "input_tokens": 10,
+            "input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": 3,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 13,
+            "total_tokens": input_tokens + 3,
         },
     }
 
 
 def _response_events(
-    reply: Reply, model: str, serial: int = 0
+    reply: Reply, model: str, serial: int = 0, input_tokens: int = 10
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    final = _response(reply, model, serial=serial)
+    final = _response(reply, model, serial=serial, input_tokens=input_tokens)
     started = {**final, "status": "in_progress", "output": [], "usage": None}
     n = 0
     yield (
@@ -260,7 +260,9 @@ def _response_events(
     )
 
 
-def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    upstream: Upstream, replies: Replies, sized: bool = False
+) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     answered = itertools.count(1)
 
@@ -291,14 +293,15 @@ def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandle
                     self._json(200, _chat(reply, model))
             elif path.endswith("/responses"):
                 serial = next(answered)
+                tokens = len(raw) // 4 if sized else 10
                 if body.get("stream"):
                     self._events(
-                        _response_events(reply, model, serial),
+                        _response_events(reply, model, serial, tokens),
                         done=False,
                         close_after=_spec(reply).get("close_after"),
                     )
                 else:
-                    self._json(200, _response(reply, model, serial=serial))
+                    self._json(200, _response(reply, model, serial=serial, input_tokens=tokens))
             else:
                 error = {
                     "message": f"no route {path}",
@@ -336,9 +339,11 @@ def _handler(upstream: Upstream, replies: Replies) -> type[BaseHTTPRequestHandle
 
 
 @contextmanager
-def openai_upstream(replies: Replies = ("OK.",)) -> Iterator[Upstream]:
-    """Serve on a free loopback port for the duration of the ``with`` block."""
+def openai_upstream(replies: Replies = ("OK.",), *, sized: bool = False) -> Iterator[Upstream]:
+    """Serve on a free loopback port for the duration of the ``with`` block. With ``sized``, a
+    Responses answer's usage reports the request's input tokens as the API does, growing with
+    the body (its bytes / 4); else a fixed 10."""
     upstream = Upstream(url="")
-    with serve(_handler(upstream, replies)) as url:
+    with serve(_handler(upstream, replies, sized)) as url:
         upstream.url = url
         yield upstream
