@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ipse import jsonio
 from ipse.errors import UsageError
 from ipse.handoff import (
     AutopilotPolicy,
@@ -23,7 +24,7 @@ from ipse.handoff import (
     plan_autopilot,
 )
 from ipse.handoff._autopilot import break_even_size, economic_size, thresholds
-from ipse.handoff._autopilot_plan import request_ends
+from ipse.handoff._autopilot_plan import json_size, request_ends
 from ipse.handoff._policy import RATES, break_even
 from ipse.transcript import Conversation, ToolCall, ToolResult, codec
 
@@ -311,3 +312,63 @@ def test_modes() -> None:
     nudge = plan_autopilot(conversation, AutopilotPolicy("nudge"), LIMITS)
     assert [e.action for e in nudge.events] == ["nudge"]
     assert nudge.cut is None and nudge.nudges
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+def _marked(value: Any, marks: list[bool], mark: dict[str, Any]) -> Any:
+    """``value`` with a ``cache_control`` key put into the dicts ``marks`` picks, in order."""
+    if isinstance(value, list):
+        return [_marked(v, marks, mark) for v in value]
+    if isinstance(value, dict):
+        out = {k: _marked(v, marks, mark) for k, v in value.items() if k != "cache_control"}
+        if marks and marks.pop():
+            first = bool(marks) and marks.pop()
+            out = {"cache_control": mark, **out} if first else {**out, "cache_control": mark}
+        return out
+    return value
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=_JSON,
+    marks=st.lists(st.booleans(), max_size=30),
+    mark=st.sampled_from([{"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}]),
+)
+def test_a_size_never_counts_the_cache_breakpoints(
+    value: Any, marks: list[bool], mark: dict[str, Any]
+) -> None:
+    plain = _marked(value, [], mark)
+    assert json_size(_marked(value, marks, mark)) == len(jsonio.dumps(plain))
+
+
+def test_where_claude_code_puts_its_breakpoint_changes_no_plan() -> None:
+    """Claude Code marks the newest message's last block with ``cache_control`` and takes the
+    mark off at the next request: every request's plan of the history before it stays the
+    same (the cut the proxy made at an earlier request is the one a later request plans)."""
+    raw = body(4, 6, 12_000)
+    for message in raw["messages"]:  # (Claude Code sends blocks, never a string)
+        if isinstance(message["content"], str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+    ends = request_ends(read(raw).messages)
+    previous: list[Any] | None = None
+    for end in ends:
+        messages = [dict(m) for m in raw["messages"][: end + 1]]
+        blocks = messages[-1]["content"]
+        mark = {"cache_control": {"type": "ephemeral"}}
+        messages[-1]["content"] = [*blocks[:-1], {**blocks[-1], **mark}]
+        plan = plan_autopilot(read({**raw, "messages": messages}), AutopilotPolicy(), LIMITS)
+        plain = plan_autopilot(prefix(raw, end), AutopilotPolicy(), LIMITS)
+        assert plan.tokens == plain.tokens
+        events = [e.to_json() for e in plan.events]
+        assert events == [e.to_json() for e in plain.events]
+        if previous is not None:
+            assert events[: len(previous)] == previous
+        previous = events
+    assert previous and any(e["action"] == "cut" for e in previous)

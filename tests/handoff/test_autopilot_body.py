@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from ipse import jsonio
 from ipse.handoff import NUDGE, AutopilotPolicy, Limits
-from ipse.handoff._autopilot_plan import request_ends
+from ipse.handoff._autopilot_body import _MEMOS
+from ipse.handoff._autopilot_plan import bytes_per_token, request_ends
 from ipse.handoff.wire import autopilot_request, clear_cache
 from tests.handoff.test_autopilot import LIMITS, body, read
 
@@ -92,6 +93,67 @@ def test_what_goes_upstream_keeps_the_words_and_the_exchanges_and_repeats_itself
         clear_cache()
         again = autopilot_request(sent, "anthropic", policy, LIMITS, session="test")
         assert (again.body or sent) == out
+
+
+def _calls(messages: list[Any]) -> set[str]:
+    return {b["id"] for m in messages if isinstance(m["content"], list)
+            for b in m["content"] if b.get("type") == "tool_use"}  # fmt: skip
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    turns=st.integers(1, 3),
+    steps=st.integers(1, 6),
+    size=st.integers(2_000, 30_000),
+    policy=st.sampled_from(POLICIES[:2]),
+)
+def test_a_recorded_cut_says_what_the_body_it_sends_keeps(
+    turns: int, steps: int, size: int, policy: AutopilotPolicy
+) -> None:
+    """At the request that makes a cut, its recorded size after the cut is the body it sends,
+    counted as a plan counts (each message's JSON bytes over `bytes_per_token`: the rounding of
+    each message, and the keys around them, are the difference), and the calls it says it
+    removed are the calls the client sent that the body leaves out."""
+    clear_cache()
+    ratio = bytes_per_token()
+    requests = _requests(body(turns, steps, size))
+    for sent, (made, out) in zip(requests, _forwarded(requests, policy), strict=True):
+        if made.action != "cut":
+            continue
+        messages = out["messages"]
+        assert made.tokens_after is not None
+        around = {k: v for k, v in out.items() if k not in ("messages", "system", "tools")}
+        slack = 2 * len(messages) + 16 + len(jsonio.dumps(around)) / ratio
+        assert abs(len(jsonio.dumps(out)) / ratio - made.tokens_after) <= slack
+        assert made.removed_calls == len(_calls(sent["messages"]) - _calls(messages))
+        assert made.tokens is not None and made.tokens_after < made.tokens
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    turns=st.integers(1, 3),
+    steps=st.integers(1, 6),
+    size=st.integers(2_000, 30_000),
+    policy=st.sampled_from(POLICIES),
+    memo=st.booleans(),
+)
+def test_a_request_sent_again_brings_no_new_cut_nor_nudge(
+    turns: int, steps: int, size: int, policy: AutopilotPolicy, memo: bool
+) -> None:
+    """A client that sends a request again (a retry) gets the same body, and the record marks
+    the cut or nudge only at the first: what it made was made there. ``memo``: whether the
+    conversation's last plan is still held, or only the cut's prefix."""
+    clear_cache()
+    for sent in _requests(body(turns, steps, size)):
+        first = autopilot_request(sent, "anthropic", policy, LIMITS, session="test")
+        if not memo:
+            _MEMOS.clear()
+        again = autopilot_request(sent, "anthropic", policy, LIMITS, session="test")
+        assert (again.body or sent) == (first.body or sent)
+        if first.action == "cut" or (first.action == "nudge" and memo):
+            assert again.action == "nothing", again.reason
+            assert again.anchor == first.anchor
+            assert again.tokens_after == first.tokens_after
 
 
 def test_nudge_only_never_removes_and_off_changes_nothing() -> None:

@@ -11,8 +11,9 @@ sent, how many cuts the forwarded bodies show, and every way in which it fell sh
 
 - a turn failed, or did not print the model's answer;
 - through the proxy: the CLI sent a compaction request (in what it sent, or in what was
-  forwarded); the proxy never cut; a forwarded request that does not repeat the one before it
-  is not one the proxy recorded as its autopilot's cut; a request between two cuts does not
+  forwarded); the proxy never cut; the forwarded requests that do not repeat the one before
+  them are not exactly the ones the proxy recorded as its autopilot's cuts (a cut is recorded
+  at the request that made it, and only there); a request between two cuts does not
   repeat the one before it; a word the user or the model wrote is missing from the last
   forwarded request (byte for byte); the usage reported reached the CLI's compaction point.
 """
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipse import jsonio
+from ipse.handoff._autopilot_plan import bytes_per_token, json_size
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.claude_code_session import ClaudeCodeSession
 from tests.support.codex_session import CodexSession, codex_model, is_codex_compaction_request
@@ -39,7 +42,7 @@ from tests.support.long_session import (
     texts,
 )
 from tests.support.openai_upstream import openai_upstream
-from tests.support.proxy_process import cut_at, proxy_process
+from tests.support.proxy_process import autopilot_at, cut_at, proxy_process
 
 
 @dataclass(frozen=True)
@@ -149,9 +152,10 @@ def _check(
         problems.append(f"the proxy never cut: {log[-1500:]}")
         return
     made = cut_at(records, agent.path)
-    if len(made) != len(forwarded) or not all(made[i] for i in cuts):
-        shown = [i for i, m in enumerate(made) if m]
+    shown = [i for i, m in enumerate(made) if m]
+    if len(made) != len(forwarded) or shown != cuts:  # each way: none unrecorded, none made up
         problems.append(f"forwarded bodies cut at {cuts}, the record says {shown}")
+    problems += _cut_sizes(autopilot_at(records, agent.path), forwarded, key)
     between = [i for i in range(cuts[0], len(forwarded) - 1) if i + 1 not in cuts]
     if not between or not all(extends(forwarded[i], forwarded[i + 1], key) for i in between):
         problems.append("a request between two cuts does not repeat the one before it")
@@ -163,3 +167,25 @@ def _check(
     reported = max(input_tokens(r["raw"]) for r in received)
     if reported >= agent.limit:
         problems.append(f"the usage reported reached {reported} (compaction at {agent.limit})")
+
+
+def _cut_sizes(
+    recorded: list[dict[str, Any]], forwarded: list[dict[str, Any]], key: str
+) -> list[str]:
+    """Where a recorded cut's size after it is not the body the proxy forwarded there, counted
+    as the autopilot counts (`json_size`: JSON bytes less the cache breakpoints, over
+    `bytes_per_token`; each item's rounding and the keys around the history and its front are
+    the slack)."""
+    ratio = bytes_per_token()
+    wrong = []
+    for i, (autopilot, body) in enumerate(zip(recorded, forwarded, strict=False)):
+        if autopilot.get("action") != "cut":
+            continue
+        size = json_size(body) / ratio
+        front = (key, "system", "tools", "instructions")  # (Responses: its instructions)
+        around = {k: v for k, v in body.items() if k not in front}
+        slack = 2 * len(body.get(key) or ()) + 16 + len(jsonio.dumps(around)) / ratio
+        after = autopilot.get("tokens_after")
+        if not isinstance(after, int) or abs(size - after) > slack:
+            wrong.append(f"the cut at request {i} is recorded at {after} tokens, sent {size:.0f}")
+    return wrong

@@ -59,10 +59,11 @@ def proxy_process(folder: Path, *options: str) -> Iterator[ProxyProcess]:
                 process.wait(timeout=10)
 
 
-def cut_at(records: list[dict[str, Any]], path: str) -> list[bool]:
+def autopilot_at(records: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
     """For each recorded request to ``path`` that offers tools (in ``tools``, or Codex's
-    ``additional_tools`` input item), whether the autopilot made a cut there."""
-    made = []
+    ``additional_tools`` input item), what the record says of the autopilot there ({}:
+    nothing)."""
+    found = []
     for record in records:
         request = record["request"]
         body = request.get("body")
@@ -73,6 +74,10 @@ def cut_at(records: list[dict[str, Any]], path: str) -> list[bool]:
             for i in body.get("input") or []
         )
         if offers:
-            autopilot = (record.get("ipse") or {}).get("autopilot") or {}
-            made.append(autopilot.get("action") == "cut")
-    return made
+            found.append((record.get("ipse") or {}).get("autopilot") or {})
+    return found
+
+
+def cut_at(records: list[dict[str, Any]], path: str) -> list[bool]:
+    """For each request `autopilot_at` lists, whether the autopilot made a cut there."""
+    return [autopilot.get("action") == "cut" for autopilot in autopilot_at(records, path)]

@@ -10,9 +10,12 @@ A proxy calls this on every request, so the main path does little: a cut's prefi
 and kept (keyed by the cut's anchor and a digest of the raw items it was made from), as is a cut
 the handoff refused; a conversation's last plan is kept (`_Memo`) and stands for a body that
 only appends to it while none of its new requests can bring a nudge or a cut, so such a body is
-neither read nor planned. A body the rewrite would leave invalid (`validate`, on the request
-that brings a new nudge or cut: the later ones send the same parts again) goes on as the client
-sent it, with the reason.
+neither read nor planned; a body whose history is the last plan's (a retry) is written as that
+request was, and brings no new nudge or cut (nor does one whose cut comes from the cache at the
+request that made it). A cut's ``tokens_after`` is the request it was made at as it is sent
+(`counted`), wherever the handoff settled the cut. A body the rewrite would leave invalid
+(`validate`, on the request that brings a new nudge or cut: the later ones send the same parts
+again) goes on as the client sent it, with the reason.
 """
 
 from __future__ import annotations
@@ -34,7 +37,13 @@ from ipse.handoff._autopilot_parts import (
     item_starts,
     place_nudges,
 )
-from ipse.handoff._autopilot_plan import NUDGE, AutopilotPlan, bytes_per_token, plan_autopilot
+from ipse.handoff._autopilot_plan import (
+    NUDGE,
+    AutopilotPlan,
+    bytes_per_token,
+    counted,
+    plan_autopilot,
+)
 from ipse.handoff._kept_thinking import binds_thinking, without_thinking
 from ipse.handoff._recognise import CHECKPOINT_TOOLS
 from ipse.handoff._validate import validate
@@ -44,6 +53,7 @@ if TYPE_CHECKING:
     from ipse.archive import ArchiveSink
 
 _CACHE_SIZE = 64
+_REPEAT = "repeats an earlier request"  # (the client sent the same history again: a retry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +63,11 @@ class AutopilotRewrite:
     ``body``: the body to send (None: as the client sent it); ``action``: what this request
     brought (``nothing``, ``nudge``, ``cut``: the plan's step at its last message);
     ``anchor``: the newest autopilot cut's name (None: not cut); ``nudges``: nudges placed;
-    ``tokens``/``tokens_after``: the request's size without the new cut and with it (the plan's
-    count); ``cache_cost``: the base-price tokens the cut pays for writing the cache again;
-    ``reason``: why, or why nothing was changed; ``invalid``: a change was planned but left
-    out because the result would not be valid."""
+    ``tokens``/``tokens_after``: the request's size without the new cut (the plan's count) and
+    with it (at a cut: the body sent where it was made, counted alike); ``removed_calls``: the
+    tool calls the cut left out; ``cache_cost``: the base-price tokens the cut pays for
+    writing the cache again (the plan's); ``reason``: why, or why nothing was changed;
+    ``invalid``: a change was planned but left out because the result would not be valid."""
 
     body: dict[str, Any] | None
     _: KW_ONLY
@@ -201,12 +212,16 @@ def autopilot_request(
     cut: AutopilotCut | None = None
     refused: tuple[Any, ...] = ("nudges", dialect, session, plan.anchor, plan.nudges)
     if plan.cut is not None:
-        made = _cut(conversation, plan, dialect, starts, raw, session, archive, source)
+        made = _cut(conversation, plan, dialect, starts, body, session, archive, source)
         if isinstance(made, str):
             return replace(found, reason=f"not cut: {made}", invalid=True)
         cut, cached, cut_key = made
         found = replace(found, removed_calls=cut.removed_calls, archived=cut.archived,
                         session=cut.session, cached=cached)  # fmt: skip
+        if found.action != "nudge":  # (a nudge's sizes are its own request's, not the cut's)
+            found = replace(found, tokens_after=cut.tokens_after)
+        if cached and found.action == "cut":  # the same history cut before: a repeat of it
+            found = replace(found, action="nothing", reason=f"{_REPEAT}: the cut was made there")
         items = [*cut.prefix, *raw[cut.item :]]
         items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
         refused = cut_key if not cached else refused
@@ -257,23 +272,52 @@ def _as_planned(
     tool_names: Sequence[str],
 ) -> AutopilotRewrite | None:
     """The body written by its conversation's `_Memo`, where the memo holds for it (None:
-    plan it)."""
-    if memo is None or len(raw) <= memo.items:
+    plan it). A body whose history is the memo's (the client sent its last request again) is
+    written as that request was, and brings nothing: its nudge or cut was made there."""
+    if memo is None or len(raw) < memo.items:
         return None
+    repeat = len(raw) == memo.items
+    if not repeat and not _appends_nothing_new(memo, raw, policy, limits, tool_names):
+        return None
+    if _digest(raw[: memo.items]) != memo.digest:
+        return None
+    if repeat:
+        written = _written(memo, body, raw, dialect)
+        return replace(memo.found, body=written, action="nothing", reason=_REPEAT, archived=0,
+                       cached=memo.cut is not None)  # fmt: skip
+    cut = memo.cut
+    if cut is None and not memo.nudges:
+        return replace(memo.found, action="nothing", reason="below the soft threshold")
+    out = _written(memo, body, raw, dialect)
+    reason = "below the thresholds" if not memo.nudges else "nudged already since the last cut"
+    return replace(memo.found, body=out, action="nothing", reason=reason, cached=cut is not None,
+                   archived=0)  # fmt: skip
+
+
+def _appends_nothing_new(
+    memo: _Memo,
+    raw: list[Any],
+    policy: AutopilotPolicy,
+    limits: Limits,
+    tool_names: Sequence[str],
+) -> bool:
+    """Whether none of the requests the items after the memo's bring can nudge or cut (see
+    `_Memo`)."""
     lowest = thresholds(RequestState(0, None, limits), policy)
     appended = jsonio.dumps(raw[memo.items :])
     bound = memo.tokens + len(appended) / bytes_per_token()
     # below the lowest soft threshold nothing happens; once nudged, nothing more in nudge mode
     # (in cut mode a nudged conversation may be cut from the cut size on, never below soft)
     if not (bound < lowest.soft or (memo.nudges and policy.mode == "nudge")):
-        return None
-    if any(name.encode() in appended for name in tool_names):
-        return None
-    if _digest(raw[: memo.items]) != memo.digest:
-        return None
+        return False
+    return not any(name.encode() in appended for name in tool_names)
+
+
+def _written(memo: _Memo, body: Mapping[str, Any], raw: list[Any], dialect: str) -> Any:
+    """``body`` with its history as the memo's plan writes it (None: as sent)."""
     cut = memo.cut
     if cut is None and not memo.nudges:
-        return replace(memo.found, action="nothing", reason="below the soft threshold")
+        return None
     if cut is not None:
         items = [*cut.prefix, *raw[cut.item :]]
         items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
@@ -281,9 +325,7 @@ def _as_planned(
         items = list(raw)
     out = dict(body)
     out[codec(dialect).history_key] = insert_nudges(items, len(raw), memo.nudges, dialect)
-    reason = "below the thresholds" if not memo.nudges else "nudged already since the last cut"
-    return replace(memo.found, body=out, action="nothing", reason=reason, cached=cut is not None,
-                   archived=0)  # fmt: skip
+    return out
 
 
 def _names(items: Sequence[Any], tool_names: Sequence[str]) -> bool:
@@ -322,13 +364,15 @@ def _cut(
     plan: AutopilotPlan,
     dialect: str,
     starts: Sequence[int],
-    raw: Sequence[Any],
+    body: Mapping[str, Any],
     session: str,
     archive: ArchiveSink | None,
     source: str,
 ) -> tuple[AutopilotCut, bool, tuple[Any, ...]] | str:
     """The plan's newest cut, from the cache when the raw history it was made from is the same
-    (whether it was, and its key), else made now; a refusal's reason (remembered alike)."""
+    (whether it was, and its key), else made now; a refusal's reason (remembered alike). A cut
+    made now holds the size of the request it was made at as that request is sent (`_sent`)."""
+    raw = body[codec(dialect).history_key]
     event = next(e for e in reversed(plan.events) if e.action == "cut")
     made_from = starts[event.request + 1]
     digest = _digest(raw[:made_from])
@@ -345,8 +389,20 @@ def _cut(
     except IpseError as exc:
         _CUTS.put(cache_key, str(exc))
         return str(exc)
+    cut = replace(cut, tokens_after=_sent(cut, body, made_from, dialect))
     _CUTS.put(cache_key, cut)
     return cut, False, cache_key
+
+
+def _sent(cut: AutopilotCut, body: Mapping[str, Any], made_from: int, dialect: str) -> int:
+    """The size of the request ``cut`` was made at, as it goes upstream: its history the cut's
+    prefix and the raw items kept after it, counted as a plan counts (`counted`), so the record
+    says what the cut kept, wherever the handoff settled it."""
+    dialect_codec = codec(dialect)
+    raw = body[dialect_codec.history_key]
+    items = [*cut.prefix, *raw[cut.item : made_from]]
+    items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
+    return counted(dialect_codec.read_body({**body, dialect_codec.history_key: items}))
 
 
 def _without_bound_thinking(

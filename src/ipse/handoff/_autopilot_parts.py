@@ -36,6 +36,7 @@ class AutopilotCut:
     removed_calls: int
     archived: int = 0
     session: str | None = None
+    tokens_after: int | None = None  # the request it was made at, as sent (the plan's count)
 
 
 def item_starts(conversation: Conversation, items: int) -> list[int]:
@@ -83,7 +84,7 @@ def autopilot_cut(
     written = codec(dialect).write_body(handoff.after)[codec(dialect).history_key]
     kept = starts[event.request + 1] - starts[report.cut]
     prefix = written[: len(written) - kept]
-    removed = sum(1 for r in report.removed if r.kind != "thinking")
+    removed = report.removed_calls  # (tool calls: not thinking, not paged narration)
     return AutopilotCut(
         event,
         report.cut,

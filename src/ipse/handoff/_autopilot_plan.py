@@ -10,7 +10,10 @@ in the same places for every later request of the conversation (the prefix the p
 stays byte for byte the same), on every replica, and in a replay.
 
 - Sizes are counted from the messages' JSON (`bytes_per_token`, ``windows.json``; or a caller's
-  ``count``); what a cut keeps of the part before it is the authored text plus the marker.
+  ``count``), less the client's cache breakpoints (``cache_control``: Claude Code moves its
+  own to the newest message at every request, and a count that moved with it would plan an
+  earlier request differently from one request to the next); what a cut keeps of the part
+  before it is the authored text plus the marker.
 - A cut goes at the newest **turn boundary** (`turn_boundary`): before the newest human prompt,
   or before the assistant message whose tool calls the request answers (that exchange stays, as
   the agent is about to read it); never where a tool call before it is answered after it, and
@@ -23,6 +26,7 @@ stays byte for byte the same), on every replica, and in a replay.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,6 +46,8 @@ from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, Too
 
 MARKER_TOKENS = DEFAULT_LEDGER_TOKENS + 200  # what a cut's marker adds: the ledger and its words
 NUDGE_TOKENS = 80  # a nudge's words
+_CACHE_KEY = b'"cache_control":'
+_CACHE_CONTROL = re.compile(rb',"cache_control":\{[^{}]*\}|"cache_control":\{[^{}]*\},?')
 Trigger = Literal["checkpoint", "autopilot"]
 
 NUDGE = (
@@ -247,6 +253,23 @@ class _Walk:
         self.previous = self.last_tokens = tokens
 
 
+def json_size(value: Any) -> int:
+    """The bytes of ``value``'s JSON less its cache breakpoints (a ``"cache_control"`` key
+    with its object: in JSON bytes such a key is never inside a string, whose quotes are
+    escaped)."""
+    blob = jsonio.dumps(value)
+    if _CACHE_KEY not in blob:
+        return len(blob)
+    return len(blob) - sum(len(found) for found in _CACHE_CONTROL.findall(blob))
+
+
+def counted(conversation: Conversation) -> int:
+    """A request's size as a plan counts it (each message's raw bytes, and its front's, over
+    `bytes_per_token`): what the autopilot records of a body it sends."""
+    sizes = _sizes(conversation, None)
+    return sizes.fixed + sizes.whole[-1]
+
+
 def request_ends(messages: Sequence[Message]) -> list[int]:
     """The index of each request's last message: a user or tool message followed by an assistant
     message, and the last message when it is not the assistant's."""
@@ -264,7 +287,7 @@ def _sizes(conversation: Conversation, count: Callable[[Any], int] | None) -> _S
         ratio = bytes_per_token()
 
         def count(value: Any) -> int:
-            return int(len(jsonio.dumps(value)) / ratio)
+            return int(json_size(value) / ratio)
 
     sizes = _Sizes()
     front: list[Any] = [b.raw if b.raw is not None else getattr(b, "text", "")
@@ -405,6 +428,8 @@ __all__ = [
     "AutopilotPlan",
     "PlannedEvent",
     "bytes_per_token",
+    "counted",
+    "json_size",
     "limits_for",
     "plan_autopilot",
     "request_ends",
