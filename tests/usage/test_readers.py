@@ -209,6 +209,28 @@ def test_a_call_in_a_session_and_in_the_proxys_record_counts_once(tmp_path: Path
     assert summed.saved_usd == pytest.approx(40000 * 5.0 * 0.1 / 1e6)
 
 
+def test_the_autopilots_cuts_in_the_proxys_record_are_savings(tmp_path: Path) -> None:
+    """A cut the proxy's autopilot made is an automatic checkpoint: its request's size less its
+    size as sent is saved, once (the requests after it carry the cut and save nothing more)."""
+
+    def autopilot(action: str, tokens: int, after: int) -> dict[str, Any]:
+        return {"applied": True, "action": action, "anchor": "autopilot:13:toolu_bash_002",
+                "tokens": tokens, "tokens_after": after, "cache_cost": 14698.0}  # fmt: skip
+
+    made = [autopilot("cut", 42997, 15280), autopilot("nothing", 42979, 15280)]
+    made += [autopilot("nudge", 30000, 20000), {"applied": False, "action": "cut"}]
+    lines = []
+    for n, found in enumerate(made):
+        line = _exchange(f"msg_{n}", f"req_{n}", usage(300))
+        line["ipse"]["autopilot"] = found
+        lines.append(line)
+    record = write_jsonl(tmp_path / "record.jsonl", lines)
+    summed = total(group(collect(folders(tmp_path / "none"), [record]).ledger, "day"))
+    assert summed.calls == 4
+    assert summed.saved_tokens == 42997 - 15280 and len(summed.handoffs) == 1
+    assert summed.saved_usd == pytest.approx((42997 - 15280) * 5.0 * 0.1 / 1e6)
+
+
 def test_a_call_is_priced_by_kind(tmp_path: Path) -> None:
     u = {"input_tokens": 10, "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 20000,
          "output_tokens": 500, "cache_creation": {"ephemeral_5m_input_tokens": 1000,

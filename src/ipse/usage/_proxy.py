@@ -7,7 +7,9 @@ exchange whose response reports usage; its identity is the response's id (``msg_
 body or the stream's ``message_start``) and the ``request-id`` header, the same pair Claude
 Code writes in its session (``message.id``, ``requestId``), so a call in both is counted once.
 A handoff is an exchange whose request the proxy rewrote (``ipse.handoff.applied``), with the
-tokens the rewrite took out of it (``saved.tokens``).
+tokens the rewrite took out of it (``saved.tokens``); or one where the proxy's autopilot made a
+cut of its own (``ipse.autopilot``, ``action`` ``cut``), with the tokens it took out: the
+request's size without the cut less its size as sent (``tokens`` less ``tokens_after``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class ProxyReader:
             conversation = conversation if isinstance(conversation, str) else ""
             provider = "openai" if notes.get("provider") == "openai" else "anthropic"
             self._handoff(notes.get("handoff"), time, conversation, model, provider)
+            self._autopilot(notes.get("autopilot"), time, conversation, model, provider)
             if not isinstance(response, dict) or time is None:
                 continue
             try:
@@ -86,6 +89,20 @@ class ProxyReader:
         if type(tokens) is int and tokens > 0:
             anchor = handoff.get("anchor")
             self.handoffs.append([time, conversation, model, provider, tokens, anchor])
+
+    def _autopilot(
+        self, autopilot: Any, time: float | None, conversation: str, model: str, provider: str
+    ) -> None:
+        """An automatic checkpoint: a cut the autopilot made at this request (the later ones
+        carry it, as ``nothing``)."""
+        if not isinstance(autopilot, dict) or time is None:
+            return
+        if autopilot.get("action") != "cut" or autopilot.get("applied") is not True:
+            return
+        before, after = autopilot.get("tokens"), autopilot.get("tokens_after")
+        if type(before) is int and type(after) is int and before > after:
+            anchor = autopilot.get("anchor")
+            self.handoffs.append([time, conversation, model, provider, before - after, anchor])
 
 
 def _key(response: Mapping[str, Any]) -> str:
