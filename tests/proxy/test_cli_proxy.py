@@ -125,6 +125,30 @@ def test_replicas_that_keep_records_of_their_own_show_one_settings_digest(tmp_pa
     assert first.record_digest() != second.record_digest() and ProxyConfig().record_digest() is None
 
 
+def test_status_and_start_say_the_autopilots_settings(_isolated_home: Path) -> None:
+    """Where a user looks (``proxy status``, a ``start`` that finds other settings) the
+    autopilot's mode and thresholds are in words; the health document keeps them apart from
+    the digest replicas compare."""
+    port = str(_port())
+    first = _ipse("proxy", "start", "--port", port, "--autopilot", "nudge",
+                  "--autopilot-soft", "30000", "--json")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    try:
+        status = _ipse("proxy", "status", "--port", port)
+        assert status.returncode == 0, status.stderr
+        assert "autopilot nudge (soft 30,000 tokens, hard per model)" in status.stdout
+        health = httpx.get(f"http://127.0.0.1:{port}/ipse/health").json()
+        assert health["autopilot"] == {"mode": "nudge", "soft": 30000, "hard": None}
+        assert isinstance(health["settings"], str)
+        other = _ipse("proxy", "start", "--port", port, "--autopilot", "cut",
+                      "--autopilot-hard", "90000")  # fmt: skip
+        assert other.returncode == 2
+        assert "autopilot nudge (soft 30,000 tokens, hard per model)" in other.stderr
+        assert "autopilot cut (soft per model, hard 90,000 tokens)" in other.stderr
+    finally:
+        assert _ipse("proxy", "stop", "--port", port).returncode == 0
+
+
 def test_start_with_other_upstreams_says_so_or_restarts(_isolated_home: Path) -> None:
     port = str(_port())
     first = _ipse(

@@ -285,8 +285,10 @@ def start_command(ctx: click.Context, /, restart: bool, as_json: bool, **options
         if not restart:
             raise UsageError(
                 f"a proxy with other settings runs at {url} (pid {listener.pid}; upstreams "
-                f"{_shown(health.get('upstreams'))}, {health.get('workers', 1)} workers; asked for "
-                f"{_shown(config.upstreams())}, {config.workers} workers); "
+                f"{_shown(health.get('upstreams'))}, {health.get('workers', 1)} workers, "
+                f"{autopilot_shown(health.get('autopilot'))}; asked for "
+                f"{_shown(config.upstreams())}, {config.workers} workers, "
+                f"{autopilot_shown(config.autopilot_settings())}); "
                 "it was left running: add --restart to replace it, or run `ipse proxy stop`"
             )
         stop_proxy(listener.pid, config.port, url)
@@ -327,6 +329,22 @@ def _shown(upstreams: Any) -> str:
     if not isinstance(upstreams, dict):
         return "unknown"
     return ", ".join(f"{name} {value or 'none'}" for name, value in sorted(upstreams.items()))
+
+
+def autopilot_shown(settings: Any) -> str:
+    """The autopilot's settings of a health document in words: its mode and its thresholds
+    (``per model``: worked out per model and agent CLI)."""
+    if not isinstance(settings, dict):
+        return "autopilot unknown"
+    mode = settings.get("mode")
+    if mode == "off":
+        return "autopilot off"
+
+    def tokens(name: str) -> str:
+        value = settings.get(name)
+        return f"{name} {value:,} tokens" if isinstance(value, int) else f"{name} per model"
+
+    return f"autopilot {mode} ({tokens('soft')}, {tokens('hard')})"
 
 
 def _launch(config: Any, options: dict[str, Any], url: str, as_json: bool) -> None:
@@ -520,7 +538,8 @@ def status_command(host: str, port: int, as_json: bool) -> None:
         workers = found.get("workers", 1)
         if workers != 1:  # the counts are the answering worker's own
             counts = f"{workers} workers; worker {found.get('worker')}: {counts}"
-        click.echo(f"ipse proxy: running at {url} (pid {found.get('pid')}, {counts})")
+        autopilot = autopilot_shown(found.get("autopilot"))
+        click.echo(f"ipse proxy: running at {url} (pid {found.get('pid')}, {counts}; {autopilot})")
     elif found is not None:
         reason = listener.reason
         click.echo(f"ipse proxy: something answers at {url} but it is not yours ({reason})")
