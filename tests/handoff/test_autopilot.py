@@ -225,7 +225,8 @@ def test_a_long_tool_loop_is_nudged_then_cut_below_the_limit() -> None:
     nudges = [e for e in plan.events if e.action == "nudge"]
     assert len(cuts) >= 3 and len(nudges) >= len(cuts)
     assert all(e.step.tokens < LIMITS.limit for e in plan.events)
-    assert all(e.step.tokens_after is not None and e.step.tokens_after < e.step.tokens / 3
+    # (a cut before the assistant message of the newest call keeps the exchange before it)
+    assert all(e.step.tokens_after is not None and e.step.tokens_after < e.step.tokens / 2
                for e in cuts)  # fmt: skip
     assert plan.cut == cuts[-1].at and plan.anchor and plan.anchor.startswith("autopilot:")
     # each nudge comes in the stretch before the cut that follows it

@@ -95,9 +95,12 @@ def test_the_defaults_halve_a_long_sessions_conversation_and_never_raise_the_bil
 
 
 @SHARED
-def test_lower_thresholds_cut_more_and_cost_less() -> None:
+def test_lower_thresholds_cut_more_and_peak_lower() -> None:
+    """Lower thresholds cut more often and keep the conversation smaller; both bills are below
+    the one recorded. Which costs less is not a matter of the thresholds alone: each cut writes
+    the cache again (on this session, cutting at 60,000 costs more than the defaults)."""
     default = _replayed(BIG, AutopilotPolicy())
     lower = _replayed(BIG, AutopilotPolicy(hard=60_000, soft=60_000))
     assert len(lower["cuts"]) > len(default["cuts"])
     assert lower["with_policy"]["peak_tokens"] < default["with_policy"]["peak_tokens"]
-    assert lower["ratio"]["conversation"] < default["ratio"]["conversation"]
+    assert 0 < default["ratio"]["conversation"] < 1 and 0 < lower["ratio"]["conversation"] < 1

@@ -13,7 +13,8 @@ stays byte for byte the same), on every replica, and in a replay.
   ``count``), less the client's cache breakpoints (``cache_control``: Claude Code moves its
   own to the newest message at every request, and a count that moved with it would plan an
   earlier request differently from one request to the next); what a cut keeps of the part
-  before it is the authored text plus the marker.
+  before it is the authored text plus the marker, and where the turns must alternate the tool
+  exchange the handoff keeps before a cut at an assistant message (`_boundary_exchanges`).
 - A cut goes at the newest **turn boundary** (`turn_boundary`): before the newest human prompt,
   or before the assistant message whose tool calls the request answers (that exchange stays, as
   the agent is about to read it); never where a tool call before it is answered after it, and
@@ -42,7 +43,15 @@ from ipse.handoff._autopilot import (
 from ipse.handoff._cut import results_by_call
 from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
 from ipse.handoff._recognise import CHECKPOINT_TOOLS, is_checkpoint_call
-from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript import (
+    Conversation,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    codec,
+)
 
 MARKER_TOKENS = DEFAULT_LEDGER_TOKENS + 200  # what a cut's marker adds: the ledger and its words
 NUDGE_TOKENS = 80  # a nudge's words
@@ -150,12 +159,14 @@ class _Sizes:
     whole: list[int] = field(default_factory=lambda: [0])
     kept: list[int] = field(default_factory=lambda: [0])
     fixed: int = 0
+    exchange: dict[int, int] = field(default_factory=dict)  # cut -> its boundary exchange
 
     def forwarded(self, cut: int, end: int, nudges: int) -> int:
         """A request of messages ``[0, end]`` cut at ``cut`` (0: not cut), with ``nudges``."""
         marker = MARKER_TOKENS if cut else 0
         tail = self.whole[end + 1] - self.whole[cut]
-        return self.fixed + marker + self.kept[cut] + tail + nudges * NUDGE_TOKENS
+        kept = self.kept[cut] + self.exchange.get(cut, 0)
+        return self.fixed + marker + kept + tail + nudges * NUDGE_TOKENS
 
 
 def plan_autopilot(
@@ -298,7 +309,35 @@ def _sizes(conversation: Conversation, count: Callable[[Any], int] | None) -> _S
         sizes.whole.append(sizes.whole[-1] + count(_raw(message)))
         texts = [b.text for b in message.blocks if isinstance(b, Text)]
         sizes.kept.append(sizes.kept[-1] + (count(texts) if texts else 0))
+    if codec(conversation.dialect).alternates:
+        sizes.exchange = _boundary_exchanges(conversation.messages, sizes)
     return sizes
+
+
+def _boundary_exchanges(messages: Sequence[Message], sizes: _Sizes) -> dict[int, int]:
+    """Where the turns must alternate, what a cut before an assistant message keeps besides
+    the text before it: the handoff keeps the tool exchange the rewritten part ends with (the
+    calls of the assistant message before, and the results after them), so that a user
+    message stands between it and the kept turn (`ipse.handoff._strip`). By cut: the tokens
+    of those messages beyond their text."""
+    found = {}
+    for cut in range(1, len(messages)):
+        if messages[cut].role != "assistant" or not _results_only(messages[cut - 1]):
+            continue
+        start = cut - 1
+        while start > 0 and _results_only(messages[start]):
+            start -= 1
+        calls = messages[start].role == "assistant" and any(
+            isinstance(b, ToolCall) for b in messages[start].blocks
+        )
+        if calls:
+            whole = sizes.whole[cut] - sizes.whole[start]
+            found[cut] = max(0, whole - (sizes.kept[cut] - sizes.kept[start]))
+    return found
+
+
+def _results_only(message: Message) -> bool:
+    return bool(message.blocks) and all(isinstance(b, ToolResult) for b in message.blocks)
 
 
 def _raw(message: Message) -> Any:
