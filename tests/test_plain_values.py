@@ -20,11 +20,11 @@ from ipse.transcript import (
     Other,
     Text,
     Thinking,
-    TokenTally,
     ToolCall,
     ToolDef,
     ToolResult,
 )
+from ipse.transcript._stats import TokenTally
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 _MADE_BY_DATACLASS = {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"}

@@ -35,7 +35,7 @@ from ipse import jsonio
 from ipse.archive import open_archive
 from ipse.handoff import render_notes, validate
 from ipse.store import open_conversations
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.conftest import pg_base_url, run_cli
 from tests.support.anthropic_upstream import Upstream as AnthropicUpstream
 from tests.support.anthropic_upstream import anthropic_upstream

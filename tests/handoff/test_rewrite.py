@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from ipse import jsonio
 from ipse.handoff import is_checkpoint, validate, verify
 from ipse.handoff.wire import binds_thinking, clear_cache, rewrite_request
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.handoff.build import assistant, call, result, text, thinking, user
 from tests.handoff.test_properties import anthropic_bodies, openai_bodies
 from tests.transcript.responses import responses_bodies

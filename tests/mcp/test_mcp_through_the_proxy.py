@@ -19,7 +19,7 @@ pytest.importorskip("httpx")
 
 from ipse.archive import open_archive
 from ipse.handoff import checkpoint_items, validate
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.proxy.conftest import ProxyFactory
 from tests.proxy.conftest import proxy_factory as proxy_factory  # the fixture, shared
 from tests.support.clients import claude_binary

@@ -18,7 +18,7 @@ from ipse.archive import open_archive
 from ipse.handoff import SCHEMA, HandoffOptions, StripOptions, run
 from ipse.mcp import Settings, build_server
 from ipse.statedir import init
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from ipse.transcript.formats.claude_code_session import write_session
 from ipse.twin._tools import TOOL_SPECS
 from mcp import Client

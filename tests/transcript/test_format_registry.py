@@ -17,18 +17,16 @@ import pytest
 
 from ipse.cli.main import cli as ipse_cli
 from ipse.errors import UsageError
-from ipse.transcript import (
-    DIALECTS,
+from ipse.transcript import FORMATS, detect, load, write
+from ipse.transcript._codec import DIALECTS
+from ipse.transcript._formats import (
     FORMAT_TABLE,
-    FORMATS,
     WRITABLE_FORMATS,
     Shape,
-    detect,
+    Where,
     format_named,
-    load,
-    write,
+    resolve,
 )
-from ipse.transcript._formats import Where, resolve
 from ipse.transcript._harness import HARNESS_FORMATS
 from tests.conftest import CliRun
 from tests.report.build import write_log

@@ -19,11 +19,11 @@ from ipse.transcript import (
     Thinking,
     ToolCall,
     ToolResult,
-    codec,
     detect,
     load,
     write,
 )
+from ipse.transcript._codec import codec
 from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.conftest import HTTP_LOG, OPENAI_TRAJ, SHARED
 from tests.support.strategies import json_values

@@ -203,7 +203,7 @@ def usage_of(response: Any, dialect: str = "anthropic") -> dict[str, Any] | None
 
 def _provider(dialect: str) -> str:
     """Who serves ``dialect``'s route (the codec knows: ``anthropic`` or ``openai``)."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     return codec(dialect).provider
 
@@ -220,7 +220,7 @@ def _handoff(sent: _Sent, made_cut: bool | None, removed_bytes: int) -> dict[str
     tokens = None
     if event and rewrite.body is not None:
         from ipse.handoff import tokens_saved
-        from ipse.transcript import codec
+        from ipse.transcript._shared import codec
 
         read = codec(sent.dialect).read_body
         with contextlib.suppress(Exception):  # a count must not stop the record or the log

@@ -49,7 +49,7 @@ from ipse.handoff import (
     tool_definition,
 )
 from ipse.handoff.wire import rewrite_request
-from ipse.transcript import codec
+from ipse.transcript._shared import codec
 
 log = _notes.logger(__name__)
 

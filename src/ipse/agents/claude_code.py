@@ -47,7 +47,7 @@ from ipse.agents._commands import (
 from ipse.agents._files import Edit, blank, blank_again, is_empty_object, json_text, parsed, read
 from ipse.agents._mcpjson import add_entry, remove_entry
 from ipse.errors import InputError
-from ipse.transcript import claude_code_session_file, claude_config_dir
+from ipse.transcript._shared import claude_code_session_file, claude_config_dir
 
 _HOOK_TIMEOUT = 30
 HOOK_EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt_submit"}

@@ -277,7 +277,7 @@ class Codex(AgentCLI):
         return codex_home() / "sessions"
 
     def session_file(self, session: str, cwd: Path) -> Path | None:
-        from ipse.transcript import codex_session_file
+        from ipse.transcript._shared import codex_session_file
 
         return codex_session_file(session)
 

@@ -27,7 +27,8 @@ from ipse.handoff import (
     run,
 )
 from ipse.tokens import load_before
-from ipse.transcript import Source, codec, load
+from ipse.transcript import load
+from ipse.transcript._shared import Source, codec
 
 if TYPE_CHECKING:
     from ipse.archive import LazyArchive

@@ -83,7 +83,7 @@ def print_prompt() -> None:
 def print_notes(notes_file: Path) -> None:
     """The notes in ``notes_file`` rendered as the text that stays; bad notes name the file."""
     from ipse.fileio import read_bytes
-    from ipse.transcript import parse_json
+    from ipse.transcript._shared import parse_json
 
     notes: Any = parse_json(read_bytes(notes_file), notes_file)
     try:

@@ -158,7 +158,7 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int, str]
     empty or cannot be handed off."""
     from ipse.errors import IpseError
     from ipse.tokens import default_counter
-    from ipse.transcript import TokenTally
+    from ipse.transcript._shared import TokenTally
 
     found: ToolCall | None = None
     position = len(conversation.messages)
@@ -203,7 +203,8 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int, str]
 def _answered(conversation: Conversation, call_id: str) -> Conversation:
     """The conversation as the next request will carry it: the checkpoint call answered (the
     cut then falls after its result, as a handoff at the checkpoint places it)."""
-    from ipse.transcript import codec, write
+    from ipse.transcript import write
+    from ipse.transcript._shared import codec
 
     last = conversation.messages[-1]
     calls = [b for b in last.blocks if isinstance(b, ToolCall) and b.id == call_id]

@@ -29,7 +29,6 @@ from ipse.handoff._recognise import result_text
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import validate
 from ipse.transcript import (
-    Codec,
     Conversation,
     Message,
     Origin,
@@ -38,9 +37,8 @@ from ipse.transcript import (
     Thinking,
     ToolCall,
     ToolResult,
-    codec,
-    counted_text,
 )
+from ipse.transcript._shared import Codec, codec, counted_text
 
 TAG = "[ipse handoff]"
 

@@ -14,7 +14,8 @@ from ipse import jsonio
 from ipse.handoff._narration import Narration
 from ipse.handoff._report import HandoffReport
 from ipse.handoff._verify import Verdict, authored_chars
-from ipse.transcript import Conversation, Text, Thinking, TokenTally, ToolCall, ToolResult, write
+from ipse.transcript import Conversation, Text, Thinking, ToolCall, ToolResult, write
+from ipse.transcript._shared import TokenTally
 
 MEASURE_KEYS = (
     "messages",

@@ -48,7 +48,8 @@ from ipse.handoff._recognise import (
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
 from ipse.sessions import CLAUDE_CODE_HEADER, filing_session, request_session
-from ipse.transcript import Conversation, ToolCall, codec
+from ipse.transcript import Conversation, ToolCall
+from ipse.transcript._shared import codec
 
 if TYPE_CHECKING:
     from ipse.archive import ArchiveSink

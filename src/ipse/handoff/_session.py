@@ -45,7 +45,7 @@ from ipse.sessions import (
 from ipse.transcript import Conversation, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ipse.transcript import Source
+    from ipse.transcript._shared import Source
 
 
 def source_session(source: Source) -> str:

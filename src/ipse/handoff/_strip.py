@@ -41,7 +41,6 @@ from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
 from ipse.transcript import (
     Block,
-    Codec,
     Conversation,
     Message,
     Origin,
@@ -50,8 +49,8 @@ from ipse.transcript import (
     Thinking,
     ToolCall,
     ToolResult,
-    codec,
 )
+from ipse.transcript._shared import Codec, codec
 
 SEPARATOR = "\n\n"
 

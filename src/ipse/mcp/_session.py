@@ -52,7 +52,7 @@ def claude_code_session(environ: Mapping[str, str], pid: int | None = None) -> s
     registry of running sessions (None: not under Claude Code, or no entry found)."""
     if not (environ.get("CLAUDECODE") or environ.get("CLAUDE_CODE_SESSION_ID")):
         return None
-    from ipse.transcript import claude_config_dir
+    from ipse.transcript._shared import claude_config_dir
 
     folder = claude_config_dir() / "sessions"
     for ancestor in _ancestors(os.getppid() if pid is None else pid):

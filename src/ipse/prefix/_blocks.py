@@ -18,7 +18,8 @@ from typing import Any
 from ipse import jsonio
 from ipse._names import Names
 from ipse.jsonio import is_object
-from ipse.transcript import Codec, StoredMessage, without_payloads
+from ipse.transcript._shared import Codec, without_payloads
+from ipse.transcript.formats.claude_code_stored import StoredMessage
 
 IMAGE_TYPES = Names({"image", "image_url", "input_image", "document"})
 IMAGE_KINDS = frozenset(IMAGE_TYPES)  # (for a value known to be a string: no Names call)

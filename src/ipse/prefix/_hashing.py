@@ -31,7 +31,7 @@ from ipse.prefix._rules import Rules
 from ipse.prefix._segments import BlockHasher, Segment
 from ipse.prefix._shared_flatten import SharedHistoryFlattener
 from ipse.tokens import TokenCounter
-from ipse.transcript import body_codec
+from ipse.transcript._shared import body_codec
 
 
 class Flattener:

@@ -34,7 +34,8 @@ from ipse.prefix._rules import rules
 from ipse.prefix._volatile import volatile_values
 from ipse.redact import fingerprint
 from ipse.tokens import TokenCounter
-from ipse.transcript import Conversation, body_dialect, codec
+from ipse.transcript import Conversation
+from ipse.transcript._shared import body_dialect, codec
 
 _TOOL_KINDS = frozenset({"timestamp", "epoch"})
 

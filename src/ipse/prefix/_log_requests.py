@@ -20,7 +20,7 @@ from ipse._handoff_events import RecordedHandoffs
 from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._request import Request, provider_of
-from ipse.transcript import parse_time
+from ipse.transcript._shared import parse_time
 
 # ---------------------------------------------------------------------------------- http logs
 

@@ -50,21 +50,20 @@ from ipse.prefix._actual import compacts, same_call
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._log_requests import log_requests, rollout_requests
 from ipse.prefix._request import Request, provider_of
-from ipse.transcript import (
+from ipse.transcript import detect
+from ipse.transcript._shared import (
     WRITABLE_FORMATS,
     Shape,
-    StoredMessage,
     body_codec,
     body_dialect,
     codec,
-    detect,
     format_named,
     parse_json,
     parse_time,
     read_text_bytes,
     record_format,
-    results_only,
 )
+from ipse.transcript.formats.claude_code_stored import StoredMessage, results_only
 
 __all__ = ["UNRECORDED_FRONT", "Request", "RequestLog", "body_provider", "read_requests"]
 
@@ -157,7 +156,7 @@ def _read_as_a_body(body: Mapping[str, Any], dialect: str, p: Path) -> None:
     """Read a lone request body as every other command reads it (the dialect's reader and the
     check that each tool result follows its call), so a body they refuse is refused here too:
     one reader, one verdict. (A log of many requests is not read into the model.)"""
-    from ipse.transcript import check_links
+    from ipse.transcript._shared import check_links
 
     check_links(codec(dialect).read_body(body, source=str(p)).messages, path=p)
 

@@ -32,7 +32,7 @@ from ipse.prefix._blocks import (
     without_breakpoint,
 )
 from ipse.tokens import TokenCounter
-from ipse.transcript import Positions
+from ipse.transcript._shared import Positions
 
 
 def salted(first: bytes, h: int) -> int:

@@ -35,7 +35,8 @@ from ipse.probe._targets import headline
 from ipse.probe._timeline import Timeline, timeline
 from ipse.redact import redact
 from ipse.tokens import TokenCounter
-from ipse.transcript import Source, ToolCall, ToolResult, load
+from ipse.transcript import ToolCall, ToolResult, load
+from ipse.transcript._shared import Source
 
 QUARTERS = (0.25, 0.5, 0.75)
 

@@ -22,15 +22,14 @@ from ipse.handoff.effects import strings
 from ipse.transcript import (
     Block,
     Conversation,
-    Dialect,
     Message,
     Origin,
-    Source,
     Text,
     Thinking,
     ToolCall,
     ToolResult,
 )
+from ipse.transcript._shared import Dialect, Source
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,7 +139,7 @@ def _saved_tokens(ex: Exchange) -> int | None:
     if ex.dialect is None:
         return None
     from ipse.handoff import tokens_saved
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     read = codec(ex.dialect).read_body
     return int(tokens_saved(read(ex.parsed), read(rewrite.body)))

@@ -395,7 +395,7 @@ def _left(state: ProxyState, ex: Exchange, opened: OpenRequest) -> Response:
 def last_events(provider: Provider, dialect: str | None) -> tuple[bytes, ...]:
     """The markers of an event stream's last event for its API (none known: empty): its
     dialect's, Anthropic's for an Anthropic route of no dialect."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     if dialect is None:
         return codec(provider).stream_end if provider == "anthropic" else ()

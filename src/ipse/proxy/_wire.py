@@ -145,7 +145,7 @@ def error_event(provider: Provider, dialect: str | None, message: str) -> bytes:
     """A server-sent error event for a stream that has already begun: Anthropic's for an
     Anthropic client whatever the route, else the event of the route's dialect (of Chat
     Completions for a route with none)."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     shape = provider if provider == "anthropic" or dialect is None else dialect
     return codec(shape).stream_error(message)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipse.prefix import Request, SharedHistory
-from ipse.transcript import Codec, body_codec
+from ipse.transcript._shared import Codec, body_codec
 
 
 @dataclass(slots=True)

@@ -35,7 +35,8 @@ from ipse.handoff import (
 from ipse.prefix import Request
 from ipse.replay._lines import Line, Member
 from ipse.replay._sizes import LineTokens, recorded_total
-from ipse.transcript import Codec, Conversation, Message, Origin, Text
+from ipse.transcript import Conversation, Message, Origin, Text
+from ipse.transcript._shared import Codec
 
 
 @dataclass(slots=True)

@@ -20,16 +20,8 @@ from ipse.errors import IpseError
 from ipse.handoff import CHECKPOINT_TOOL
 from ipse.prefix import Request, SharedHistory
 from ipse.tokens import default_counter
-from ipse.transcript import (
-    Conversation,
-    Message,
-    Text,
-    TokenTally,
-    ToolCall,
-    block_kind,
-    body_codec,
-    counted_text,
-)
+from ipse.transcript import Conversation, Message, Text, ToolCall
+from ipse.transcript._shared import TokenTally, block_kind, body_codec, counted_text
 from ipse.transcript.formats.openai_responses import read_item
 
 # What fills the context, in drawing order (bottom to top).

@@ -39,14 +39,14 @@ from ipse.report._composition import (
     raw_messages,
 )
 from ipse.tokens import default_counter, tokenizer_label
-from ipse.transcript import (
+from ipse.transcript import detect
+from ipse.transcript._shared import (
     FORMAT_TABLE,
     WRITABLE_FORMATS,
     Shape,
     TokenTally,
     codec,
     counted_text,
-    detect,
 )
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]

@@ -1,0 +1,47 @@
+"""What `ipse.transcript` shares with the rest of ipse: the names its sibling packages import
+that are not its public API (``ipse.transcript.__all__``). Only ipse's own modules import
+this one; the names live in the package's private modules."""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from ipse import _lazy
+
+if _typing.TYPE_CHECKING:
+    from ipse.transcript._codec import Codec, Positions, body_codec, codec
+    from ipse.transcript._formats import FORMAT_TABLE, WRITABLE_FORMATS, Shape, format_named
+    from ipse.transcript._inspect import inspect_report, message_rows
+    from ipse.transcript._jsonl import BAD_LINE, NOT_AN_OBJECT, parse_json, read_text_bytes
+    from ipse.transcript._links import check_links
+    from ipse.transcript._load import Source
+    from ipse.transcript._locations import (
+        claude_code_session_file,
+        claude_config_dir,
+        codex_session_file,
+    )
+    from ipse.transcript._model import Dialect
+    from ipse.transcript._sniff import body_dialect, record_format
+    from ipse.transcript._stats import TokenTally, block_kind, counted_text, without_payloads
+    from ipse.transcript._time import parse_time
+    from ipse.transcript._write import ensure_writable
+
+# Imported on first use, like the package's own names (`ipse._lazy`).
+_MODULES = {
+    "_codec": ("Codec", "Positions", "body_codec", "codec"),
+    "_formats": ("FORMAT_TABLE", "WRITABLE_FORMATS", "Shape", "format_named"),
+    "_inspect": ("inspect_report", "message_rows"),
+    "_jsonl": ("BAD_LINE", "NOT_AN_OBJECT", "parse_json", "read_text_bytes"),
+    "_links": ("check_links",),
+    "_load": ("Source",),
+    "_locations": ("claude_code_session_file", "claude_config_dir", "codex_session_file"),
+    "_model": ("Dialect",),
+    "_sniff": ("body_dialect", "record_format"),
+    "_stats": ("TokenTally", "block_kind", "counted_text", "without_payloads"),
+    "_time": ("parse_time",),
+    "_write": ("ensure_writable",),
+}
+
+__getattr__, __dir__ = _lazy.exports("ipse.transcript", _MODULES, globals())
+
+__all__ = _lazy.public(_MODULES)
