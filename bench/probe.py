@@ -40,6 +40,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from ipse._tokens import default_counter
 from ipse.probe import (
     FactIndex,
     Meter,
@@ -51,7 +52,6 @@ from ipse.probe import (
     read_invariants,
     timeline,
 )
-from ipse.tokens import default_counter
 from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()

@@ -511,7 +511,7 @@ def test_the_hook_keeps_no_credential_of_the_body_or_the_providers_error(
 ) -> None:
     """Body fields named like credentials, the client's key, and a provider's error that quotes
     the gateway's upstream key and a Google ``?key=``: none reaches the record or the
-    ``ipse.litellm`` log line (the masking ``ipse proxy`` uses, `ipse.redact`)."""
+    ``ipse.litellm`` log line (the masking ``ipse proxy`` uses, `ipse._redact`)."""
     _require_litellm()
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from datetime import UTC, datetime

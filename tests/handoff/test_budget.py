@@ -12,12 +12,12 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from ipse._tokens import default_counter
 from ipse.archive import open_archive
 from ipse.cli.main import cli
 from ipse.errors import UsageError
 from ipse.handoff import HandoffOptions, run, verify
 from ipse.handoff._budget import page_item
-from ipse.tokens import default_counter
 from ipse.transcript import Conversation, Text
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 

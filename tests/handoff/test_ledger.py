@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ipse._tokens import CharCounter, default_counter
 from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
 from ipse.handoff._ledger import HEADING, Ledger, derive
-from ipse.tokens import CharCounter, default_counter
 from ipse.transcript import Conversation, load
 from ipse.transcript.formats import anthropic, openai_responses
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ipse._tokens import default_counter
 from ipse.errors import InputError, UsageError
 from ipse.handoff import (
     RATES,
@@ -19,7 +20,6 @@ from ipse.handoff import (
     tool_definition,
 )
 from ipse.handoff._policy import cached_share
-from ipse.tokens import default_counter
 from ipse.transcript._stats import TokenTally
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 

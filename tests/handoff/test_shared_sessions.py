@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ipse._tokens import default_counter
 from ipse.handoff import strip, validate, verify
 from ipse.handoff._measure import body_bytes, measure
 from ipse.handoff._verify import authored_chars
-from ipse.tokens import default_counter
 from ipse.transcript import load, write
 from ipse.transcript._model import Conversation, Thinking
 from ipse.transcript._stats import TokenTally

@@ -415,7 +415,7 @@ def test_a_slow_error_message_never_holds_a_cheap_call(
     # being built, another call is answered; the answers come in that order
     import threading
 
-    from ipse.redact import redact as real
+    from ipse._redact import redact as real
 
     cheap_answered = threading.Event()
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ipse._tokens import CharCounter
 from ipse.errors import IpseError
 from ipse.probe import Asker, Asking, FactIndex, demanded, probe_session, questions, timeline
 from ipse.probe._questions import BLANK, exact_score
-from ipse.tokens import CharCounter
 from ipse.transcript import load
 from tests.conftest import run_cli
 from tests.probe.test_probe import _session

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ipse._tokens import CharCounter
 from ipse.probe import probe_session
-from ipse.tokens import CharCounter
 from tests.conftest import EXAMPLE_SESSION, REPO, CliRun, run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session
 

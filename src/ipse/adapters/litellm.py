@@ -22,7 +22,7 @@ format ``ipse prefix`` and ``ipse report`` read. The store is ipse's own (``IPSE
 LiteLLM's own metadata are left out of what is stored, and the credentials a request carried
 (headers, body fields such as ``password`` or ``x-api-key``, LiteLLM's keys) and any a
 provider's error quotes are masked in the record and the log line by the step ``ipse proxy``
-masks with (`ipse.redact.RequestSecrets`).
+masks with (`ipse._redact.RequestSecrets`).
 
 The thinking rule for models that bind thinking to its prefix (`ipse.handoff.wire.binds_thinking`)
 reads the model name the client asked for: a gateway alias that hides the Claude model's name
@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import _notes, jsonio
 from ipse._handoff_events import recorded_handoff
+from ipse._redact import RequestSecrets, mask_text, masked_body
 from ipse.errors import MissingExtra
-from ipse.redact import RequestSecrets, mask_text, masked_body
 
 try:
     from litellm.integrations.custom_logger import CustomLogger

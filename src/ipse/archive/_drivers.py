@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ipse.redact import redact
+from ipse._redact import redact
 from ipse.store import PostgresConnection, SqliteConnection
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ipse._redact import redact
 from ipse.archive._base import Archivable, ArchiveStore
 from ipse.archive._schema import ensure_registered
 from ipse.errors import InputError
-from ipse.redact import redact
 
 if TYPE_CHECKING:
     from ipse.archive._drivers import SqliteDriver

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ipse._tokens import load_before
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import print_table, terminal_progress
 from ipse.errors import UsageError
@@ -26,7 +27,6 @@ from ipse.handoff import (
     handoff_session,
     run,
 )
-from ipse.tokens import load_before
 from ipse.transcript import load
 from ipse.transcript._shared import Source, codec
 

@@ -20,8 +20,8 @@ from typing import Any
 import click
 
 from ipse import jsonio
+from ipse._redact import fingerprint
 from ipse.cli._output import clean, console, emit_json, print_table
-from ipse.redact import fingerprint
 
 _SCOPE = click.Choice(["session", "project", "all"])
 _KIND = click.Choice(["read", "edit", "command", "other"])

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
+from ipse._tokens import MemoCounter, default_counter, load_before
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
 from ipse.errors import InputError
-from ipse.tokens import MemoCounter, default_counter, load_before
 from ipse.transcript import FORMATS, load
 from ipse.transcript._shared import BAD_LINE, NOT_AN_OBJECT, inspect_report, message_rows
 

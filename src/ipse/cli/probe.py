@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from ipse._tokens import load_before
 from ipse.cli._output import clean, console, emit_json, print_table, terminal_progress, warn
-from ipse.tokens import load_before
 from ipse.transcript import FORMATS, load
 
 LOST_SHOWN = 6  # lost facts listed per strategy and reason in text output (--json: all)

@@ -233,7 +233,7 @@ def resume_command(budget: int | None, hook: str | None, folder: Path, as_json: 
     view = resume(folder)
     count = None
     if budget is not None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         count = default_counter().count
     text = view.text(budget, count)

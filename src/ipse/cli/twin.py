@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ipse._redact import redact
 from ipse.cli._output import console, emit_json, warn
 from ipse.errors import InputError, UsageError
-from ipse.redact import redact
 
 if TYPE_CHECKING:
     from ipse.twin import TwinStore

@@ -156,8 +156,8 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int, str]
     at its end (all but an unfinished tool exchange): the call comes next. The drop, the
     call's position and the ledger of what it drops; (None, -1, "") when the conversation is
     empty or cannot be handed off."""
+    from ipse._tokens import default_counter
     from ipse.errors import IpseError
-    from ipse.tokens import default_counter
     from ipse.transcript._shared import TokenTally
 
     found: ToolCall | None = None

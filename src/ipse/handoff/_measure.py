@@ -60,7 +60,7 @@ def tokens_saved(before: Conversation, after: Conversation, tally: TokenTally | 
     least). The one count of a handoff's saving, wherever it is shown (``ipse handoff``, the
     proxy's log line and record)."""
     if tally is None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         tally = TokenTally(default_counter())
     old, new = tally.fresh(), tally.fresh()

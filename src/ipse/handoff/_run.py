@@ -36,8 +36,8 @@ from ipse.transcript import Conversation, ToolCall
 from ipse.transcript._shared import codec, ensure_writable
 
 if TYPE_CHECKING:
+    from ipse._tokens import TokenCounter
     from ipse.archive import ArchiveSink
-    from ipse.tokens import TokenCounter
     from ipse.transcript._shared import TokenTally
 
 DEFAULT_MAX_TOKENS = 8192
@@ -208,7 +208,7 @@ def _tally(counter: TokenCounter | None) -> TokenTally:
     from ipse.transcript._shared import TokenTally
 
     if counter is None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         counter = default_counter()
     return TokenTally(counter)

@@ -42,9 +42,9 @@ CLAUDE_CODE_PREFIX = "session:"
 
 def default_session() -> str:
     """The session the checkpoints are stored under, keyed as the proxy and ``ipse handoff`` key
-    it (`ipse.sessions.mcp_session`): ``IPSE_SESSION``, else the harness's session id
+    it (`ipse._sessions.mcp_session`): ``IPSE_SESSION``, else the harness's session id
     (``CLAUDE_CODE_SESSION_ID``, Codex's thread id), else a fresh ``mcp-`` id."""
-    from ipse.sessions import mcp_session
+    from ipse._sessions import mcp_session
 
     return mcp_session(os.environ)
 
@@ -142,7 +142,7 @@ def _state_resume(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     budget = args.get("budget")
     count = None
     if budget is not None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         count = default_counter().count
     text = view.text(budget, count)
@@ -184,7 +184,7 @@ def _twin_id(settings: Settings) -> str:
 
 
 def _twin_show(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.redact import redact
+    from ipse._redact import redact
     from ipse.twin import dump_state, open_store
 
     twin_id = _twin_id(settings)

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from ipse._tokens import TokenCounter
 from ipse.jsonio import is_object
 from ipse.prefix._blocks import (
     IMAGE_KINDS,
@@ -31,7 +32,6 @@ from ipse.prefix._blocks import (
     stable_hash,
     without_breakpoint,
 )
-from ipse.tokens import TokenCounter
 from ipse.transcript._shared import Positions
 
 

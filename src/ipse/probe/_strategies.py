@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ipse._tokens import MemoCounter, TokenCounter, default_counter
 from ipse.errors import IpseError
 from ipse.handoff import (
     DEFAULT_LEDGER_TOKENS,
@@ -35,7 +36,6 @@ from ipse.handoff import (
     run,
 )
 from ipse.probe._timeline import Compaction, Timeline, block_text
-from ipse.tokens import MemoCounter, TokenCounter, default_counter
 from ipse.transcript import Block, Message, Text, ToolCall, ToolResult
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ipse import _notes, jsonio
+from ipse._redact import mask_text, redact
 from ipse.handoff.wire import Rewrite, clear_cache, conversation_key, rewrite_request
 from ipse.proxy._config import Upstream
 from ipse.proxy._exchange import Exchange, OpenRequest
@@ -48,7 +49,6 @@ from ipse.proxy._wire import (
     request_headers,
     response_headers,
 )
-from ipse.redact import mask_text, redact
 
 if TYPE_CHECKING:
     from ipse.proxy._app import ProxyState

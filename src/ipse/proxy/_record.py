@@ -11,7 +11,7 @@ line when it starts (`start_line`), and a request the proxy answers itself (a re
 /``) one of its own (`answer_line`): every request leaves a line, every error is in exactly one.
 
 What is written has the request's credentials masked, by the masking step every front end
-shares (`ipse.redact`): in headers, the query and body fields named like one (`record_entry`),
+shares (`ipse._redact`): in headers, the query and body fields named like one (`record_entry`),
 and wherever a value the request carried as a credential turns up again, such as an upstream's
 error that quotes its URL (`exchange_secrets`).
 """
@@ -26,9 +26,9 @@ from typing import Any
 
 from ipse import jsonio
 from ipse._handoff_events import recorded_handoff
+from ipse._redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 from ipse.fileio import private_file
 from ipse.proxy._exchange import Exchange
-from ipse.redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 
 
 class Recorder:
@@ -251,7 +251,7 @@ def _error_text(body: bytes) -> bytes:
 
 def exchange_secrets(ex: Exchange) -> RequestSecrets:
     """The credentials the request carried (headers, query, body fields), to mask wherever
-    they turn up again in what is written about it (`ipse.redact.RequestSecrets`)."""
+    they turn up again in what is written about it (`ipse._redact.RequestSecrets`)."""
     body = ex.parsed if isinstance(ex.parsed, dict) else None
     return RequestSecrets.of_request(ex.headers, ex.query, body)
 

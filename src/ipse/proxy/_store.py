@@ -24,8 +24,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ipse import _notes
+from ipse._redact import redact
 from ipse.proxy._exchange import Exchange, identify_conversation
-from ipse.redact import redact
 
 _log = _notes.logger("ipse.proxy")
 STORE_WAIT = 5.0  # seconds a request waits, at most, for the store (archive, count)

@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from ipse import progress as ipse_progress
+from ipse import _progress as ipse_progress
 from ipse.handoff import AutopilotPolicy, Limits, RequestState, autopilot_step, limits_for
 from ipse.prefix import MIN_TOKENS, PrefixReport, Request, RequestLog, analyze, read_requests
 from ipse.replay._continuity import at_compactions, at_cuts

@@ -17,6 +17,7 @@ from typing import Any
 
 from ipse import jsonio
 from ipse._handoff_events import saved_tokens
+from ipse._tokens import default_counter, tokenizer_label
 from ipse.handoff import RATES, CacheRates, break_even, is_checkpoint
 from ipse.prefix import (
     UNRECORDED_FRONT,
@@ -38,7 +39,6 @@ from ipse.report._composition import (
     conversation_of,
     raw_messages,
 )
-from ipse.tokens import default_counter, tokenizer_label
 from ipse.transcript import detect
 from ipse.transcript._shared import (
     FORMAT_TABLE,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ipse.tokens import TokenCounter, tokenizer_label
+from ipse._tokens import TokenCounter, tokenizer_label
 from ipse.transcript._load import Source
 from ipse.transcript._model import Conversation, Message, ToolCall
 from ipse.transcript._stats import TokenTally, block_kind, counted_text, message_counts, shares

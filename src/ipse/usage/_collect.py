@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.errors import InputError, IpseError
 from ipse.transcript._shared import Shape, format_named
 from ipse.usage._call import Call

@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 
 from ipse import jsonio
+from ipse._redact import redact
 from ipse.errors import InputError
-from ipse.redact import redact
 from ipse.usage._call import Call
 from ipse.usage._ledger import Ledger
 from ipse.usage._schema import ensure_registered

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
 from ipse.jsonio import is_object

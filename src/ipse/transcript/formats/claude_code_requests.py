@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.jsonio import is_object
 from ipse.transcript.formats.anthropic import write_message
 from ipse.transcript.formats.claude_code import (
