@@ -3,8 +3,8 @@
 The conversation model's entry points are re-exported here (`Conversation`, `load`,
 `read_conversation`, `write`, from ``ipse.transcript`` on first use: a command that never reads a
 conversation does not import its readers), with the root of the exception tree, `IpseError`; the
-mechanisms live in their own subpackages (``ipse.transcript``, ``ipse.handoff``, ``ipse.prefix``, ``ipse.twin``,
-``ipse.statedir``).
+mechanisms live in their own subpackages (``ipse.transcript``, ``ipse.handoff``,
+``ipse.prefix``, ``ipse.twin``, ``ipse.statedir``).
 """
 
 from __future__ import annotations
