@@ -102,7 +102,7 @@ def show_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
     Example:
       ipse twin show acme-ada --store sqlite:///twins.db --json
     """
-    from ipse.twin import dump_state
+    from ipse.twin._shared import dump_state
 
     with _reading(store_url) as store:
         snapshot = store.latest(twin_id)
@@ -193,7 +193,7 @@ def _read_jsonl(path: str) -> list[Any]:
 
 
 def _operations_epilog() -> str:
-    from ipse.twin import usage_lines
+    from ipse.twin._shared import usage_lines
 
     return '\b\nOperations (one JSON object per line, {"op": NAME, ARG: value, ...}):\n' + (
         "\n".join(f"  {line}" for line in usage_lines())
@@ -327,7 +327,7 @@ def export_command(
       ipse twin export acme-ada --schema 2 --json
     """
     from ipse.fileio import atomic_write
-    from ipse.twin import export_state
+    from ipse.twin._shared import export_state
 
     with _reading(store_url) as store:
         snapshot = store.latest(twin_id)
@@ -453,6 +453,6 @@ def tools_command(fmt: str) -> None:
     Example:
       ipse twin tools --format openai > twin-tools.json
     """
-    from ipse.twin import tool_definitions
+    from ipse.twin._shared import tool_definitions
 
     emit_json(tool_definitions(fmt))

@@ -185,7 +185,8 @@ def _twin_id(settings: Settings) -> str:
 
 def _twin_show(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     from ipse._redact import redact
-    from ipse.twin import dump_state, open_store
+    from ipse.twin import open_store
+    from ipse.twin._shared import dump_state
 
     twin_id = _twin_id(settings)
     with open_store(settings.store_url) as store:
@@ -277,7 +278,7 @@ def tools() -> list[Tool]:
     """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
     from ipse.handoff import DESCRIPTION, SCHEMA
     from ipse.mcp import _recall
-    from ipse.twin import TOOL_SPECS
+    from ipse.twin._shared import TOOL_SPECS
 
     return [
         Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),
