@@ -1,0 +1,25 @@
+"""What `ipse.statedir` shares with the rest of ipse: the names its sibling packages import
+that are not its public API (``ipse.statedir.__all__``). Only ipse's own modules import
+this one; the names live in the package's private modules."""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from ipse import _lazy
+
+if _typing.TYPE_CHECKING:
+    from ipse.statedir._canary import canary
+    from ipse.statedir._files import WAL
+    from ipse.statedir._resume import hook_json
+
+# Imported on first use, like the package's own names (`ipse._lazy`).
+_MODULES = {
+    "_canary": ("canary",),
+    "_files": ("WAL",),
+    "_resume": ("hook_json",),
+}
+
+__getattr__, __dir__ = _lazy.exports("ipse.statedir", _MODULES, globals())
+
+__all__ = _lazy.public(_MODULES)
