@@ -602,7 +602,7 @@ def test_usage_in_the_routes_shape(
     _require_litellm()
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from ipse.adapters.litellm import usage_of
-    from ipse.prefix import actual_tokens
+    from ipse.prefix._actual import actual_tokens
 
     assert usage_of({"usage": usage}, dialect) == expected
     assert usage_of(None, dialect) is None

@@ -60,7 +60,7 @@ from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewri
 from ipse.store import request_digest
 
 if TYPE_CHECKING:
-    from ipse.prefix import LiveAnalysis
+    from ipse.prefix._shared import LiveAnalysis
 
 log = _notes.logger("ipse.litellm")
 
@@ -531,7 +531,7 @@ class IpseHandoff(CustomLogger):
         if not self.analyze or status != 200:
             return None
         if self._live is None:  # (the cache model's modules on the first request it analyses)
-            from ipse.prefix import LiveAnalysis
+            from ipse.prefix._shared import LiveAnalysis
 
             self._live = LiveAnalysis()
         return self._live.analyze(

@@ -111,7 +111,7 @@ def _recorded_cache(report: dict[str, Any]) -> None:
     rows = report.get("requests")
     if not rows:
         return
-    from ipse.prefix import actual_tokens
+    from ipse.prefix._shared import actual_tokens
 
     for row in rows:
         tokens = actual_tokens(row["usage"])

@@ -19,7 +19,8 @@ from ipse import jsonio
 from ipse._tokens import default_counter
 from ipse.errors import IpseError
 from ipse.handoff import CHECKPOINT_TOOL
-from ipse.prefix import Request, SharedHistory
+from ipse.prefix import Request
+from ipse.prefix._shared import SharedHistory
 from ipse.transcript import Conversation, Message, Text, ToolCall
 from ipse.transcript._shared import TokenTally, block_kind, body_codec, counted_text
 from ipse.transcript.formats.openai_responses import read_item

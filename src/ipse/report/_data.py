@@ -19,17 +19,8 @@ from ipse import jsonio
 from ipse._handoff_events import saved_tokens
 from ipse._tokens import default_counter, tokenizer_label
 from ipse.handoff import RATES, CacheRates, break_even, is_checkpoint
-from ipse.prefix import (
-    UNRECORDED_FRONT,
-    PrefixReport,
-    Request,
-    RequestLog,
-    SharedHistory,
-    analyze,
-    prices,
-    read_requests,
-    rules,
-)
+from ipse.prefix import PrefixReport, Request, analyze, prices, read_requests, rules
+from ipse.prefix._shared import UNRECORDED_FRONT, RequestLog, SharedHistory
 from ipse.report._composition import (
     CONTEXT_KINDS,
     UNKNOWN_TOOL,
