@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.sql import scratch_schema
 
-from ipse.store import sqlite_url
+from ipse.store._open import sqlite_url
 from ipse.twin import TwinConfig, TwinState, apply_turn, open_store, rehydrate
 from ipse.twin._apply import apply_transitions
 from ipse.twin._schema import dump_state, load_snapshot

@@ -57,7 +57,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ipse.handoff import StripOptions
 from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
-from ipse.store import request_digest
+from ipse.store._shared import request_digest
 
 if TYPE_CHECKING:
     from ipse.prefix._shared import LiveAnalysis

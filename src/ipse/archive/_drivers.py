@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ipse._redact import redact
-from ipse.store import PostgresConnection, SqliteConnection
+from ipse.store._shared import PostgresConnection, SqliteConnection
 
 
 class Driver(Protocol):

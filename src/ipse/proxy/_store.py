@@ -119,7 +119,7 @@ class ProxyStore:
         ex.handoff_event = rewrite is not None and not rewrite.cached
         if ex.key is None:
             return None
-        from ipse.store import request_digest
+        from ipse.store._shared import request_digest
 
         digest = request_digest(ex.method, ex.path, ex.query, ex.client_body)
         try:
