@@ -14,7 +14,7 @@ pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
 from ipse.archive.testing import Item
-from ipse.mcp import Settings
+from ipse.mcp._tools import Settings
 from tests.conftest import run_cli
 from tests.mcp.test_mcp_tools import call
 

@@ -16,7 +16,8 @@ pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
 from ipse.handoff import SCHEMA, HandoffOptions, StripOptions, run
-from ipse.mcp import Settings, build_server
+from ipse.mcp import build_server
+from ipse.mcp._tools import Settings
 from ipse.statedir import init
 from ipse.transcript._codec import codec
 from ipse.transcript.formats.claude_code_session import write_session
