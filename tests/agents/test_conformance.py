@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from ipse.agents import AGENTS, install_agent, install_notes, uninstall_agent
+from ipse.agents import AGENTS, install_agent, uninstall_agent
 from ipse.agents._agent import AgentCLI
 from ipse.agents._commands import is_ipse_server
+from ipse.agents._install import install_notes
 from ipse.agents._table import agent_named
 from ipse.transcript import FORMATS
 from tests.agents.test_install_agents import snapshot

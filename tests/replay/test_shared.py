@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ipse.agents import compaction_rule
+from ipse.agents._install import compaction_rule
 from ipse.handoff import AutopilotPolicy
 from ipse.prefix import analyze, read_requests
 from ipse.replay import TARGET, ReplayOptions, document, replay_log

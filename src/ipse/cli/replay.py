@@ -125,7 +125,7 @@ def _replay(path: Path, fmt: str | None, options: Any) -> dict[str, Any]:
     unless ``--compact-at`` names the point."""
     from dataclasses import replace
 
-    from ipse.agents import compaction_rule
+    from ipse.agents._shared import compaction_rule
     from ipse.prefix import read_requests
     from ipse.replay import document, replay_log
 

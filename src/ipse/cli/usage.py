@@ -14,7 +14,7 @@ from ipse.usage._shared import GROUPS
 
 def _folders() -> list[Any]:
     """Each agent CLI's session folder, from the agent table (its environment respected)."""
-    from ipse.agents import agents_with_sessions
+    from ipse.agents._shared import agents_with_sessions
     from ipse.usage._shared import Folder
 
     out = []

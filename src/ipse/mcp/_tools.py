@@ -104,7 +104,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 def _session_conversation(settings: Settings) -> Any:
     """The session this server runs in (a Claude Code session, a Codex thread: each agent CLI's
     session folder in turn), when its file can be found; else None."""
-    from ipse.agents import agents_with_sessions
+    from ipse.agents._shared import agents_with_sessions
 
     session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
     found = (

@@ -241,7 +241,7 @@ def _replayed(log: RequestLog, path: str) -> dict[str, Any]:
     the agent CLI's compaction rule for the input's format; continuity not probed): the whole
     bill as recorded and with it (at the recorded prices), the conversation's ratio, the cuts
     and nudges."""
-    from ipse.agents import compaction_rule
+    from ipse.agents._shared import compaction_rule
     from ipse.replay import ReplayOptions, document, replay_log
 
     options = ReplayOptions(compaction=compaction_rule(log.format), continuity=False)

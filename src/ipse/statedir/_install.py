@@ -30,18 +30,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import (
-    AGENTS,
-    Change,
-    hook_program,
-    hooks_file,
-    instructions_file,
-    jsonedit,
-    program,
-)
-from ipse.agents import add_block as _add_block
-from ipse.agents import find_block as _find_block
-from ipse.agents import remove_block as _remove_block
+from ipse.agents import AGENTS, jsonedit
+from ipse.agents._shared import Change, hook_program, hooks_file, instructions_file, program
+from ipse.agents._shared import add_block as _add_block
+from ipse.agents._shared import find_block as _find_block
+from ipse.agents._shared import remove_block as _remove_block
 from ipse.errors import InputError, UsageError
 from ipse.fileio import StrPath, atomic_write
 
