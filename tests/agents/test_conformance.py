@@ -92,7 +92,7 @@ def _prepare(agent: AgentCLI, root: Path, user: bool, style: str) -> list[Path]:
 
 def _theirs(agent: AgentCLI, path: Path) -> object:
     """The user's own MCP server entry in the agent CLI's config, as parsed."""
-    from ipse.agents import jsonedit
+    from ipse.agents import _jsonedit as jsonedit
 
     text = path.read_text(encoding="utf-8-sig")
     if path.suffix == ".toml":

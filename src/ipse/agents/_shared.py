@@ -4,6 +4,7 @@ this one; the names live in the package's private modules."""
 
 from __future__ import annotations
 
+from ipse.agents import _jsonedit as jsonedit
 from ipse.agents._blocks import add_block, find_block, remove_block
 from ipse.agents._commands import hook_program, program, proxy_url
 from ipse.agents._files import Change
@@ -27,6 +28,7 @@ __all__ = [
     "hooks_file",
     "install_notes",
     "instructions_file",
+    "jsonedit",
     "program",
     "proxy_port",
     "proxy_url",

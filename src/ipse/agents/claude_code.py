@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import jsonedit
+from ipse.agents import _jsonedit as jsonedit
 from ipse.agents._agent import AgentCLI, Compaction, Installed, Paths, Request
 from ipse.agents._commands import (
     DEFAULT_PORT,
@@ -462,13 +462,5 @@ class ClaudeCode(AgentCLI):
 
 AGENT = ClaudeCode()
 
-__all__ = [
-    "AGENT",
-    "COMPACTION",
-    "HOOK_EVENTS",
-    "ClaudeCode",
-    "claude_user_config",
-    "compaction_threshold",
-    "prompt_hook",
-    "proxy_hook",
-]
+# What the table (`ipse.agents._table`) reads; the rest serves it and its tests.
+__all__ = ["AGENT"]
