@@ -24,7 +24,8 @@ import os
 import stat
 from pathlib import Path
 
-from ipse.errors import InputError, os_error
+from ipse._os_errors import os_error
+from ipse.errors import InputError
 
 TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
 if TYPE_CHECKING:

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipse import jsonio
-from ipse.errors import InputError, os_error
+from ipse._os_errors import os_error
+from ipse.errors import InputError
 from ipse.fileio import check_text_head
 from ipse.prefix._actual import compacts, same_call
 from ipse.prefix._growing import SharedHistory

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.errors import InputError, os_error
+from ipse._os_errors import os_error
+from ipse.errors import InputError
 from ipse.transcript._codec import codec
 from ipse.transcript._jsonl import (
     BAD_LINE,
