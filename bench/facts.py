@@ -32,7 +32,7 @@ from ipse.probe._grit import (
     _paths,
     _urls,
 )
-from ipse.transcript.formats import anthropic
+from ipse.transcript._formats import anthropic
 
 T = TypeVar("T")
 

@@ -141,7 +141,7 @@ def test_a_budget_must_be_a_positive_number_of_tokens() -> None:
 
 
 def test_the_command_line_budget_and_its_json(tmp_path: Path) -> None:
-    from ipse.transcript.formats.anthropic import write_body
+    from ipse.transcript._formats.anthropic import write_body
 
     source = tmp_path / "body.json"
     source.write_bytes(orjson.dumps(write_body(_conversation())))
@@ -185,7 +185,7 @@ def test_the_wire_rewrite_takes_the_proxy_s_budget_and_keeps_its_bytes() -> None
     from ipse import jsonio
     from ipse.handoff.wire import clear_cache, rewrite_request
     from ipse.proxy import ProxyConfig
-    from ipse.transcript.formats.anthropic import write_body
+    from ipse.transcript._formats.anthropic import write_body
 
     assert ProxyConfig(handoff_budget=600).handoff_budget == 600
     with pytest.raises(UsageError, match="--handoff-budget"):

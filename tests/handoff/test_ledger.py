@@ -18,7 +18,7 @@ from ipse._tokens import CharCounter, default_counter
 from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
 from ipse.handoff._ledger import HEADING, Ledger, derive
 from ipse.transcript import Conversation, load
-from ipse.transcript.formats import anthropic, openai_responses
+from ipse.transcript._formats import anthropic, openai_responses
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 from tests.transcript import harness_cases as cases
 

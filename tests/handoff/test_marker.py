@@ -13,7 +13,7 @@ from ipse.handoff._marker import TAG
 from ipse.handoff.wire import clear_cache, rewrite_request
 from ipse.transcript import Origin, Text
 from ipse.transcript._codec import codec
-from ipse.transcript.formats import anthropic, openai_chat
+from ipse.transcript._formats import anthropic, openai_chat
 from tests.handoff.build import (
     anthropic_conv,
     assistant,

@@ -21,8 +21,8 @@ from ipse.handoff import HandoffOptions, StripOptions, run, strip, validate, ver
 from ipse.handoff._marker import TAG
 from ipse.handoff._measure import body_bytes
 from ipse.transcript._codec import codec
+from ipse.transcript._formats import anthropic, openai_chat, openai_responses
 from ipse.transcript._model import Conversation, Text, Thinking
-from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.handoff.build import IMAGE, oa_call, text
 from tests.transcript.responses import responses_bodies
 

@@ -7,8 +7,8 @@ import pytest
 
 from ipse.handoff import StripOptions, strip, validate, verify
 from ipse.transcript import write
+from ipse.transcript._formats import anthropic
 from ipse.transcript._model import Other, Text, Thinking, ToolCall
-from ipse.transcript.formats import anthropic
 from tests.handoff.build import (
     IMAGE,
     anthropic_conv,

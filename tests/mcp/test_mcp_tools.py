@@ -20,7 +20,7 @@ from ipse.mcp import build_server
 from ipse.mcp._tools import Settings
 from ipse.statedir import init
 from ipse.transcript._codec import codec
-from ipse.transcript.formats.claude_code_session import write_session
+from ipse.transcript._formats.claude_code_session import write_session
 from ipse.twin._tools import TOOL_SPECS
 from mcp import Client
 

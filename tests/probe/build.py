@@ -8,7 +8,7 @@ from typing import Any
 
 from ipse.probe import Timeline
 from ipse.transcript import Conversation
-from ipse.transcript.formats import anthropic
+from ipse.transcript._formats import anthropic
 
 
 def text(value: str) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from ipse.cli.main import cli as ipse_cli
 from ipse.errors import UsageError
 from ipse.transcript import FORMATS, detect, load, write
 from ipse.transcript._codec import DIALECTS
-from ipse.transcript._formats import (
+from ipse.transcript._harness import HARNESS_FORMATS
+from ipse.transcript._table import (
     FORMAT_TABLE,
     WRITABLE_FORMATS,
     Shape,
@@ -27,7 +28,6 @@ from ipse.transcript._formats import (
     format_named,
     resolve,
 )
-from ipse.transcript._harness import HARNESS_FORMATS
 from tests.conftest import CliRun
 from tests.report.build import write_log
 from tests.support.generated import Turn, journaled_records, rollout_records

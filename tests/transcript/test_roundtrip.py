@@ -24,7 +24,7 @@ from ipse.transcript import (
     write,
 )
 from ipse.transcript._codec import codec
-from ipse.transcript.formats import anthropic, openai_chat, openai_responses
+from ipse.transcript._formats import anthropic, openai_chat, openai_responses
 from tests.conftest import HTTP_LOG, OPENAI_TRAJ, SHARED
 from tests.support.strategies import json_values
 from tests.transcript.responses import (

@@ -485,7 +485,7 @@ class IpseHandoff(CustomLogger):
         document: Mapping[str, Any],
     ) -> None:
         from ipse.fileio import private_file
-        from ipse.transcript.formats.http_log import exchange_record
+        from ipse.transcript._shared import exchange_record
 
         # LiteLLM hands every route's response over as a chat completion: the record keeps it,
         # with the usage in the provider's shape, as the client's route would have carried it

@@ -437,7 +437,7 @@ class ClaudeCode(AgentCLI):
         return root / ".claude" / "settings.json"
 
     def session_folder(self, cwd: Path) -> Path | None:
-        from ipse.transcript.formats.claude_code_session import project_folder
+        from ipse.transcript._shared import project_folder
 
         return claude_config_dir() / "projects" / project_folder(str(cwd.resolve()))
 

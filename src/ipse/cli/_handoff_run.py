@@ -270,7 +270,7 @@ def _session_writer(
 ) -> Callable[[bytes], None]:
     """Write the body as a new Claude Code session of ``cwd``; its id and path go to ``written``."""
     from ipse import jsonio
-    from ipse.transcript.formats.claude_code_session import TESTED_VERSION, write_session
+    from ipse.transcript._shared import TESTED_VERSION, write_session
 
     def write(data: bytes) -> None:
         version = _claude_code_version(source) or TESTED_VERSION

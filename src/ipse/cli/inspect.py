@@ -90,11 +90,11 @@ def _handoffs(path: Path, skip_bad_lines: bool) -> list[dict[str, Any]]:
     """The handoffs an ipse proxy's record says it made, each cut once, with the saving it
     measured (`ipse._handoff_events`, as ``ipse prefix`` and ``ipse report`` read them)."""
     from ipse._handoff_events import RecordedHandoffs, saved_tokens
-    from ipse.transcript.formats import http_log
+    from ipse.transcript._shared import iter_entries
 
     events = RecordedHandoffs()
     found = []
-    for index, (_, entry) in enumerate(http_log.iter_entries(path, skip_bad_lines=skip_bad_lines)):
+    for index, (_, entry) in enumerate(iter_entries(path, skip_bad_lines=skip_bad_lines)):
         made = events.event(entry)
         if made is not None:
             anchor, calls = made.get("anchor"), made.get("removed_calls")

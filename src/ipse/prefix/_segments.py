@@ -43,7 +43,7 @@ def salted(first: bytes, h: int) -> int:
 
 def digest(item: Any) -> tuple[int, int, str | None, str]:
     """What a block's positions need before its place is known (a session's blocks are
-    digested as they are read, then dropped: `ipse.transcript.formats.claude_code_stored`):
+    digested as they are read, then dropped: `ipse.transcript._formats.claude_code_stored`):
     the fast hash of its bytes, their length, its breakpoint's TTL and its kind. A block
     placed first in its part is then `salted`, its salt's length added to its size."""
     if type(item) is dict and item.get("cache_control") is None:  # (most blocks: no calls)

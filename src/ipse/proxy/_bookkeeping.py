@@ -146,7 +146,7 @@ def _saved_tokens(ex: Exchange) -> int | None:
 
 
 def _usage(body: bytes) -> Mapping[str, Any] | None:
-    from ipse.transcript.formats.http_log import usage_of
+    from ipse.transcript._shared import usage_of
 
     try:
         return usage_of({"body": body.decode("utf-8", errors="replace")}, "response")

@@ -1,7 +1,7 @@
 """The proxy's outputs: the record file (one exchange per line) and the per-request log line.
 
 The record is JSONL in the HTTP-log format ``ipse inspect``, ``ipse prefix`` and ``ipse report``
-read (`ipse.transcript.formats.http_log.exchange_record` builds each line); it is created 0600
+read (`ipse.transcript._formats.http_log.exchange_record` builds each line); it is created 0600
 and each line is written whole and flushed, so a reader never sees half an exchange. Headers in
 it have their credentials masked. The log line says what the cache did (read, written, uncached)
 next to what the provider's cache model predicted, the cause when reuse was lost and what it
@@ -196,7 +196,7 @@ def answer_line(method: str, path: str, status: int, note: str, *, json_log: boo
 
 def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
     """The record's line for an exchange, its credentials masked (headers, query, fields)."""
-    from ipse.transcript.formats.http_log import exchange_record
+    from ipse.transcript._shared import exchange_record
 
     rewrite = ex.rewrite
     client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)

@@ -22,8 +22,7 @@ from ipse.handoff import CHECKPOINT_TOOL
 from ipse.prefix import Request
 from ipse.prefix._shared import SharedHistory
 from ipse.transcript import Conversation, Message, Text, ToolCall
-from ipse.transcript._shared import TokenTally, block_kind, body_codec, counted_text
-from ipse.transcript.formats.openai_responses import read_item
+from ipse.transcript._shared import TokenTally, block_kind, body_codec, counted_text, read_item
 
 # What fills the context, in drawing order (bottom to top).
 CONTEXT_KINDS = (

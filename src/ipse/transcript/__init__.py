@@ -7,7 +7,6 @@ import typing as _typing
 from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
-    from ipse.transcript._formats import FORMATS
     from ipse.transcript._load import load, read_conversation
     from ipse.transcript._model import (
         Block,
@@ -22,6 +21,7 @@ if _typing.TYPE_CHECKING:
         ToolResult,
     )
     from ipse.transcript._sniff import detect
+    from ipse.transcript._table import FORMATS
     from ipse.transcript._write import write
 
 # The names below are imported on first use: reading one format does not import the others'
@@ -29,7 +29,7 @@ if _typing.TYPE_CHECKING:
 # reader, nor the loader that knows them all; ``python bench/edge_tricks.py`` measures it, and
 # docs/development.md, "Speed at the edges", says when such a trick is kept).
 _MODULES = {
-    "_formats": ("FORMATS",),
+    "_table": ("FORMATS",),
     "_load": ("load", "read_conversation"),
     "_model": (
         "Block",

@@ -27,7 +27,7 @@ from ipse.transcript._model import Conversation, Message, ToolCall
 from ipse.transcript._stats import TokenTally, block_kind, counted_text, message_counts, shares
 
 if TYPE_CHECKING:
-    from ipse.transcript.formats.http_log import Exchange
+    from ipse.transcript._formats.http_log import Exchange
 
 
 def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:
