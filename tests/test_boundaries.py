@@ -1,8 +1,8 @@
 """Private modules stay private: no module in ``src/ipse`` imports another package's ``_module``.
 
 The rule: a module whose name has an underscored part (``ipse.transcript._stats``,
-``ipse.transcript._formats._x``) belongs to the package that holds it (``ipse.transcript``,
-``ipse.transcript._formats``), and only modules inside that package may import it; everyone else
+``ipse.transcript._formats.codex``) belongs to the package that holds its first such part
+(``ipse.transcript``), and only modules inside that package may import it; everyone else
 imports the package's public names, or what the package shares with its siblings: its
 ``_shared`` module (``ipse.transcript._shared``), which holds the names other parts of ipse use
 that are not the package's public API. ``ipse._lazy``, ``ipse._plain``, ``ipse._notes``... belong
@@ -106,6 +106,10 @@ def test_the_rule_sees_relative_lazy_and_nested_imports() -> None:
         ("ipse.twin._tools", "ipse.twin"),
     }
     assert _private_owner("ipse._plain") == ("ipse._plain", "ipse")  # every module is in ipse
-    assert _private_owner("ipse.transcript._formats.claude_code") is None
+    assert _private_owner("ipse.handoff.wire.rewrite_request") is None
+    assert _private_owner("ipse.transcript._formats.claude_code") == (
+        "ipse.transcript._formats",
+        "ipse.transcript",
+    )
     assert _private_owner("ipse.transcript._shared.codec") is None  # shared with the siblings
     assert _private_owner("ipse.transcript._shared_x") is not None
