@@ -13,17 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ipse.transcript import (
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-)
+from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._model import Origin, ToolDef
 from ipse.transcript._stats import TokenTally
 
 SRC = Path(__file__).resolve().parents[1] / "src"

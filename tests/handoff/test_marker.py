@@ -11,9 +11,10 @@ from ipse.handoff import HandoffOptions, StripOptions, run, validate
 from ipse.handoff._ledger import HEADING
 from ipse.handoff._marker import TAG
 from ipse.handoff.wire import clear_cache, rewrite_request
-from ipse.transcript import Origin, Text
+from ipse.transcript import Text
 from ipse.transcript._codec import codec
 from ipse.transcript._formats import anthropic, openai_chat
+from ipse.transcript._model import Origin
 from tests.handoff.build import (
     anthropic_conv,
     assistant,

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import UsageError
-from ipse.transcript import Origin, Text, ToolCall, ToolResult, load
+from ipse.transcript import Text, ToolCall, ToolResult, load
 from ipse.transcript._formats.claude_code import read_session
 from ipse.transcript._formats.claude_code_tree import SessionRecord, live_path
+from ipse.transcript._model import Origin
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
 

@@ -64,17 +64,8 @@ from ipse.handoff import (
     run,
     tool_definition,
 )
-from ipse.transcript import (
-    Block,
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-)
+from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Block, Origin
 from ipse.twin import TwinConfig, TwinStore, anthropic_tools, apply_turn, open_store, rehydrate
 
 log = _notes.logger(__name__)

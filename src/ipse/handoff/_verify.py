@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
-from ipse.transcript import Block, Conversation, Message, Text, ToolCall, ToolResult
-from ipse.transcript._shared import codec
+from ipse.transcript import Conversation, Message, Text, ToolCall, ToolResult
+from ipse.transcript._shared import Block, codec
 
 if TYPE_CHECKING:
     from ipse.archive import Archivable

@@ -36,7 +36,8 @@ from ipse.handoff import (
     run,
 )
 from ipse.probe._timeline import Compaction, Timeline, block_text
-from ipse.transcript import Block, Message, Text, ToolCall, ToolResult
+from ipse.transcript import Message, Text, ToolCall, ToolResult
+from ipse.transcript._shared import Block
 
 if TYPE_CHECKING:
     from ipse.archive import Archivable

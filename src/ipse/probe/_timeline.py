@@ -19,17 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse.handoff.effects import strings
-from ipse.transcript import (
-    Block,
-    Conversation,
-    Message,
-    Origin,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-)
-from ipse.transcript._shared import Dialect, Source
+from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Block, Dialect, Origin, Source
 
 
 @dataclass(frozen=True, slots=True)

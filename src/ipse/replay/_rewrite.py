@@ -35,8 +35,8 @@ from ipse.handoff import (
 from ipse.prefix import Request
 from ipse.replay._lines import Line, Member
 from ipse.replay._sizes import LineTokens, recorded_total
-from ipse.transcript import Conversation, Message, Origin, Text
-from ipse.transcript._shared import Codec
+from ipse.transcript import Conversation, Message, Text
+from ipse.transcript._shared import Codec, Origin
 
 
 @dataclass(slots=True)

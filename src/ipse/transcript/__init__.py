@@ -9,15 +9,12 @@ from ipse import _lazy
 if _typing.TYPE_CHECKING:
     from ipse.transcript._load import load, read_conversation
     from ipse.transcript._model import (
-        Block,
         Conversation,
         Message,
-        Origin,
         Other,
         Text,
         Thinking,
         ToolCall,
-        ToolDef,
         ToolResult,
     )
     from ipse.transcript._sniff import detect
@@ -31,18 +28,7 @@ if _typing.TYPE_CHECKING:
 _MODULES = {
     "_table": ("FORMATS",),
     "_load": ("load", "read_conversation"),
-    "_model": (
-        "Block",
-        "Conversation",
-        "Message",
-        "Origin",
-        "Other",
-        "Text",
-        "Thinking",
-        "ToolCall",
-        "ToolDef",
-        "ToolResult",
-    ),
+    "_model": ("Conversation", "Message", "Other", "Text", "Thinking", "ToolCall", "ToolResult"),
     "_sniff": ("detect",),
     "_write": ("write",),
 }

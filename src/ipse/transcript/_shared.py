@@ -1,7 +1,6 @@
 """What `ipse.transcript` shares with the rest of ipse: the names its sibling packages import
 that are not its public API (``ipse.transcript.__all__``). Only ipse's own modules import
-this one; the names live in the package's private modules, the readers of each format
-among them (``ipse.transcript._formats``)."""
+this one; the names live in the package's private modules."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ if _typing.TYPE_CHECKING:
         claude_config_dir,
         codex_session_file,
     )
-    from ipse.transcript._model import Dialect
+    from ipse.transcript._model import Block, Dialect, Origin
     from ipse.transcript._sniff import body_dialect, record_format
     from ipse.transcript._stats import TokenTally, block_kind, counted_text, without_payloads
     from ipse.transcript._table import FORMAT_TABLE, WRITABLE_FORMATS, Shape, format_named
@@ -48,6 +47,7 @@ if _typing.TYPE_CHECKING:
 
 # Imported on first use, like the package's own names (`ipse._lazy`).
 _MODULES = {
+    "_codec": ("Codec", "Positions", "body_codec", "codec"),
     "_formats.claude_code": ("MAIN", "ClaudeCodeSession", "read_session"),
     "_formats.claude_code_journal": ("JournaledRequest", "read_journal"),
     "_formats.claude_code_requests": ("billed_thread",),
@@ -63,16 +63,15 @@ _MODULES = {
         "usage_of",
     ),
     "_formats.openai_responses": ("read_item",),
-    "_codec": ("Codec", "Positions", "body_codec", "codec"),
-    "_table": ("FORMAT_TABLE", "WRITABLE_FORMATS", "Shape", "format_named"),
     "_inspect": ("inspect_report", "message_rows"),
     "_jsonl": ("BAD_LINE", "NOT_AN_OBJECT", "parse_json", "read_text_bytes"),
     "_links": ("check_links",),
     "_load": ("Source",),
     "_locations": ("claude_code_session_file", "claude_config_dir", "codex_session_file"),
-    "_model": ("Dialect",),
+    "_model": ("Block", "Dialect", "Origin"),
     "_sniff": ("body_dialect", "record_format"),
     "_stats": ("TokenTally", "block_kind", "counted_text", "without_payloads"),
+    "_table": ("FORMAT_TABLE", "WRITABLE_FORMATS", "Shape", "format_named"),
     "_time": ("parse_time",),
     "_write": ("ensure_writable",),
 }
