@@ -66,7 +66,8 @@ from ipse.handoff import (
 )
 from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
 from ipse.transcript._shared import Block, Origin
-from ipse.twin import TwinConfig, TwinStore, anthropic_tools, apply_turn, open_store, rehydrate
+from ipse.twin import TwinConfig, anthropic_tools, apply_turn, open_store, rehydrate
+from ipse.twin._shared import TwinStore
 
 log = _notes.logger(__name__)
 

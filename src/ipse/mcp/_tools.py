@@ -221,7 +221,8 @@ def twin_lock(settings: Settings, twin_id: str) -> threading.Lock:
 
 def _transition(op: str) -> Callable[[Settings, dict[str, Any]], dict[str, Any]]:
     def run(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-        from ipse.twin import apply_turn, load_config, open_store
+        from ipse.twin import apply_turn, open_store
+        from ipse.twin._shared import load_config
 
         twin_id = _twin_id(settings)
         config = load_config(settings.twin_config) if settings.twin_config else None
@@ -239,7 +240,8 @@ def _transition(op: str) -> Callable[[Settings, dict[str, Any]], dict[str, Any]]
 
 
 def _twin_rehydrate(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.twin import TwinConfig, load_config, open_store, rehydrate
+    from ipse.twin import TwinConfig, open_store, rehydrate
+    from ipse.twin._shared import load_config
 
     twin_id = _twin_id(settings)
     fmt = args.get("format", "text")

@@ -7,27 +7,23 @@ holder at a time, and is rehydrated into a fresh window in a fixed, deterministi
 
 from __future__ import annotations
 
-from ipse.twin._config import TwinConfig, load_config, parse_config
+from ipse.twin._config import TwinConfig, parse_config
 from ipse.twin._decay import decay
 from ipse.twin._rehydrate import Rehydration, rehydrate
 from ipse.twin._state import TwinState
-from ipse.twin._store import Snapshot, TwinStore, open_store
+from ipse.twin._store import open_store
 from ipse.twin._tools import anthropic_tools, openai_tools
 from ipse.twin._transitions import establish_fact
-from ipse.twin._turn import apply_turn, init_twin
+from ipse.twin._turn import apply_turn
 
 __all__ = [
     "Rehydration",
-    "Snapshot",
     "TwinConfig",
     "TwinState",
-    "TwinStore",
     "anthropic_tools",
     "apply_turn",
     "decay",
     "establish_fact",
-    "init_twin",
-    "load_config",
     "open_store",
     "openai_tools",
     "parse_config",
