@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.usage import Call, group, total
+from ipse.usage import group, total
+from ipse.usage._call import Call
 from ipse.usage._cost import Costs
 from ipse.usage._ledger import ledger_of
 

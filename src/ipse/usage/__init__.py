@@ -15,13 +15,11 @@ import typing as _typing
 from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
-    from ipse.usage._call import Call
     from ipse.usage._collect import bill_of, collect
     from ipse.usage._report import Bucket, group, total
     from ipse.usage._statusline import statusline
 
 _MODULES = {
-    "_call": ("Call",),
     "_collect": ("bill_of", "collect"),
     "_report": ("Bucket", "group", "total"),
     "_statusline": ("statusline",),
