@@ -562,14 +562,12 @@ class TwinMiddleware(AgentMiddleware[IpseState, Any, Any]):
         return await handler(self._request(request))
 
 
+# What an agent's code uses; `hand_off`, `newest_checkpoint`, `twin_tools` and `IpseState` are
+# the middleware's steps.
 __all__ = [
     "HandoffMiddleware",
-    "IpseState",
     "TwinMiddleware",
     "checkpoint_tool",
     "from_conversation",
-    "hand_off",
-    "newest_checkpoint",
     "to_conversation",
-    "twin_tools",
 ]
