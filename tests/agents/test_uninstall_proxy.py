@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ipse.proxy import health_document
+from ipse.proxy._serve import health_document
 
 
 def _port() -> int:

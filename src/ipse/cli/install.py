@@ -188,7 +188,7 @@ def _left_proxy(port: int, users: list[str]) -> dict[str, Any]:
     what happened, and the line that says so (None when no ipse proxy answers there)."""
     from ipse.agents._shared import proxy_url
     from ipse.cli.proxy import stop_proxy
-    from ipse.proxy import identify
+    from ipse.proxy._shared import identify
 
     url = proxy_url(port)
     how = f"stop it with `ipse proxy stop --port {port}`"
