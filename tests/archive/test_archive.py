@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ipse.archive import ArchiveStore, address, open_archive
-from ipse.archive._blobs import CODEC, compress
+from ipse.archive import open_archive
+from ipse.archive._base import ArchiveStore
+from ipse.archive._blobs import CODEC, address, compress
 from ipse.archive._schema import STEPS, ensure_registered
 from ipse.archive.testing import CHECKS, Check, Item
 from ipse.errors import InputError, StoreError, UsageError

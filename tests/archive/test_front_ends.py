@@ -44,7 +44,7 @@ def _archive(session: str, items: tuple[Item, ...], project: Path | None = None)
     try:
         archive.put(session, items, "test")
         if project is not None:
-            from ipse.archive import project_key
+            from ipse.archive._scope import project_key
 
             archive.add_project(session, project_key(project))
     finally:

@@ -35,7 +35,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("anthropic", "anthropic") from exc
 
-from ipse.archive import ArchiveSink, LazyArchive
+from ipse.archive._shared import ArchiveSink, LazyArchive
 from ipse.handoff import StripOptions
 from ipse.handoff.wire import (
     CHECKPOINT_TOOLS,

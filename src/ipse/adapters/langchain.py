@@ -54,7 +54,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("langchain", "langchain") from exc
 
-from ipse.archive import ArchiveSink, LazyArchive
+from ipse.archive._shared import ArchiveSink, LazyArchive
 from ipse.handoff import (
     CHECKPOINT_TOOL,
     Handoff,

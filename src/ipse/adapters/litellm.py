@@ -413,7 +413,7 @@ class IpseHandoff(CustomLogger):
         if (self.store or "").startswith("memory:"):
             return  # an in-memory store keeps no archive
         if self._archive is None:
-            from ipse.archive import LazyArchive
+            from ipse.archive._shared import LazyArchive
 
             self._archive = LazyArchive(self.store)
         self._archive.put(session, removed, source)

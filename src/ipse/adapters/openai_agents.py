@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("openai-agents", "openai-agents") from exc
 
 from ipse import jsonio
-from ipse.archive import ArchiveSink, LazyArchive
+from ipse.archive._shared import ArchiveSink, LazyArchive
 from ipse.handoff import (
     CHECKPOINT_TOOL,
     Handoff,

@@ -31,7 +31,7 @@ from ipse.transcript import load
 from ipse.transcript._shared import Source, codec
 
 if TYPE_CHECKING:
-    from ipse.archive import LazyArchive
+    from ipse.archive._shared import LazyArchive
 
 
 class Arguments:
@@ -248,7 +248,7 @@ def _best(source: Source, file: Path) -> dict[str, Any]:
 
 
 def _open_archive(store: str | None) -> LazyArchive:
-    from ipse.archive import LazyArchive, project_key
+    from ipse.archive._shared import LazyArchive, project_key
 
     # filed under this folder's project, where `ipse recall` run here looks
     return LazyArchive(store, project=project_key(Path.cwd()))

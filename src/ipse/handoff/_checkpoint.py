@@ -44,7 +44,7 @@ from ipse.handoff._strip import StripOptions, strip
 from ipse.transcript import Conversation, Thinking, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveStore, Item
+    from ipse.archive._shared import ArchiveStore, Item
 
 CHECKPOINT_KIND = "checkpoint"
 

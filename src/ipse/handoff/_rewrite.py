@@ -52,7 +52,7 @@ from ipse.transcript import Conversation, ToolCall
 from ipse.transcript._shared import codec
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveSink
+    from ipse.archive._shared import ArchiveSink
     from ipse.handoff._report import HandoffReport
 
 _CACHE_SIZE = 32

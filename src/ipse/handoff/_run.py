@@ -37,7 +37,7 @@ from ipse.transcript._shared import codec, ensure_writable
 
 if TYPE_CHECKING:
     from ipse._tokens import TokenCounter
-    from ipse.archive import ArchiveSink
+    from ipse.archive._shared import ArchiveSink
     from ipse.transcript._shared import TokenTally
 
 DEFAULT_MAX_TOKENS = 8192

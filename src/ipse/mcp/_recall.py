@@ -90,7 +90,8 @@ _SEARCH_ARGS = ("query", "path", "kind")
 
 def caller(settings: Settings) -> Any:
     """Who asks, for the archive's scope rule: this server's session and its folder's project."""
-    from ipse.archive import Caller, project_key
+    from ipse.archive import Caller
+    from ipse.archive._shared import project_key
 
     return Caller(settings.session, project_key(settings.cwd))
 

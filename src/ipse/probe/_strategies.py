@@ -40,7 +40,7 @@ from ipse.transcript import Message, Text, ToolCall, ToolResult
 from ipse.transcript._shared import Block
 
 if TYPE_CHECKING:
-    from ipse.archive import Archivable
+    from ipse.archive._shared import Archivable
 
 MASKS = (3, 5, 10)
 PLACEHOLDER = "[tool output omitted]"

@@ -85,7 +85,7 @@ class ProxyStore:
             return  # an in-memory store keeps no archive
         with self._archive_lock:  # one connection: its transactions one at a time
             if self._archive is None:
-                from ipse.archive import LazyArchive
+                from ipse.archive._shared import LazyArchive
 
                 self._archive = LazyArchive(self.url)
             for session, removed, source in puts:
