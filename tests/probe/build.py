@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import Timeline
+from ipse.probe._timeline import Timeline
 from ipse.transcript import Conversation
 from ipse.transcript._formats import anthropic
 

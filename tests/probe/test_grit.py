@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import ipse.probe._facts as facts_module
 import ipse.probe._grit as grit_module
-from ipse.probe import FactIndex, grit, timeline
+from ipse.probe import timeline
+from ipse.probe._facts import FactIndex, grit
 from ipse.transcript import load
 from tests.conftest import CLAUDE_CODE, HTTP_LOG, OPENAI_TRAJ, SHARED_DATA, shared_glob
 from tests.support.patterns import backtracking_repeats

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ipse._tokens import CharCounter
-from ipse.probe import FactIndex, probe_session, timeline
+from ipse.probe import probe_session, timeline
+from ipse.probe._facts import FactIndex
 from ipse.transcript import load
 from tests.conftest import run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session

@@ -174,7 +174,7 @@ def _headers(text: str) -> list[str]:
 
 
 def test_every_column_and_kind_the_probe_prints_is_explained(cli: CliRun) -> None:
-    from ipse.probe import KINDS
+    from ipse.probe._facts import KINDS
 
     session = str(EXAMPLE_SESSION)
     wide = {"COLUMNS": "300"}

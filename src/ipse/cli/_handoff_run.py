@@ -242,7 +242,7 @@ def _warn_after(
 
 def _best(source: Source, file: Path) -> dict[str, Any]:
     """``--at best``: the cut `ipse.probe.best_of` chooses in the conversation to rewrite."""
-    from ipse.probe import best_of, plan_of
+    from ipse.probe._shared import best_of, plan_of
 
     return best_of(source.current(), file, plan_of(source))
 

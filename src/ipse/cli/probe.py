@@ -148,7 +148,7 @@ def probe_command(
 
 def _asking(url: str | None, api: str, name: str, judge_url: str | None, questions: int) -> Any:
     """What ``--model`` asks (None without it)."""
-    from ipse.probe import Asker, Asking
+    from ipse.probe._shared import Asker, Asking
 
     if url is None:
         return None
