@@ -24,7 +24,8 @@ import argparse
 from pathlib import Path
 
 from ipse._tokens import default_counter
-from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
+from ipse.handoff import HandoffOptions, run, strip
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
 from ipse.handoff.effects import artifacts, command_of, first_line, read_paths
 from ipse.transcript import Conversation, Text, ToolCall, load
 

@@ -16,7 +16,8 @@ from ipse.archive._blobs import CODEC, address, compress
 from ipse.archive._schema import STEPS, ensure_registered
 from ipse.archive.testing import CHECKS, Check, Item
 from ipse.errors import InputError, StoreError, UsageError
-from ipse.handoff import Removed, strip
+from ipse.handoff import strip
+from ipse.handoff._report import Removed
 from ipse.store import open_backend
 from ipse.transcript import load
 from tests.conftest import BIG_SESSION, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared

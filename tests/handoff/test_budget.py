@@ -222,7 +222,8 @@ def test_the_proxy_command_line_takes_the_budget() -> None:
 
 def test_the_checkpoint_tool_takes_a_budget_argument() -> None:
     from ipse.errors import InputError
-    from ipse.handoff import SCHEMA, check_notes, render_notes
+    from ipse.handoff import render_notes
+    from ipse.handoff._notes import SCHEMA, check_notes
 
     assert SCHEMA["properties"]["budget"]["type"] == "integer"
     notes = {"done": ["a"], "open": ["b"], "budget": 3000}

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse._tokens import CharCounter, default_counter
-from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
-from ipse.handoff._ledger import HEADING, Ledger, derive
+from ipse.handoff import HandoffOptions, run, strip
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, HEADING, Ledger, derive
 from ipse.transcript import Conversation, load
 from ipse.transcript._formats import anthropic, openai_responses
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user

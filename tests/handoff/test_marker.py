@@ -7,9 +7,10 @@ import copy
 from typing import Any
 
 from ipse import jsonio
-from ipse.handoff import HandoffOptions, StripOptions, run, validate
+from ipse.handoff import HandoffOptions, run, validate
 from ipse.handoff._ledger import HEADING
 from ipse.handoff._marker import TAG
+from ipse.handoff._strip import StripOptions
 from ipse.handoff.wire import clear_cache, rewrite_request
 from ipse.transcript import Text
 from ipse.transcript._codec import codec

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from ipse._sessions import mcp_session, meta_session, request_session, session_key
 from ipse.archive import open_archive
 from ipse.cli.main import cli
-from ipse.handoff import checkpoint_items
+from ipse.handoff._checkpoint import checkpoint_items
 from ipse.handoff.wire import clear_cache, conversation_key, rewrite_request
 from ipse.mcp._tools import Settings, tools
 from tests.transcript.responses import assistant_message, function_call, user_message

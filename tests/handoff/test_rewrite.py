@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ipse import jsonio
-from ipse.handoff import is_checkpoint, validate, verify
+from ipse.handoff import validate, verify
+from ipse.handoff._recognise import is_checkpoint
 from ipse.handoff.wire import binds_thinking, clear_cache, rewrite_request
 from ipse.transcript._codec import codec
 from tests.handoff.build import assistant, call, result, text, thinking, user

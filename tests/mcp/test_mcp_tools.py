@@ -15,7 +15,9 @@ import pytest
 pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
-from ipse.handoff import SCHEMA, HandoffOptions, StripOptions, run
+from ipse.handoff import HandoffOptions, run
+from ipse.handoff._notes import SCHEMA
+from ipse.handoff._strip import StripOptions
 from ipse.mcp import build_server
 from ipse.mcp._tools import Settings
 from ipse.statedir import init

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ipse.handoff import AutopilotPolicy
+from ipse.handoff._autopilot import AutopilotPolicy
 from ipse.prefix import PrefixReport, Row
 from ipse.replay import Replayed, ReplayOptions, replay_log
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ipse.agents._install import compaction_rule
-from ipse.handoff import AutopilotPolicy
+from ipse.handoff._autopilot import AutopilotPolicy
 from ipse.prefix import analyze, read_requests
 from ipse.replay import ReplayOptions, document, replay_log
 from ipse.replay._document import TARGET

@@ -36,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("anthropic", "anthropic") from exc
 
 from ipse.archive._shared import ArchiveSink, LazyArchive
-from ipse.handoff import StripOptions
+from ipse.handoff._shared import StripOptions
 from ipse.handoff.wire import (
     CHECKPOINT_TOOLS,
     DEFAULT_MAX_TOKENS,

@@ -55,15 +55,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("langchain", "langchain") from exc
 
 from ipse.archive._shared import ArchiveSink, LazyArchive
-from ipse.handoff import (
-    CHECKPOINT_TOOL,
-    Handoff,
-    HandoffOptions,
-    StripOptions,
-    render_notes,
-    run,
-    tool_definition,
-)
+from ipse.handoff import Handoff, HandoffOptions, render_notes, run, tool_definition
+from ipse.handoff._shared import CHECKPOINT_TOOL, StripOptions
 from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
 from ipse.transcript._shared import Block, Origin
 from ipse.twin import TwinConfig, anthropic_tools, apply_turn, open_store, rehydrate

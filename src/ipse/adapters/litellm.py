@@ -55,7 +55,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("litellm", "litellm") from exc
 
-from ipse.handoff import StripOptions
+from ipse.handoff._shared import StripOptions
 from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
 from ipse.store._shared import request_digest
 

@@ -39,15 +39,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ipse import jsonio
 from ipse.archive._shared import ArchiveSink, LazyArchive
-from ipse.handoff import (
-    CHECKPOINT_TOOL,
-    Handoff,
-    HandoffOptions,
-    StripOptions,
-    render_notes,
-    run,
-    tool_definition,
-)
+from ipse.handoff import Handoff, HandoffOptions, render_notes, run, tool_definition
+from ipse.handoff._shared import CHECKPOINT_TOOL, StripOptions
 from ipse.handoff.wire import rewrite_request
 from ipse.transcript._shared import codec
 

@@ -18,14 +18,12 @@ from ipse._tokens import load_before
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import print_table, terminal_progress
 from ipse.errors import UsageError
-from ipse.handoff import (
+from ipse.handoff import Handoff, HandoffOptions, run
+from ipse.handoff._shared import (
     CHECKPOINT_TOOL,
     DEFAULT_LEDGER_TOKENS,
-    Handoff,
-    HandoffOptions,
     StripOptions,
     handoff_session,
-    run,
 )
 from ipse.transcript import load
 from ipse.transcript._shared import Source, codec

@@ -14,7 +14,8 @@ import click
 
 from ipse.cli._output import emit_json
 from ipse.errors import InputError
-from ipse.handoff import narration_prompt, render_notes, tool_definition
+from ipse.handoff import render_notes, tool_definition
+from ipse.handoff._shared import narration_prompt
 
 SHAPES = ("anthropic", "openai-chat", "openai-responses")
 """The request dialects the tool definition can be printed in."""

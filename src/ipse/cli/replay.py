@@ -99,7 +99,7 @@ def replay_command(
       ipse replay rollout.jsonl --autopilot-hard 60000 --json
       ipse replay sessions/*.jsonl --policy nudge
     """
-    from ipse.handoff import AutopilotPolicy
+    from ipse.handoff._shared import AutopilotPolicy
     from ipse.replay import ReplayOptions
 
     options = ReplayOptions(

@@ -168,7 +168,7 @@ def _search(archive: Any, settings: Settings, args: dict[str, Any]) -> dict[str,
 
 
 def _checkpoint_text(archive: Any, found: Any) -> str:
-    from ipse.handoff import checkpoint_items
+    from ipse.handoff._shared import checkpoint_items
 
     _row, items = checkpoint_items(archive, found.item.id)
     notes = jsonio.loads(found.result)["text"] if found.result else ""

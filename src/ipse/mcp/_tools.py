@@ -73,7 +73,7 @@ class Tool:
 
 def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     from ipse.archive import open_archive
-    from ipse.handoff import record_checkpoint
+    from ipse.handoff._shared import record_checkpoint
 
     conversation = _session_conversation(settings)
     archive = open_archive(settings.archive_url)
@@ -278,7 +278,7 @@ def offered(settings: Settings) -> list[Tool]:
 
 def tools() -> list[Tool]:
     """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
-    from ipse.handoff import DESCRIPTION, SCHEMA
+    from ipse.handoff._shared import DESCRIPTION, SCHEMA
     from ipse.mcp import _recall
     from ipse.twin._shared import TOOL_SPECS
 

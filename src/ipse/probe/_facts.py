@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse.fileio import check_text_head, read_bytes
-from ipse.handoff import is_checkpoint_call
+from ipse.handoff._shared import is_checkpoint_call
 from ipse.handoff.effects import artifacts, command_of, exit_status, first_line
 from ipse.probe._grit import grit
 from ipse.probe._timeline import Timeline, call_text

@@ -26,7 +26,7 @@ from ipse._redact import redact
 from ipse._tokens import TokenCounter
 from ipse.errors import CutError, IpseError, UsageError
 from ipse.fileio import atomic_write, check_output
-from ipse.handoff import handoff_session, is_checkpoint_call
+from ipse.handoff._shared import handoff_session, is_checkpoint_call
 from ipse.probe._facts import FactIndex, read_invariants
 from ipse.probe._model import CAVEAT, Asking
 from ipse.probe._reach import Reach

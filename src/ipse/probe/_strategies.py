@@ -28,13 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from ipse._tokens import MemoCounter, TokenCounter, default_counter
 from ipse.errors import IpseError
-from ipse.handoff import (
-    DEFAULT_LEDGER_TOKENS,
-    Handoff,
-    HandoffOptions,
-    is_checkpoint_call,
-    run,
-)
+from ipse.handoff import Handoff, HandoffOptions, run
+from ipse.handoff._shared import DEFAULT_LEDGER_TOKENS, is_checkpoint_call
 from ipse.probe._timeline import Compaction, Timeline, block_text
 from ipse.transcript import Message, Text, ToolCall, ToolResult
 from ipse.transcript._shared import Block

@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from ipse import _progress as ipse_progress
-from ipse.handoff import AutopilotPolicy, Limits, RequestState, autopilot_step, limits_for
+from ipse.handoff._shared import AutopilotPolicy, Limits, RequestState, autopilot_step, limits_for
 from ipse.prefix import PrefixReport, Request, analyze, read_requests
 from ipse.prefix._shared import MIN_TOKENS, RequestLog
 from ipse.replay._continuity import at_compactions, at_cuts

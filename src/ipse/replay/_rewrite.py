@@ -22,15 +22,14 @@ from typing import Any
 import msgspec
 
 from ipse.errors import IpseError
-from ipse.handoff import (
+from ipse.handoff import HandoffOptions, run
+from ipse.handoff._shared import (
     NUDGE,
     AutopilotPlan,
     AutopilotPolicy,
-    HandoffOptions,
     Limits,
     PlannedEvent,
     plan_autopilot,
-    run,
 )
 from ipse.prefix import Request
 from ipse.replay._lines import Line, Member

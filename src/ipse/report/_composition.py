@@ -18,7 +18,7 @@ from typing import Any
 from ipse import jsonio
 from ipse._tokens import default_counter
 from ipse.errors import IpseError
-from ipse.handoff import CHECKPOINT_TOOL
+from ipse.handoff._shared import CHECKPOINT_TOOL
 from ipse.prefix import Request
 from ipse.prefix._shared import SharedHistory
 from ipse.transcript import Conversation, Message, Text, ToolCall

@@ -18,7 +18,7 @@ from typing import Any
 from ipse import jsonio
 from ipse._handoff_events import saved_tokens
 from ipse._tokens import default_counter, tokenizer_label
-from ipse.handoff import RATES, CacheRates, break_even, is_checkpoint
+from ipse.handoff._shared import RATES, CacheRates, break_even, is_checkpoint
 from ipse.prefix import PrefixReport, Request, analyze, prices, read_requests, rules
 from ipse.prefix._shared import UNRECORDED_FRONT, RequestLog, SharedHistory
 from ipse.report._composition import (
