@@ -183,7 +183,8 @@ def test_the_wire_rewrite_takes_the_proxy_s_budget_and_keeps_its_bytes() -> None
     """What the proxy calls with ``--handoff-budget``: the same page on every request, and a
     cached prefix that is the cold rewrite's, byte for byte."""
     from ipse import jsonio
-    from ipse.handoff.wire import clear_cache, rewrite_request
+    from ipse.handoff._rewrite import clear_cache
+    from ipse.handoff.wire import rewrite_request
     from ipse.proxy import ProxyConfig
     from ipse.transcript._formats.anthropic import write_body
 

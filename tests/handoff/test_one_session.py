@@ -19,7 +19,8 @@ from ipse._sessions import mcp_session, meta_session, request_session, session_k
 from ipse.archive import open_archive
 from ipse.cli.main import cli
 from ipse.handoff._checkpoint import checkpoint_items
-from ipse.handoff.wire import clear_cache, conversation_key, rewrite_request
+from ipse.handoff._rewrite import clear_cache, conversation_key
+from ipse.handoff.wire import rewrite_request
 from ipse.mcp._tools import Settings, tools
 from tests.transcript.responses import assistant_message, function_call, user_message
 

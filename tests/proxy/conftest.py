@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ipse import jsonio
-from ipse.handoff.wire import clear_cache
+from ipse.handoff._rewrite import clear_cache
 from ipse.proxy import ProxyConfig, Upstream, start_in_thread
 from ipse.proxy._serve import RunningProxy
 from tests.support.llama import llama_server, model_path

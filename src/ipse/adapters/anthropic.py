@@ -36,14 +36,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("anthropic", "anthropic") from exc
 
 from ipse.archive._shared import ArchiveSink, LazyArchive
-from ipse.handoff._shared import StripOptions
-from ipse.handoff.wire import (
+from ipse.handoff._shared import (
     CHECKPOINT_TOOLS,
     DEFAULT_MAX_TOKENS,
-    Rewrite,
+    StripOptions,
     conversation_key,
-    rewrite_request,
 )
+from ipse.handoff.wire import Rewrite, rewrite_request
 
 log = _notes.logger(__name__)
 

@@ -55,8 +55,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("litellm", "litellm") from exc
 
-from ipse.handoff._shared import StripOptions
-from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
+from ipse.handoff._shared import CHECKPOINT_TOOLS, StripOptions, conversation_key
+from ipse.handoff.wire import Rewrite, rewrite_request
 from ipse.store._shared import request_digest
 
 if TYPE_CHECKING:

@@ -111,7 +111,7 @@ def _options(function: Any) -> Any:
 
 
 def _config(**options: Any) -> Any:
-    from ipse.handoff.wire import CHECKPOINT_TOOLS
+    from ipse.handoff._shared import CHECKPOINT_TOOLS
     from ipse.proxy import ProxyConfig
 
     anthropic, openai = ProxyConfig.upstreams_from_options(

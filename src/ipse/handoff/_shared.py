@@ -23,7 +23,9 @@ if _typing.TYPE_CHECKING:
     from ipse.handoff._narration import narration_prompt
     from ipse.handoff._notes import DESCRIPTION, SCHEMA
     from ipse.handoff._policy import RATES, CacheRates, break_even
-    from ipse.handoff._recognise import is_checkpoint, is_checkpoint_call
+    from ipse.handoff._recognise import CHECKPOINT_TOOLS, is_checkpoint, is_checkpoint_call
+    from ipse.handoff._rewrite import clear_cache, conversation_key
+    from ipse.handoff._run import DEFAULT_MAX_TOKENS
     from ipse.handoff._session import handoff_session
     from ipse.handoff._strip import StripOptions
 
@@ -37,7 +39,9 @@ _MODULES = {
     "_narration": ("narration_prompt",),
     "_notes": ("DESCRIPTION", "SCHEMA"),
     "_policy": ("RATES", "CacheRates", "break_even"),
-    "_recognise": ("is_checkpoint", "is_checkpoint_call"),
+    "_recognise": ("CHECKPOINT_TOOLS", "is_checkpoint", "is_checkpoint_call"),
+    "_rewrite": ("clear_cache", "conversation_key"),
+    "_run": ("DEFAULT_MAX_TOKENS",),
     "_session": ("handoff_session",),
     "_strip": ("StripOptions",),
 }

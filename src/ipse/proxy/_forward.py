@@ -34,7 +34,8 @@ from starlette.types import Receive, Scope, Send
 
 from ipse import _notes, jsonio
 from ipse._redact import mask_text, redact
-from ipse.handoff.wire import Rewrite, clear_cache, conversation_key, rewrite_request
+from ipse.handoff._shared import clear_cache, conversation_key
+from ipse.handoff.wire import Rewrite, rewrite_request
 from ipse.proxy._config import Upstream
 from ipse.proxy._exchange import Exchange, OpenRequest
 from ipse.proxy._record import answer_line, start_line
