@@ -25,8 +25,9 @@ from pathlib import Path
 
 from ipse._tokens import default_counter
 from ipse.handoff import HandoffOptions, run, strip
+from ipse.handoff._effects import command_of, first_line, read_paths
 from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
-from ipse.handoff.effects import artifacts, command_of, first_line, read_paths
+from ipse.handoff.effects import artifacts
 from ipse.transcript import Conversation, Text, ToolCall, load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()

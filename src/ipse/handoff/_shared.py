@@ -19,6 +19,7 @@ if _typing.TYPE_CHECKING:
     )
     from ipse.handoff._checkpoint import checkpoint_items, record_checkpoint
     from ipse.handoff._cut import CHECKPOINT_TOOL
+    from ipse.handoff._effects import command_of, exit_status, first_line, read_path, strings
     from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
     from ipse.handoff._narration import narration_prompt
     from ipse.handoff._notes import DESCRIPTION, SCHEMA
@@ -35,6 +36,7 @@ _MODULES = {
     "_autopilot_plan": ("NUDGE", "AutopilotPlan", "PlannedEvent", "limits_for", "plan_autopilot"),
     "_checkpoint": ("checkpoint_items", "record_checkpoint"),
     "_cut": ("CHECKPOINT_TOOL",),
+    "_effects": ("command_of", "exit_status", "first_line", "read_path", "strings"),
     "_ledger": ("DEFAULT_LEDGER_TOKENS",),
     "_narration": ("narration_prompt",),
     "_notes": ("DESCRIPTION", "SCHEMA"),

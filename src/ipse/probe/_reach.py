@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.errors import IpseError
-from ipse.handoff.effects import strings
+from ipse.handoff._shared import strings
 from ipse.probe._facts import SessionFact
 from ipse.probe._grit import grit
 
