@@ -168,4 +168,4 @@ def keep_handed_off(
     return done
 
 
-__all__ = ["HandoffMiddleware", "keep_handed_off", "plain"]
+__all__ = ["HandoffMiddleware", "keep_handed_off"]

@@ -562,4 +562,4 @@ class IpseHandoff(CustomLogger):
 # opened until the first request.
 handoff = IpseHandoff(record=os.environ.get("IPSE_LITELLM_RECORD") or None)
 
-__all__ = ["IpseHandoff", "handoff", "usage_of"]
+__all__ = ["IpseHandoff", "handoff"]

@@ -237,4 +237,4 @@ class HandoffSession:
         return done
 
 
-__all__ = ["HandoffSession", "checkpoint_tool", "hand_off_items", "input_filter"]
+__all__ = ["HandoffSession", "checkpoint_tool", "input_filter"]
