@@ -21,7 +21,7 @@ from ipse.prefix._shared import MIN_TOKENS, PROVIDERS
 from ipse.transcript import FORMATS
 
 if TYPE_CHECKING:
-    from ipse.prefix import Finding
+    from ipse.prefix._shared import Finding
 
 _FORMAT = click.option(
     "--format",

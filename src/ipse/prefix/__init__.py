@@ -23,22 +23,22 @@ from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.prefix._assemble import Assembler
-    from ipse.prefix._lint import Finding, lint
+    from ipse.prefix._lint import lint
     from ipse.prefix._pricing import token_cost
     from ipse.prefix._report import analyze
     from ipse.prefix._requests import Request, read_requests
-    from ipse.prefix._rows import PrefixReport, Row
+    from ipse.prefix._rows import PrefixReport
     from ipse.prefix._rules import prices, rules
 
 # The names below are imported on first use: ``ipse prefix FILE`` needs the replay (reading,
 # simulating, reporting), not the assembler, the linter, the layers or the watcher.
 _MODULES = {
     "_assemble": ("Assembler",),
-    "_lint": ("Finding", "lint"),
+    "_lint": ("lint",),
     "_pricing": ("token_cost",),
     "_report": ("analyze",),
     "_requests": ("Request", "read_requests"),
-    "_rows": ("PrefixReport", "Row"),
+    "_rows": ("PrefixReport",),
     "_rules": ("prices", "rules"),
 }
 

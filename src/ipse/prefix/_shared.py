@@ -12,9 +12,11 @@ if _typing.TYPE_CHECKING:
     from ipse.prefix._actual import actual_tokens
     from ipse.prefix._billing import billed_tokens, same_call
     from ipse.prefix._growing import SharedHistory
+    from ipse.prefix._lint import Finding
     from ipse.prefix._live import LiveAnalysis
     from ipse.prefix._report import MIN_TOKENS
     from ipse.prefix._requests import UNRECORDED_FRONT, RequestLog
+    from ipse.prefix._rows import Row
     from ipse.prefix._rules import PROVIDERS, windows
     from ipse.prefix._simulate import Tokens
     from ipse.prefix._watch import Watcher, default_folders
@@ -24,9 +26,11 @@ _MODULES = {
     "_actual": ("actual_tokens",),
     "_billing": ("billed_tokens", "same_call"),
     "_growing": ("SharedHistory",),
+    "_lint": ("Finding",),
     "_live": ("LiveAnalysis",),
     "_report": ("MIN_TOKENS",),
     "_requests": ("UNRECORDED_FRONT", "RequestLog"),
+    "_rows": ("Row",),
     "_rules": ("PROVIDERS", "windows"),
     "_simulate": ("Tokens",),
     "_watch": ("Watcher", "default_folders"),
