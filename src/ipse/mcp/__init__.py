@@ -15,11 +15,11 @@ import typing as _typing
 from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
-    from ipse.mcp._server import build_server, call, serve_http, serve_stdio
+    from ipse.mcp._server import build_server, call
     from ipse.mcp._tools import tools
 
 _MODULES = {
-    "_server": ("build_server", "call", "serve_http", "serve_stdio"),
+    "_server": ("build_server", "call"),
     "_tools": ("tools",),
 }
 
