@@ -488,5 +488,3 @@ def status_command(host: str, port: int, as_json: bool) -> None:
     if not listener.own:
         raise SystemExit(1)
 
-
-__all__ = ["proxy_group", "stop_proxy"]
