@@ -12,6 +12,7 @@ site. `tests/test_docs.py` checks the pages are what this writes.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from pathlib import Path
@@ -37,7 +38,22 @@ def public_modules() -> list[str]:
 
 
 def exported(module: str) -> list[str]:
-    """The module's ``__all__`` (empty where it has none)."""
+    """The module's ``__all__`` (empty where it has none): the literal where it is one, read
+    without importing the module (an adapter's SDK is slow to import), else (a lazy package's,
+    made at run time from its table) the imported module's."""
+    base = SRC / Path(*module.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "__all__":
+            if isinstance(value, ast.List):
+                return [str(ast.literal_eval(item)) for item in value.elts]
+            break
     return list(getattr(importlib.import_module(module), "__all__", ()))
 
 
