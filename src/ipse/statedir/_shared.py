@@ -4,11 +4,10 @@ this one; the names live in the package's private modules."""
 
 from __future__ import annotations
 
-import typing as _typing
-
 from ipse import _lazy
 
-if _typing.TYPE_CHECKING:
+_TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
+if _TYPE_CHECKING:
     from ipse.statedir._canary import canary
     from ipse.statedir._files import WAL
     from ipse.statedir._resume import hook_json
