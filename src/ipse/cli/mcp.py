@@ -53,7 +53,8 @@ def mcp_command(
       ipse mcp --http 8766 --twin acme-ada --store sqlite:///twins.db
       ipse install --agent claude-code      (registers this server)
     """
-    from ipse.mcp._shared import Settings, default_session, serve_http, serve_stdio
+    from ipse.mcp import Settings
+    from ipse.mcp._shared import default_session, serve_http, serve_stdio
 
     if port is not None:
         from ipse.mcp._shared import require_sdk

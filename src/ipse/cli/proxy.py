@@ -487,4 +487,3 @@ def status_command(host: str, port: int, as_json: bool) -> None:
         click.echo(f"ipse proxy: not running at {url}")
     if not listener.own:
         raise SystemExit(1)
-

@@ -16,11 +16,11 @@ from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.mcp._server import build_server, call
-    from ipse.mcp._tools import tools
+    from ipse.mcp._tools import Settings, tools
 
 _MODULES = {
     "_server": ("build_server", "call"),
-    "_tools": ("tools",),
+    "_tools": ("Settings", "tools"),
 }
 
 __getattr__, __dir__ = _lazy.exports("ipse.mcp", _MODULES, globals())

@@ -10,12 +10,12 @@ from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
     from ipse.mcp._server import require_sdk, serve_http, serve_stdio
-    from ipse.mcp._tools import Settings, default_session
+    from ipse.mcp._tools import default_session
 
 # Imported on first use, like the package's own names (`ipse._lazy`).
 _MODULES = {
     "_server": ("require_sdk", "serve_http", "serve_stdio"),
-    "_tools": ("Settings", "default_session"),
+    "_tools": ("default_session",),
 }
 
 __getattr__, __dir__ = _lazy.exports("ipse.mcp", _MODULES, globals())
