@@ -141,7 +141,8 @@ def test_no_pattern_of_the_extractor_can_backtrack_over_a_run() -> None:
 # pattern alone, a.a.a and sk-sk-: about 50 s for the URL pattern)
 CRAFTED = """
 import sys
-from ipse.probe import FactIndex, grit
+from ipse.probe._facts import FactIndex
+from ipse.probe._grit import grit
 from tests.probe.build import assistant, call, line, result, text, user
 
 n = 160_000
