@@ -121,7 +121,7 @@ def limits_for(
     """The `Limits` of ``model``: its window and output from the window table (``windows.json``)
     unless given, and the agent CLI's compaction point (a number, or a function of the window
     and the output, as `ipse.agents` has one)."""
-    from ipse.prefix import windows
+    from ipse.prefix._shared import windows
 
     known = windows().of(model, provider)
     size = window if window is not None else known.window
@@ -132,7 +132,7 @@ def limits_for(
 
 def bytes_per_token() -> float:
     """The bytes of JSON a token stands for where a body is counted without a tokenizer."""
-    from ipse.prefix import windows
+    from ipse.prefix._shared import windows
 
     return windows().bytes_per_token
 
