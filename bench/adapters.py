@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from ipse.adapters.langchain import hand_off, newest_checkpoint, to_conversation
 from ipse.adapters.openai_agents import hand_off_items
 from ipse.handoff import HandoffOptions, run
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 
 NOTES = {"done": ["step"], "open": ["next"]}
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tests.support.generated import SESSION, _time, _uuid
 
 from bigsession import compile_ipse, report
-from ipse.transcript.formats.claude_code_journal import message_hash
+from ipse.transcript._formats.claude_code_journal import message_hash
 
 _USAGE = {
     "input_tokens": 10,

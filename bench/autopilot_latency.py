@@ -106,9 +106,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds = 20
-    from ipse.handoff import AutopilotPolicy, RequestState, limits_for
     from ipse.handoff._autopilot import thresholds
     from ipse.handoff._autopilot_plan import bytes_per_token
+    from ipse.handoff._shared import AutopilotPolicy, RequestState, limits_for
 
     limits = limits_for(MODEL, "anthropic")
     found = thresholds(RequestState(0, None, limits), AutopilotPolicy())

@@ -25,18 +25,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import (
-    FactIndex,
-    Meter,
-    Reach,
-    demanded,
-    plan_of,
-    probe,
-    read_invariants,
-    score,
-    timeline,
-)
-from ipse.probe._strategies import handoff, ipse_contexts
+from ipse.probe import probe, timeline
+from ipse.probe._demand import demanded
+from ipse.probe._facts import FactIndex, read_invariants
+from ipse.probe._reach import Reach
+from ipse.probe._run import plan_of
+from ipse.probe._score import score
+from ipse.probe._strategies import Meter, handoff, ipse_contexts
 from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()

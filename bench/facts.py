@@ -21,8 +21,7 @@ from typing import TypeVar
 
 import orjson
 
-from ipse.probe import FactIndex, Timeline
-from ipse.probe._facts import _sentences
+from ipse.probe._facts import FactIndex, _sentences
 from ipse.probe._grit import (
     _BACKTICK,
     _ERROR,
@@ -32,7 +31,8 @@ from ipse.probe._grit import (
     _paths,
     _urls,
 )
-from ipse.transcript.formats import anthropic
+from ipse.probe._timeline import Timeline
+from ipse.transcript._formats import anthropic
 
 T = TypeVar("T")
 

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import orjson
 
+from ipse._tokens import default_counter
 from ipse.errors import IpseError
-from ipse.handoff import narration, strip, verify
+from ipse.handoff import strip, verify
 from ipse.handoff._measure import body_bytes, measure, saving
-from ipse.tokens import default_counter
+from ipse.handoff._narration import narration
 from ipse.transcript import load
 from ipse.transcript._model import Conversation
 from ipse.transcript._stats import TokenTally

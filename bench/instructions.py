@@ -72,7 +72,10 @@ from ipse.cli import _fast_prefix
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
 from ipse.prefix._segments import digest
-from ipse.transcript.formats import claude_code, claude_code_requests
+try:
+    from ipse.transcript._formats import claude_code, claude_code_requests
+except ImportError:  # a checkout from before the readers were ipse.transcript's own
+    from ipse.transcript.formats import claude_code, claude_code_requests
 import orjson
 def done(step):
     if step == stop:

@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
-from ipse.handoff.effects import artifacts, command_of, first_line, read_paths
-from ipse.tokens import default_counter
+from ipse._tokens import default_counter
+from ipse.handoff import HandoffOptions, run, strip
+from ipse.handoff._effects import command_of, first_line, read_paths
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
+from ipse.handoff.effects import artifacts
 from ipse.transcript import Conversation, Text, ToolCall, load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()

@@ -42,9 +42,9 @@ from bigsession import generate, parse
 from ipse.prefix import _requests
 from ipse.prefix._report import analyze
 from ipse.prefix._segments import digest
-from ipse.transcript.formats import claude_code, claude_code_requests
-from ipse.transcript.formats.claude_code import read_session
-from ipse.transcript.formats.claude_code_requests import billed_thread
+from ipse.transcript._formats import claude_code, claude_code_requests
+from ipse.transcript._formats.claude_code import read_session
+from ipse.transcript._formats.claude_code_requests import billed_thread
 
 
 def _given(value: Any, *args: Any, **kwargs: Any) -> Any:

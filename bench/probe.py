@@ -40,18 +40,13 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import (
-    FactIndex,
-    Meter,
-    Reach,
-    best_cut,
-    continuity,
-    headline,
-    probe_session,
-    read_invariants,
-    timeline,
-)
-from ipse.tokens import default_counter
+from ipse._tokens import default_counter
+from ipse.probe import probe_session, timeline
+from ipse.probe._best import best_cut, continuity
+from ipse.probe._facts import FactIndex, read_invariants
+from ipse.probe._reach import Reach
+from ipse.probe._strategies import Meter
+from ipse.probe._targets import headline
 from ipse.transcript import load
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()

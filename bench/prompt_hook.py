@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from ipse.agents import prompt_hook, proxy_hook
+from ipse.agents.claude_code import prompt_hook, proxy_hook
 
 
 def _free_port() -> int:

@@ -285,7 +285,8 @@ def library(rounds: int) -> dict[str, float]:
     """`rewrite_request` on the 1 MB body in this process: the first request of a checkpoint
     (read, strip, verify) and the later ones (the cached prefix, new tail spliced on), against
     an orjson parse and dump of the same body (what any JSON-handling proxy pays)."""
-    from ipse.handoff.wire import clear_cache, rewrite_request
+    from ipse.handoff._rewrite import clear_cache
+    from ipse.handoff.wire import rewrite_request
 
     data = big_body()
     clear_cache()

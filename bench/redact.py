@@ -3,7 +3,7 @@
 key=value pieces, beside the patterns redaction used to have (``--old``, slow: about ten
 seconds a case at 80,000 characters).
 
-Every MCP tool error and every database message passes through `ipse.redact.redact`, and a
+Every MCP tool error and every database message passes through `ipse._redact.redact`, and a
 tool error may quote an argument a model sent (an 80,000-character id took 8 s under the old
 patterns, and held every other call of the server meanwhile).
 
@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable
 
-from ipse.redact import redact
+from ipse._redact import redact
 
 CASES = {
     "letters": "a",

@@ -45,7 +45,7 @@ ORJSON_ROUND_TRIP = (
     "sys.stdout.buffer.write(b''.join(orjson.dumps(r) for r in records)[:0])\n"
 )
 HOOK = "ipse state resume --hook claude-code"
-LOAD_VOCABULARY = "from ipse.tokens import default_counter; default_counter().count('x')"
+LOAD_VOCABULARY = "from ipse._tokens import default_counter; default_counter().count('x')"
 
 
 def ipse_command(module: bool) -> list[str]:

@@ -54,18 +54,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.sql import scratch_schema
 
-from ipse.store import sqlite_url
-from ipse.twin import (
-    TwinConfig,
-    TwinState,
-    apply_transitions,
-    apply_turn,
-    dump_state,
-    load_snapshot,
-    maybe_snapshot,
-    open_store,
-    rehydrate,
-)
+from ipse.store._open import sqlite_url
+from ipse.twin import TwinConfig, TwinState, apply_turn, open_store, rehydrate
+from ipse.twin._apply import apply_transitions
+from ipse.twin._schema import dump_state, load_snapshot
+from ipse.twin._store import maybe_snapshot
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 CONFIG = TwinConfig(role="You are Ada, Acme's support twin. Be brief, warm and exact.")

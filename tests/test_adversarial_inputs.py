@@ -160,7 +160,7 @@ def test_any_other_shape_surprise_in_a_harness_file_is_one_line(
 ) -> None:
     """What a reader does not expect in these undocumented formats is bad input, never a
     crash: the error names the format and the file."""
-    from ipse.transcript.formats import swe_agent
+    from ipse.transcript._formats import swe_agent
     from tests.transcript import harness_cases as cases
 
     def surprised(*_: Any, **__: Any) -> Any:

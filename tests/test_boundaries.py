@@ -1,11 +1,13 @@
 """Private modules stay private: no module in ``src/ipse`` imports another package's ``_module``.
 
 The rule: a module whose name has an underscored part (``ipse.transcript._stats``,
-``ipse.transcript.formats._x``) belongs to the package that holds it (``ipse.transcript``,
-``ipse.transcript.formats``), and only modules inside that package may import it; everyone else
-imports the package's public names. ``ipse._lazy``, ``ipse._plain``, ``ipse._notes``... belong to
-``ipse`` itself, which holds every module: they are the library's shared helpers. Imports inside
-functions and ``TYPE_CHECKING`` blocks count too.
+``ipse.transcript._formats.codex``) belongs to the package that holds its first such part
+(``ipse.transcript``), and only modules inside that package may import it; everyone else
+imports the package's public names, or what the package shares with its siblings: its
+``_shared`` module (``ipse.transcript._shared``), which holds the names other parts of ipse use
+that are not the package's public API. ``ipse._lazy``, ``ipse._plain``, ``ipse._notes``... belong
+to ``ipse`` itself, which holds every module: they are the library's shared helpers. Imports
+inside functions and ``TYPE_CHECKING`` blocks count too.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def _private_owner(target: str) -> tuple[str, str] | None:
     if parts[0] != "ipse":
         return None
     for i, part in enumerate(parts[1:], start=1):
+        if part == "_shared" and i > 1:
+            return None  # a package's names for its siblings
         if part.startswith("_") and not part.startswith("__"):
             return ".".join(parts[: i + 1]), ".".join(parts[:i])
     return None
@@ -102,4 +106,10 @@ def test_the_rule_sees_relative_lazy_and_nested_imports() -> None:
         ("ipse.twin._tools", "ipse.twin"),
     }
     assert _private_owner("ipse._plain") == ("ipse._plain", "ipse")  # every module is in ipse
-    assert _private_owner("ipse.transcript.formats.claude_code") is None
+    assert _private_owner("ipse.handoff.wire.rewrite_request") is None
+    assert _private_owner("ipse.transcript._formats.claude_code") == (
+        "ipse.transcript._formats",
+        "ipse.transcript",
+    )
+    assert _private_owner("ipse.transcript._shared.codec") is None  # shared with the siblings
+    assert _private_owner("ipse.transcript._shared_x") is not None

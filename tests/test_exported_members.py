@@ -24,7 +24,7 @@ PACKAGES = [
     "ipse.probe",
     "ipse.proxy",
     "ipse.report",
-    "ipse.sessions",
+    "ipse._sessions",
     "ipse.statedir",
     "ipse.store",
     "ipse.transcript",

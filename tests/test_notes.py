@@ -49,8 +49,9 @@ def test_the_prefix_analysis_of_a_session_imports_only_what_it_reads() -> None:
         "from ipse.cli.main import main\n"
         f"try:\n    main(['prefix', {str(EXAMPLE_SESSION)!r}, '--json'])\n"
         "except SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
-        "loaded = [m for m in ('logging', 'ipse.transcript.formats.http_log',\n"
-        "          'ipse.transcript.formats.codex', 'ipse.transcript._load') if m in sys.modules]\n"
+        "loaded = [m for m in ('logging', 'ipse.transcript._formats.http_log',\n"
+        "          'ipse.transcript._formats.codex', 'ipse.transcript._load')\n"
+        "          if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
     assert done.returncode == 0, done.stderr

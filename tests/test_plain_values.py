@@ -13,18 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ipse.transcript import (
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    TokenTally,
-    ToolCall,
-    ToolDef,
-    ToolResult,
-)
+from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._model import Origin, ToolDef
+from ipse.transcript._stats import TokenTally
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 _MADE_BY_DATACLASS = {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"}

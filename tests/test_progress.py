@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.cli._output import _DelayedBar, terminal_progress
 from ipse.fileio import read_lines
 

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ipse._tokens import O200kCounter, default_counter, load_ranks
 from ipse.cli import _quick_count
 from ipse.cli._quick_count import QuickCounter, merged
-from ipse.tokens import O200kCounter, default_counter, load_ranks
-from ipse.transcript import counted_text, load
+from ipse.transcript import load
+from ipse.transcript._shared import counted_text
 
 DEFAULT = default_counter()
 _ALPHABET = st.sampled_from(

@@ -1,4 +1,4 @@
-"""Passwords never reach a message: `ipse.redact` alone, and every URL shape through the CLI."""
+"""Passwords never reach a message: `ipse._redact` alone, and every URL shape through the CLI."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.redact import RequestSecrets, fingerprint, mask_text, masked_body, masked_headers, redact
+from ipse._redact import RequestSecrets, fingerprint, mask_text, masked_body, masked_headers, redact
 
 SECRET = "S3cretPass"
 
@@ -199,7 +199,7 @@ def test_no_pattern_can_backtrack_over_a_long_run() -> None:
     # linear by construction: every unbounded repeat in redaction's patterns is possessive (it
     # never gives back what it read), so a match attempt reads a run once, and the code that
     # drives them looks at each run of URL characters and each key once
-    import ipse.redact as module
+    import ipse._redact as module
 
     patterns = [v for v in vars(module).values() if isinstance(v, re.Pattern)]
     assert len(patterns) >= 5

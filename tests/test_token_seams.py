@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ipse.transcript.formats.http_log import exchange_record
+from ipse.transcript._formats.http_log import exchange_record
 from tests.conftest import CLAUDE_CODE, HTTP_LOG, OPENAI_TRAJ, SHARED_DATA, CliRun, shared_glob
 from tests.proxy.conftest import ProxyFactory, proxy_factory  # noqa: F401 (the fixture)
 from tests.support.anthropic_upstream import anthropic_upstream

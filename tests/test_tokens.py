@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse import tokens
-from ipse.errors import IpseError
-from ipse.tokens import (
+from ipse import _tokens as tokens
+from ipse._tokens import (
     O200K_SHA256,
     CharCounter,
     MemoCounter,
@@ -24,6 +23,7 @@ from ipse.tokens import (
     tiktoken_text,
     tokenizer_label,
 )
+from ipse.errors import IpseError
 
 
 def test_counts_o200k_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,7 +69,7 @@ def test_a_damaged_vocabulary_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_importing_the_counter_loads_nothing() -> None:
     code = (
-        "import sys; from ipse.tokens import default_counter; c = default_counter(); "
+        "import sys; from ipse._tokens import default_counter; c = default_counter(); "
         "assert 'tiktoken' not in sys.modules; c.count('x'); assert 'tiktoken' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -35,8 +35,6 @@ unreadable file gets.
 
 from __future__ import annotations
 
-import errno
-import os
 from pathlib import Path
 
 
@@ -145,34 +143,6 @@ class MissingExtra(IpseError):
         self.package = package
 
 
-def os_error(exc: OSError, doing: str, path: str | Path) -> InputError:
-    """The `InputError` for an `OSError` met while ``doing`` something to ``path``.
-
-    ``raise os_error(exc, "read", path) from exc`` gives ``PATH: cannot read: REASON``.
-    """
-    return InputError(f"cannot {doing}: {exc.strerror or exc}", path=path)
-
-
-_UNREACHABLE = {
-    errno.EACCES: "permission denied",
-    errno.EPERM: "permission denied",
-    errno.ENOTDIR: "not a folder on the way to it",
-    errno.ENAMETOOLONG: "name too long",
-    errno.ELOOP: "too many levels of symbolic links",
-}
-
-
-def unreachable_path(exc: BaseException) -> InputError | None:
-    """The `InputError` for an `OSError` saying a path cannot be reached (permission denied on
-    it or on a folder above it, a file where a folder should be, a name too long, a loop of
-    links): ``PATH: permission denied``; None for any other exception."""
-    if not isinstance(exc, OSError) or exc.errno not in _UNREACHABLE:
-        return None
-    if not isinstance(exc.filename, str | bytes | os.PathLike):
-        return None
-    return InputError(_UNREACHABLE[exc.errno], path=os.fsdecode(exc.filename))
-
-
 __all__ = [
     "BUSY",
     "CheckFailed",
@@ -189,6 +159,4 @@ __all__ = [
     "UnknownFormat",
     "UsageError",
     "WriterConflict",
-    "os_error",
-    "unreachable_path",
 ]

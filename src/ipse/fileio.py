@@ -24,7 +24,8 @@ import os
 import stat
 from pathlib import Path
 
-from ipse.errors import InputError, os_error
+from ipse._os_errors import os_error
+from ipse.errors import InputError
 
 TYPE_CHECKING = False  # (`typing` is not imported at run time: the hook's start)
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ def _open_within(p: Path, limit: int | None) -> tuple[int, int, int]:
 def read_chunks(path: str | Path, *, limit: int | None = None) -> Iterator[bytes]:
     """A regular file in chunks of a few MB (never held whole), under the same refusals and
     size limit as `read_bytes`; progress is reported past the first MB."""
-    from ipse import progress  # (here: the hook reads small files whole)
+    from ipse import _progress as progress  # (here: the hook reads small files whole)
 
     p = Path(path)
     fd, size, most = _open_within(p, limit)
@@ -182,7 +183,7 @@ def read_lines(
     The file is read through one reused buffer of ``_LINE_BUFFER`` bytes (a line longer than
     that comes back whole): fresh chunks split into lists would cost a page fault for every
     4 KB read, about a fifth more than the parse of a session."""
-    from ipse import progress  # (here: the hook reads small files whole)
+    from ipse import _progress as progress  # (here: the hook reads small files whole)
 
     p = Path(path)
     fd, size, most = _open_within(p, limit)

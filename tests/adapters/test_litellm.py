@@ -35,7 +35,7 @@ from ipse import jsonio
 from ipse.archive import open_archive
 from ipse.handoff import render_notes, validate
 from ipse.store import open_conversations
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.conftest import pg_base_url, run_cli
 from tests.support.anthropic_upstream import Upstream as AnthropicUpstream
 from tests.support.anthropic_upstream import anthropic_upstream
@@ -518,7 +518,7 @@ def test_the_hook_keeps_no_credential_of_the_body_or_the_providers_error(
 ) -> None:
     """Body fields named like credentials, the client's key, and a provider's error that quotes
     the gateway's upstream key and a Google ``?key=``: none reaches the record or the
-    ``ipse.litellm`` log line (the masking ``ipse proxy`` uses, `ipse.redact`)."""
+    ``ipse.litellm`` log line (the masking ``ipse proxy`` uses, `ipse._redact`)."""
     _require_litellm()
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from datetime import UTC, datetime
@@ -609,7 +609,7 @@ def test_usage_in_the_routes_shape(
     _require_litellm()
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from ipse.adapters.litellm import usage_of
-    from ipse.prefix import actual_tokens
+    from ipse.prefix._actual import actual_tokens
 
     assert usage_of({"usage": usage}, dialect) == expected
     assert usage_of(None, dialect) is None

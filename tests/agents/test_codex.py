@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ipse.agents import install_agent, launcher, tomledit
+from ipse.agents import _tomledit as tomledit
+from ipse.agents import install_agent
+from ipse.agents._commands import launcher
 from tests.conftest import CliRun
 from tests.support.clients import codex_binary
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.agents import compaction_point
+from ipse.agents._install import compaction_point
 
 MILLION = 1_000_000
 
@@ -104,7 +104,7 @@ def test_gemini_compresses_at_a_fraction_of_the_window(project: Path) -> None:
 def test_the_compaction_rule_of_a_session_format_takes_the_default_settings(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ipse.agents import compaction_rule
+    from ipse.agents._install import compaction_rule
 
     # what a replay of a past session holds it to: the agent CLI's rule at its defaults,
     # whatever this machine's settings say now

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from ipse.agents import AGENTS, install_agent, install_notes, uninstall_agent
+from ipse.agents import AGENTS, install_agent, uninstall_agent
 from ipse.agents._agent import AgentCLI
 from ipse.agents._commands import is_ipse_server
+from ipse.agents._install import install_notes
 from ipse.agents._table import agent_named
 from ipse.transcript import FORMATS
 from tests.agents.test_install_agents import snapshot
@@ -91,7 +92,7 @@ def _prepare(agent: AgentCLI, root: Path, user: bool, style: str) -> list[Path]:
 
 def _theirs(agent: AgentCLI, path: Path) -> object:
     """The user's own MCP server entry in the agent CLI's config, as parsed."""
-    from ipse.agents import jsonedit
+    from ipse.agents import _jsonedit as jsonedit
 
     text = path.read_text(encoding="utf-8-sig")
     if path.suffix == ".toml":

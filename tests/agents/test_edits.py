@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.agents import jsonedit, tomledit
+from ipse.agents import _jsonedit as jsonedit
+from ipse.agents import _tomledit as tomledit
 from ipse.errors import InputError
 from tests.support.strategies import json_values
 

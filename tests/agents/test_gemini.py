@@ -166,7 +166,7 @@ def test_gemini_is_told_what_checkpoints_do_and_the_user_about_trust(
 def test_the_trust_note_follows_gemini_trust_rules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules: dict[str, str], trusted: bool
 ) -> None:
-    from ipse.agents import install_notes
+    from ipse.agents._install import install_notes
 
     project = tmp_path / "project"
     project.mkdir()

@@ -16,14 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipse.agents import (
-    PROXY_URL,
-    install_agent,
-    launcher,
-    prompt_hook,
-    proxy_hook,
-    uninstall_agent,
-)
+from ipse.agents import install_agent, uninstall_agent
+from ipse.agents._commands import PROXY_URL, launcher
+from ipse.agents.claude_code import prompt_hook, proxy_hook
 from ipse.errors import InputError
 from tests.conftest import CliRun
 

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipse.agents import install_agent, jsonedit, uninstall_agent
+from ipse.agents import _jsonedit as jsonedit
+from ipse.agents import install_agent, uninstall_agent
 from ipse.errors import InputError
 from tests.agents.test_install_agents import snapshot
 

@@ -92,7 +92,7 @@ def test_install_refuses_what_cannot_run_and_names_the_extra(
 def _registered(agent: str, project: Path, home: Path) -> tuple[list[str], dict[str, str]]:
     """The server command install registered for ``agent``, and the environment it adds."""
     if agent == "codex":
-        from ipse.agents import tomledit
+        from ipse.agents import _tomledit as tomledit
 
         text = (home / ".codex" / "config.toml").read_text()
         entry = tomledit.parse_toml(text)["mcp_servers"]["ipse"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.agents import agents_with_sessions, session_folder
+from ipse.agents._install import agents_with_sessions, session_folder
 from ipse.agents._table import agent_named
 
 SESSION = "0198c1aa-0000-7000-8000-00000000abcd"

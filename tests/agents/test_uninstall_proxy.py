@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ipse.proxy import health_document
+from ipse.proxy._serve import health_document
 
 
 def _port() -> int:
@@ -150,7 +150,8 @@ def test_no_proxy_installed_no_proxy_said(homes: tuple[Path, Path]) -> None:
 
 def test_what_still_routes_through_a_port_is_named_once_each(homes: tuple[Path, Path]) -> None:
     """Codex keeps one config for both scopes: it is named once, as the user's."""
-    from ipse.agents import install_agent, routed_ports
+    from ipse.agents import install_agent
+    from ipse.agents._install import routed_ports
 
     _, project = homes
     install_agent("codex", project, proxy=True, port=9388)

@@ -10,12 +10,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ipse.archive import ArchiveStore, address, open_archive
-from ipse.archive._blobs import CODEC, compress
+from ipse.archive import open_archive
+from ipse.archive._base import ArchiveStore
+from ipse.archive._blobs import CODEC, address, compress
 from ipse.archive._schema import STEPS, ensure_registered
 from ipse.archive.testing import CHECKS, Check, Item
 from ipse.errors import InputError, StoreError, UsageError
-from ipse.handoff import Removed, strip
+from ipse.handoff import strip
+from ipse.handoff._report import Removed
 from ipse.store import open_backend
 from ipse.transcript import load
 from tests.conftest import BIG_SESSION, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared

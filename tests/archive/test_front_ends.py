@@ -14,7 +14,7 @@ pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
 from ipse.archive.testing import Item
-from ipse.mcp import Settings
+from ipse.mcp._tools import Settings
 from tests.conftest import run_cli
 from tests.mcp.test_mcp_tools import call
 
@@ -44,7 +44,7 @@ def _archive(session: str, items: tuple[Item, ...], project: Path | None = None)
     try:
         archive.put(session, items, "test")
         if project is not None:
-            from ipse.archive import project_key
+            from ipse.archive._scope import project_key
 
             archive.add_project(session, project_key(project))
     finally:

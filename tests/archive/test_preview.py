@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipse.archive import preview
+from ipse.archive._base import preview
 from tests.conftest import run_cli
 
 

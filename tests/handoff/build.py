@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipse.transcript._formats import anthropic, openai_chat
 from ipse.transcript._model import Conversation
-from ipse.transcript.formats import anthropic, openai_chat
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
 

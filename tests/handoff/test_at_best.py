@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ipse.cli.main import cli
-from ipse.probe import best_of
+from ipse.probe._best import best_of
 from ipse.transcript import load
 from tests.handoff.build import assistant, call, result, text, user
 

@@ -15,18 +15,19 @@ from hypothesis import strategies as st
 
 from ipse import jsonio
 from ipse.errors import UsageError
-from ipse.handoff import (
+from ipse.handoff._autopilot import (
     AutopilotPolicy,
     Limits,
     RequestState,
     autopilot_step,
-    limits_for,
-    plan_autopilot,
+    break_even_size,
+    economic_size,
+    thresholds,
 )
-from ipse.handoff._autopilot import break_even_size, economic_size, thresholds
-from ipse.handoff._autopilot_plan import json_size, request_ends
+from ipse.handoff._autopilot_plan import json_size, limits_for, plan_autopilot, request_ends
 from ipse.handoff._policy import RATES, break_even
-from ipse.transcript import Conversation, ToolCall, ToolResult, codec
+from ipse.transcript import Conversation, ToolCall, ToolResult
+from ipse.transcript._codec import codec
 
 LIMITS = Limits(window=100_000, max_output=32_000, compaction=67_000)
 

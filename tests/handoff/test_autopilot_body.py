@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse import jsonio
-from ipse.handoff import NUDGE, AutopilotPolicy, Limits
 from ipse.handoff._autopilot_body import _MEMOS
 from ipse.handoff._autopilot_plan import bytes_per_token, request_ends
-from ipse.handoff.wire import autopilot_request, clear_cache
+from ipse.handoff._shared import NUDGE, AutopilotPolicy, Limits, clear_cache
+from ipse.handoff.wire import autopilot_request
 from tests.handoff.test_autopilot import LIMITS, body, read
 
 

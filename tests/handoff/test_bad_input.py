@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ipse.errors import InvalidConversation, UsageError
-from ipse.handoff import CutError, strip
+from ipse.errors import CutError, InvalidConversation, UsageError
+from ipse.handoff import strip
 from tests.conftest import OPENAI_TRAJ, SHARED, run_cli
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 

@@ -18,7 +18,7 @@ from ipse.handoff import validate
 from ipse.handoff._marker import TAG
 from ipse.handoff._strip import CONTINUED
 from ipse.handoff.wire import rewrite_request
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.handoff.build import assistant, call, result, text, thinking, user
 from tests.handoff.test_properties import anthropic_bodies
 

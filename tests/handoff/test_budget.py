@@ -12,12 +12,12 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from ipse._tokens import default_counter
 from ipse.archive import open_archive
 from ipse.cli.main import cli
 from ipse.errors import UsageError
 from ipse.handoff import HandoffOptions, run, verify
 from ipse.handoff._budget import page_item
-from ipse.tokens import default_counter
 from ipse.transcript import Conversation, Text
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 
@@ -172,7 +172,7 @@ def test_a_budget_must_be_a_positive_number_of_tokens() -> None:
 
 
 def test_the_command_line_budget_and_its_json(tmp_path: Path) -> None:
-    from ipse.transcript.formats.anthropic import write_body
+    from ipse.transcript._formats.anthropic import write_body
 
     source = tmp_path / "body.json"
     source.write_bytes(orjson.dumps(write_body(_conversation())))
@@ -214,9 +214,10 @@ def test_the_wire_rewrite_takes_the_proxy_s_budget_and_keeps_its_bytes() -> None
     """What the proxy calls with ``--handoff-budget``: the same page on every request, and a
     cached prefix that is the cold rewrite's, byte for byte."""
     from ipse import jsonio
-    from ipse.handoff.wire import clear_cache, rewrite_request
+    from ipse.handoff._rewrite import clear_cache
+    from ipse.handoff.wire import rewrite_request
     from ipse.proxy import ProxyConfig
-    from ipse.transcript.formats.anthropic import write_body
+    from ipse.transcript._formats.anthropic import write_body
 
     assert ProxyConfig(handoff_budget=600).handoff_budget == 600
     with pytest.raises(UsageError, match="--handoff-budget"):
@@ -253,7 +254,8 @@ def test_the_proxy_command_line_takes_the_budget() -> None:
 
 def test_the_checkpoint_tool_takes_a_budget_argument() -> None:
     from ipse.errors import InputError
-    from ipse.handoff import SCHEMA, check_notes, render_notes
+    from ipse.handoff import render_notes
+    from ipse.handoff._notes import SCHEMA, check_notes
 
     assert SCHEMA["properties"]["budget"]["type"] == "integer"
     notes = {"done": ["a"], "open": ["b"], "budget": 3000}

@@ -10,7 +10,8 @@ import orjson
 from click.testing import CliRunner
 
 from ipse.cli.main import cli
-from ipse.transcript import codec, load
+from ipse.transcript import load
+from ipse.transcript._codec import codec
 from ipse.transcript._model import Thinking, ToolCall, ToolResult
 from tests.transcript.responses import (
     assistant_message,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ipse.transcript import DIALECTS, codec
+from ipse.transcript._codec import DIALECTS, codec
 from ipse.transcript._model import ToolCall
 from tests.handoff.build import assistant, call, oa_assistant, oa_call, oa_tool, oa_user, text, user
 from tests.handoff.build import result as anthropic_result

@@ -27,9 +27,10 @@ from click.testing import CliRunner
 
 from ipse.archive import open_archive
 from ipse.cli.main import cli
-from ipse.handoff import checkpoint_items
+from ipse.handoff._checkpoint import checkpoint_items
 from ipse.handoff._marker import TAG
-from ipse.handoff.wire import clear_cache, conversation_key, rewrite_request
+from ipse.handoff._rewrite import clear_cache, conversation_key
+from ipse.handoff.wire import rewrite_request
 from tests.support.clients import codex_binary
 from tests.support.serving import serve
 

@@ -7,14 +7,8 @@ from typing import Any
 
 import pytest
 
-from ipse.handoff.effects import (
-    artifacts,
-    command_of,
-    exit_status,
-    read_paths,
-    shell_artifacts,
-    strings,
-)
+from ipse.handoff._effects import command_of, exit_status, read_paths, shell_artifacts, strings
+from ipse.handoff.effects import artifacts
 from ipse.transcript import ToolCall, ToolResult
 
 

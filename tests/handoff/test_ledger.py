@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipse.handoff import DEFAULT_LEDGER_TOKENS, HandoffOptions, run, strip
-from ipse.handoff._ledger import HEADING, SHORT_ID, Ledger, derive, short_ids
-from ipse.tokens import CharCounter, default_counter
+from ipse._tokens import CharCounter, default_counter
+from ipse.handoff import HandoffOptions, run, strip
+from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, HEADING, SHORT_ID, Ledger, derive, short_ids
 from ipse.transcript import Conversation, load
-from ipse.transcript.formats import anthropic, openai_responses
+from ipse.transcript._formats import anthropic, openai_responses
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 from tests.transcript import harness_cases as cases
 

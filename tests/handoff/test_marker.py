@@ -7,12 +7,16 @@ import copy
 from typing import Any
 
 from ipse import jsonio
-from ipse.handoff import HandoffOptions, StripOptions, run, validate
+from ipse.handoff import HandoffOptions, run, validate
 from ipse.handoff._ledger import HEADING
 from ipse.handoff._marker import TAG
-from ipse.handoff.wire import clear_cache, rewrite_request
-from ipse.transcript import Origin, Text, codec
-from ipse.transcript.formats import anthropic, openai_chat
+from ipse.handoff._rewrite import clear_cache
+from ipse.handoff._strip import StripOptions
+from ipse.handoff.wire import rewrite_request
+from ipse.transcript import Text
+from ipse.transcript._codec import codec
+from ipse.transcript._formats import anthropic, openai_chat
+from ipse.transcript._model import Origin
 from tests.handoff.build import (
     anthropic_conv,
     assistant,

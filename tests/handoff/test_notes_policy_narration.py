@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from ipse._tokens import default_counter
 from ipse.errors import InputError, UsageError
-from ipse.handoff import (
-    RATES,
-    SCHEMA,
-    CacheRates,
-    break_even,
-    check_notes,
-    decide,
-    narration,
-    narration_prompt,
-    render_notes,
-    strip,
-    tool_definition,
-)
-from ipse.handoff._policy import cached_share
-from ipse.tokens import default_counter
+from ipse.handoff import render_notes, strip, tool_definition
+from ipse.handoff._narration import narration, narration_prompt
+from ipse.handoff._notes import SCHEMA, check_notes
+from ipse.handoff._policy import RATES, CacheRates, break_even, cached_share, decide
 from ipse.transcript._stats import TokenTally
 from tests.handoff.build import anthropic_conv, assistant, call, result, text, user
 

@@ -15,12 +15,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from ipse._sessions import mcp_session, meta_session, request_session, session_key
 from ipse.archive import open_archive
 from ipse.cli.main import cli
-from ipse.handoff import checkpoint_items
-from ipse.handoff.wire import clear_cache, conversation_key, rewrite_request
+from ipse.handoff._checkpoint import checkpoint_items
+from ipse.handoff._rewrite import clear_cache, conversation_key
+from ipse.handoff.wire import rewrite_request
 from ipse.mcp._tools import Settings, tools
-from ipse.sessions import mcp_session, meta_session, request_session, session_key
 from tests.transcript.responses import assistant_message, function_call, user_message
 
 CODEX_SESSION = "019c8a53-0000-7000-8000-0000000000aa"

@@ -17,12 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import InvalidConversation
-from ipse.handoff import HandoffOptions, StripOptions, run, strip, validate, verify
+from ipse.handoff import HandoffOptions, run, strip, validate, verify
 from ipse.handoff._marker import TAG
 from ipse.handoff._measure import body_bytes
-from ipse.transcript import codec
+from ipse.handoff._strip import StripOptions
+from ipse.transcript._codec import codec
+from ipse.transcript._formats import anthropic, openai_chat, openai_responses
 from ipse.transcript._model import Conversation, Text, Thinking
-from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 from tests.handoff.build import IMAGE, oa_call, text
 from tests.transcript.responses import responses_bodies
 

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from ipse.cli.main import cli
 from ipse.handoff._recognise import MARKER, checkpoint_name, is_checkpoint_call
-from ipse.handoff._rewrite import checkpoint_calls
-from ipse.handoff.wire import clear_cache, rewrite_request
-from ipse.transcript import codec
+from ipse.handoff._rewrite import checkpoint_calls, clear_cache
+from ipse.handoff.wire import rewrite_request
+from ipse.transcript._codec import codec
 from ipse.transcript._model import ToolCall, ToolResult
 from tests.transcript.responses import assistant_message, function_call, user_message
 

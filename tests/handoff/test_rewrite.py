@@ -15,9 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ipse import jsonio
-from ipse.handoff import is_checkpoint, validate, verify
-from ipse.handoff.wire import binds_thinking, clear_cache, rewrite_request
-from ipse.transcript import codec
+from ipse.handoff import validate, verify
+from ipse.handoff._recognise import is_checkpoint
+from ipse.handoff._rewrite import binds_thinking, clear_cache
+from ipse.handoff.wire import rewrite_request
+from ipse.transcript._codec import codec
 from tests.handoff.build import assistant, call, result, text, thinking, user
 from tests.handoff.test_properties import anthropic_bodies, openai_bodies
 from tests.transcript.responses import responses_bodies
@@ -238,7 +240,7 @@ def test_newer_checkpoint_moves_the_anchor() -> None:
 
 
 def test_conversation_key() -> None:
-    from ipse.handoff.wire import conversation_key
+    from ipse.handoff._rewrite import conversation_key
 
     body = _session()
     assert conversation_key({"X-Claude-Code-Session-Id": "abc"}, body, "anthropic") == "session:abc"

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ipse.handoff._marker import TAG
-from ipse.handoff.wire import clear_cache, rewrite_request
-from ipse.transcript.formats.openai_responses import CALL_TYPES, HOSTED_TYPES, OUTPUT_TYPES
+from ipse.handoff._rewrite import clear_cache
+from ipse.handoff.wire import rewrite_request
+from ipse.transcript._formats.openai_responses import CALL_TYPES, HOSTED_TYPES, OUTPUT_TYPES
 from tests.handoff.test_properties import anthropic_bodies, openai_bodies
 from tests.transcript.responses import WORDS, extra_keys, responses_bodies
 

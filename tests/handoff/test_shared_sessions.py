@@ -7,14 +7,14 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ipse._tokens import default_counter
 from ipse.handoff import strip, validate, verify
 from ipse.handoff._measure import body_bytes, measure
 from ipse.handoff._verify import authored_chars
-from ipse.tokens import default_counter
 from ipse.transcript import load, write
+from ipse.transcript._formats import anthropic, openai_chat
 from ipse.transcript._model import Conversation, Thinking
 from ipse.transcript._stats import TokenTally
-from ipse.transcript.formats import anthropic, openai_chat
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, OPENAI_TRAJ, needs_shared, shared_glob
 
 # The example ships with the repository; the shared sessions are there only beside a checkout.

@@ -5,10 +5,11 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from ipse.handoff import StripOptions, strip, validate, verify
+from ipse.handoff import strip, validate, verify
+from ipse.handoff._strip import StripOptions
 from ipse.transcript import write
+from ipse.transcript._formats import anthropic
 from ipse.transcript._model import Other, Text, Thinking, ToolCall
-from ipse.transcript.formats import anthropic
 from tests.handoff.build import (
     IMAGE,
     anthropic_conv,

@@ -10,8 +10,8 @@ from ipse.errors import UsageError
 from ipse.handoff import strip, validate, verify
 from ipse.handoff._strip import FATAL_ANYWHERE, REPAIRABLE
 from ipse.handoff._validate import PROBLEM_CODES
+from ipse.transcript._formats import openai_responses
 from ipse.transcript._model import Conversation, Message, Text
-from ipse.transcript.formats import openai_responses
 from tests.handoff.build import (
     anthropic_conv,
     assistant,

@@ -123,7 +123,7 @@ def journey(root: Path, gemini: str) -> Result:
 def _session_folder(world: World) -> None:
     """The session folder ipse names for Gemini CLI (`ipse.agents`) holds this run's session."""
     script = (
-        "from pathlib import Path; from ipse.agents import session_folder; "
+        "from pathlib import Path; from ipse.agents._install import session_folder; "
         "folder = session_folder('gemini', Path.cwd()); "
         "print(sorted(p.name for p in folder.glob('session-*')) if folder else None)"
     )

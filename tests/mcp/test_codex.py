@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import ipse
-from ipse.agents import launcher
+from ipse.agents._commands import launcher
 from tests.support.clients import codex_binary
 from tests.support.openai_upstream import openai_upstream
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ipse.mcp._session import call_session
-from ipse.transcript.formats.claude_code_session import project_folder
+from ipse.transcript._formats.claude_code_session import project_folder
 
 TRANSIENT = "0b5ffc16-dd86-4e9f-89fd-4dfbb5439bf1"  # the id Claude Code starts the server under
 RESUMED = "10655967-58a4-4cd4-afad-d04386713f93"  # the session it then continues

@@ -301,7 +301,7 @@ def test_the_quick_start_reads_options_as_the_command_line_does(
     monkeypatch.setenv("IPSE_SESSION", "env-session")
     seen: list[Settings] = []
     monkeypatch.setattr("ipse.mcp._server.serve_stdio", seen.append)
-    monkeypatch.setattr("ipse.mcp.serve_stdio", seen.append, raising=False)
+    monkeypatch.setattr("ipse.mcp._shared.serve_stdio", seen.append, raising=False)
     done = cli("mcp", *argv)
     assert done.returncode == 0, done.stderr
     quick = _stdio.settings_from_argv(argv)

@@ -18,8 +18,9 @@ pytest.importorskip("mcp")
 pytest.importorskip("httpx")
 
 from ipse.archive import open_archive
-from ipse.handoff import checkpoint_items, validate
-from ipse.transcript import codec
+from ipse.handoff import validate
+from ipse.handoff._checkpoint import checkpoint_items
+from ipse.transcript._codec import codec
 from tests.proxy.conftest import ProxyFactory
 from tests.proxy.conftest import proxy_factory as proxy_factory  # the fixture, shared
 from tests.support.clients import claude_binary

@@ -15,11 +15,14 @@ import pytest
 pytest.importorskip("mcp")
 
 from ipse.archive import open_archive
-from ipse.handoff import SCHEMA, HandoffOptions, StripOptions, run
-from ipse.mcp import Settings, build_server
+from ipse.handoff import HandoffOptions, run
+from ipse.handoff._notes import SCHEMA
+from ipse.handoff._strip import StripOptions
+from ipse.mcp import build_server
+from ipse.mcp._tools import Settings
 from ipse.statedir import init
-from ipse.transcript import codec
-from ipse.transcript.formats.claude_code_session import write_session
+from ipse.transcript._codec import codec
+from ipse.transcript._formats.claude_code_session import write_session
 from ipse.twin._tools import TOOL_SPECS
 from mcp import Client
 
@@ -415,7 +418,7 @@ def test_a_slow_error_message_never_holds_a_cheap_call(
     # being built, another call is answered; the answers come in that order
     import threading
 
-    from ipse.redact import redact as real
+    from ipse._redact import redact as real
 
     cheap_answered = threading.Event()
 

@@ -8,7 +8,8 @@ import threading
 from pathlib import Path
 
 from ipse.errors import StaleWriter, WriterConflict
-from ipse.twin import apply_turn, default_holder, open_store
+from ipse.twin import apply_turn, open_store
+from ipse.twin._turn import default_holder
 
 
 def test_threads_are_writers_of_their_own(tmp_path: Path) -> None:

@@ -293,8 +293,8 @@ def test_each_off_path_request_sends_its_whole_parent_chain(tmp_path: Path) -> N
     """Calls off the live path share the live history where they branch from the end of a
     live message, and are rebuilt whole where they branch from inside one: either way each
     sends exactly the messages of its parent chain."""
-    from ipse.transcript.formats.claude_code import read_session
-    from ipse.transcript.formats.claude_code_requests import _messages, billed_thread
+    from ipse.transcript._formats.claude_code import read_session
+    from ipse.transcript._formats.claude_code_requests import _messages, billed_thread
 
     s = Session()
     s.user("start the work " * 40)

@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 from ipse.errors import InputError, UsageError
-from ipse.prefix import layers, lint, read_requests
+from ipse.prefix import lint, read_requests
 from ipse.prefix._actual import actual_tokens
 from ipse.prefix._billing import _int
 from ipse.prefix._blocks import block_text
+from ipse.prefix._layers import layers
 from ipse.prefix._report import analyze
 from tests.conftest import run_cli
 

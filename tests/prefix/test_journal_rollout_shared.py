@@ -16,9 +16,9 @@ from ipse.prefix._growing import SharedHistory
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._requests import Request
 from ipse.prefix._rules import rules
+from ipse.transcript._formats import claude_code_journal as journal
+from ipse.transcript._formats.codex import rollout_requests
 from ipse.transcript._jsonl import read_jsonl
-from ipse.transcript.formats import claude_code_journal as journal
-from ipse.transcript.formats.codex import rollout_requests
 from tests.support.generated import Turn, journaled_records, rollout_records, write_jsonl
 from tests.support.plain import plain_requests
 

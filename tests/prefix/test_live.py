@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipse.prefix import LiveAnalysis
+from ipse.prefix._live import LiveAnalysis
 
 
 def _body(turns: int) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.prefix import read_requests
-from ipse.transcript.formats.claude_code import read_session
-from ipse.transcript.formats.claude_code_requests import request_thread
+from ipse.transcript._formats.claude_code import read_session
+from ipse.transcript._formats.claude_code_requests import request_thread
 
 from .sessions import Session, text, tool_use, usage
 

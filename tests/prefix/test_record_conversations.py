@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ipse.prefix import analyze, read_requests
-from ipse.transcript.formats.http_log import exchange_record
+from ipse.transcript._formats.http_log import exchange_record
 
 INSTRUCTIONS = "You are Codex, a coding agent. " + "Follow the repository's rules. " * 300
 TOOLS = [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]

@@ -12,7 +12,7 @@ from ipse.cli.main import main
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._requests import read_requests
 from ipse.prefix._rules import rules
-from ipse.transcript.formats.codex import rollout_requests
+from ipse.transcript._formats.codex import rollout_requests
 from tests.handoff.test_cli_responses import BODY
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ipse.prefix import Tokens, analyze, read_requests, token_cost
+from ipse.prefix import analyze, read_requests, token_cost
+from ipse.prefix._simulate import Tokens
 
 from .sessions import Session, text, tool_use, usage
 from .util import body, requests

@@ -13,8 +13,7 @@ import pytest
 
 from ipse.prefix import analyze, read_requests
 from ipse.prefix._growing import SharedHistory
-from ipse.transcript import StoredMessage
-from ipse.transcript.formats.claude_code_stored import StoredContent
+from ipse.transcript._formats.claude_code_stored import StoredContent, StoredMessage
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 from tests.support.generated import Turn, chained_session, journaled_records, write_jsonl
 from tests.support.plain import plain_requests

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from ipse import jsonio
-from ipse.prefix import windows
+from ipse.prefix._rules import windows
 from tests.conftest import HTTP_LOG, SHARED
 
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import Timeline
+from ipse.probe._timeline import Timeline
 from ipse.transcript import Conversation
-from ipse.transcript.formats import anthropic
+from ipse.transcript._formats import anthropic
 
 
 def text(value: str) -> dict[str, Any]:

@@ -8,9 +8,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.probe import FactIndex, Meter, Reach, contexts, demanded, grit, probe
-from ipse.probe._reach import item_text
-from ipse.tokens import CharCounter
+from ipse._tokens import CharCounter
+from ipse.probe import probe
+from ipse.probe._demand import demanded
+from ipse.probe._facts import FactIndex, grit
+from ipse.probe._reach import Reach, item_text
+from ipse.probe._strategies import Meter, contexts
 from tests.probe.build import assistant, call, line, result, text, user
 
 NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=3, max_size=10).filter(

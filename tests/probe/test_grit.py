@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import ipse.probe._facts as facts_module
 import ipse.probe._grit as grit_module
-from ipse.probe import FactIndex, grit, timeline
+from ipse.probe import timeline
+from ipse.probe._facts import FactIndex, grit
 from ipse.transcript import load
 from tests.conftest import CLAUDE_CODE, HTTP_LOG, OPENAI_TRAJ, SHARED_DATA, shared_glob
 from tests.support.patterns import backtracking_repeats
@@ -140,7 +141,8 @@ def test_no_pattern_of_the_extractor_can_backtrack_over_a_run() -> None:
 # pattern alone, a.a.a and sk-sk-: about 50 s for the URL pattern)
 CRAFTED = """
 import sys
-from ipse.probe import FactIndex, grit
+from ipse.probe._facts import FactIndex
+from ipse.probe._grit import grit
 from tests.probe.build import assistant, call, line, result, text, user
 
 n = 160_000

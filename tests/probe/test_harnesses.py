@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ipse.probe import FactIndex, probe_session, timeline
-from ipse.tokens import CharCounter
+from ipse._tokens import CharCounter
+from ipse.probe import probe_session, timeline
+from ipse.probe._facts import FactIndex
 from ipse.transcript import load
 from tests.conftest import run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from ipse._tokens import CharCounter
 from ipse.errors import IpseError
-from ipse.probe import Asker, Asking, FactIndex, demanded, probe_session, questions, timeline
-from ipse.probe._questions import BLANK, exact_score
-from ipse.tokens import CharCounter
+from ipse.probe import probe_session, timeline
+from ipse.probe._ask import Asker
+from ipse.probe._demand import demanded
+from ipse.probe._facts import FactIndex
+from ipse.probe._model import Asking
+from ipse.probe._questions import BLANK, exact_score, questions
 from ipse.transcript import load
 from tests.conftest import run_cli
 from tests.probe.test_probe import _session
@@ -45,7 +49,7 @@ def test_questions_are_deterministic_and_never_give_the_answer_away(tmp_path: Pa
 
 
 def test_exact_scores_count_truths_named_as_written() -> None:
-    from ipse.probe import Question
+    from ipse.probe._questions import Question
 
     question = Question("artifact", "which?", ("a.py", "b/c.rs"), True)
     assert exact_score(question, "a.py and b/c.rs") == 1.0

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ipse._tokens import CharCounter
 from ipse.probe import probe_session
-from ipse.tokens import CharCounter
 from tests.conftest import EXAMPLE_SESSION, REPO, CliRun, run_cli
 from tests.probe.build import assistant, call, result, text, user, write_session
 
@@ -174,7 +174,7 @@ def _headers(text: str) -> list[str]:
 
 
 def test_every_column_and_kind_the_probe_prints_is_explained(cli: CliRun) -> None:
-    from ipse.probe import KINDS
+    from ipse.probe._facts import KINDS
 
     session = str(EXAMPLE_SESSION)
     wide = {"COLUMNS": "300"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipse.probe import Query, Reach, probe_session, queries
-from ipse.probe._reach import item_text
+from ipse.probe import probe_session, queries
+from ipse.probe._reach import Query, Reach, item_text
 from ipse.probe._strategies import Meter, contexts
 from ipse.probe._timeline import timeline
 from ipse.transcript import load

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ipse._tokens import CharCounter
 from ipse.probe import probe_session
-from ipse.tokens import CharCounter
 from tests.conftest import CLAUDE_CODE, SHARED_DATA, needs_shared
 
 SESSIONS = [

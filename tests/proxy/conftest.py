@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from ipse import jsonio
-from ipse.handoff.wire import clear_cache
-from ipse.proxy import ProxyConfig, RunningProxy, Upstream, start_in_thread
+from ipse.handoff._rewrite import clear_cache
+from ipse.proxy import ProxyConfig, Upstream, start_in_thread
+from ipse.proxy._serve import RunningProxy
 from tests.support.llama import llama_server, model_path
 
 NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.handoff import AutopilotPolicy, Limits, limits_for
-from ipse.handoff.wire import could_act
+from ipse.handoff._shared import AutopilotPolicy, Limits, could_act, limits_for
 from ipse.proxy._autopilot import client_agent, limits, model_in
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ipse.handoff import NUDGE
+from ipse.handoff._shared import NUDGE
 from tests.support.anthropic_upstream import Upstream, anthropic_upstream
 from tests.support.openai_upstream import Upstream as OpenAIUpstream
 from tests.support.openai_upstream import openai_upstream

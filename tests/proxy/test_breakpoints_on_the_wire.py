@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 
 from ipse.handoff import validate
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.proxy.conftest import ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
 

@@ -104,7 +104,8 @@ def test_port_in_use_is_one_line(cli: CliRun) -> None:
 def test_exposed_address_warns(capsys: object) -> None:
     from io import StringIO
 
-    from ipse.proxy import ProxyConfig, warn_if_exposed
+    from ipse.proxy import ProxyConfig
+    from ipse.proxy._serve import warn_if_exposed
 
     out = StringIO()
     assert warn_if_exposed(ProxyConfig(host="127.0.0.1"), out) is None

@@ -16,7 +16,7 @@ from ipse import jsonio
 from ipse.archive import open_archive
 from ipse.handoff import validate
 from ipse.store import open_conversations
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.proxy.conftest import ProxyFactory, proxies
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.openai_upstream import openai_upstream

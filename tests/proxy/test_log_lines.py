@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from ipse.handoff import tokens_saved
-from ipse.transcript import codec
+from ipse.transcript._codec import codec
 from tests.proxy.conftest import NOWHERE, Proxy, ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
 

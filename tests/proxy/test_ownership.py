@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ipse.proxy import identify
-from ipse.proxy._owner import SECRET_FILE, prove, secret
+from ipse.proxy._owner import SECRET_FILE, identify, prove, secret
 
 # Answers every GET as an ipse proxy would, naming the victim's pid; with RELAY set, asks the
 # proxy at RELAY for the same path and query and passes its answer on.

@@ -12,7 +12,7 @@ import pytest
 
 from ipse.proxy._forward import last_events
 from ipse.proxy._wire import Provider, dialect_of, error_body, error_event, provider_of
-from ipse.transcript import DIALECTS, codec
+from ipse.transcript._codec import DIALECTS, codec
 
 ROUTES = ["/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1/embeddings"]
 

@@ -26,9 +26,9 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ipse._redact import redact_query
 from ipse.proxy import ProxyConfig
 from ipse.proxy._wire import confine
-from ipse.redact import redact_query
 from tests.proxy.conftest import Proxy, ProxyFactory
 from tests.support.anthropic_upstream import anthropic_upstream
 from tests.support.serving import serve
@@ -113,7 +113,7 @@ class _QuotingGateway(BaseHTTPRequestHandler):
 def test_an_error_that_quotes_keys_no_request_carried_is_masked(
     proxy_factory: ProxyFactory,
 ) -> None:
-    """The masking step the LiteLLM hook takes too (`ipse.redact.mask_text`): the client gets
+    """The masking step the LiteLLM hook takes too (`ipse._redact.mask_text`): the client gets
     the error as it came, the record has the keys in it masked."""
     with serve(_QuotingGateway) as url, proxy_factory(url) as proxy:
         done = httpx.post(f"{proxy.url}/v1/messages", json=BODY, headers=HEADERS)

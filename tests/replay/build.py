@@ -9,7 +9,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ipse.prefix import Request, RequestLog
+from ipse.prefix import Request
+from ipse.prefix._requests import RequestLog
 from tests.prefix.util import MODEL, SYSTEM_TEXT, T0, TOOLS
 
 

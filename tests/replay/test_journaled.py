@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ipse.handoff import AutopilotPolicy
+from ipse.handoff._autopilot import AutopilotPolicy
 from ipse.prefix import analyze, read_requests
 from ipse.replay import ReplayOptions, document, replay_log
 from tests.support.anthropic_upstream import anthropic_upstream

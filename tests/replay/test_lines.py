@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ipse.handoff import AutopilotPolicy
+from ipse.handoff._autopilot import AutopilotPolicy
 from ipse.prefix import read_requests
 from ipse.replay import ReplayOptions, document, replay_log
 from ipse.replay._lines import group

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipse.handoff import AutopilotPolicy
+from ipse.handoff._autopilot import AutopilotPolicy
 from ipse.prefix import analyze, read_requests
 from ipse.replay import ReplayOptions, document, replay_log
 from tests.prefix.sessions import Session, text, tool_use, usage

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from ipse.handoff import AutopilotPolicy
-from ipse.prefix import PrefixReport, Row
+from ipse.handoff._autopilot import AutopilotPolicy
+from ipse.prefix import PrefixReport
+from ipse.prefix._rows import Row
 from ipse.replay import Replayed, ReplayOptions, replay_log
 
 from .build import bodies, log_of

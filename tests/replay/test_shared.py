@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from ipse.agents import compaction_rule
-from ipse.handoff import AutopilotPolicy
+from ipse.agents._install import compaction_rule
+from ipse.handoff._autopilot import AutopilotPolicy
 from ipse.prefix import analyze, read_requests
-from ipse.replay import TARGET, ReplayOptions, document, replay_log
+from ipse.replay import ReplayOptions, document, replay_log
+from ipse.replay._document import TARGET
 from tests.conftest import CLAUDE_CODE, SHARED, SHARED_DATA, shared_glob
 
 SESSIONS = shared_glob(CLAUDE_CODE, "*.jsonl") + shared_glob(SHARED_DATA / "codex", "*.jsonl")

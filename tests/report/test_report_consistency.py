@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.report import Point, collect, render
-from ipse.report._data import _checkpoints
+from ipse.report import collect, render
+from ipse.report._data import Point, _checkpoints
 from tests.conftest import SHARED, CliRun
 from tests.proxy.conftest import ProxyFactory, proxy_factory  # noqa: F401 (the fixture)
 from tests.support.anthropic_upstream import anthropic_upstream

@@ -11,8 +11,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from ipse.cli.main import cli
-from ipse.report import HandoffSaving
 from ipse.report._continuity import LOST_SHOWN
+from ipse.report._data import HandoffSaving
 from ipse.report._page import _continuity_list
 from tests.probe.build import assistant, call, result, text, user, write_session
 

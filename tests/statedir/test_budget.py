@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ipse._tokens import CharCounter, default_counter
 from ipse.errors import UsageError
 from ipse.statedir._budget import TRIM_MARK, Section, fit, render
-from ipse.tokens import CharCounter, default_counter
 from tests.statedir.conftest import RunIpse
 
 count = CharCounter().count

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ipse.statedir import canary, set_next
+from ipse.statedir import set_next
+from ipse.statedir._canary import canary
 from tests.statedir.conftest import RunIpse
 from tests.statedir.util import as_json, wal_records
 

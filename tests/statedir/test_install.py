@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ipse.agents import hook_program
+from ipse.agents._commands import hook_program
 from ipse.statedir import init, install, uninstall
 from ipse.statedir._install import (
     add_block,

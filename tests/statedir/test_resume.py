@@ -149,7 +149,7 @@ def test_budget_keeps_goal_and_invariants_first(state: Path, run_ipse: RunIpse) 
     full = run_ipse("state", "resume", cwd=state.parent).stdout
     done = run_ipse("state", "resume", "--budget", "400", "--json", cwd=state.parent)
     data = as_json(done)
-    from ipse.tokens import default_counter
+    from ipse._tokens import default_counter
 
     assert default_counter().count(data["text"]) <= 400 < default_counter().count(full)
     assert "Port the parser" in data["text"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import ipse.statedir as statedir
+from ipse.statedir._files import state_files
+from ipse.statedir._receipts import check_receipts
 
 
 def test_a_whole_cycle_with_str_paths(repo: Path) -> None:
@@ -17,10 +19,10 @@ def test_a_whole_cycle_with_str_paths(repo: Path) -> None:
     (repo / "lexer.py").write_text("def lex(): ...\n")
     receipt = statedir.stamp(folder, "the lexer exists", [str(repo / "lexer.py")])
 
-    assert statedir.state_files(folder)[0] == "00_goal.md"
+    assert state_files(folder)[0] == "00_goal.md"
     view = statedir.resume(folder)
     assert (view.next_step.text or "").strip() == "write the lexer"
-    assert statedir.check_receipts(folder, {receipt["id"]}) == []
+    assert check_receipts(folder, {receipt["id"]}) == []
     assert statedir.verify_state(folder).ok
     old_name, _ = statedir.rotate(folder)
     assert (repo / "state" / old_name).is_file()

@@ -14,7 +14,8 @@ from ipse.errors import StaleWriter, WriterConflict
 
 def racer(url: str, twin_id: str, holder: str, rounds: int, writes: int, shared: Any) -> None:
     """Take the lease ``rounds`` times; each time append ``writes`` snapshots built on latest."""
-    from ipse.twin import TwinState, make_commitment, open_store
+    from ipse.twin import TwinState, open_store
+    from ipse.twin._transitions import make_commitment
 
     holders, violations, lock = shared
     rng = random.Random(holder)
@@ -44,7 +45,8 @@ def racer(url: str, twin_id: str, holder: str, rounds: int, writes: int, shared:
 
 def slow_writer(url: str, twin_id: str, has_lease: Any, other_wrote: Any, out: Any) -> None:
     """Take a short lease, wait until another process took over and wrote, then try to write."""
-    from ipse.twin import TwinState, make_commitment, open_store
+    from ipse.twin import TwinState, open_store
+    from ipse.twin._transitions import make_commitment
 
     store = open_store(url)
     lease = store.acquire(twin_id, "slow", ttl=0.3)
@@ -61,7 +63,8 @@ def slow_writer(url: str, twin_id: str, has_lease: Any, other_wrote: Any, out: A
 
 def taker(url: str, twin_id: str, has_lease: Any, wrote: Any, out: Any) -> None:
     """Wait for the slow writer's lease, take over once it expires, write once."""
-    from ipse.twin import TwinState, make_commitment, open_store
+    from ipse.twin import TwinState, open_store
+    from ipse.twin._transitions import make_commitment
 
     store = open_store(url)
     has_lease.wait(30)

@@ -45,7 +45,7 @@ def test_migration_is_recorded_beside_the_twin_tables(sqlite_url: str) -> None:
     backend.close()
     import sqlite3
 
-    from ipse.store import sqlite_path
+    from ipse.store._open import sqlite_path
 
     with sqlite3.connect(sqlite_path(sqlite_url)) as db:
         rows = db.execute(

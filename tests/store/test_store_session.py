@@ -45,7 +45,7 @@ def test_writes_commit_durably_whatever_the_url_says(backend: PostgresBackend) -
 
 
 def test_other_users_of_the_url_keep_its_settings(pg_url: str, backend: PostgresBackend) -> None:
-    from ipse.store import PostgresConnection
+    from ipse.store._connections import PostgresConnection
 
     other = PostgresConnection(_turned_off(pg_url))
     try:

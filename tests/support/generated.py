@@ -4,7 +4,7 @@ Shared by the prefix tests (small, shaped by hypothesis) and `bench/bigjournal.p
 and long sessions chained from copies of one (`chained_session`: the tests' and
 `bench/bigsession.py`'s).
 A journaled session has the records Claude Code 2.1.332 writes (REFERENCE.md,
-`ipse.transcript.formats.claude_code_journal`): ``api-request-shape`` once per shape,
+`ipse.transcript._formats.claude_code_journal`): ``api-request-shape`` once per shape,
 ``api-request-blob`` once per message, then per model call an ``api-request`` naming the
 messages it sent (``keep: 0`` and every hash, or ``keep: N`` and the new ones) and its
 breakpoints (``cacheControl``), and the assistant record naming it in ``requestRef``.
@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ipse.transcript.formats.claude_code_journal import message_hash
+from ipse.transcript._formats.claude_code_journal import message_hash
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 SESSION = "0a0b0c0d-0000-4000-8000-000000000001"

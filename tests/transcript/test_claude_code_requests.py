@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
+from ipse.transcript._formats import claude_code_requests
+from ipse.transcript._formats.anthropic import write_message
+from ipse.transcript._formats.claude_code import ClaudeCodeSession, read_session, session_record
+from ipse.transcript._formats.claude_code_requests import RequestThread, request_thread
 from ipse.transcript._jsonl import JsonlRecord
-from ipse.transcript.formats import claude_code_requests
-from ipse.transcript.formats.anthropic import write_message
-from ipse.transcript.formats.claude_code import ClaudeCodeSession, read_session, session_record
-from ipse.transcript.formats.claude_code_requests import RequestThread, request_thread
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
 

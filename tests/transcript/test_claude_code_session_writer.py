@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipse.transcript import load
-from ipse.transcript.formats.claude_code_session import (
+from ipse.transcript._formats.claude_code_session import (
     _base36,
     _string_hash,
     project_folder,

@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ipse.errors import InputError
-from ipse.transcript.formats.claude_code import read_session
-from ipse.transcript.formats.claude_code_requests import request_thread
-from ipse.transcript.formats.claude_code_stored import (
+from ipse.transcript._formats.claude_code import read_session
+from ipse.transcript._formats.claude_code_requests import request_thread
+from ipse.transcript._formats.claude_code_stored import (
     StoredContent,
     StoredFile,
     StoredMessage,
     notes_of,
 )
-from ipse.transcript.formats.claude_code_tree import MESSAGE_TYPES
+from ipse.transcript._formats.claude_code_tree import MESSAGE_TYPES
 from tests.transcript.test_claude_code_requests import SESSIONS, _records, _through_neutral
 
 

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import UsageError
-from ipse.transcript import Origin, Text, ToolCall, ToolResult, load
-from ipse.transcript.formats.claude_code import read_session
-from ipse.transcript.formats.claude_code_tree import SessionRecord, live_path
+from ipse.transcript import Text, ToolCall, ToolResult, load
+from ipse.transcript._formats.claude_code import read_session
+from ipse.transcript._formats.claude_code_tree import SessionRecord, live_path
+from ipse.transcript._model import Origin
 from tests.conftest import CLAUDE_CODE, EXAMPLE_SESSION, needs_shared, shared_glob
 
 
@@ -258,7 +259,7 @@ def test_unknown_thread_names_the_threads(tmp_path: Path) -> None:
 def _answers(session: Any) -> Any:
     """What readers ask of a session's records: its id, summaries, threads (messages, meta,
     what was skipped), the journal, and the version a handoff writes."""
-    from ipse.transcript.formats.claude_code_journal import read_journal
+    from ipse.transcript._formats.claude_code_journal import read_journal
 
     threads = []
     for name in session.thread_names():
@@ -276,9 +277,9 @@ def _answers(session: Any) -> Any:
 
 
 def _unslimmed(path: Path) -> Any:
+    from ipse.transcript._formats.claude_code import ClaudeCodeSession
+    from ipse.transcript._formats.claude_code_tree import SessionRecord
     from ipse.transcript._jsonl import read_jsonl
-    from ipse.transcript.formats.claude_code import ClaudeCodeSession
-    from ipse.transcript.formats.claude_code_tree import SessionRecord
 
     records = [
         SessionRecord(
@@ -404,7 +405,7 @@ def test_each_sidechain_holds_the_records_whose_ancestry_reaches_its_root(
     """One pass over the sidechain records groups them by root exactly as walking each
     record's ancestry for each root would (repeated ids, ids that are not strings, dangling
     parents); a loop of parents ends the walk instead of hanging it."""
-    from ipse.transcript.formats.claude_code import ClaudeCodeSession
+    from ipse.transcript._formats.claude_code import ClaudeCodeSession
 
     records = [
         SessionRecord(n, {"type": "user"}, "user", uuid, parent, True, None)

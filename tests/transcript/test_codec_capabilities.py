@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipse.errors import UsageError
-from ipse.transcript import DIALECTS, Text, codec
+from ipse.transcript import Text
+from ipse.transcript._codec import DIALECTS, codec
 
 _TEXTS = st.lists(
     st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1).filter(str.strip),

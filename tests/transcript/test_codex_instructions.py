@@ -15,8 +15,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ipse.transcript import Origin, Text, load, write
-from ipse.transcript.formats.codex import rollout_requests
+from ipse.transcript import Text, load, write
+from ipse.transcript._formats.codex import rollout_requests
+from ipse.transcript._model import Origin
 from tests.support.clients import codex_binary
 from tests.support.openai_upstream import openai_upstream
 

@@ -17,19 +17,17 @@ import pytest
 
 from ipse.cli.main import cli as ipse_cli
 from ipse.errors import UsageError
-from ipse.transcript import (
-    DIALECTS,
+from ipse.transcript import FORMATS, detect, load, write
+from ipse.transcript._codec import DIALECTS
+from ipse.transcript._harness import HARNESS_FORMATS
+from ipse.transcript._table import (
     FORMAT_TABLE,
-    FORMATS,
     WRITABLE_FORMATS,
     Shape,
-    detect,
+    Where,
     format_named,
-    load,
-    write,
+    resolve,
 )
-from ipse.transcript._formats import Where, resolve
-from ipse.transcript._harness import HARNESS_FORMATS
 from tests.conftest import CliRun
 from tests.report.build import write_log
 from tests.support.generated import Turn, journaled_records, rollout_records
@@ -263,7 +261,7 @@ _OTHER_NAMESPACES = {
     "hook": "the agents whose hooks ipse answers (claude-code)",
     "target": "what a handoff writes (--to body or claude-code)",
 }
-_REGISTRY = SRC / "transcript" / "_formats.py"
+_REGISTRY = SRC / "transcript" / "_table.py"
 
 
 def _identifiers(node: ast.AST) -> set[str]:
@@ -344,7 +342,7 @@ def format_comparisons(source: str, module: str = "") -> list[str]:
         named = strings & names
         if not named or any(n in w for n in _OTHER_NAMESPACES for w in words):
             continue
-        if module.startswith("formats.") and all(module in _own_modules(n) for n in named):
+        if module.startswith("_formats.") and all(module in _own_modules(n) for n in named):
             continue
         found.append(f"{getattr(node, 'lineno', 0)}: {ast.unparse(node).splitlines()[0]}")
     return found
@@ -367,8 +365,8 @@ def test_the_scan_finds_what_it_forbids() -> None:
     for source, count in forbidden.items():
         assert len(format_comparisons(source)) == count, source
     own = 'if fmt == "swe-agent": pass'
-    assert format_comparisons(own, "formats.swe_agent") == []
-    assert len(format_comparisons(own, "formats.cline")) == 1
+    assert format_comparisons(own, "_formats.swe_agent") == []
+    assert len(format_comparisons(own, "_formats.cline")) == 1
 
 
 def test_no_module_outside_the_table_branches_on_a_format_name() -> None:
@@ -386,7 +384,7 @@ def test_no_module_outside_the_table_branches_on_a_format_name() -> None:
             f"{path.relative_to(SRC)}:{hit}" for hit in format_comparisons(path.read_text(), module)
         ]
     assert found == [], (
-        "ask the format table (ipse.transcript.format_named) instead:\n" + "\n".join(found)
+        "ask the format table (ipse.transcript._table.format_named) instead:\n" + "\n".join(found)
     )
 
 

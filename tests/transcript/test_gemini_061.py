@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ipse.transcript import Origin, Text, ToolResult, detect, read_conversation
+from ipse.transcript import Text, ToolResult, detect, read_conversation
+from ipse.transcript._model import Origin
 from tests.conftest import CliRun
 from tests.transcript import harness_cases as cases
 

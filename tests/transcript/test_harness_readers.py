@@ -13,17 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import UsageError
-from ipse.transcript import (
-    FORMATS,
-    Origin,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    detect,
-    load,
-    write,
-)
+from ipse.transcript import FORMATS, Text, Thinking, ToolCall, ToolResult, detect, load, write
+from ipse.transcript._model import Origin
 from tests.conftest import OPENAI_TRAJ, SHARED, CliRun
 from tests.transcript import harness_cases as cases
 

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ipse.transcript._formats.claude_code_journal import message_hash, read_journal
 from ipse.transcript._jsonl import JsonlRecord
-from ipse.transcript.formats.claude_code_journal import message_hash, read_journal
 
 _SYSTEM = [{"type": "text", "text": "You are an agent."}, {"type": "text", "text": "Be brief."}]
 _USER = {"role": "user", "content": [{"type": "text", "text": "hello"}]}

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from ipse.errors import InputError
 from ipse.transcript._fields import FieldsView
+from ipse.transcript._formats.claude_code import RECORD_FIELDS, _read_records, session_record
 from ipse.transcript._jsonl import read_jsonl, read_jsonl_fields
-from ipse.transcript.formats.claude_code import RECORD_FIELDS, _read_records, session_record
 from tests.support.strategies import json_values
 
 KINDS = {"user": ("uuid", "message"), "progress": ("uuid",)}

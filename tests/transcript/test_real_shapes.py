@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from ipse.prefix import read_requests
-from ipse.transcript import Origin, Text, body_dialect, detect, load
+from ipse.transcript import Text, detect, load
+from ipse.transcript._model import Origin
+from ipse.transcript._sniff import body_dialect
 from ipse.transcript._stats import message_counts
 
 

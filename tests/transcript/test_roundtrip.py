@@ -12,19 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipse.errors import UsageError
-from ipse.transcript import (
-    Conversation,
-    Origin,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    codec,
-    detect,
-    load,
-    write,
-)
-from ipse.transcript.formats import anthropic, openai_chat, openai_responses
+from ipse.transcript import Conversation, Text, Thinking, ToolCall, ToolResult, detect, load, write
+from ipse.transcript._codec import codec
+from ipse.transcript._formats import anthropic, openai_chat, openai_responses
+from ipse.transcript._model import Origin
 from tests.conftest import HTTP_LOG, OPENAI_TRAJ, SHARED
 from tests.support.strategies import json_values
 from tests.transcript.responses import (

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ipse.transcript import body_dialect, detect
+from ipse.transcript import detect
+from ipse.transcript._sniff import body_dialect
 from tests.conftest import BIG_SESSION, HTTP_LOG, OPENAI_TRAJ, SHARED, SHARED_DATA
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ipse.transcript import Origin, Text, ToolCall, ToolResult, detect, read_conversation
+from ipse.transcript import Text, ToolCall, ToolResult, detect, read_conversation
+from ipse.transcript._model import Origin
 from tests.conftest import CliRun
 from tests.transcript import harness_cases as cases
 

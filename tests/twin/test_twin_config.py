@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ipse.errors import InputError
-from ipse.twin import IdentityPolicy, load_config
+from ipse.twin._config import load_config
+from ipse.twin._identity import IdentityPolicy
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
-from ipse.twin import DecayPolicy, TwinState, apply_transitions, decay
-from ipse.twin._decay import relevance
+from ipse.twin import TwinState, decay
+from ipse.twin._apply import apply_transitions
+from ipse.twin._decay import DecayPolicy, relevance
 from ipse.twin._transitions import establish_fact, use_fact
 
 T0 = ts.T0

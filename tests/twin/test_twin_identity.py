@@ -11,9 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
-from ipse.twin import IdentityPolicy, TwinState, make_commitment, state_hash
-from ipse.twin._identity import IDENTITY_FIELDS, identity_view, view_hash
-from ipse.twin._transitions import establish_fact, open_loop, use_fact
+from ipse.twin import TwinState
+from ipse.twin._identity import (
+    IDENTITY_FIELDS,
+    IdentityPolicy,
+    identity_view,
+    state_hash,
+    view_hash,
+)
+from ipse.twin._transitions import establish_fact, make_commitment, open_loop, use_fact
 
 T0 = ts.T0
 

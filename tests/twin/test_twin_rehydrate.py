@@ -9,7 +9,8 @@ import twin_strategies as ts
 from hypothesis import given
 
 from ipse.errors import InputError
-from ipse.twin import TwinConfig, TwinState, apply_transitions, open_store, rehydrate
+from ipse.twin import TwinConfig, TwinState, open_store, rehydrate
+from ipse.twin._apply import apply_transitions
 from ipse.twin._rehydrate import rehydrate_state
 
 T0 = ts.T0

@@ -10,7 +10,6 @@ import twin_strategies as ts
 from hypothesis import given
 
 from ipse.errors import InputError
-from ipse.twin import dump_state, export_state, load_snapshot
 from ipse.twin._schema import (
     FACT_FIELDS,
     LOOP_FIELDS,
@@ -19,6 +18,9 @@ from ipse.twin._schema import (
     V2_FIELDS,
     V3_COUNTERPARTY_FIELDS,
     V3_FIELDS,
+    dump_state,
+    export_state,
+    load_snapshot,
     migrate_1_to_2,
     migrate_2_to_3,
 )

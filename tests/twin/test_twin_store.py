@@ -9,16 +9,12 @@ import pytest
 import twin_strategies as ts
 
 from ipse.errors import InputError, StaleWriter, WriterConflict
-from ipse.twin import (
-    CURRENT_SCHEMA,
-    DecayPolicy,
-    TwinState,
-    TwinStore,
-    apply_transitions,
-    maybe_snapshot,
-    open_store,
-    state_hash,
-)
+from ipse.twin import TwinState, open_store
+from ipse.twin._apply import apply_transitions
+from ipse.twin._decay import DecayPolicy
+from ipse.twin._identity import state_hash
+from ipse.twin._state import CURRENT_SCHEMA
+from ipse.twin._store import TwinStore, maybe_snapshot
 
 T0 = ts.T0
 V1 = {

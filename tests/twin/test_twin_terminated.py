@@ -18,7 +18,9 @@ from tests.support.pg_cut import CutRelay, cut_relay
 
 from ipse.errors import ConnectionLost, InputError, StoreError
 from ipse.store._connections import connection_lost
-from ipse.twin import Snapshot, Turn, TwinStore, apply_turn, init_twin, open_store
+from ipse.twin import apply_turn, open_store
+from ipse.twin._store import Snapshot, TwinStore
+from ipse.twin._turn import Turn, init_twin
 
 # the single write's prepared statement, sent by name; the text of a batch's statements
 SINGLE = b"ipse_append_after"

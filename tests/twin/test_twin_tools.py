@@ -8,7 +8,8 @@ import pytest
 import twin_strategies as ts
 
 from ipse.errors import InputError
-from ipse.twin import TwinState, anthropic_tools, dispatch, openai_tools
+from ipse.twin import TwinState, anthropic_tools, openai_tools
+from ipse.twin._tools import dispatch
 
 T0 = ts.T0
 NAMES = {

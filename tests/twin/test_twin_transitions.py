@@ -10,14 +10,12 @@ import twin_strategies as ts
 from hypothesis import given
 
 from ipse.errors import InputError
-from ipse.twin import (
-    TwinState,
+from ipse.twin import TwinState, establish_fact
+from ipse.twin._apply import apply_transitions
+from ipse.twin._schema import dump_state, load_snapshot
+from ipse.twin._transitions import (
     apply_op,
-    apply_transitions,
     close_loop,
-    dump_state,
-    establish_fact,
-    load_snapshot,
     make_commitment,
     open_loop,
     set_active_loop,

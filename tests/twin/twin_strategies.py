@@ -8,7 +8,8 @@ from typing import Any, Literal
 from hypothesis import strategies as st
 
 from ipse.errors import InputError
-from ipse.twin import TwinState, apply_op
+from ipse.twin import TwinState
+from ipse.twin._transitions import apply_op
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

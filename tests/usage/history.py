@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ipse.usage import Folder
+from ipse.usage._collect import Folder
 
 
 def shared_history(shared: Path, root: Path) -> tuple[Path, Path]:

@@ -12,7 +12,10 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ipse.usage import Call, Costs, group, ledger_of, total
+from ipse.usage import group, total
+from ipse.usage._call import Call
+from ipse.usage._cost import Costs
+from ipse.usage._ledger import ledger_of
 
 ZONES = [ZoneInfo(n) for n in ("UTC", "Asia/Kolkata", "Australia/Eucla", "America/St_Johns")]
 START = datetime(2026, 3, 1).timestamp()

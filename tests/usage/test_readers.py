@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from ipse.usage import Call, collect, group, total
+from ipse.usage import collect, group, total
+from ipse.usage._call import Call
 from tests.conftest import SHARED
 from tests.usage.history import assistant, folders, shared_history, usage, write_jsonl
 

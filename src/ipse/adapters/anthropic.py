@@ -35,15 +35,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("anthropic", "anthropic") from exc
 
-from ipse.archive import ArchiveSink, LazyArchive
-from ipse.handoff import StripOptions
-from ipse.handoff.wire import (
+from ipse.archive._shared import ArchiveSink, LazyArchive
+from ipse.handoff._shared import (
     CHECKPOINT_TOOLS,
     DEFAULT_MAX_TOKENS,
-    Rewrite,
+    StripOptions,
     conversation_key,
-    rewrite_request,
 )
+from ipse.handoff.wire import Rewrite, rewrite_request
 
 log = _notes.logger(__name__)
 
@@ -169,4 +168,4 @@ def keep_handed_off(
     return done
 
 
-__all__ = ["HandoffMiddleware", "keep_handed_off", "plain"]
+__all__ = ["HandoffMiddleware", "keep_handed_off"]

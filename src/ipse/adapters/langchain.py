@@ -54,28 +54,13 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("langchain", "langchain") from exc
 
-from ipse.archive import ArchiveSink, LazyArchive
-from ipse.handoff import (
-    CHECKPOINT_TOOL,
-    Handoff,
-    HandoffOptions,
-    StripOptions,
-    render_notes,
-    run,
-    tool_definition,
-)
-from ipse.transcript import (
-    Block,
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-)
-from ipse.twin import TwinConfig, TwinStore, anthropic_tools, apply_turn, open_store, rehydrate
+from ipse.archive._shared import ArchiveSink, LazyArchive
+from ipse.handoff import Handoff, HandoffOptions, render_notes, run, tool_definition
+from ipse.handoff._shared import CHECKPOINT_TOOL, StripOptions
+from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Block, Origin
+from ipse.twin import TwinConfig, anthropic_tools, apply_turn, open_store, rehydrate
+from ipse.twin._shared import TwinStore
 
 log = _notes.logger(__name__)
 
@@ -570,14 +555,12 @@ class TwinMiddleware(AgentMiddleware[IpseState, Any, Any]):
         return await handler(self._request(request))
 
 
+# What an agent's code uses; `hand_off`, `newest_checkpoint`, `twin_tools` and `IpseState` are
+# the middleware's steps.
 __all__ = [
     "HandoffMiddleware",
-    "IpseState",
     "TwinMiddleware",
     "checkpoint_tool",
     "from_conversation",
-    "hand_off",
-    "newest_checkpoint",
     "to_conversation",
-    "twin_tools",
 ]

@@ -22,7 +22,7 @@ format ``ipse prefix`` and ``ipse report`` read. The store is ipse's own (``IPSE
 LiteLLM's own metadata are left out of what is stored, and the credentials a request carried
 (headers, body fields such as ``password`` or ``x-api-key``, LiteLLM's keys) and any a
 provider's error quotes are masked in the record and the log line by the step ``ipse proxy``
-masks with (`ipse.redact.RequestSecrets`).
+masks with (`ipse._redact.RequestSecrets`).
 
 The thinking rule for models that bind thinking to its prefix (`ipse.handoff.wire.binds_thinking`)
 reads the model name the client asked for: a gateway alias that hides the Claude model's name
@@ -47,20 +47,20 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import _notes, jsonio
 from ipse._handoff_events import recorded_handoff
+from ipse._redact import RequestSecrets, mask_text, masked_body
 from ipse.errors import MissingExtra
-from ipse.redact import RequestSecrets, mask_text, masked_body
 
 try:
     from litellm.integrations.custom_logger import CustomLogger
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("litellm", "litellm") from exc
 
-from ipse.handoff import StripOptions
-from ipse.handoff.wire import CHECKPOINT_TOOLS, Rewrite, conversation_key, rewrite_request
-from ipse.store import request_digest
+from ipse.handoff._shared import CHECKPOINT_TOOLS, StripOptions, conversation_key
+from ipse.handoff.wire import Rewrite, rewrite_request
+from ipse.store._shared import request_digest
 
 if TYPE_CHECKING:
-    from ipse.prefix import LiveAnalysis
+    from ipse.prefix._shared import LiveAnalysis
 
 log = _notes.logger("ipse.litellm")
 
@@ -203,7 +203,7 @@ def usage_of(response: Any, dialect: str = "anthropic") -> dict[str, Any] | None
 
 def _provider(dialect: str) -> str:
     """Who serves ``dialect``'s route (the codec knows: ``anthropic`` or ``openai``)."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     return codec(dialect).provider
 
@@ -220,7 +220,7 @@ def _handoff(sent: _Sent, made_cut: bool | None, removed_bytes: int) -> dict[str
     tokens = None
     if event and rewrite.body is not None:
         from ipse.handoff import tokens_saved
-        from ipse.transcript import codec
+        from ipse.transcript._shared import codec
 
         read = codec(sent.dialect).read_body
         with contextlib.suppress(Exception):  # a count must not stop the record or the log
@@ -413,7 +413,7 @@ class IpseHandoff(CustomLogger):
         if (self.store or "").startswith("memory:"):
             return  # an in-memory store keeps no archive
         if self._archive is None:
-            from ipse.archive import LazyArchive
+            from ipse.archive._shared import LazyArchive
 
             self._archive = LazyArchive(self.store)
         self._archive.put(session, removed, source)
@@ -485,7 +485,7 @@ class IpseHandoff(CustomLogger):
         document: Mapping[str, Any],
     ) -> None:
         from ipse.fileio import private_file
-        from ipse.transcript.formats.http_log import exchange_record
+        from ipse.transcript._shared import exchange_record
 
         # LiteLLM hands every route's response over as a chat completion: the record keeps it,
         # with the usage in the provider's shape, as the client's route would have carried it
@@ -531,7 +531,7 @@ class IpseHandoff(CustomLogger):
         if not self.analyze or status != 200:
             return None
         if self._live is None:  # (the cache model's modules on the first request it analyses)
-            from ipse.prefix import LiveAnalysis
+            from ipse.prefix._shared import LiveAnalysis
 
             self._live = LiveAnalysis()
         return self._live.analyze(
@@ -562,4 +562,4 @@ class IpseHandoff(CustomLogger):
 # opened until the first request.
 handoff = IpseHandoff(record=os.environ.get("IPSE_LITELLM_RECORD") or None)
 
-__all__ = ["IpseHandoff", "handoff", "usage_of"]
+__all__ = ["IpseHandoff", "handoff"]

@@ -38,18 +38,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingExtra("openai-agents", "openai-agents") from exc
 
 from ipse import jsonio
-from ipse.archive import ArchiveSink, LazyArchive
-from ipse.handoff import (
-    CHECKPOINT_TOOL,
-    Handoff,
-    HandoffOptions,
-    StripOptions,
-    render_notes,
-    run,
-    tool_definition,
-)
+from ipse.archive._shared import ArchiveSink, LazyArchive
+from ipse.handoff import Handoff, HandoffOptions, render_notes, run, tool_definition
+from ipse.handoff._shared import CHECKPOINT_TOOL, StripOptions
 from ipse.handoff.wire import rewrite_request
-from ipse.transcript import codec
+from ipse.transcript._shared import codec
 
 log = _notes.logger(__name__)
 
@@ -244,4 +237,4 @@ class HandoffSession:
         return done
 
 
-__all__ = ["HandoffSession", "checkpoint_tool", "hand_off_items", "input_filter"]
+__all__ = ["HandoffSession", "checkpoint_tool", "input_filter"]

@@ -16,70 +16,7 @@ its files hold.
 from __future__ import annotations
 
 from ipse.agents._agent import AgentCLI, Paths
-from ipse.agents._blocks import add_block, find_block, remove_block
-from ipse.agents._commands import (
-    PROXY_URL,
-    hook_program,
-    launcher,
-    program,
-    proxy_url,
-)
-from ipse.agents._extras import NotRunnable, install_command, require
-from ipse.agents._files import Change
-from ipse.agents._install import (
-    NOTES_ONLY,
-    agents_with_sessions,
-    compaction_point,
-    compaction_rule,
-    hooks_file,
-    install_agent,
-    install_notes,
-    instructions_file,
-    paths,
-    proxy_port,
-    routed_ports,
-    server_entry,
-    session_folder,
-    uninstall_agent,
-)
+from ipse.agents._install import install_agent, uninstall_agent
 from ipse.agents._table import AGENTS
-from ipse.agents.claude_code import claude_user_config, prompt_hook, proxy_hook
-from ipse.agents.codex import codex_home
-from ipse.agents.gemini import gemini_dir
 
-__all__ = [
-    "AGENTS",
-    "NOTES_ONLY",
-    "PROXY_URL",
-    "AgentCLI",
-    "Change",
-    "NotRunnable",
-    "Paths",
-    "add_block",
-    "agents_with_sessions",
-    "claude_user_config",
-    "codex_home",
-    "compaction_point",
-    "compaction_rule",
-    "find_block",
-    "gemini_dir",
-    "hook_program",
-    "hooks_file",
-    "install_agent",
-    "install_command",
-    "install_notes",
-    "instructions_file",
-    "launcher",
-    "paths",
-    "program",
-    "prompt_hook",
-    "proxy_hook",
-    "proxy_port",
-    "proxy_url",
-    "remove_block",
-    "require",
-    "routed_ports",
-    "server_entry",
-    "session_folder",
-    "uninstall_agent",
-]
+__all__ = ["AGENTS", "AgentCLI", "Paths", "install_agent", "uninstall_agent"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import jsonedit
+from ipse.agents import _jsonedit as jsonedit
 from ipse.errors import InputError
 from ipse.fileio import atomic_write
 

@@ -68,7 +68,7 @@ def _request(
 
 
 def _section(proxied: bool) -> str:
-    from ipse.handoff import narration_prompt
+    from ipse.handoff._shared import narration_prompt
 
     return (narration_prompt() if proxied else NOTES_ONLY).rstrip("\n") + "\n"
 

@@ -1,7 +1,7 @@
 """ipse's entry in a JSON config's ``mcpServers`` (Claude Code's ``.mcp.json`` and
 ``.claude.json``, Gemini CLI's ``settings.json``, which it reads as JSON with comments).
 
-Install sets ``mcpServers.ipse`` keeping every other byte (`ipse.agents.jsonedit`); a missing
+Install sets ``mcpServers.ipse`` keeping every other byte (`ipse.agents._jsonedit`); a missing
 file becomes an object, a blank one keeps its blank text before it; an ``ipse`` entry that is
 not ipse's own is refused. Uninstall removes the entry when it is ipse's (by content), the
 ``mcpServers`` object when install created it (or when no marker says otherwise and it is left
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import jsonedit
+from ipse.agents import _jsonedit as jsonedit
 from ipse.agents._commands import SERVER, is_ipse_server
 from ipse.agents._files import Edit, blank, blank_again, is_empty_object, json_text, parsed, read
 from ipse.errors import InputError

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import jsonedit
+from ipse.agents import _jsonedit as jsonedit
 from ipse.agents._agent import AgentCLI, Compaction, Installed, Paths, Request
 from ipse.agents._commands import (
     DEFAULT_PORT,
@@ -47,7 +47,7 @@ from ipse.agents._commands import (
 from ipse.agents._files import Edit, blank, blank_again, is_empty_object, json_text, parsed, read
 from ipse.agents._mcpjson import add_entry, remove_entry
 from ipse.errors import InputError
-from ipse.transcript import claude_code_session_file, claude_config_dir
+from ipse.transcript._shared import claude_code_session_file, claude_config_dir
 
 _HOOK_TIMEOUT = 30
 HOOK_EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt_submit"}
@@ -437,7 +437,7 @@ class ClaudeCode(AgentCLI):
         return root / ".claude" / "settings.json"
 
     def session_folder(self, cwd: Path) -> Path | None:
-        from ipse.transcript.formats.claude_code_session import project_folder
+        from ipse.transcript._shared import project_folder
 
         return claude_config_dir() / "projects" / project_folder(str(cwd.resolve()))
 
@@ -462,13 +462,5 @@ class ClaudeCode(AgentCLI):
 
 AGENT = ClaudeCode()
 
-__all__ = [
-    "AGENT",
-    "COMPACTION",
-    "HOOK_EVENTS",
-    "ClaudeCode",
-    "claude_user_config",
-    "compaction_threshold",
-    "prompt_hook",
-    "proxy_hook",
-]
+# What the table (`ipse.agents._table`) reads; the rest serves it and its tests.
+__all__ = ["AGENT"]

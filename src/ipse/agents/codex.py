@@ -1,7 +1,7 @@
 """Codex: its config, its MCP entry and model provider, its sessions, its compaction.
 
 - MCP server: ``[mcp_servers.ipse]`` in ``$CODEX_HOME/config.toml`` (``~/.codex``; kept 0600),
-  between ipse's marker lines (`ipse.agents.tomledit`). It says ``required = true`` (``codex
+  between ipse's marker lines (`ipse.agents._tomledit`). It says ``required = true`` (``codex
   exec`` waits for its tools, and refuses to start, in one line, when the server cannot),
   ``default_tools_approval_mode = "approve"`` for ipse's own tools (``codex exec`` asks no
   questions, so a call that needs approval fails there), passes ``CODEX_HOME`` through
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import tomledit
+from ipse.agents import _tomledit as tomledit
 from ipse.agents._agent import AgentCLI, Compaction, Installed, Paths, Request
 from ipse.agents._commands import (
     LOOPBACK,
@@ -277,7 +277,7 @@ class Codex(AgentCLI):
         return codex_home() / "sessions"
 
     def session_file(self, session: str, cwd: Path) -> Path | None:
-        from ipse.transcript import codex_session_file
+        from ipse.transcript._shared import codex_session_file
 
         return codex_session_file(session)
 
@@ -294,4 +294,5 @@ class Codex(AgentCLI):
 
 AGENT = Codex()
 
-__all__ = ["AGENT", "COMPACTION", "Codex", "codex_home", "compaction_threshold", "strip"]
+# What the table (`ipse.agents._table`) reads; the rest serves it and its tests.
+__all__ = ["AGENT"]

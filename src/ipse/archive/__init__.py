@@ -12,58 +12,8 @@ apply one rule for whose sessions a caller reads (`scope_for`).
 
 from __future__ import annotations
 
-from ipse.archive._base import (
-    Archivable,
-    ArchiveSink,
-    ArchiveStore,
-    Found,
-    Item,
-    Match,
-    Recalled,
-    preview,
-)
-from ipse.archive._blobs import address, payload
-from ipse.archive._facets import ACTIONS
-from ipse.archive._lookup import (
-    DEFAULT_LIMIT,
-    Listed,
-    Searched,
-    list_items,
-    list_sessions,
-    recall_item,
-    search_items,
-)
-from ipse.archive._open import LazyArchive, open_archive
-from ipse.archive._schema import COMPONENT, STEPS
-from ipse.archive._scope import SCOPES, Caller, Scope, cli_caller, project_key, scope_for
+from ipse.archive._lookup import list_items, recall_item, search_items
+from ipse.archive._open import open_archive
+from ipse.archive._scope import Caller
 
-__all__ = [
-    "ACTIONS",
-    "COMPONENT",
-    "DEFAULT_LIMIT",
-    "SCOPES",
-    "STEPS",
-    "Archivable",
-    "ArchiveSink",
-    "ArchiveStore",
-    "Caller",
-    "Found",
-    "Item",
-    "LazyArchive",
-    "Listed",
-    "Match",
-    "Recalled",
-    "Scope",
-    "Searched",
-    "address",
-    "cli_caller",
-    "list_items",
-    "list_sessions",
-    "open_archive",
-    "payload",
-    "preview",
-    "project_key",
-    "recall_item",
-    "scope_for",
-    "search_items",
-]
+__all__ = ["Caller", "list_items", "open_archive", "recall_item", "search_items"]

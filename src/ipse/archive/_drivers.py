@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ipse.redact import redact
-from ipse.store import PostgresConnection, SqliteConnection
+from ipse._redact import redact
+from ipse.store._shared import PostgresConnection, SqliteConnection
 
 
 class Driver(Protocol):

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ipse._redact import redact
 from ipse.archive._base import Archivable, ArchiveStore
 from ipse.archive._schema import ensure_registered
 from ipse.errors import InputError
-from ipse.redact import redact
 
 if TYPE_CHECKING:
     from ipse.archive._drivers import SqliteDriver
@@ -28,7 +28,8 @@ def open_archive(url: str | None = None, *, create: bool = True) -> ArchiveStore
     from ipse.archive._drivers import PostgresDriver, SqliteDriver
     from ipse.archive._index import TsvectorIndex
     from ipse.archive._sql import SqlArchive
-    from ipse.store import default_url, open_backend, sqlite_path
+    from ipse.store import open_backend
+    from ipse.store._shared import default_url, sqlite_path
 
     url = url or default_url(create=create)
     if not url.startswith(("sqlite:", "postgresql://", "postgres://")):

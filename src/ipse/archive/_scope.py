@@ -66,7 +66,7 @@ def project_key(folder: str | Path) -> str:
 def cli_caller(environ: Mapping[str, str], cwd: str | Path) -> Caller:
     """The caller a command line is: the session its environment names (``IPSE_SESSION``, the
     agent CLI's session id), and the project of its working folder."""
-    from ipse.sessions import environ_session
+    from ipse._sessions import environ_session
 
     return Caller(environ_session(environ), project_key(cwd))
 

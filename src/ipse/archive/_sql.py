@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from ipse import _notes, jsonio
+from ipse._sessions import session_names
 from ipse.archive._base import Archivable, Found, Item, Match, Recalled
 from ipse.archive._blobs import CODEC, address, compress, decompress, identity, payload
 from ipse.archive._drivers import Driver
@@ -41,7 +42,6 @@ from ipse.archive._keys import key_text, lookup_keys, shown, storable, stored_ke
 from ipse.archive._scope import ALL, PROJECT, SESSION, Scope
 from ipse.archive._text import excerpt_of
 from ipse.errors import InputError, StoreError, UsageError
-from ipse.sessions import session_names
 
 log = _notes.logger(__name__)
 

@@ -170,8 +170,8 @@ def excerpt_of(
     found_in: str,
 ) -> str:
     """The excerpt of a search hit: from its call where the words were all found there, else
-    from its output; credentials masked (`ipse.redact.redact`)."""
-    from ipse.redact import redact
+    from its output; credentials masked (`ipse._redact.redact`)."""
+    from ipse._redact import redact
 
     text = call_text(tool, call) if found_in == "call" else output_text(result)
     return redact(excerpt(text, asked))

@@ -85,7 +85,8 @@ def _hook_resume(argv: list[str]) -> bool:
     if not folder.is_dir():
         return True  # no state folder: a hook prints nothing
     from ipse.errors import IpseError
-    from ipse.statedir import hook_json, resume
+    from ipse.statedir import resume
+    from ipse.statedir._shared import hook_json
 
     try:
         text = hook_json(resume(folder).text(None, None))

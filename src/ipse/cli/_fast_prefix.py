@@ -66,7 +66,7 @@ def _checked(log: str | None, given: dict[str, str | bool]) -> dict[str, Any] | 
     """The options as the click command gets them, None when one is not a value it takes."""
     from pathlib import Path
 
-    from ipse.prefix import MIN_TOKENS, PROVIDERS
+    from ipse.prefix._shared import MIN_TOKENS, PROVIDERS
     from ipse.transcript import FORMATS
 
     fmt, provider = given.get("--format"), given.get("--provider")

@@ -14,24 +14,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ipse._tokens import load_before
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import print_table, terminal_progress
 from ipse.cli._quick_count import QuickCounter
 from ipse.errors import UsageError
-from ipse.handoff import (
+from ipse.handoff import Handoff, HandoffOptions, run
+from ipse.handoff._shared import (
     CHECKPOINT_TOOL,
     DEFAULT_LEDGER_TOKENS,
-    Handoff,
-    HandoffOptions,
     StripOptions,
     handoff_session,
-    run,
 )
-from ipse.tokens import load_before
-from ipse.transcript import Source, codec, load
+from ipse.transcript import load
+from ipse.transcript._shared import Source, codec
 
 if TYPE_CHECKING:
-    from ipse.archive import LazyArchive
+    from ipse.archive._shared import LazyArchive
 
 
 class Arguments:
@@ -243,13 +242,13 @@ def _warn_after(
 
 def _best(source: Source, file: Path) -> dict[str, Any]:
     """``--at best``: the cut `ipse.probe.best_of` chooses in the conversation to rewrite."""
-    from ipse.probe import best_of, plan_of
+    from ipse.probe._shared import best_of, plan_of
 
     return best_of(source.current(), file, plan_of(source))
 
 
 def _open_archive(store: str | None) -> LazyArchive:
-    from ipse.archive import LazyArchive, project_key
+    from ipse.archive._shared import LazyArchive, project_key
 
     # filed under this folder's project, where `ipse recall` run here looks
     return LazyArchive(store, project=project_key(Path.cwd()))
@@ -271,7 +270,7 @@ def _session_writer(
 ) -> Callable[[bytes], None]:
     """Write the body as a new Claude Code session of ``cwd``; its id and path go to ``written``."""
     from ipse import jsonio
-    from ipse.transcript.formats.claude_code_session import TESTED_VERSION, write_session
+    from ipse.transcript._shared import TESTED_VERSION, write_session
 
     def write(data: bytes) -> None:
         version = _claude_code_version(source) or TESTED_VERSION

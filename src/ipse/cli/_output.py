@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ipse import _progress as ipse_progress
 from ipse import jsonio
-from ipse import progress as ipse_progress
 
 T = TypeVar("T")
 

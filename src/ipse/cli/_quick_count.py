@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipse.tokens import O200K_PATTERN, O200kCounter, default_counter, load_ranks
-from ipse.tokens import split_for_count as _split
+from ipse._tokens import O200K_PATTERN, O200kCounter, default_counter, load_ranks
+from ipse._tokens import split_for_count as _split
 
 _PIECE = 512  # bytes of the longest piece merged here
 _WORK = 400_000  # pair lookups (a piece's length squared, summed) merged here at most

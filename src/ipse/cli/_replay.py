@@ -19,7 +19,8 @@ from ipse.errors import CheckFailed, UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ipse.prefix import PrefixReport, RequestLog
+    from ipse.prefix import PrefixReport
+    from ipse.prefix._shared import RequestLog
 
 
 def replay(

@@ -20,8 +20,8 @@ from typing import Any
 import click
 
 from ipse import jsonio
+from ipse._redact import fingerprint
 from ipse.cli._output import clean, console, emit_json, print_table
-from ipse.redact import fingerprint
 
 _SCOPE = click.Choice(["session", "project", "all"])
 _KIND = click.Choice(["read", "edit", "command", "other"])
@@ -29,7 +29,7 @@ _STORE_HELP = "Store URL (default: IPSE_DATABASE_URL, else ipse.db in IPSE_HOME)
 
 
 def _caller() -> Any:
-    from ipse.archive import cli_caller
+    from ipse.archive._shared import cli_caller
 
     return cli_caller(os.environ, os.getcwd())
 
@@ -191,7 +191,8 @@ def list_command(
       ipse archive list session:4d5611e5-241a-462a-8d15-5122611a9569 --kind edit
     """
 
-    from ipse.archive import list_sessions, open_archive
+    from ipse.archive import open_archive
+    from ipse.archive._shared import list_sessions
     from ipse.errors import InputError
 
     archive = open_archive(store, create=False)

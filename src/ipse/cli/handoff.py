@@ -13,7 +13,7 @@ from ipse.cli._handoff_run import Arguments, Printing, hand_off_file
 from ipse.cli._output import console, emit_json, warn
 from ipse.cli.micro_handoff import SHAPES
 from ipse.errors import UsageError
-from ipse.handoff import CHECKPOINT_TOOL, DEFAULT_LEDGER_TOKENS
+from ipse.handoff._shared import CHECKPOINT_TOOL, DEFAULT_LEDGER_TOKENS
 from ipse.transcript import FORMATS
 
 

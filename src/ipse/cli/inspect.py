@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
+from ipse._tokens import MemoCounter, default_counter, load_before
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
 from ipse.errors import InputError
-from ipse.tokens import MemoCounter, default_counter, load_before
-from ipse.transcript import BAD_LINE, FORMATS, NOT_AN_OBJECT, inspect_report, load, message_rows
+from ipse.transcript import FORMATS, load
+from ipse.transcript._shared import BAD_LINE, NOT_AN_OBJECT, inspect_report, message_rows
 
 
 @click.command("inspect")
@@ -89,11 +90,11 @@ def _handoffs(path: Path, skip_bad_lines: bool) -> list[dict[str, Any]]:
     """The handoffs an ipse proxy's record says it made, each cut once, with the saving it
     measured (`ipse._handoff_events`, as ``ipse prefix`` and ``ipse report`` read them)."""
     from ipse._handoff_events import RecordedHandoffs, saved_tokens
-    from ipse.transcript.formats import http_log
+    from ipse.transcript._shared import iter_entries
 
     events = RecordedHandoffs()
     found = []
-    for index, (_, entry) in enumerate(http_log.iter_entries(path, skip_bad_lines=skip_bad_lines)):
+    for index, (_, entry) in enumerate(iter_entries(path, skip_bad_lines=skip_bad_lines)):
         made = events.event(entry)
         if made is not None:
             anchor, calls = made.get("anchor"), made.get("removed_calls")
@@ -110,7 +111,7 @@ def _recorded_cache(report: dict[str, Any]) -> None:
     rows = report.get("requests")
     if not rows:
         return
-    from ipse.prefix import actual_tokens
+    from ipse.prefix._shared import actual_tokens
 
     for row in rows:
         tokens = actual_tokens(row["usage"])

@@ -138,7 +138,8 @@ def install_command(
       ipse install --agent gemini --user
       ipse install --agent claude-code --user --statusline
     """
-    from ipse.agents import install_agent, install_notes, proxy_port
+    from ipse.agents import install_agent
+    from ipse.agents._shared import install_notes, proxy_port
     from ipse.errors import UsageError
 
     upstreams = {"anthropic": anthropic_upstream, "openai": openai_upstream}
@@ -178,7 +179,8 @@ def uninstall_command(agent: str, user: bool, proxy: bool, root: Path, as_json: 
       ipse uninstall --agent claude-code
       ipse uninstall --agent codex --proxy --json
     """
-    from ipse.agents import proxy_port, routed_ports, uninstall_agent
+    from ipse.agents import uninstall_agent
+    from ipse.agents._shared import proxy_port, routed_ports
 
     del proxy  # the proxy's settings go whenever install wrote them
     port = proxy_port(agent, root, user=user)
@@ -194,9 +196,9 @@ def uninstall_command(agent: str, user: bool, proxy: bool, root: Path, as_json: 
 def _left_proxy(port: int, users: list[str]) -> dict[str, Any]:
     """Stop the proxy on ``port`` that the removed settings routed through, when that is safe;
     what happened, and the line that says so (None when no ipse proxy answers there)."""
-    from ipse.agents import proxy_url
+    from ipse.agents._shared import proxy_url
     from ipse.cli.proxy import stop_proxy
-    from ipse.proxy import identify
+    from ipse.proxy._shared import identify
 
     url = proxy_url(port)
     how = f"stop it with `ipse proxy stop --port {port}`"

@@ -24,9 +24,10 @@ from typing import Any
 import click
 
 from ipse import __version__, _notes
+from ipse._os_errors import unreachable_path
 from ipse.cli import _lifetime as lifetime
 from ipse.cli._entry import default_sigpipe, tolerant_output
-from ipse.errors import IpseError, unreachable_path
+from ipse.errors import IpseError
 
 # command name -> "module:attribute"; each module owns one command or command group.
 _COMMANDS: dict[str, str] = {

@@ -53,10 +53,11 @@ def mcp_command(
       ipse mcp --http 8766 --twin acme-ada --store sqlite:///twins.db
       ipse install --agent claude-code      (registers this server)
     """
-    from ipse.mcp import Settings, default_session, serve_http, serve_stdio
+    from ipse.mcp import Settings
+    from ipse.mcp._shared import default_session, serve_http, serve_stdio
 
     if port is not None:
-        from ipse.mcp import require_sdk
+        from ipse.mcp._shared import require_sdk
 
         require_sdk()  # a missing extra is one line before anything starts
     settings = Settings(

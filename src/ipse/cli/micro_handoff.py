@@ -14,7 +14,8 @@ import click
 
 from ipse.cli._output import emit_json
 from ipse.errors import InputError
-from ipse.handoff import narration_prompt, render_notes, tool_definition
+from ipse.handoff import render_notes, tool_definition
+from ipse.handoff._shared import narration_prompt
 
 SHAPES = ("anthropic", "openai-chat", "openai-responses")
 """The request dialects the tool definition can be printed in."""
@@ -83,7 +84,7 @@ def print_prompt() -> None:
 def print_notes(notes_file: Path) -> None:
     """The notes in ``notes_file`` rendered as the text that stays; bad notes name the file."""
     from ipse.fileio import read_bytes
-    from ipse.transcript import parse_json
+    from ipse.transcript._shared import parse_json
 
     notes: Any = parse_json(read_bytes(notes_file), notes_file)
     try:

@@ -16,11 +16,12 @@ from ipse.cli import _lifetime as lifetime
 from ipse.cli import _replay as replaying
 from ipse.cli._output import console, emit_json, terminal_progress, warn
 from ipse.errors import CheckFailed, InputError, UsageError
-from ipse.prefix import MIN_TOKENS, PROVIDERS, read_requests
+from ipse.prefix import read_requests
+from ipse.prefix._shared import MIN_TOKENS, PROVIDERS
 from ipse.transcript import FORMATS
 
 if TYPE_CHECKING:
-    from ipse.prefix import Finding
+    from ipse.prefix._shared import Finding
 
 _FORMAT = click.option(
     "--format",
@@ -134,7 +135,7 @@ def _watch(
     """``--watch``: one line per new break in the session files under ``folder``."""
     import time
 
-    from ipse.prefix import Watcher, default_folders
+    from ipse.prefix._shared import Watcher, default_folders
 
     folders = [folder] if folder is not None else default_folders()
     if not folders or not all(f.exists() for f in folders):

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from ipse._tokens import load_before
 from ipse.cli._output import clean, console, emit_json, print_table, terminal_progress, warn
-from ipse.tokens import load_before
 from ipse.transcript import FORMATS, load
 
 LOST_SHOWN = 6  # lost facts listed per strategy and reason in text output (--json: all)
@@ -148,7 +148,7 @@ def probe_command(
 
 def _asking(url: str | None, api: str, name: str, judge_url: str | None, questions: int) -> Any:
     """What ``--model`` asks (None without it)."""
-    from ipse.probe import Asker, Asking
+    from ipse.probe._shared import Asker, Asking
 
     if url is None:
         return None

@@ -25,7 +25,7 @@ import click
 
 from ipse.cli._output import emit_json
 from ipse.errors import CheckFailed, InputError, UsageError
-from ipse.proxy import (
+from ipse.proxy._shared import (
     ANTHROPIC_UPSTREAM,
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -147,8 +147,7 @@ def _options(function: Any) -> Any:
 
 
 def _config(**options: Any) -> Any:
-    from ipse.handoff import AutopilotPolicy
-    from ipse.handoff.wire import CHECKPOINT_TOOLS
+    from ipse.handoff._shared import CHECKPOINT_TOOLS, AutopilotPolicy
     from ipse.proxy import ProxyConfig
 
     autopilot = AutopilotPolicy(
@@ -219,7 +218,7 @@ def _url(host: str, port: int) -> str:
 
 
 def _identify(url: str, port: int, timeout: float = 2.0) -> Listener:
-    from ipse.proxy import identify
+    from ipse.proxy._shared import identify
 
     return identify(url, port, timeout=timeout)
 
@@ -311,7 +310,7 @@ def _starting(listener: Listener, port: int, url: str) -> Listener | None:
     """The proxy holding the port once it answers as this user's own, when it is a proxy of
     this user's for that port still starting (a hook's start racing another's): waited for as
     ``_launch`` waits for its own; None for any other holder."""
-    from ipse.proxy import proxy_process
+    from ipse.proxy._shared import proxy_process
 
     pid = listener.holder_pid
     if pid is None or not proxy_process(pid, port):
@@ -448,7 +447,7 @@ def stop_command(host: str, port: int, as_json: bool) -> None:
       ipse proxy stop
       ipse proxy stop --port 8766 --json
     """
-    from ipse.proxy import proxy_process
+    from ipse.proxy._shared import proxy_process
 
     pid_file, _ = _files(port)
     url = _url(host, port)
@@ -554,6 +553,3 @@ def status_command(host: str, port: int, as_json: bool) -> None:
         click.echo(f"ipse proxy: not running at {url}")
     if not listener.own:
         raise SystemExit(1)
-
-
-__all__ = ["proxy_group", "stop_proxy"]

@@ -103,7 +103,7 @@ def replay_command(
       ipse replay rollout.jsonl --autopilot-hard 60000 --json
       ipse replay sessions/*.jsonl --policy nudge
     """
-    from ipse.handoff import AutopilotPolicy
+    from ipse.handoff._shared import AutopilotPolicy
     from ipse.replay import ReplayOptions
 
     options = ReplayOptions(
@@ -129,7 +129,7 @@ def _replay(path: Path, fmt: str | None, options: Any) -> dict[str, Any]:
     unless ``--compact-at`` names the point."""
     from dataclasses import replace
 
-    from ipse.agents import compaction_rule
+    from ipse.agents._shared import compaction_rule
     from ipse.prefix import read_requests
     from ipse.replay import document, replay_log
 

@@ -194,7 +194,8 @@ def checkpoint_command(message: str, hook: str | None, folder: Path, as_json: bo
       ipse state checkpoint "tokenizer done; all unit tests pass"
       ipse state checkpoint --hook claude-code "context compaction"   (a PreCompact hook)
     """
-    from ipse.statedir import WAL, log_transition
+    from ipse.statedir import log_transition
+    from ipse.statedir._shared import WAL
 
     if hook is not None:
         if not (folder / WAL).is_file():
@@ -233,12 +234,12 @@ def resume_command(budget: int | None, hook: str | None, folder: Path, as_json: 
     view = resume(folder)
     count = None
     if budget is not None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         count = default_counter().count
     text = view.text(budget, count)
     if hook is not None:
-        from ipse.statedir import hook_json
+        from ipse.statedir._shared import hook_json
 
         click.echo(hook_json(text))
     elif as_json:
@@ -350,7 +351,7 @@ def canary_command(command: str, timeout: float, folder: Path, as_json: bool) ->
       ipse state canary --agent "claude -p"
       ipse state canary --agent "codex exec {prompt}"
     """
-    from ipse.statedir import canary
+    from ipse.statedir._shared import canary
 
     result = canary(folder, command, timeout)
     if as_json:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ipse._redact import redact
 from ipse.cli._output import console, emit_json, warn
 from ipse.errors import InputError, UsageError
-from ipse.redact import redact
 
 if TYPE_CHECKING:
-    from ipse.twin import TwinStore
+    from ipse.twin._shared import TwinStore
 
 _STORE = click.option(
     "--store",
@@ -40,7 +40,7 @@ def _reading(store_url: str | None, *, cold: bool = False) -> TwinStore:
     with ``cold`` an empty one stands in for it, with a warning."""
     from ipse.errors import NoStore
     from ipse.store import open_backend
-    from ipse.twin import TwinStore
+    from ipse.twin._shared import TwinStore
 
     try:
         return TwinStore(open_backend(store_url, create=False))
@@ -102,7 +102,7 @@ def show_command(twin_id: str, store_url: str | None, as_json: bool) -> None:
     Example:
       ipse twin show acme-ada --store sqlite:///twins.db --json
     """
-    from ipse.twin import dump_state
+    from ipse.twin._shared import dump_state
 
     with _reading(store_url) as store:
         snapshot = store.latest(twin_id)
@@ -193,7 +193,7 @@ def _read_jsonl(path: str) -> list[Any]:
 
 
 def _operations_epilog() -> str:
-    from ipse.twin import usage_lines
+    from ipse.twin._shared import usage_lines
 
     return '\b\nOperations (one JSON object per line, {"op": NAME, ARG: value, ...}):\n' + (
         "\n".join(f"  {line}" for line in usage_lines())
@@ -229,7 +229,8 @@ def apply_command(
       echo '{"op": "establish_fact", "text": "Prefers email"}' > turn.jsonl
       ipse twin apply acme-ada turn.jsonl --config twin.toml --json
     """
-    from ipse.twin import apply_turn, load_config, open_store
+    from ipse.twin import apply_turn, open_store
+    from ipse.twin._shared import load_config
 
     if len(arguments) not in (1, 2):
         raise UsageError("expected [TWIN_ID] TRANSITIONS.jsonl (see ipse twin apply --help)")
@@ -284,7 +285,8 @@ def rehydrate_command(
     Example:
       ipse twin rehydrate acme-ada --config twin.toml --format openai
     """
-    from ipse.twin import load_config, rehydrate
+    from ipse.twin import rehydrate
+    from ipse.twin._shared import load_config
 
     config = load_config(config_path)
     twin_id = _twin_id(twin_id, config)
@@ -327,7 +329,7 @@ def export_command(
       ipse twin export acme-ada --schema 2 --json
     """
     from ipse.fileio import atomic_write
-    from ipse.twin import export_state
+    from ipse.twin._shared import export_state
 
     with _reading(store_url) as store:
         snapshot = store.latest(twin_id)
@@ -386,7 +388,8 @@ def init_command(
       ipse twin init acme-ada --config twin.toml --role "You are Ada, Acme's support twin."
       ipse twin init acme-42 --counterparty dana@example.com --json
     """
-    from ipse.twin import init_twin, load_config, open_store, parse_config
+    from ipse.twin import open_store, parse_config
+    from ipse.twin._shared import init_twin, load_config
 
     config = None
     text = ""
@@ -453,6 +456,6 @@ def tools_command(fmt: str) -> None:
     Example:
       ipse twin tools --format openai > twin-tools.json
     """
-    from ipse.twin import tool_definitions
+    from ipse.twin._shared import tool_definitions
 
     emit_json(tool_definitions(fmt))

@@ -9,13 +9,13 @@ from typing import Any
 import click
 
 from ipse.cli._output import console, emit_json, print_table, terminal_progress, warn
-from ipse.usage import GROUPS
+from ipse.usage._shared import GROUPS
 
 
 def _folders() -> list[Any]:
     """Each agent CLI's session folder, from the agent table (its environment respected)."""
-    from ipse.agents import agents_with_sessions
-    from ipse.usage import Folder
+    from ipse.agents._shared import agents_with_sessions
+    from ipse.usage._shared import Folder
 
     out = []
     for agent in agents_with_sessions():
@@ -104,7 +104,8 @@ def usage_group(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from ipse.usage import collect, group, parse_day, replay_losses, total
+    from ipse.usage import collect, group, total
+    from ipse.usage._shared import parse_day, replay_losses
 
     zone = _zone(zone_name)
     first = parse_day(since) if since else None

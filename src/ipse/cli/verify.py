@@ -8,7 +8,8 @@ import click
 
 from ipse.cli._output import console, emit_json, warn
 from ipse.errors import CheckFailed
-from ipse.handoff import CHECKPOINT_TOOL, verify
+from ipse.handoff import verify
+from ipse.handoff._shared import CHECKPOINT_TOOL
 from ipse.transcript import FORMATS, load
 
 

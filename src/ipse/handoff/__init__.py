@@ -17,89 +17,17 @@ moving the oldest agent narration to the archive.
 
 from __future__ import annotations
 
-import typing as _typing
-
-from ipse import _lazy
-from ipse.errors import CutError
-from ipse.handoff._autopilot import (
-    AutopilotPolicy,
-    AutopilotStep,
-    Limits,
-    RequestState,
-    Thresholds,
-    autopilot_step,
-)
-from ipse.handoff._autopilot_plan import (
-    NUDGE,
-    AutopilotPlan,
-    PlannedEvent,
-    limits_for,
-    plan_autopilot,
-)
-from ipse.handoff._cut import CHECKPOINT_TOOL
-from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS, Ledger
 from ipse.handoff._measure import tokens_saved
-from ipse.handoff._narration import Narration, narration, narration_prompt
-from ipse.handoff._notes import DESCRIPTION, SCHEMA, check_notes, render_notes, tool_definition
-from ipse.handoff._policy import RATES, CacheRates, Decision, break_even, decide
-from ipse.handoff._recognise import is_checkpoint, is_checkpoint_call
-from ipse.handoff._report import HandoffReport, Removed
+from ipse.handoff._notes import render_notes, tool_definition
 from ipse.handoff._run import Handoff, HandoffOptions, run
-from ipse.handoff._session import handoff_session
-from ipse.handoff._strip import StripOptions, strip
-from ipse.handoff._validate import Problem, ProblemCode, validate
-from ipse.handoff._verify import Lost, Verdict, verify
-
-if _typing.TYPE_CHECKING:
-    from ipse.handoff._checkpoint import Checkpoint, Drop, checkpoint_items, record_checkpoint
-
-# Imported on first use: a handoff (``ipse handoff``, the proxy) records no checkpoint.
-_MODULES = {"_checkpoint": ("Checkpoint", "Drop", "checkpoint_items", "record_checkpoint")}
-__getattr__, __dir__ = _lazy.exports("ipse.handoff", _MODULES, globals())
+from ipse.handoff._strip import strip
+from ipse.handoff._validate import validate
+from ipse.handoff._verify import Verdict, verify
 
 __all__ = [
-    "CHECKPOINT_TOOL",
-    "DEFAULT_LEDGER_TOKENS",
-    "DESCRIPTION",
-    "NUDGE",
-    "RATES",
-    "SCHEMA",
-    "AutopilotPlan",
-    "AutopilotPolicy",
-    "AutopilotStep",
-    "CacheRates",
-    "Checkpoint",
-    "CutError",
-    "Decision",
-    "Drop",
     "Handoff",
     "HandoffOptions",
-    "HandoffReport",
-    "Ledger",
-    "Limits",
-    "Lost",
-    "Narration",
-    "PlannedEvent",
-    "Problem",
-    "ProblemCode",
-    "Removed",
-    "RequestState",
-    "StripOptions",
-    "Thresholds",
     "Verdict",
-    "autopilot_step",
-    "break_even",
-    "check_notes",
-    "checkpoint_items",
-    "decide",
-    "handoff_session",
-    "is_checkpoint",
-    "is_checkpoint_call",
-    "limits_for",
-    "narration",
-    "narration_prompt",
-    "plan_autopilot",
-    "record_checkpoint",
     "render_notes",
     "run",
     "strip",

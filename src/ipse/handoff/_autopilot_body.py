@@ -47,10 +47,11 @@ from ipse.handoff._autopilot_plan import (
 from ipse.handoff._kept_thinking import binds_thinking, without_thinking
 from ipse.handoff._recognise import CHECKPOINT_TOOLS
 from ipse.handoff._validate import validate
-from ipse.transcript import Conversation, Message, Text, codec
+from ipse.transcript import Conversation, Message, Text
+from ipse.transcript._shared import codec
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveSink
+    from ipse.archive._shared import ArchiveSink
 
 _CACHE_SIZE = 64
 _REPEAT = "repeats an earlier request"  # (the client sent the same history again: a retry)

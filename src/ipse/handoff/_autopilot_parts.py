@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from ipse.handoff._autopilot import AutopilotPolicy, Limits, RequestState, thresholds
 from ipse.handoff._autopilot_plan import NUDGE, PlannedEvent, bytes_per_token
 from ipse.handoff._run import HandoffOptions, run
-from ipse.transcript import Conversation, Message, Origin, Text, codec
+from ipse.transcript import Conversation, Message, Text
+from ipse.transcript._shared import Origin, codec
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveSink
+    from ipse.archive._shared import ArchiveSink
 
 
 @dataclass(frozen=True, slots=True)

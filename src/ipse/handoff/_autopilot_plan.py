@@ -43,15 +43,8 @@ from ipse.handoff._autopilot import (
 from ipse.handoff._cut import results_by_call
 from ipse.handoff._ledger import DEFAULT_LEDGER_TOKENS
 from ipse.handoff._recognise import CHECKPOINT_TOOLS, is_checkpoint_call
-from ipse.transcript import (
-    Conversation,
-    Message,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    codec,
-)
+from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import codec
 
 MARKER_TOKENS = DEFAULT_LEDGER_TOKENS + 200  # what a cut's marker adds: the ledger and its words
 NUDGE_TOKENS = 80  # a nudge's words
@@ -136,7 +129,7 @@ def limits_for(
     """The `Limits` of ``model``: its window and output from the window table (``windows.json``)
     unless given, and the agent CLI's compaction point (a number, or a function of the window
     and the output, as `ipse.agents` has one)."""
-    from ipse.prefix import windows
+    from ipse.prefix._shared import windows
 
     known = windows().of(model, provider)
     size = window if window is not None else known.window
@@ -147,7 +140,7 @@ def limits_for(
 
 def bytes_per_token() -> float:
     """The bytes of JSON a token stands for where a body is counted without a tokenizer."""
-    from ipse.prefix import windows
+    from ipse.prefix._shared import windows
 
     return windows().bytes_per_token
 

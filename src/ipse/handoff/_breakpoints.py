@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ipse.transcript import Block, Message, Text, ToolResult
+from ipse.transcript import Message, Text, ToolResult
+from ipse.transcript._shared import Block
 
 
 def marker(block: Block, key: str, *, nested: bool = False) -> Any:

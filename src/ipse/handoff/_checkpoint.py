@@ -44,7 +44,7 @@ from ipse.handoff._strip import StripOptions, strip
 from ipse.transcript import Conversation, Thinking, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveStore, Item
+    from ipse.archive._shared import ArchiveStore, Item
 
 CHECKPOINT_KIND = "checkpoint"
 
@@ -156,9 +156,9 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int, str]
     at its end (all but an unfinished tool exchange): the call comes next. The drop, the
     call's position and the ledger of what it drops; (None, -1, "") when the conversation is
     empty or cannot be handed off."""
+    from ipse._tokens import default_counter
     from ipse.errors import IpseError
-    from ipse.tokens import default_counter
-    from ipse.transcript import TokenTally
+    from ipse.transcript._shared import TokenTally
 
     found: ToolCall | None = None
     position = len(conversation.messages)
@@ -203,7 +203,8 @@ def _drop(conversation: Conversation, tool: str) -> tuple[Drop | None, int, str]
 def _answered(conversation: Conversation, call_id: str) -> Conversation:
     """The conversation as the next request will carry it: the checkpoint call answered (the
     cut then falls after its result, as a handoff at the checkpoint places it)."""
-    from ipse.transcript import codec, write
+    from ipse.transcript import write
+    from ipse.transcript._shared import codec
 
     last = conversation.messages[-1]
     calls = [b for b in last.blocks if isinstance(b, ToolCall) and b.id == call_id]

@@ -28,19 +28,8 @@ from ipse.handoff._ledger import HEADING, Ledger, Rendered, derive
 from ipse.handoff._recognise import result_text
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import validate
-from ipse.transcript import (
-    Codec,
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    codec,
-    counted_text,
-)
+from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Codec, Origin, codec, counted_text
 
 TAG = "[ipse handoff]"
 

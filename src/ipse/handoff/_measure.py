@@ -14,7 +14,8 @@ from ipse import jsonio
 from ipse.handoff._narration import Narration
 from ipse.handoff._report import HandoffReport
 from ipse.handoff._verify import Verdict, authored_chars
-from ipse.transcript import Conversation, Text, Thinking, TokenTally, ToolCall, ToolResult, write
+from ipse.transcript import Conversation, Text, Thinking, ToolCall, ToolResult, write
+from ipse.transcript._shared import TokenTally
 
 MEASURE_KEYS = (
     "messages",
@@ -59,7 +60,7 @@ def tokens_saved(before: Conversation, after: Conversation, tally: TokenTally | 
     least). The one count of a handoff's saving, wherever it is shown (``ipse handoff``, the
     proxy's log line and record)."""
     if tally is None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         tally = TokenTally(default_counter())
     old, new = tally.fresh(), tally.fresh()

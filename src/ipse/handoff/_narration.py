@@ -15,7 +15,8 @@ from functools import cache
 from typing import Any
 
 from ipse.handoff._report import HandoffReport
-from ipse.transcript import Conversation, Origin, Text, TokenTally, ToolCall
+from ipse.transcript import Conversation, Text, ToolCall
+from ipse.transcript._shared import Origin, TokenTally
 
 MIN_COVERAGE = 0.5  # below this share of narrated calls, warn
 MIN_TOKENS_PER_CALL = 15.0  # below this many agent tokens per removed call, warn

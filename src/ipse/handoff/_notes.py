@@ -17,7 +17,7 @@ from typing import Any
 
 from ipse.errors import InputError
 from ipse.handoff._cut import CHECKPOINT_TOOL
-from ipse.transcript import codec
+from ipse.transcript._shared import codec
 
 DESCRIPTION = (
     "Record a checkpoint. Your tool calls, their results and your thinking before this point "

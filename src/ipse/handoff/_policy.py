@@ -21,7 +21,8 @@ from typing import Any
 
 from ipse.handoff._cut import CHECKPOINT_TOOL, results_by_call
 from ipse.handoff._recognise import checkpoint_tool_of
-from ipse.transcript import Conversation, Origin, Text, ToolCall, ToolResult
+from ipse.transcript import Conversation, Text, ToolCall, ToolResult
+from ipse.transcript._shared import Origin
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@
 in any shape a harness delivers it: through an MCP server, a namespace, Codex's code-mode
 ``exec``; `ipse.handoff._recognise`) in the body's history, walking the raw items through the
 codec, and hands off everything before it with the library's pipeline (`run`: strip, verify,
-archive under the conversation's session, `ipse.sessions`; there is no second copy of any of
+archive under the conversation's session, `ipse._sessions`; there is no second copy of any of
 them here). Only what the handoff removes changes: every other item stays as the client sent
 it. The output is a pure function of the body: the same history gives the same rewritten
 prefix, byte for byte, on every later request of the conversation, so the provider's prompt
@@ -32,6 +32,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
+from ipse._sessions import CLAUDE_CODE_HEADER, filing_session, request_session
 from ipse.errors import IpseError
 from ipse.handoff._cut import results_by_call
 from ipse.handoff._kept_thinking import binds_thinking, without_thinking
@@ -47,11 +48,11 @@ from ipse.handoff._recognise import (
 )
 from ipse.handoff._run import DEFAULT_MAX_TOKENS, Handoff, HandoffOptions, run
 from ipse.handoff._strip import StripOptions
-from ipse.sessions import CLAUDE_CODE_HEADER, filing_session, request_session
-from ipse.transcript import Conversation, ToolCall, codec
+from ipse.transcript import Conversation, ToolCall
+from ipse.transcript._shared import codec
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveSink
+    from ipse.archive._shared import ArchiveSink
     from ipse.handoff._report import HandoffReport
 
 _CACHE_SIZE = 32
@@ -198,7 +199,7 @@ def rewrite_request(
     makes the cache lookup cheaper; the newest checkpoint call in the body always wins).
     ``archive`` gets what was removed, the first time a prefix is rewritten: under the session
     the checkpoint's answer names, unless both it and ``session`` are a harness's session ids
-    (then ``session``, the request's own: `ipse.sessions.filing_session`); else ``session``.
+    (then ``session``, the request's own: `ipse._sessions.filing_session`); else ``session``.
     ``budget`` holds the rewritten part to that many tokens (`HandoffOptions.budget`; the
     checkpoint call's own ``budget`` argument wins).
     """

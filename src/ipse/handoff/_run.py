@@ -32,12 +32,13 @@ from ipse.handoff._policy import cached_share, decide
 from ipse.handoff._report import HandoffReport
 from ipse.handoff._strip import StripOptions, strip
 from ipse.handoff._verify import Verdict, verify
-from ipse.transcript import Conversation, ToolCall, codec, ensure_writable
+from ipse.transcript import Conversation, ToolCall
+from ipse.transcript._shared import codec, ensure_writable
 
 if TYPE_CHECKING:
-    from ipse.archive import ArchiveSink
-    from ipse.tokens import TokenCounter
-    from ipse.transcript import TokenTally
+    from ipse._tokens import TokenCounter
+    from ipse.archive._shared import ArchiveSink
+    from ipse.transcript._shared import TokenTally
 
 DEFAULT_MAX_TOKENS = 8192
 BUDGET_ARGUMENT = "budget"  # the checkpoint call's argument that sets the budget of its cut
@@ -204,10 +205,10 @@ def run(
 
 
 def _tally(counter: TokenCounter | None) -> TokenTally:
-    from ipse.transcript import TokenTally
+    from ipse.transcript._shared import TokenTally
 
     if counter is None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         counter = default_counter()
     return TokenTally(counter)

@@ -20,7 +20,7 @@ falls back on its own key (the proxy a hash of the conversation's start, the MCP
 checkpoint tool's answer names the session it was recorded under (`MARKER`), and a handoff at
 that checkpoint files what it removed under that session (`recorded_session`). Where the front
 end and the answer both name a harness's session, the front end's own id wins over what the
-answer claims (`ipse.sessions.filing_session`). So ``recall`` with
+answer claims (`ipse._sessions.filing_session`). So ``recall`` with
 a checkpoint's id finds the items its handoff removed whichever part did the removing.
 """
 
@@ -30,9 +30,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ipse.errors import IpseError
-from ipse.handoff._recognise import CHECKPOINT_TOOLS, checkpoint_tool_of, marked, result_text
-from ipse.sessions import (
+from ipse._sessions import (
     CLAUDE_CODE_HEADER,
     CODEX_HEADERS,
     PREFIX,
@@ -42,10 +40,12 @@ from ipse.sessions import (
     request_session,
     session_key,
 )
+from ipse.errors import IpseError
+from ipse.handoff._recognise import CHECKPOINT_TOOLS, checkpoint_tool_of, marked, result_text
 from ipse.transcript import Conversation, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ipse.transcript import Source
+    from ipse.transcript._shared import Source
 
 
 def source_session(source: Source) -> str:
@@ -96,7 +96,7 @@ def recorded_session(
 def handoff_session(source: Source, tool_names: Sequence[str] = CHECKPOINT_TOOLS) -> str:
     """The key ``ipse handoff`` archives under: the session the checkpoint was recorded under,
     unless that and the file's own are both a harness's session ids (then the file's: a Claude
-    Code session's ``sessionId``, a Codex rollout's id; `ipse.sessions.filing_session`); else
+    Code session's ``sessionId``, a Codex rollout's id; `ipse._sessions.filing_session`); else
     the file's own key (a hash of the file without one)."""
     try:
         recorded = recorded_session(source.current(), tool_names)

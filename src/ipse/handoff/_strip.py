@@ -39,19 +39,8 @@ from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, results_by_call,
 from ipse.handoff._recognise import checkpoint_tool_of
 from ipse.handoff._report import HandoffReport, Removed
 from ipse.handoff._validate import Problem, ProblemCode, validate
-from ipse.transcript import (
-    Block,
-    Codec,
-    Conversation,
-    Message,
-    Origin,
-    Other,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    codec,
-)
+from ipse.transcript import Conversation, Message, Other, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Block, Codec, Origin, codec
 
 SEPARATOR = "\n\n"
 

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.handoff._cut import CHECKPOINT_TOOL, At, resolve_cut, settle
-from ipse.transcript import Block, Conversation, Message, Text, ToolCall, ToolResult, codec
+from ipse.transcript import Conversation, Message, Text, ToolCall, ToolResult
+from ipse.transcript._shared import Block, codec
 
 if TYPE_CHECKING:
-    from ipse.archive import Archivable
+    from ipse.archive._shared import Archivable
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ def _paged(page: Archivable | None) -> Mapping[int, list[str]]:
     stores for it (`ipse.archive.payload`)."""
     if page is None or page.call is None:
         return {}
-    from ipse.archive import payload
+    from ipse.archive._shared import payload
 
     stored = jsonio.loads(payload(page.call))
     out: dict[int, list[str]] = {}

@@ -15,28 +15,12 @@ import typing as _typing
 from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
-    from ipse.mcp._server import (
-        INSTRUCTIONS,
-        build_server,
-        call,
-        one_line,
-        require_sdk,
-        serve_http,
-        serve_stdio,
-    )
-    from ipse.mcp._tools import RECALL_CHARS, Settings, Tool, default_session, tools
+    from ipse.mcp._server import build_server, call
+    from ipse.mcp._tools import Settings, tools
 
 _MODULES = {
-    "_server": (
-        "INSTRUCTIONS",
-        "build_server",
-        "call",
-        "one_line",
-        "require_sdk",
-        "serve_http",
-        "serve_stdio",
-    ),
-    "_tools": ("RECALL_CHARS", "Settings", "Tool", "default_session", "tools"),
+    "_server": ("build_server", "call"),
+    "_tools": ("Settings", "tools"),
 }
 
 __getattr__, __dir__ = _lazy.exports("ipse.mcp", _MODULES, globals())

@@ -91,7 +91,8 @@ _SEARCH_ARGS = ("query", "path", "kind")
 
 def caller(settings: Settings) -> Any:
     """Who asks, for the archive's scope rule: this server's session and its folder's project."""
-    from ipse.archive import Caller, project_key
+    from ipse.archive import Caller
+    from ipse.archive._shared import project_key
 
     return Caller(settings.session, project_key(settings.cwd))
 
@@ -168,7 +169,7 @@ def _search(archive: Any, settings: Settings, args: dict[str, Any]) -> dict[str,
 
 
 def _checkpoint_text(archive: Any, found: Any) -> str:
-    from ipse.handoff import checkpoint_items
+    from ipse.handoff._shared import checkpoint_items
 
     _row, items = checkpoint_items(archive, found.item.id)
     notes = jsonio.loads(found.result)["text"] if found.result else ""

@@ -17,10 +17,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
+from ipse._redact import redact
 from ipse.errors import IpseError, MissingExtra
 from ipse.mcp._stdio import instructions
 from ipse.mcp._tools import TWIN_PREFIX, Settings, Tool, for_call, offered
-from ipse.redact import redact
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -58,7 +58,7 @@ def one_line(exc: BaseException) -> str:
 
 def call(table: dict[str, Tool], settings: Settings, name: str, arguments: Any) -> dict[str, Any]:
     """Run one tool synchronously (checked arguments); raises `IpseError` on bad input."""
-    from ipse.arguments import check_arguments
+    from ipse._arguments import check_arguments
     from ipse.errors import UsageError
 
     tool = table.get(name)

@@ -12,7 +12,7 @@ and ``/clear`` switch sessions under a running server too. So each call asks, in
    ``~/.claude/sessions/<pid>.json`` (under ``CLAUDE_CONFIG_DIR`` when set) for each running
    process, its ``sessionId`` updated when it switches; the server's parent is that process (an
    ancestor, when a wrapper runs the server);
-3. the call's ``_meta`` (Codex names its session there, `ipse.sessions.meta_session`);
+3. the call's ``_meta`` (Codex names its session there, `ipse._sessions.meta_session`);
 4. the session the environment named at start (else the server's fresh ``mcp-`` key).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.sessions import is_fresh, mcp_session, meta_session, session_key
+from ipse._sessions import is_fresh, mcp_session, meta_session, session_key
 
 _ANCESTORS = 4  # processes up from the server searched for the harness's registry entry
 _ENTRY_BYTES = 64 * 1024  # a registry entry is a few hundred bytes
@@ -52,7 +52,7 @@ def claude_code_session(environ: Mapping[str, str], pid: int | None = None) -> s
     registry of running sessions (None: not under Claude Code, or no entry found)."""
     if not (environ.get("CLAUDECODE") or environ.get("CLAUDE_CODE_SESSION_ID")):
         return None
-    from ipse.transcript import claude_config_dir
+    from ipse.transcript._shared import claude_config_dir
 
     folder = claude_config_dir() / "sessions"
     for ancestor in _ancestors(os.getppid() if pid is None else pid):

@@ -42,9 +42,9 @@ CLAUDE_CODE_PREFIX = "session:"
 
 def default_session() -> str:
     """The session the checkpoints are stored under, keyed as the proxy and ``ipse handoff`` key
-    it (`ipse.sessions.mcp_session`): ``IPSE_SESSION``, else the harness's session id
+    it (`ipse._sessions.mcp_session`): ``IPSE_SESSION``, else the harness's session id
     (``CLAUDE_CODE_SESSION_ID``, Codex's thread id), else a fresh ``mcp-`` id."""
-    from ipse.sessions import mcp_session
+    from ipse._sessions import mcp_session
 
     return mcp_session(os.environ)
 
@@ -73,7 +73,7 @@ class Tool:
 
 def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     from ipse.archive import open_archive
-    from ipse.handoff import record_checkpoint
+    from ipse.handoff._shared import record_checkpoint
 
     conversation = _session_conversation(settings)
     archive = open_archive(settings.archive_url)
@@ -104,7 +104,7 @@ def _micro_handoff(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
 def _session_conversation(settings: Settings) -> Any:
     """The session this server runs in (a Claude Code session, a Codex thread: each agent CLI's
     session folder in turn), when its file can be found; else None."""
-    from ipse.agents import agents_with_sessions
+    from ipse.agents._shared import agents_with_sessions
 
     session = settings.session.removeprefix(CLAUDE_CODE_PREFIX)
     found = (
@@ -142,7 +142,7 @@ def _state_resume(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
     budget = args.get("budget")
     count = None
     if budget is not None:
-        from ipse.tokens import default_counter
+        from ipse._tokens import default_counter
 
         count = default_counter().count
     text = view.text(budget, count)
@@ -184,8 +184,9 @@ def _twin_id(settings: Settings) -> str:
 
 
 def _twin_show(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.redact import redact
-    from ipse.twin import dump_state, open_store
+    from ipse._redact import redact
+    from ipse.twin import open_store
+    from ipse.twin._shared import dump_state
 
     twin_id = _twin_id(settings)
     with open_store(settings.store_url) as store:
@@ -220,7 +221,8 @@ def twin_lock(settings: Settings, twin_id: str) -> threading.Lock:
 
 def _transition(op: str) -> Callable[[Settings, dict[str, Any]], dict[str, Any]]:
     def run(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-        from ipse.twin import apply_turn, load_config, open_store
+        from ipse.twin import apply_turn, open_store
+        from ipse.twin._shared import load_config
 
         twin_id = _twin_id(settings)
         config = load_config(settings.twin_config) if settings.twin_config else None
@@ -238,7 +240,8 @@ def _transition(op: str) -> Callable[[Settings, dict[str, Any]], dict[str, Any]]
 
 
 def _twin_rehydrate(settings: Settings, args: dict[str, Any]) -> dict[str, Any]:
-    from ipse.twin import TwinConfig, load_config, open_store, rehydrate
+    from ipse.twin import TwinConfig, open_store, rehydrate
+    from ipse.twin._shared import load_config
 
     twin_id = _twin_id(settings)
     fmt = args.get("format", "text")
@@ -275,9 +278,9 @@ def offered(settings: Settings) -> list[Tool]:
 
 def tools() -> list[Tool]:
     """Every tool, in the order they are listed (stable: a changed list busts prompt caches)."""
-    from ipse.handoff import DESCRIPTION, SCHEMA
+    from ipse.handoff._shared import DESCRIPTION, SCHEMA
     from ipse.mcp import _recall
-    from ipse.twin import TOOL_SPECS
+    from ipse.twin._shared import TOOL_SPECS
 
     return [
         Tool("micro_handoff", DESCRIPTION, SCHEMA, _micro_handoff),

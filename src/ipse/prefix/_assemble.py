@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ipse import jsonio
+from ipse._tokens import TokenCounter
 from ipse.errors import PrefixEdit, UsageError
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._rules import prices, rules
-from ipse.tokens import TokenCounter
 
 Dialect = Literal["anthropic", "openai"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from ipse import jsonio
 from ipse._names import Names
 from ipse.jsonio import is_object
-from ipse.transcript import Codec, StoredMessage, without_payloads
+from ipse.transcript._shared import Codec, StoredMessage, without_payloads
 
 IMAGE_TYPES = Names({"image", "image_url", "input_image", "document"})
 IMAGE_KINDS = frozenset(IMAGE_TYPES)  # (for a value known to be a string: no Names call)
@@ -147,7 +147,7 @@ def content_blocks(message: Mapping[str, Any]) -> list[Any]:
 
 def holds_image_in(message: Any) -> bool:
     """Whether a message's content holds an image (a message whose blocks were read and
-    dropped says so by its notes: `ipse.transcript.formats.claude_code_stored`)."""
+    dropped says so by its notes: `ipse.transcript._formats.claude_code_stored`)."""
     if type(message) is StoredMessage:
         return any(isinstance(kind, str) and kind in IMAGE_KINDS for kind, _, _ in message.notes)
     content = message.get("content") if is_object(message) else None

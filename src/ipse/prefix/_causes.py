@@ -254,8 +254,8 @@ def _content_cause(new: Side, old: Side, position: int) -> Cause:
     if layer == "tools":
         return _tools_cause(new, old, where_new)
     if layer == "system":
+        from ipse._redact import fingerprint
         from ipse.prefix._volatile import changed_span, hint  # (a rare cause: on use)
-        from ipse.redact import fingerprint
 
         text_old, text_new = block_text(_strip(raw_old)), block_text(_strip(raw_new))
         start, _, span = changed_span(text_old, text_new)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ipse._tokens import TokenCounter
 from ipse.prefix._blocks import last_assistant
 from ipse.prefix._flat import MESSAGE_LAYERS, Flat
 from ipse.prefix._growing import SharedHistory
@@ -30,8 +31,7 @@ from ipse.prefix._positions import PositionColumns, PositionWriter, setting_valu
 from ipse.prefix._rules import Rules
 from ipse.prefix._segments import BlockHasher, Segment
 from ipse.prefix._shared_flatten import SharedHistoryFlattener
-from ipse.tokens import TokenCounter
-from ipse.transcript import body_codec
+from ipse.transcript._shared import body_codec
 
 
 class Flattener:

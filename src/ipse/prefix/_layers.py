@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ipse._tokens import TokenCounter
 from ipse.prefix._causes import locate
 from ipse.prefix._hashing import Flattener
 from ipse.prefix._requests import body_provider
 from ipse.prefix._rules import rules
-from ipse.tokens import TokenCounter
 from ipse.transcript import Conversation, write
 
 

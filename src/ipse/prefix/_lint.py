@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ipse._redact import fingerprint
+from ipse._tokens import TokenCounter
 from ipse.prefix._actual import actual_tokens
 from ipse.prefix._blocks import block_text
 from ipse.prefix._causes import locate, raw_at
@@ -32,9 +34,8 @@ from ipse.prefix._layers import request_body
 from ipse.prefix._requests import UNRECORDED_FRONT, body_provider
 from ipse.prefix._rules import rules
 from ipse.prefix._volatile import volatile_values
-from ipse.redact import fingerprint
-from ipse.tokens import TokenCounter
-from ipse.transcript import Conversation, body_dialect, codec
+from ipse.transcript import Conversation
+from ipse.transcript._shared import body_dialect, codec
 
 _TOOL_KINDS = frozenset({"timestamp", "epoch"})
 

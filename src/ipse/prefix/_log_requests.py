@@ -20,7 +20,7 @@ from ipse._handoff_events import RecordedAutopilot, RecordedHandoffs
 from ipse.prefix._actual import compacts
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._request import Request, provider_of
-from ipse.transcript import parse_time
+from ipse.transcript._shared import parse_time
 
 # ---------------------------------------------------------------------------------- http logs
 
@@ -59,13 +59,17 @@ class Interner:
 
 
 def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
-    from ipse.transcript.formats import http_log  # (each format's reader imported on use)
+    from ipse.transcript._shared import (  # (each format's reader imported on use)
+        entry_conversation,
+        exchange_fields,
+        iter_entries,
+    )
 
     interner = Interner()
     handoffs = RecordedHandoffs()
     autopilot = RecordedAutopilot()
-    for index, (where, entry) in enumerate(http_log.iter_entries(p, warnings=warnings)):
-        fields = http_log.exchange_fields(entry, where)
+    for index, (where, entry) in enumerate(iter_entries(p, warnings=warnings)):
+        fields = exchange_fields(entry, where)
         body = fields.body
         if "count_tokens" in (fields.url or ""):
             body = {k: v for k, v in body.items() if k != "messages"}  # not a conversation turn
@@ -77,7 +81,7 @@ def log_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
             fields.response_time or fields.time,
             fields.usage,
             where,
-            http_log.entry_conversation(entry, fields.body),
+            entry_conversation(entry, fields.body),
             diagnostics=_diagnostics(entry),
             compaction=compacts(fields.usage),
             handoff=handoffs.event(entry),
@@ -114,12 +118,12 @@ def rollout_requests(p: Path, warnings: list[str]) -> Iterator[Request]:
     from an earlier task says so (its ``session_meta`` names the parent): the calls it holds
     from before the fork began are the parent's, billed there, and not counted here (what was
     inherited goes to ``warnings``)."""
-    from ipse.transcript.formats import codex
+    from ipse.transcript._shared import rollout_requests
 
     fork = _fork(p)
     history: Any = None
     index = inherited = 0
-    for call in codex.rollout_requests(p, warnings=warnings, shared=True):
+    for call in rollout_requests(p, warnings=warnings, shared=True):
         assert call.history is not None
         # a ``compacted`` record starts a list of its own: the first call on it is a
         # compaction call (its history is the summary, not what the calls before it sent)

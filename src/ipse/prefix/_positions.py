@@ -21,7 +21,7 @@ from ipse.prefix._blocks import RUN_KINDS, fast_chain, stable_chain
 from ipse.prefix._flat import Locator
 from ipse.prefix._rules import Rules
 from ipse.prefix._segments import BlockHasher, Segment
-from ipse.transcript import Positions
+from ipse.transcript._shared import Positions
 
 
 class PositionColumns(msgspec.Struct):

@@ -42,7 +42,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ipse import progress as ipse_progress
+from ipse import _progress as ipse_progress
+from ipse._tokens import TokenCounter, default_counter
 from ipse.prefix._actual import actual_tokens, agreement
 from ipse.prefix._flat import Flat
 from ipse.prefix._hashing import Flattener
@@ -51,7 +52,6 @@ from ipse.prefix._requests import UNRECORDED_FRONT, Request
 from ipse.prefix._rows import PrefixReport, Row
 from ipse.prefix._rules import PROVIDERS, prices, rules
 from ipse.prefix._simulate import Tokens, simulator
-from ipse.tokens import TokenCounter, default_counter
 
 __all__ = ["MIN_TOKENS", "PrefixReport", "Row", "analyze"]
 

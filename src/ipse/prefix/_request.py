@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from ipse.transcript import codec
+from ipse.transcript._shared import codec
 
 
 class Request(msgspec.Struct, frozen=True):

@@ -16,7 +16,7 @@ response began, and the usage the provider reported, when the log has them. Sour
   requests (``api-request*`` records, named by the assistant record's ``requestRef``), the
   system prompt, tools and settings are the ones sent, and so are the messages and their
   breakpoints when the journal resolves them
-  (`ipse.transcript.formats.claude_code_journal`). Journaled requests that extend each other
+  (`ipse.transcript._formats.claude_code_journal`). Journaled requests that extend each other
   share one list of messages (a `SharedHistory`), each with its own breakpoints as an overlay;
   where a later request sent a message of that list again, changed, the list goes on with
   the later one and the earlier request keeps its messages past that point as its own tail.
@@ -44,20 +44,21 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ipse import jsonio
-from ipse.errors import InputError, os_error
+from ipse._os_errors import os_error
+from ipse.errors import InputError
 from ipse.fileio import check_text_head
 from ipse.prefix._actual import compacts, same_call
 from ipse.prefix._growing import SharedHistory
 from ipse.prefix._log_requests import log_requests, rollout_requests
 from ipse.prefix._request import Request, provider_of
-from ipse.transcript import (
+from ipse.transcript import detect
+from ipse.transcript._shared import (
     WRITABLE_FORMATS,
     Shape,
     StoredMessage,
     body_codec,
     body_dialect,
     codec,
-    detect,
     format_named,
     parse_json,
     parse_time,
@@ -69,8 +70,7 @@ from ipse.transcript import (
 __all__ = ["UNRECORDED_FRONT", "Request", "RequestLog", "body_provider", "read_requests"]
 
 if TYPE_CHECKING:
-    from ipse.transcript.formats.claude_code import ClaudeCodeSession
-    from ipse.transcript.formats.claude_code_journal import JournaledRequest
+    from ipse.transcript._shared import ClaudeCodeSession, JournaledRequest
 
 # Stands for the system prompt and tools a session file does not record; its size is fitted
 # to the recorded usage (`ipse.prefix._report`).
@@ -157,7 +157,7 @@ def _read_as_a_body(body: Mapping[str, Any], dialect: str, p: Path) -> None:
     """Read a lone request body as every other command reads it (the dialect's reader and the
     check that each tool result follows its call), so a body they refuse is refused here too:
     one reader, one verdict. (A log of many requests is not read into the model.)"""
-    from ipse.transcript import check_links
+    from ipse.transcript._shared import check_links
 
     check_links(codec(dialect).read_body(body, source=str(p)).messages, path=p)
 
@@ -275,7 +275,7 @@ def _session_requests(p: Path, warnings: list[str], merged: list[int]) -> Iterat
     # (the Claude Code readers on use: a Codex rollout or a log needs none of them, and they
     # took 11 million instructions of 620, about 3 ms, of ``ipse prefix`` on a 1 MB rollout)
     from ipse.prefix._segments import digest
-    from ipse.transcript.formats.claude_code import MAIN, read_session
+    from ipse.transcript._shared import MAIN, read_session
 
     # each message's blocks digested as they are read, and dropped: the replay needs their
     # hashes and sizes (and a cause, or the report, reads a block back when it needs it)
@@ -320,15 +320,14 @@ def _thread_requests(
     session: ClaudeCodeSession, name: str, agent: str | None, p: Path, merged: list[int]
 ) -> Iterator[Request]:
     """One thread's billed calls (see `_session_requests`), their indexes to be numbered."""
-    from ipse.transcript.formats.claude_code_requests import billed_thread
-    from ipse.transcript.formats.claude_code_tree import has_journal
+    from ipse.transcript._shared import billed_thread, has_journal
 
     records = session.records
     thread, off_path = billed_thread(session, name)
     dicts_of = [[m.body for m in segment] for segment in thread.segments]
     journal: Mapping[str, JournaledRequest] = {}
     if agent is None and has_journal(records):  # (its reader on use: most sessions have none)
-        from ipse.transcript.formats.claude_code_journal import read_journal
+        from ipse.transcript._shared import read_journal
 
         journal = read_journal(records, (m for dicts in dicts_of for m in dicts))
     calls = _ThreadCalls(

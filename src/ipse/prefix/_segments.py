@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from ipse._tokens import TokenCounter
 from ipse.jsonio import is_object
 from ipse.prefix._blocks import (
     IMAGE_KINDS,
@@ -31,8 +32,7 @@ from ipse.prefix._blocks import (
     stable_hash,
     without_breakpoint,
 )
-from ipse.tokens import TokenCounter
-from ipse.transcript import Positions
+from ipse.transcript._shared import Positions
 
 
 def salted(first: bytes, h: int) -> int:
@@ -43,7 +43,7 @@ def salted(first: bytes, h: int) -> int:
 
 def digest(item: Any) -> tuple[int, int, str | None, str]:
     """What a block's positions need before its place is known (a session's blocks are
-    digested as they are read, then dropped: `ipse.transcript.formats.claude_code_stored`):
+    digested as they are read, then dropped: `ipse.transcript._formats.claude_code_stored`):
     the fast hash of its bytes, their length, its breakpoint's TTL and its kind. A block
     placed first in its part is then `salted`, its salt's length added to its size."""
     if type(item) is dict and item.get("cache_control") is None:  # (most blocks: no calls)

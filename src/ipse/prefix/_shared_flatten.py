@@ -24,7 +24,7 @@ from ipse.prefix._growing import SharedHistory
 from ipse.prefix._positions import PositionColumns, PositionWriter, setting_values
 from ipse.prefix._rules import Rules
 from ipse.prefix._shared_store import NO_TAIL, HistoryAppender, MessageEnds, OwnTail, SharedStore
-from ipse.transcript import Codec, Positions, StoredMessage, body_codec
+from ipse.transcript._shared import Codec, Positions, StoredMessage, body_codec
 
 # (front, key, has_image) -> what a front that many requests share gives (the front kept, so
 # that its id is not reused while the entry lives): its settings, codec, positions, store key

@@ -29,7 +29,7 @@ from ipse.prefix._blocks import (
 from ipse.prefix._flat import Locator
 from ipse.prefix._positions import PositionColumns, PositionWriter
 from ipse.prefix._segments import BlockHasher, digest, salted
-from ipse.transcript import StoredMessage
+from ipse.transcript._shared import StoredMessage
 
 
 class SharedStore(msgspec.Struct):

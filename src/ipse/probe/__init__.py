@@ -15,74 +15,10 @@ line alone at one cut (for the report) and `best_cut` the cut where a handoff pa
 
 from __future__ import annotations
 
-from ipse.handoff.effects import Artifact, artifacts, command_of, exit_status
-from ipse.probe._ask import APIS, Asker, judge
-from ipse.probe._best import Continuity, best_cut, best_of, continuity
-from ipse.probe._demand import Rediscovery, demanded, rediscovery
-from ipse.probe._facts import KINDS, STANDING, WHERE, FactIndex, SessionFact, grit, read_invariants
 from ipse.probe._kit import IpseCompactor
-from ipse.probe._model import CAVEAT, Asking, answers
-from ipse.probe._questions import Question, questions
-from ipse.probe._reach import Query, Reach, Reached, queries
-from ipse.probe._run import choose_cuts, parse_every, plan_of, probe_session, write_contexts
-from ipse.probe._score import probe, score
-from ipse.probe._seams import seams
-from ipse.probe._strategies import BUDGETED, MASKS, SUMMARY, Context, Meter, Plan, contexts
-from ipse.probe._targets import REACH_TARGET, headline, targets
-from ipse.probe._timeline import Compaction, Timeline, block_text, timeline
+from ipse.probe._reach import queries
+from ipse.probe._run import probe_session
+from ipse.probe._score import probe
+from ipse.probe._timeline import timeline
 
-__all__ = [
-    "APIS",
-    "BUDGETED",
-    "CAVEAT",
-    "KINDS",
-    "MASKS",
-    "REACH_TARGET",
-    "STANDING",
-    "SUMMARY",
-    "WHERE",
-    "Artifact",
-    "Asker",
-    "Asking",
-    "Compaction",
-    "Context",
-    "Continuity",
-    "FactIndex",
-    "IpseCompactor",
-    "Meter",
-    "Plan",
-    "Query",
-    "Question",
-    "Reach",
-    "Reached",
-    "Rediscovery",
-    "SessionFact",
-    "Timeline",
-    "answers",
-    "artifacts",
-    "best_cut",
-    "best_of",
-    "block_text",
-    "choose_cuts",
-    "command_of",
-    "contexts",
-    "continuity",
-    "demanded",
-    "exit_status",
-    "grit",
-    "headline",
-    "judge",
-    "parse_every",
-    "plan_of",
-    "probe",
-    "probe_session",
-    "queries",
-    "questions",
-    "read_invariants",
-    "rediscovery",
-    "score",
-    "seams",
-    "targets",
-    "timeline",
-    "write_contexts",
-]
+__all__ = ["IpseCompactor", "probe", "probe_session", "queries", "timeline"]

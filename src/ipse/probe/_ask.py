@@ -17,8 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from ipse._redact import redact
 from ipse.errors import IpseError, UsageError
-from ipse.redact import redact
 
 APIS = ("anthropic", "openai")
 SYSTEM = (

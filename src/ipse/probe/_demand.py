@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ipse.handoff.effects import command_of, read_path
+from ipse.handoff._shared import command_of, read_path
 from ipse.probe._facts import FactIndex, SessionFact
 from ipse.transcript import Message, ToolCall
 

@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ipse.fileio import check_text_head, read_bytes
-from ipse.handoff import is_checkpoint_call
-from ipse.handoff.effects import artifacts, command_of, exit_status, first_line
+from ipse.handoff._shared import command_of, exit_status, first_line, is_checkpoint_call
+from ipse.handoff.effects import artifacts
 from ipse.probe._grit import grit
 from ipse.probe._timeline import Timeline, call_text
-from ipse.transcript import Message, Origin, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript import Message, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Origin
 
 KINDS = ("artifact", "grit", "constraint", "task")
 STANDING = frozenset({"constraint", "task"})

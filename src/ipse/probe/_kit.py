@@ -22,7 +22,8 @@ from typing import Any
 from ipse.errors import MissingExtra
 from ipse.handoff import strip
 from ipse.probe._timeline import block_text
-from ipse.transcript import Conversation, Text, ToolCall, ToolResult, codec
+from ipse.transcript import Conversation, Text, ToolCall, ToolResult
+from ipse.transcript._shared import codec
 
 TOOL = "tool_output"  # the name tool turns are called under
 START = "(start)"  # the user turn put first where the kit's turns open otherwise

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipse._redact import redact
 from ipse.probe._facts import SessionFact
 from ipse.probe._strategies import BUDGETED, SUMMARY
-from ipse.redact import redact
 
 IPSE = ("ipse", "ipse-no-notes", BUDGETED)  # the strategies that are ipse's handoff
 

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ipse._redact import redact
 from ipse.probe._ask import Asker, judge
 from ipse.probe._questions import Question, exact_score
 from ipse.probe._strategies import Context
-from ipse.redact import redact
 
 CAVEAT = (
     "scores measure this model answering from each context; a small model answers poorly, so "

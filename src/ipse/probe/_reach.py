@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from ipse import jsonio
 from ipse.errors import IpseError
-from ipse.handoff.effects import strings
+from ipse.handoff._shared import strings
 from ipse.probe._facts import SessionFact
 from ipse.probe._grit import grit
 
 if TYPE_CHECKING:
-    from ipse.archive import Archivable, ArchiveStore
+    from ipse.archive._shared import Archivable, ArchiveStore
 
 TOP = 5  # matches a query returns (a fact counts only when one of them holds it)
 MAX_WORDS = 32  # words of a grep query (the archive's limit)

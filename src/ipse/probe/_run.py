@@ -22,9 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ipse._redact import redact
+from ipse._tokens import TokenCounter
 from ipse.errors import CutError, IpseError, UsageError
 from ipse.fileio import atomic_write, check_output
-from ipse.handoff import handoff_session, is_checkpoint_call
+from ipse.handoff._shared import handoff_session, is_checkpoint_call
 from ipse.probe._facts import FactIndex, read_invariants
 from ipse.probe._model import CAVEAT, Asking
 from ipse.probe._reach import Reach
@@ -33,9 +35,8 @@ from ipse.probe._seams import seams
 from ipse.probe._strategies import SESSION, Context, Meter, Plan
 from ipse.probe._targets import headline
 from ipse.probe._timeline import Timeline, timeline
-from ipse.redact import redact
-from ipse.tokens import TokenCounter
-from ipse.transcript import Source, ToolCall, ToolResult, load
+from ipse.transcript import ToolCall, ToolResult, load
+from ipse.transcript._shared import Source
 
 QUARTERS = (0.25, 0.5, 0.75)
 

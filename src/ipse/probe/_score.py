@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ipse._redact import redact
 from ipse.probe._demand import demanded, rediscovery
 from ipse.probe._facts import KINDS, FactIndex, SessionFact
 from ipse.probe._lost import fact_document, share, why
@@ -23,7 +24,6 @@ from ipse.probe._questions import questions
 from ipse.probe._reach import Reach, Reached, item_text
 from ipse.probe._strategies import Context, Meter, Plan, contexts
 from ipse.probe._targets import targets
-from ipse.redact import redact
 
 Keep = Callable[[int, Sequence[Context]], None]  # what is told each cut's contexts
 

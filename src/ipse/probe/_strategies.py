@@ -26,20 +26,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ipse._tokens import MemoCounter, TokenCounter, default_counter
 from ipse.errors import IpseError
-from ipse.handoff import (
-    DEFAULT_LEDGER_TOKENS,
-    Handoff,
-    HandoffOptions,
-    is_checkpoint_call,
-    run,
-)
+from ipse.handoff import Handoff, HandoffOptions, run
+from ipse.handoff._shared import DEFAULT_LEDGER_TOKENS, is_checkpoint_call
 from ipse.probe._timeline import Compaction, Timeline, block_text
-from ipse.tokens import MemoCounter, TokenCounter, default_counter
-from ipse.transcript import Block, Message, Text, ToolCall, ToolResult
+from ipse.transcript import Message, Text, ToolCall, ToolResult
+from ipse.transcript._shared import Block
 
 if TYPE_CHECKING:
-    from ipse.archive import Archivable
+    from ipse.archive._shared import Archivable
 
 MASKS = (3, 5, 10)
 PLACEHOLDER = "[tool output omitted]"

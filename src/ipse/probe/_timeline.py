@@ -18,19 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ipse.handoff.effects import strings
-from ipse.transcript import (
-    Block,
-    Conversation,
-    Dialect,
-    Message,
-    Origin,
-    Source,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-)
+from ipse.handoff._shared import strings
+from ipse.transcript import Conversation, Message, Text, Thinking, ToolCall, ToolResult
+from ipse.transcript._shared import Block, Dialect, Origin, Source
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ A local HTTP proxy for the Anthropic Messages and OpenAI Chat Completions / Resp
 (extra ``ipse[proxy]``: Starlette, uvicorn, httpx). Requests that hold a call of the checkpoint
 tool are handed off with the library (`ipse.handoff.wire.rewrite_request`) before they go upstream;
 everything else passes byte for byte; responses stream back as they arrive. See `create_app`
-(the ASGI app), `serve` (foreground), `start_in_thread`, `health_document` (does one answer?) and
-`identify` (is the one that answers this user's own?).
+(the ASGI app), `serve` (foreground) and `start_in_thread`, each configured by a `ProxyConfig`
+and its `Upstream` per provider; what ``ipse proxy start | stop`` and the agent install use
+besides (is one answering? is it this user's own?) is in ``ipse.proxy._shared``.
 The HTTP stack is imported only when an app is created.
 """
 
@@ -13,26 +14,8 @@ from __future__ import annotations
 
 import typing as _typing
 
-from ipse.proxy._config import (
-    ANTHROPIC_UPSTREAM,
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    DEFAULT_WORKERS,
-    OPENAI_UPSTREAM,
-    READ_TIMEOUT,
-    ProxyConfig,
-    Upstream,
-    is_loopback,
-)
-from ipse.proxy._owner import Listener, foreign_listeners, identify, proxy_process
-from ipse.proxy._serve import (
-    RunningProxy,
-    bind,
-    health_document,
-    serve,
-    start_in_thread,
-    warn_if_exposed,
-)
+from ipse.proxy._config import ProxyConfig, Upstream
+from ipse.proxy._serve import serve, start_in_thread
 
 if _typing.TYPE_CHECKING:
     from typing import Any, TextIO
@@ -45,25 +28,4 @@ def create_app(config: ProxyConfig, *, log_stream: TextIO | None = None) -> Any:
     return _create_app(config, log_stream=log_stream)
 
 
-__all__ = [
-    "ANTHROPIC_UPSTREAM",
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "DEFAULT_WORKERS",
-    "OPENAI_UPSTREAM",
-    "READ_TIMEOUT",
-    "Listener",
-    "ProxyConfig",
-    "RunningProxy",
-    "Upstream",
-    "bind",
-    "create_app",
-    "foreign_listeners",
-    "health_document",
-    "identify",
-    "is_loopback",
-    "proxy_process",
-    "serve",
-    "start_in_thread",
-    "warn_if_exposed",
-]
+__all__ = ["ProxyConfig", "Upstream", "create_app", "serve", "start_in_thread"]

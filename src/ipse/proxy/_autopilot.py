@@ -28,17 +28,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ipse import _notes, jsonio
-from ipse.handoff import Limits, limits_for
-from ipse.handoff.wire import (
-    AutopilotRewrite,
-    autopilot_request,
-    clear_cache,
-    conversation_key,
-    could_act,
-)
+from ipse._redact import redact
+from ipse.handoff._shared import Limits, clear_cache, conversation_key, could_act, limits_for
+from ipse.handoff.wire import AutopilotRewrite, autopilot_request
 from ipse.proxy._exchange import Exchange
 from ipse.proxy._store import RemovedItems
-from ipse.redact import redact
 
 if TYPE_CHECKING:
     from ipse.proxy._app import ProxyState
@@ -66,7 +60,7 @@ def limits(model: str | None, provider: str, agent: str | None) -> Limits:
     known = limits_for(model, provider)
     if agent is None:
         return known
-    from ipse.agents import compaction_point
+    from ipse.agents._shared import compaction_point
 
     point = None
     for user in (False, True):

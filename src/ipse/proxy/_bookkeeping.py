@@ -27,7 +27,7 @@ from ipse.proxy._exchange import Exchange, identify_conversation
 from ipse.proxy._record import Recorder, exchange_secrets, log_line, record_entry
 
 if TYPE_CHECKING:
-    from ipse.prefix import LiveAnalysis
+    from ipse.prefix._shared import LiveAnalysis
 
 _log = _notes.logger("ipse.proxy")
 ANALYSIS_BACKLOG = 32  # tasks waiting beyond which the cache analysis is skipped
@@ -109,7 +109,7 @@ class Bookkeeping:
         ):
             return None
         if self._live is None:  # (the cache model's modules on the first request it analyses)
-            from ipse.prefix import LiveAnalysis
+            from ipse.prefix._shared import LiveAnalysis
 
             self._live = LiveAnalysis()
         body = ex.rewrite.body if ex.rewrite is not None and ex.rewrite.body else ex.parsed
@@ -139,14 +139,14 @@ def _saved_tokens(ex: Exchange) -> int | None:
     if ex.dialect is None:
         return None
     from ipse.handoff import tokens_saved
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     read = codec(ex.dialect).read_body
     return int(tokens_saved(read(ex.parsed), read(rewrite.body)))
 
 
 def _usage(body: bytes) -> Mapping[str, Any] | None:
-    from ipse.transcript.formats.http_log import usage_of
+    from ipse.transcript._shared import usage_of
 
     try:
         return usage_of({"body": body.decode("utf-8", errors="replace")}, "response")

@@ -15,8 +15,7 @@ from urllib.parse import urlsplit
 
 from ipse import jsonio
 from ipse.errors import UsageError
-from ipse.handoff import AutopilotPolicy
-from ipse.handoff.wire import CHECKPOINT_TOOLS
+from ipse.handoff._shared import CHECKPOINT_TOOLS, AutopilotPolicy
 
 ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
 OPENAI_UPSTREAM = "https://api.openai.com"

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
-from ipse.handoff.wire import AutopilotRewrite, Rewrite, conversation_key
+from ipse.handoff._shared import conversation_key
+from ipse.handoff.wire import AutopilotRewrite, Rewrite
 from ipse.proxy._wire import Provider
 
 

@@ -34,7 +34,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ipse import _notes, jsonio
-from ipse.handoff.wire import Rewrite, clear_cache, conversation_key, rewrite_request
+from ipse._redact import mask_text, redact
+from ipse.handoff._shared import clear_cache, conversation_key
+from ipse.handoff.wire import Rewrite, rewrite_request
 from ipse.proxy._autopilot import apply_autopilot
 from ipse.proxy._config import Upstream
 from ipse.proxy._exchange import Exchange, OpenRequest
@@ -50,7 +52,6 @@ from ipse.proxy._wire import (
     request_headers,
     response_headers,
 )
-from ipse.redact import mask_text, redact
 
 if TYPE_CHECKING:
     from ipse.proxy._app import ProxyState
@@ -398,7 +399,7 @@ def _left(state: ProxyState, ex: Exchange, opened: OpenRequest) -> Response:
 def last_events(provider: Provider, dialect: str | None) -> tuple[bytes, ...]:
     """The markers of an event stream's last event for its API (none known: empty): its
     dialect's, Anthropic's for an Anthropic route of no dialect."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     if dialect is None:
         return codec(provider).stream_end if provider == "anthropic" else ()

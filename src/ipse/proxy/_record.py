@@ -1,7 +1,7 @@
 """The proxy's outputs: the record file (one exchange per line) and the per-request log line.
 
 The record is JSONL in the HTTP-log format ``ipse inspect``, ``ipse prefix`` and ``ipse report``
-read (`ipse.transcript.formats.http_log.exchange_record` builds each line); it is created 0600
+read (`ipse.transcript._formats.http_log.exchange_record` builds each line); it is created 0600
 and each line is written whole and flushed, so a reader never sees half an exchange. Headers in
 it have their credentials masked. The log line says what the cache did (read, written, uncached)
 next to what the provider's cache model predicted, the cause when reuse was lost and what it
@@ -11,7 +11,7 @@ line when it starts (`start_line`), and a request the proxy answers itself (a re
 /``) one of its own (`answer_line`): every request leaves a line, every error is in exactly one.
 
 What is written has the request's credentials masked, by the masking step every front end
-shares (`ipse.redact`): in headers, the query and body fields named like one (`record_entry`),
+shares (`ipse._redact`): in headers, the query and body fields named like one (`record_entry`),
 and wherever a value the request carried as a credential turns up again, such as an upstream's
 error that quotes its URL (`exchange_secrets`).
 """
@@ -26,10 +26,10 @@ from typing import Any
 
 from ipse import jsonio
 from ipse._handoff_events import recorded_handoff
+from ipse._redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 from ipse.fileio import private_file
 from ipse.proxy._autopilot import shown
 from ipse.proxy._exchange import Exchange
-from ipse.redact import RequestSecrets, mask_text, masked_body, masked_headers, redact_query
 
 
 class Recorder:
@@ -228,7 +228,7 @@ def answer_line(method: str, path: str, status: int, note: str, *, json_log: boo
 
 def record_entry(ex: Exchange, body: bytes, analysis: Any) -> dict[str, Any]:
     """The record's line for an exchange, its credentials masked (headers, query, fields)."""
-    from ipse.transcript.formats.http_log import exchange_record
+    from ipse.transcript._shared import exchange_record
 
     rewrite = ex.rewrite
     client = ex.parsed if ex.parsed is not None else _json_or_text(ex.client_body)
@@ -285,7 +285,7 @@ def _error_text(body: bytes) -> bytes:
 
 def exchange_secrets(ex: Exchange) -> RequestSecrets:
     """The credentials the request carried (headers, query, body fields), to mask wherever
-    they turn up again in what is written about it (`ipse.redact.RequestSecrets`)."""
+    they turn up again in what is written about it (`ipse._redact.RequestSecrets`)."""
     body = ex.parsed if isinstance(ex.parsed, dict) else None
     return RequestSecrets.of_request(ex.headers, ex.query, body)
 

@@ -24,8 +24,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ipse import _notes
+from ipse._redact import redact
 from ipse.proxy._exchange import Exchange, identify_conversation
-from ipse.redact import redact
 
 _log = _notes.logger("ipse.proxy")
 STORE_WAIT = 5.0  # seconds a request waits, at most, for the store (archive, count)
@@ -85,7 +85,7 @@ class ProxyStore:
             return  # an in-memory store keeps no archive
         with self._archive_lock:  # one connection: its transactions one at a time
             if self._archive is None:
-                from ipse.archive import LazyArchive
+                from ipse.archive._shared import LazyArchive
 
                 self._archive = LazyArchive(self.url)
             for session, removed, source in puts:
@@ -119,7 +119,7 @@ class ProxyStore:
         ex.handoff_event = rewrite is not None and not rewrite.cached
         if ex.key is None:
             return None
-        from ipse.store import request_digest
+        from ipse.store._shared import request_digest
 
         digest = request_digest(ex.method, ex.path, ex.query, ex.client_body)
         try:

@@ -4,7 +4,7 @@ Headers are forwarded unchanged except the hop-by-hop ones (RFC 9110 section 7.6
 ``host`` and ``content-length``, which the client library sets again) and ``accept-encoding``:
 the proxy asks upstream for ``identity``, because a compressed event stream is delayed by the
 decompressor and the proxy reads usage from it. Credentials are forwarded and nothing else: the
-header list that reaches a record or a log has them masked (`ipse.redact.masked_headers`).
+header list that reaches a record or a log has them masked (`ipse._redact.masked_headers`).
 
 Errors the proxy itself answers (upstream unreachable, timed out, a body too large) take the
 shape the client's SDK parses: Anthropic ``{"type": "error", "error": {"type", "message"}}``,
@@ -145,7 +145,7 @@ def error_event(provider: Provider, dialect: str | None, message: str) -> bytes:
     """A server-sent error event for a stream that has already begun: Anthropic's for an
     Anthropic client whatever the route, else the event of the route's dialect (of Chat
     Completions for a route with none)."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     shape = provider if provider == "anthropic" or dialect is None else dialect
     return codec(shape).stream_error(message)

@@ -11,7 +11,7 @@ session falls short of half its conversation's cost.
 
 from __future__ import annotations
 
-from ipse.replay._document import TARGET, document
+from ipse.replay._document import document
 from ipse.replay._replay import Replayed, ReplayOptions, replay_log, replay_session
 
-__all__ = ["TARGET", "ReplayOptions", "Replayed", "document", "replay_log", "replay_session"]
+__all__ = ["ReplayOptions", "Replayed", "document", "replay_log", "replay_session"]

@@ -27,7 +27,7 @@ def at_cuts(planned: PlannedLine, session: Path | None) -> None:
     cannot score the cut)."""
     if not planned.cuts:
         return
-    from ipse.probe import FactIndex, Meter, Reach, Timeline, continuity, read_invariants
+    from ipse.probe._shared import FactIndex, Meter, Reach, Timeline, continuity, read_invariants
 
     conversation = planned.conversation
     line = Timeline(conversation.messages, (), conversation.dialect, conversation.system)
@@ -43,7 +43,8 @@ def at_compactions(session: Path, format: str | None) -> list[dict[str, Any]]:
     """At each of the session's own compactions: the probe's in-context and reachable shares
     for the agent CLI's summary and for ipse's handoff at the same point (none for an input
     that is no session with compactions)."""
-    from ipse.probe import FactIndex, Meter, Reach, probe, read_invariants, timeline
+    from ipse.probe import probe, timeline
+    from ipse.probe._shared import FactIndex, Meter, Reach, read_invariants
     from ipse.transcript import load
 
     try:

@@ -64,12 +64,16 @@ def _at_recorded(recorded: Side, modelled: Side, policy: Side) -> dict[str, floa
         policy.conversation_usd, modelled.conversation_usd
     )
     front = recorded.front_usd * _share(policy.front_usd, modelled.front_usd)
+    # the recorded input with what the policy changes of each part (not the parts summed
+    # anew: the recorded input less its front plus its front is not always the recorded input
+    # to the last digit, and a policy that changes nothing bills the recorded input exactly)
+    changed = (conversation - recorded.conversation_usd) + (front - recorded.front_usd)
     return {
-        "input_usd": round(conversation + front, 6),
+        "input_usd": round(recorded.input_usd + changed, 6),
         "conversation_usd": round(conversation, 6),
         "front_usd": round(front, 6),
         "output_usd": round(policy.output_usd, 6),
-        "bill_usd": round(conversation + front + policy.output_usd, 6),
+        "bill_usd": round(recorded.input_usd + changed + policy.output_usd, 6),
     }
 
 

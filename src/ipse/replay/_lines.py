@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipse.prefix import Request, SharedHistory
-from ipse.transcript import Codec, body_codec
+from ipse.prefix import Request
+from ipse.prefix._shared import SharedHistory
+from ipse.transcript._shared import Codec, body_codec
 
 
 @dataclass(slots=True)

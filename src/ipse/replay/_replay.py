@@ -35,9 +35,10 @@ from typing import Any
 
 import msgspec
 
-from ipse import progress as ipse_progress
-from ipse.handoff import AutopilotPolicy, Limits, RequestState, autopilot_step, limits_for
-from ipse.prefix import MIN_TOKENS, PrefixReport, Request, RequestLog, analyze, read_requests
+from ipse import _progress as ipse_progress
+from ipse.handoff._shared import AutopilotPolicy, Limits, RequestState, autopilot_step, limits_for
+from ipse.prefix import PrefixReport, Request, analyze, read_requests
+from ipse.prefix._shared import MIN_TOKENS, RequestLog
 from ipse.replay._continuity import at_compactions, at_cuts
 from ipse.replay._lines import Line, Stretch, group, lines_of
 from ipse.replay._rewrite import PlannedLine, Rewriter, nudge_items, plan_line

@@ -22,18 +22,21 @@ from typing import Any
 import msgspec
 
 from ipse.errors import IpseError
-from ipse.handoff import (
+from ipse.handoff._shared import (
     AutopilotPlan,
     AutopilotPolicy,
     Limits,
     PlannedEvent,
+    autopilot_cut,
+    item_starts,
+    place_nudges,
     plan_autopilot,
 )
-from ipse.handoff.wire import autopilot_cut, item_starts, place_nudges
 from ipse.prefix import Request
 from ipse.replay._lines import Line, Member
 from ipse.replay._sizes import LineTokens, recorded_total
-from ipse.transcript import Codec, Conversation
+from ipse.transcript import Conversation
+from ipse.transcript._shared import Codec
 
 
 @dataclass(slots=True)

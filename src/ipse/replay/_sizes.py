@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
-from ipse.prefix import actual_tokens, windows
+from ipse.prefix._shared import actual_tokens, windows
 from ipse.replay._lines import Line, Stretch
 
 MIN_POINTS = 3  # recorded requests a line needs for a fit of its own

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ipse.prefix import PrefixReport, Request, Row, Tokens, billed_tokens, prices, token_cost
+from ipse.prefix import PrefixReport, Request, prices, token_cost
+from ipse.prefix._shared import Row, Tokens, billed_tokens
 
 
 @dataclass(slots=True)

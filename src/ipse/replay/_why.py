@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ipse.prefix import PrefixReport, Tokens, token_cost
+from ipse.prefix import PrefixReport, token_cost
+from ipse.prefix._shared import Tokens
 from ipse.replay._rewrite import Cut
 
 SHARE = 0.5  # the share from which a bound explains a session that misses half its cost

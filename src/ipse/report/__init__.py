@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typing as _typing
 
-from ipse.report._data import CONTEXT_KINDS, HandoffSaving, Point, ReportData, collect
+from ipse.report._data import ReportData, collect
 from ipse.report._page import render
 
 if _typing.TYPE_CHECKING:
@@ -31,12 +31,4 @@ def write_report(data: ReportData, output: str | Path) -> int:
     return len(page)
 
 
-__all__ = [
-    "CONTEXT_KINDS",
-    "HandoffSaving",
-    "Point",
-    "ReportData",
-    "collect",
-    "render",
-    "write_report",
-]
+__all__ = ["ReportData", "collect", "render", "write_report"]

@@ -17,22 +17,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from ipse import jsonio
+from ipse._tokens import default_counter
 from ipse.errors import IpseError
-from ipse.handoff import CHECKPOINT_TOOL
-from ipse.prefix import Request, SharedHistory
-from ipse.tokens import default_counter
-from ipse.transcript import (
-    Conversation,
-    Message,
-    Text,
+from ipse.handoff._shared import CHECKPOINT_TOOL
+from ipse.prefix import Request
+from ipse.prefix._shared import SharedHistory
+from ipse.transcript import Conversation, Message, Text, ToolCall
+from ipse.transcript._shared import (
     TokenTally,
-    ToolCall,
+    as_harness,
     block_kind,
     body_codec,
     counted_text,
+    read_item,
 )
-from ipse.transcript.formats.claude_code import as_harness
-from ipse.transcript.formats.openai_responses import read_item
 
 # What fills the context, in drawing order (bottom to top).
 CONTEXT_KINDS = (

@@ -22,7 +22,7 @@ from ipse.errors import IpseError
 from ipse.transcript import Message, Text
 
 if TYPE_CHECKING:
-    from ipse.probe import FactIndex, Meter, Plan, Reach
+    from ipse.probe._shared import FactIndex, Meter, Plan, Reach
 
 SHOWN = 15  # checkpoints the page lists (the largest savings first)
 LOST_SHOWN = 8  # lost facts carried per checkpoint (the count says how many in all)
@@ -39,7 +39,8 @@ def at_checkpoints(
     """Per request index: the continuity document of a handoff there. ``anchors`` are the
     checkpoint requests with their newest message; a request whose message the
     timeline does not hold (a sub-agent's) gets none."""
-    from ipse.probe import FactIndex, Meter, Reach, plan_of, read_invariants, timeline
+    from ipse.probe import timeline
+    from ipse.probe._shared import FactIndex, Meter, Reach, plan_of, read_invariants
     from ipse.transcript import load
 
     if not anchors:
@@ -75,7 +76,7 @@ def at_checkpoints(
 def _continuities(
     index: FactIndex, meter: Meter, cuts: Mapping[int, int], reach: Reach, plan: Plan
 ) -> dict[int, dict[str, Any]]:
-    from ipse.probe import continuity
+    from ipse.probe._shared import continuity
 
     out: dict[int, dict[str, Any]] = {}
     for request, cut in cuts.items():

@@ -17,18 +17,10 @@ from typing import Any
 
 from ipse import jsonio
 from ipse._handoff_events import saved_tokens
-from ipse.handoff import RATES, CacheRates, break_even, is_checkpoint
-from ipse.prefix import (
-    UNRECORDED_FRONT,
-    PrefixReport,
-    Request,
-    RequestLog,
-    SharedHistory,
-    analyze,
-    prices,
-    read_requests,
-    rules,
-)
+from ipse._tokens import default_counter, tokenizer_label
+from ipse.handoff._shared import RATES, CacheRates, break_even, is_checkpoint
+from ipse.prefix import PrefixReport, Request, analyze, prices, read_requests, rules
+from ipse.prefix._shared import UNRECORDED_FRONT, RequestLog, SharedHistory
 from ipse.report._composition import (
     CONTEXT_KINDS,
     UNKNOWN_TOOL,
@@ -38,15 +30,14 @@ from ipse.report._composition import (
     conversation_of,
     raw_messages,
 )
-from ipse.tokens import default_counter, tokenizer_label
-from ipse.transcript import (
+from ipse.transcript import detect
+from ipse.transcript._shared import (
     FORMAT_TABLE,
     WRITABLE_FORMATS,
     Shape,
     TokenTally,
     codec,
     counted_text,
-    detect,
 )
 
 Progress = Callable[[Iterable[Any]], Iterable[Any]]
@@ -290,7 +281,7 @@ def _replayed(log: RequestLog, path: str) -> dict[str, Any]:
     the agent CLI's compaction rule for the input's format; continuity not probed): the whole
     bill as recorded and with it (at the recorded prices), the conversation's ratio, the cuts
     and nudges."""
-    from ipse.agents import compaction_rule
+    from ipse.agents._shared import compaction_rule
     from ipse.replay import ReplayOptions, document, replay_log
 
     options = ReplayOptions(compaction=compaction_rule(log.format), continuity=False)

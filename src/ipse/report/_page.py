@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from ipse import __version__
-from ipse.redact import redact
+from ipse._redact import redact
 from ipse.report._continuity import SHOWN
 from ipse.report._data import CONTEXT_KINDS, HandoffSaving, Point, ReportData
 from ipse.report._svg import Series, legend, line_chart, stacked_bars

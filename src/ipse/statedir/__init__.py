@@ -19,27 +19,19 @@ from ipse import _lazy
 
 _TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)
 if _TYPE_CHECKING:
-    from ipse.statedir._budget import Section, fit
-    from ipse.statedir._canary import CanaryResult, canary
-    from ipse.statedir._files import DEFAULT_DIR, GOAL, INVARIANTS, NEXT, RECEIPTS, WAL, state_files
-    from ipse.statedir._install import Change, install, uninstall
+    from ipse.statedir._install import install, uninstall
     from ipse.statedir._ops import add_invariant, explain, init, log_transition, set_next
-    from ipse.statedir._receipts import check_receipts, stamp
-    from ipse.statedir._resume import NextStep, ResumeView, hook_json, resume
+    from ipse.statedir._receipts import stamp
+    from ipse.statedir._resume import ResumeView, resume
     from ipse.statedir._rotate import rotate
     from ipse.statedir._verify import StateReport, verify_state
-    from ipse.statedir._wal import Record
 
 _MODULES = {
-    "_canary": ("CanaryResult", "canary"),
-    "_install": ("Change", "install", "uninstall"),
-    "_files": ("DEFAULT_DIR", "GOAL", "INVARIANTS", "NEXT", "RECEIPTS", "WAL", "state_files"),
-    "_resume": ("NextStep", "ResumeView", "hook_json", "resume"),
-    "_wal": ("Record",),
-    "_budget": ("Section", "fit"),
+    "_install": ("install", "uninstall"),
+    "_resume": ("ResumeView", "resume"),
     "_verify": ("StateReport", "verify_state"),
     "_ops": ("add_invariant", "explain", "init", "log_transition", "set_next"),
-    "_receipts": ("check_receipts", "stamp"),
+    "_receipts": ("stamp",),
     "_rotate": ("rotate",),
 }
 

@@ -23,8 +23,9 @@ import re
 import stat
 from pathlib import Path
 
+from ipse._os_errors import os_error
 from ipse._plain import Plain
-from ipse.errors import InputError, os_error
+from ipse.errors import InputError
 from ipse.fileio import StrPath, fsync_dir
 
 TYPE_CHECKING = False  # (no `typing` on the SessionStart hook's path: docs/development.md)

@@ -7,7 +7,7 @@ marker records what install added around the block (``lead=N`` newlines before i
 ``.claude/settings.json`` and ``.claude/``), so ``uninstall`` removes exactly that.
 
 For Claude Code, hook groups are added to ``.claude/settings.json`` keeping everything there
-byte for byte (`ipse.agents.jsonedit`: formatting, key order, trailing newline and CRLF line
+byte for byte (`ipse.agents._jsonedit`: formatting, key order, trailing newline and CRLF line
 endings stay):
 SessionStart (startup, resume, compact) runs ``ipse state resume --hook claude-code``;
 PreCompact logs a WAL checkpoint. The marker records which containers install created
@@ -30,8 +30,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ipse.agents import (
-    AGENTS,
+from ipse.agents import AGENTS
+from ipse.agents._shared import (
     Change,
     hook_program,
     hooks_file,
@@ -39,9 +39,9 @@ from ipse.agents import (
     jsonedit,
     program,
 )
-from ipse.agents import add_block as _add_block
-from ipse.agents import find_block as _find_block
-from ipse.agents import remove_block as _remove_block
+from ipse.agents._shared import add_block as _add_block
+from ipse.agents._shared import find_block as _find_block
+from ipse.agents._shared import remove_block as _remove_block
 from ipse.errors import InputError, UsageError
 from ipse.fileio import StrPath, atomic_write
 

@@ -18,9 +18,10 @@ import json
 import os
 from pathlib import Path
 
+from ipse._os_errors import os_error
 from ipse._plain import Plain
 from ipse._sha256 import sha256
-from ipse.errors import InputError, os_error
+from ipse.errors import InputError
 from ipse.statedir import _json as state_json
 from ipse.statedir import _seal as seal
 from ipse.statedir._files import FILE_MODE, open_regular

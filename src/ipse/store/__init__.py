@@ -10,35 +10,16 @@ counters) on the same database.
 
 from __future__ import annotations
 
-from ipse.store._base import Lease, SnapshotBackend, SnapshotRecord
-from ipse.store._connections import PostgresConnection, SqliteConnection
-from ipse.store._conversations import (
-    ConversationState,
-    ConversationStore,
-    MemoryConversations,
-    SqlConversations,
-    open_conversations,
-    request_digest,
-)
+from ipse.store._base import SnapshotBackend
+from ipse.store._conversations import ConversationStore, open_conversations
 from ipse.store._migrations import MigrationStep, register
-from ipse.store._open import default_url, open_backend, sqlite_path, sqlite_url
+from ipse.store._open import open_backend
 
 __all__ = [
-    "ConversationState",
     "ConversationStore",
-    "Lease",
-    "MemoryConversations",
     "MigrationStep",
-    "PostgresConnection",
     "SnapshotBackend",
-    "SnapshotRecord",
-    "SqlConversations",
-    "SqliteConnection",
-    "default_url",
     "open_backend",
     "open_conversations",
     "register",
-    "request_digest",
-    "sqlite_path",
-    "sqlite_url",
 ]

@@ -14,7 +14,7 @@ for one to come back, then gets `StoreError`. The pool closes with the last conn
 using it; a forked child starts its own. Both turn their driver's errors into `StoreError`
 naming the database (a PostgreSQL URL without its password), and let ipse's own errors pass
 after rolling back. URLs reach
-messages only through `ipse.redact.redact`. The twin backends and the archive share them.
+messages only through `ipse._redact.redact`. The twin backends and the archive share them.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ipse._redact import redact
 from ipse.errors import ConnectionLost, InputError, IpseError, MissingExtra, StoreError
 from ipse.fileio import PRIVATE_FILE, private_dir, tighten
-from ipse.redact import redact
 
 
 def _private_database(path: Path) -> None:

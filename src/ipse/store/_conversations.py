@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ipse._handoff_events import is_new_cut
+from ipse._redact import redact
 from ipse.errors import InputError
-from ipse.redact import redact
 from ipse.store._connections import PostgresConnection, SqliteConnection
 from ipse.store._migrations import MigrationStep, register
 

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ipse._redact import redact
 from ipse.errors import InputError, NoStore
-from ipse.redact import redact
 from ipse.store._base import SnapshotBackend
 from ipse.store._tables import ensure_registered
 

@@ -59,8 +59,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ipse import jsonio
+from ipse._redact import redact
 from ipse.errors import ConnectionLost, StaleWriter, StoreError, WriterConflict
-from ipse.redact import redact
 from ipse.store._base import (
     Lease,
     SnapshotRecord,

@@ -379,13 +379,6 @@ CONVERSATION_CHECKS: tuple[ConversationCheck, ...] = (
 """Every conversation-store check; each takes a fresh, empty store."""
 
 
-__all__ = [
-    "BODY",
-    "CHECKS",
-    "CONVERSATION_CHECKS",
-    "Check",
-    "ConversationCheck",
-    "raises",
-    "run_all",
-    "write",
-]
+# A backend's suite: the checks and the runner (`raises`, `write` and `BODY` are the checks' own
+# helpers, which `ipse.archive.testing` borrows).
+__all__ = ["CHECKS", "CONVERSATION_CHECKS", "Check", "ConversationCheck", "run_all"]

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple, Protocol
 
 from ipse import jsonio
 from ipse.errors import UsageError
+from ipse.transcript._formats import anthropic, openai_chat, openai_responses
 from ipse.transcript._model import Block, ContentForm, Conversation, Dialect, Message, Other
-from ipse.transcript.formats import anthropic, openai_chat, openai_responses
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Readers of harness files that hold one conversation: Cline and Roo Code task histories,
 SWE-agent and mini-swe-agent trajectories, OpenHands event lists, Gemini CLI sessions and
 checkpoints. Each format's module says what it relies on; this one gives their readers the one
-signature the format table (`ipse.transcript._formats`) names, ``(path, warnings)``, and turns
+signature the format table (`ipse.transcript._table`) names, ``(path, warnings)``, and turns
 a reader's surprise into bad input."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError, IpseError
-from ipse.transcript._formats import Shape, format_named, of_shape
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Conversation
+from ipse.transcript._table import Shape, format_named, of_shape
 
 HARNESS_FORMATS = of_shape(Shape.CONVERSATION)
 
@@ -45,26 +45,26 @@ def _reader(path: Path, name: str) -> Callable[..., Any]:
 
 
 def read_cline(path: Path, warnings: list[str]) -> Conversation:
-    from ipse.transcript.formats.cline import read_history
+    from ipse.transcript._formats.cline import read_history
 
     return read_history(path, warnings=warnings, data=parse_json(read_text_bytes(path), path))
 
 
 def read_swe_agent(path: Path, warnings: list[str]) -> Conversation:
-    from ipse.transcript.formats import swe_agent
+    from ipse.transcript._formats import swe_agent
 
     return swe_agent.read_trajectory(path, parse_json(read_text_bytes(path), path), "swe-agent")
 
 
 def read_mini_swe_agent(path: Path, warnings: list[str]) -> Conversation:
-    from ipse.transcript.formats import swe_agent
+    from ipse.transcript._formats import swe_agent
 
     document = parse_json(read_text_bytes(path), path)
     return swe_agent.read_trajectory(path, document, "mini-swe-agent")
 
 
 def read_openhands(path: Path, warnings: list[str]) -> Conversation:
-    from ipse.transcript.formats import openhands
+    from ipse.transcript._formats import openhands
 
     if path.is_dir():
         return openhands.read_folder(path)
@@ -72,7 +72,7 @@ def read_openhands(path: Path, warnings: list[str]) -> Conversation:
 
 
 def read_gemini_cli(path: Path, warnings: list[str]) -> Conversation:
-    from ipse.transcript.formats.gemini_cli import read_gemini
+    from ipse.transcript._formats.gemini_cli import read_gemini
 
     return read_gemini(path, read_text_bytes(path), warnings)
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ipse.tokens import TokenCounter, tokenizer_label
+from ipse._tokens import TokenCounter, tokenizer_label
 from ipse.transcript._load import Source
 from ipse.transcript._model import Conversation, Message, ToolCall
 from ipse.transcript._stats import TokenTally, block_kind, counted_text, message_counts, shares
 
 if TYPE_CHECKING:
-    from ipse.transcript.formats.http_log import Exchange
+    from ipse.transcript._formats.http_log import Exchange
 
 
 def inspect_report(source: Source, counter: TokenCounter) -> dict[str, Any]:

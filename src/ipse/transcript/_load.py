@@ -1,5 +1,5 @@
 """One entry point for reading any supported input: detect the format, run the reader the
-format table (`ipse.transcript._formats`) names for it, and hold what it gives by its shape.
+format table (`ipse.transcript._table`) names for it, and hold what it gives by its shape.
 
 `load` returns a `Source` that holds whichever shape the format has: one conversation (request
 bodies, and the harness files of `ipse.transcript._harness`), threads cut into segments
@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 
 from ipse.errors import InputError, UnknownFormat, UsageError
 from ipse.transcript._codec import codec
-from ipse.transcript._formats import FORMATS, Format, Shape, format_named, of_shape
+from ipse.transcript._formats.claude_code import MAIN, ClaudeCodeSession
 from ipse.transcript._harness import read_harness
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._links import check_links
 from ipse.transcript._model import Conversation
 from ipse.transcript._sniff import detect
+from ipse.transcript._table import FORMATS, Format, Shape, format_named, of_shape
 from ipse.transcript._thread import Thread
-from ipse.transcript.formats.claude_code import MAIN, ClaudeCodeSession
 
 if TYPE_CHECKING:  # (read at run time only for a log of HTTP exchanges: a session never is)
-    from ipse.transcript.formats.http_log import Exchange
+    from ipse.transcript._formats.http_log import Exchange
 
 
 @dataclass
@@ -123,7 +123,7 @@ def _conversation(entry: Format, p: Path, _: _Reading) -> Source:
     return Source(entry.name, p, conversation=conversation, warnings=warnings)
 
 
-# How each shape of reading is held (`_formats.Shape`).
+# How each shape of reading is held (`_table.Shape`).
 _BY_SHAPE: dict[Shape, Callable[[Format, Path, _Reading], Source]] = {
     Shape.BODY: _body,
     Shape.SESSION: _session,

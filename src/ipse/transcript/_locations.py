@@ -4,7 +4,7 @@ rollouts.
 Claude Code writes ``<config>/projects/<folder>/<session id>.jsonl`` (``<config>`` is
 ``CLAUDE_CONFIG_DIR`` or ``~/.claude``; ``<folder>`` is the working directory with every
 character that is not a letter or digit replaced by ``-``, see
-`ipse.transcript.formats.claude_code_session`); Codex writes
+`ipse.transcript._formats.claude_code_session`); Codex writes
 ``<CODEX_HOME or ~/.codex>/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``. The MCP server
 uses them to measure what a
 checkpoint's handoff will drop, for the session that started it.
@@ -20,7 +20,7 @@ _SAFE_SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 def claude_config_dir() -> Path:
     """Claude Code's configuration folder: ``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    from ipse.transcript.formats.claude_code_session import config_root
+    from ipse.transcript._formats.claude_code_session import config_root
 
     return config_root()
 
@@ -28,7 +28,7 @@ def claude_config_dir() -> Path:
 def claude_code_session_file(session: str, cwd: Path | None = None) -> Path | None:
     """The session's transcript file, when it exists; None otherwise (or for an id that is
     not a plain name)."""
-    from ipse.transcript.formats.claude_code_session import project_folder
+    from ipse.transcript._formats.claude_code_session import project_folder
 
     if not _SAFE_SESSION.fullmatch(session):
         return None

@@ -7,7 +7,7 @@ OpenHands events or Gemini Content; a JSON object that is a harness's own record
 session or checkpoint, SWE-agent or mini-swe-agent trajectory, OpenHands trajectory export),
 or a single JSON request body (Anthropic or OpenAI chat, told apart by their distinctive
 fields). This module finds out what the input is (a folder, JSONL records, a JSON array or
-object) and asks the format table (`ipse.transcript._formats`) whose test, in rank order, claims
+object) and asks the format table (`ipse.transcript._table`) whose test, in rank order, claims
 it; the tests the table names from here are the ones no single reader module owns.
 """
 
@@ -21,9 +21,9 @@ from ipse import jsonio
 from ipse._names import Names
 from ipse.errors import InputError, UnknownFormat
 from ipse.fileio import read_lines
-from ipse.transcript._formats import Where, first_match
 from ipse.transcript._jsonl import check_text_head, parse_json, read_text_bytes
 from ipse.transcript._model import Dialect
+from ipse.transcript._table import Where, first_match
 
 _ANTHROPIC_BLOCKS = Names(
     {
@@ -235,7 +235,7 @@ def _document_format(document: Mapping[str, Any], path: Path) -> str:
     )
 
 
-# ------------------------------------------------------------ the table's tests (`_formats`)
+# ------------------------------------------------------------ the table's tests (`_table`)
 
 
 def holds_json_files(folder: Path) -> bool:
@@ -245,7 +245,7 @@ def holds_json_files(folder: Path) -> bool:
 
 def is_gemini_record(record: Mapping[str, Any]) -> bool:
     """A Gemini CLI session line: a message or metadata record, or a rewind or update mark."""
-    from ipse.transcript.formats.gemini_cli import looks_like_session
+    from ipse.transcript._formats.gemini_cli import looks_like_session
 
     return looks_like_session(record) or "$rewindTo" in record or "$set" in record
 
@@ -282,14 +282,14 @@ def is_exchange(document: Mapping[str, Any]) -> bool:
 
 def is_gemini_document(document: Mapping[str, Any]) -> bool:
     """A Gemini CLI session (the older one-document kind) or a checkpoint."""
-    from ipse.transcript.formats import gemini_cli
+    from ipse.transcript._formats import gemini_cli
 
     return gemini_cli.looks_like_session(document) or gemini_cli.looks_like_checkpoint(document)
 
 
 def holds_openhands_events(document: Mapping[str, Any]) -> bool:
     """An OpenHands export: ``{"trajectory": [...]}`` or ``{"events": [...]}``."""
-    from ipse.transcript.formats import openhands
+    from ipse.transcript._formats import openhands
 
     events = openhands.events_of(document)
     return events is not None and openhands.looks_like_openhands(events)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipse import jsonio
-from ipse.tokens import TokenCounter
+from ipse._tokens import TokenCounter
 from ipse.transcript._model import (
     Block,
     Conversation,

@@ -7,8 +7,8 @@ from typing import Any
 
 from ipse.errors import UsageError
 from ipse.transcript._codec import DIALECTS, codec
-from ipse.transcript._formats import WRITABLE_FORMATS, format_named
 from ipse.transcript._model import Conversation
+from ipse.transcript._table import WRITABLE_FORMATS, format_named
 
 
 def ensure_writable(conversation: Conversation) -> None:

@@ -73,7 +73,7 @@ class Rehydration:
     def _front(self, dialect: str) -> dict[str, Any]:
         """The request prefix in a dialect's shape (``openai``: Chat Completions): the role,
         then the resumption text, as the dialect carries instructions."""
-        from ipse.transcript import codec
+        from ipse.transcript._shared import codec
 
         texts = [self.role] if self.context is None else [self.role, self.context]
         return codec(dialect).front(texts)

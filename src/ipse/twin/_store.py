@@ -23,7 +23,8 @@ from types import TracebackType
 from typing import Any
 
 from ipse.errors import InputError
-from ipse.store import Lease, SnapshotBackend, SnapshotRecord, open_backend
+from ipse.store import SnapshotBackend, open_backend
+from ipse.store._shared import Lease, SnapshotRecord
 from ipse.twin._identity import DEFAULT_POLICY, IdentityPolicy, identity_view, state_hash
 from ipse.twin._schema import dump_state, load_snapshot
 from ipse.twin._state import CURRENT_SCHEMA, TwinState

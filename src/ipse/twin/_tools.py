@@ -113,7 +113,7 @@ def usage_lines() -> list[str]:
 def tool_definitions(dialect: str) -> list[dict[str, Any]]:
     """The transitions as tool definitions in a dialect's shape (``openai``: Chat Completions);
     `UsageError` for a dialect no codec has."""
-    from ipse.transcript import codec
+    from ipse.transcript._shared import codec
 
     dialect_codec = codec(dialect)
     return [dialect_codec.tool(name, desc, schema) for name, desc, schema in TOOL_SPECS]
@@ -154,7 +154,8 @@ class Dispatched:
 
     def results(self) -> list[dict[str, Any]]:
         """One result per applied call, in the caller's provider shape."""
-        from ipse.transcript import ToolResult, codec
+        from ipse.transcript import ToolResult
+        from ipse.transcript._shared import codec
 
         out: list[dict[str, Any]] = []
         for call in self.calls:

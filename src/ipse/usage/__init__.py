@@ -15,28 +15,13 @@ import typing as _typing
 from ipse import _lazy
 
 if _typing.TYPE_CHECKING:
-    from ipse.usage._call import Call
-    from ipse.usage._collect import (
-        Collected,
-        Folder,
-        bill_of,
-        collect,
-        find_files,
-        reader_for,
-    )
-    from ipse.usage._cost import Costs
-    from ipse.usage._ledger import Ledger, Loss, Row, Saving, ledger_of, one_each
-    from ipse.usage._losses import replay_losses
-    from ipse.usage._report import GROUPS, Bucket, group, parse_day, total
+    from ipse.usage._collect import bill_of, collect
+    from ipse.usage._report import Bucket, group, total
     from ipse.usage._statusline import statusline
 
 _MODULES = {
-    "_call": ("Call",),
-    "_collect": ("Collected", "Folder", "bill_of", "collect", "find_files", "reader_for"),
-    "_cost": ("Costs",),
-    "_ledger": ("Ledger", "Loss", "Row", "Saving", "ledger_of", "one_each"),
-    "_losses": ("replay_losses",),
-    "_report": ("GROUPS", "Bucket", "group", "parse_day", "total"),
+    "_collect": ("bill_of", "collect"),
+    "_report": ("Bucket", "group", "total"),
     "_statusline": ("statusline",),
 }
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ipse.prefix import billed_tokens, same_call
+from ipse.prefix._shared import billed_tokens, same_call
 from ipse.usage._call import Call, counted
 from ipse.usage._lines import marked_lines, seconds
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ipse.prefix import billed_tokens
+from ipse.prefix._shared import billed_tokens
 from ipse.usage._call import Call
 from ipse.usage._lines import marked_lines, seconds
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.errors import InputError, IpseError
-from ipse.transcript import Shape, format_named
+from ipse.transcript._shared import Shape, format_named
 from ipse.usage._call import Call
 from ipse.usage._claude import ClaudeReader
 from ipse.usage._codex import CodexReader
@@ -122,7 +122,7 @@ def _sniff(path: Path, *, strict: bool) -> str | None:
     """The reader of a file given by path, from its first line (None, or with ``strict`` an
     `InputError`, when it is none of the formats a bill is read from)."""
     from ipse import jsonio
-    from ipse.transcript import record_format
+    from ipse.transcript._shared import record_format
 
     if path.suffix not in (".jsonl", ".json") and not strict:
         return None

@@ -7,7 +7,8 @@ price table). Each model's four prices are looked up once.
 
 from __future__ import annotations
 
-from ipse.prefix import PROVIDERS, prices, rules
+from ipse.prefix import prices, rules
+from ipse.prefix._shared import PROVIDERS
 from ipse.usage._call import Call
 
 

@@ -17,8 +17,9 @@ from typing import Any
 import msgspec
 
 from ipse import jsonio
-from ipse.errors import InputError, os_error
-from ipse.prefix import billed_tokens
+from ipse._os_errors import os_error
+from ipse.errors import InputError
+from ipse.prefix._shared import billed_tokens
 from ipse.usage._call import Call
 from ipse.usage._lines import marked_lines, seconds
 

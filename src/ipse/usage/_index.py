@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 
 from ipse import jsonio
+from ipse._redact import redact
 from ipse.errors import InputError
-from ipse.redact import redact
 from ipse.usage._call import Call
 from ipse.usage._ledger import Ledger
 from ipse.usage._schema import ensure_registered
@@ -48,11 +48,11 @@ class UsageIndex:
     """The index's two tables in the store at ``url`` (None: the default store)."""
 
     def __init__(self, url: str | None = None) -> None:
-        from ipse.store import (
+        from ipse.store import open_backend
+        from ipse.store._shared import (
             PostgresConnection,
             SqliteConnection,
             default_url,
-            open_backend,
             sqlite_path,
         )
 

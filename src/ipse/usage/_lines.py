@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ipse.errors import os_error
+from ipse._os_errors import os_error
 
 BLOCK = 8 * 1024 * 1024
 

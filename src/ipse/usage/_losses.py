@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.errors import IpseError
 from ipse.usage._collect import Collected, Folder, collect, reader_for
 from ipse.usage._index import UsageIndex

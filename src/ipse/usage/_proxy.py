@@ -1,6 +1,6 @@
 """The billed calls and the handoffs in the ipse proxy's record (``ipse proxy start --record``).
 
-Each line is one exchange (`ipse.transcript.formats.http_log`): the request as sent upstream,
+Each line is one exchange (`ipse.transcript._formats.http_log`): the request as sent upstream,
 the response (JSON, or server-sent events as text) and ipse's own notes (``ipse``: provider,
 conversation, the handoff it applied and what that took out of the request). A call is an
 exchange whose response reports usage; its identity is the response's id (``msg_...`` in the
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.prefix import billed_tokens
+from ipse.prefix._shared import billed_tokens
 from ipse.usage._call import Call
 from ipse.usage._lines import marked_lines, seconds
 
@@ -41,7 +41,7 @@ class ProxyReader:
         return {"handoffs": self.handoffs, "skipped": self.skipped}
 
     def read(self, start: int) -> int:
-        from ipse.transcript.formats.http_log import usage_of
+        from ipse.transcript._shared import usage_of
 
         end = [start]
         for line in marked_lines(self.path, start, _MARKERS, end):

@@ -1,7 +1,7 @@
 """OpenAI Codex CLI rollout files (JSONL of ``{timestamp, type, payload}``), read only.
 
 The conversation is in the ``response_item`` records: Responses API input items, read by the
-Responses codec (`ipse.transcript.formats.openai_responses`), so a rollout's conversation is an
+Responses codec (`ipse.transcript._formats.openai_responses`), so a rollout's conversation is an
 ``openai-responses`` conversation and writes out as a Responses request body. ``session_meta``
 gives the instructions (``base_instructions``) and the session id (``meta["session"]``, the id
 Codex also sends as its ``session-id`` header), ``turn_context`` the model. Codex sent the
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError
+from ipse.transcript._formats.openai_responses import read_items, side_of
 from ipse.transcript._jsonl import JsonlRecord, read_jsonl
 from ipse.transcript._links import check_links
 from ipse.transcript._model import Conversation, Message, Origin, Text
 from ipse.transcript._thread import Segment, Thread
-from ipse.transcript.formats.openai_responses import read_items, side_of
 
 
 @dataclass(frozen=True, slots=True)

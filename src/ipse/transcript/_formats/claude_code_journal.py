@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipse import jsonio
+from ipse.transcript._formats.claude_code_tree import SessionRecord
 from ipse.transcript._jsonl import JsonlRecord
-from ipse.transcript.formats.claude_code_tree import SessionRecord
 
 
 @dataclass(frozen=True, slots=True)

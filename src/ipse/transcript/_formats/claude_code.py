@@ -5,7 +5,7 @@ an edited message or a retry leaves an abandoned branch behind. A thread's conve
 path from its last record back to its root. A ``compact_boundary`` record starts a new root and
 points back across the compaction with ``logicalParentUuid`` (when that record is in the file):
 the path is cut there into segments, and the last segment is what the model saw last (the
-walks over the tree: `ipse.transcript.formats.claude_code_tree`).
+walks over the tree: `ipse.transcript._formats.claude_code_tree`).
 
 Threads: ``main`` (records without ``isSidechain``), one per inline sidechain root (older
 versions write subagents inline with ``isSidechain: true``; named ``sidechain-1``, ``-2``, ... in
@@ -41,10 +41,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.errors import InputError, UsageError
 from ipse.fileio import read_lines
 from ipse.jsonio import is_object
+from ipse.transcript._formats.anthropic import read_message
+from ipse.transcript._formats.claude_code_stored import Digest, StoredContent, StoredFile, notes_of
+from ipse.transcript._formats.claude_code_tree import (
+    JOURNAL_TYPES,
+    MESSAGE_TYPES,
+    SessionRecord,
+    is_boundary,
+    live_segments,
+    members,
+    record_id,
+)
 from ipse.transcript._jsonl import FieldsDecoder, check_text_head
 from ipse.transcript._links import meta_position, orphan_results
 from ipse.transcript._model import (
@@ -55,17 +66,6 @@ from ipse.transcript._model import (
     Text,
     ToolCall,
     ToolResult,
-)
-from ipse.transcript.formats.anthropic import read_message
-from ipse.transcript.formats.claude_code_stored import Digest, StoredContent, StoredFile, notes_of
-from ipse.transcript.formats.claude_code_tree import (
-    JOURNAL_TYPES,
-    MESSAGE_TYPES,
-    SessionRecord,
-    is_boundary,
-    live_segments,
-    members,
-    record_id,
 )
 
 if TYPE_CHECKING:

@@ -53,8 +53,8 @@ from typing import Any
 from ipse import jsonio
 from ipse._names import Names
 from ipse.errors import InputError
+from ipse.transcript._formats import openai_chat
 from ipse.transcript._model import Conversation, Message, Origin, Text
-from ipse.transcript.formats import openai_chat
 
 CHAT_ROLES = Names({"system", "developer", "user", "assistant", "tool"})
 _CHAT_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")

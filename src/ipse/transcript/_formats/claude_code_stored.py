@@ -1,11 +1,11 @@
 """A Claude Code message record's content as notes of its blocks, read back from the file when
 a caller needs the blocks themselves.
 
-What the request messages of a thread are made of (`ipse.transcript.formats.claude_code_requests`)
+What the request messages of a thread are made of (`ipse.transcript._formats.claude_code_requests`)
 rests on a few facts of each block: its type, the id of the tool call it makes or answers, and
 whether the neutral model would write it back as it was read. A `StoredContent` holds those
 facts (a `Note` per block) and where the record's line is in its file. Read with a ``digest``
-(`ipse.transcript.formats.claude_code.read_session`), a session keeps only that of each message
+(`ipse.transcript._formats.claude_code.read_session`), a session keeps only that of each message
 record: the blocks are digested as their line is read (``ipse prefix``: a hash and a size per
 block) and dropped, so a long session costs its notes, not its text. Read without one, the
 record keeps its content too, and its notes are made when asked (`stored`).

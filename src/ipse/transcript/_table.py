@@ -101,16 +101,16 @@ FORMAT_TABLE: tuple[Format, ...] = (
     Format(
         "claude-code",
         Shape.SESSION,
-        "formats.claude_code:read_session",
+        "_formats.claude_code:read_session",
         (
-            Sniff(_R, 20, "formats.claude_code:looks_like_claude_code"),
-            Sniff(_D, 90, "formats.claude_code:looks_like_claude_code"),
+            Sniff(_R, 20, "_formats.claude_code:looks_like_claude_code"),
+            Sniff(_D, 90, "_formats.claude_code:looks_like_claude_code"),
         ),
     ),
     Format(
         "http-log",
         Shape.LOG,
-        "formats.http_log:read_http_log",
+        "_formats.http_log:read_http_log",
         (
             Sniff(_F, 20, "_sniff:holds_json_files"),
             Sniff(_R, 40, "_sniff:is_exchange_record"),
@@ -121,7 +121,7 @@ FORMAT_TABLE: tuple[Format, ...] = (
     Format(
         "codex",
         Shape.ROLLOUT,
-        "formats.codex:read_rollout",
+        "_formats.codex:read_rollout",
         (
             Sniff(_R, 30, "_sniff:is_rollout_record"),
             Sniff(_R, 50, "_sniff:is_response_item"),
@@ -134,27 +134,27 @@ FORMAT_TABLE: tuple[Format, ...] = (
         "cline",
         Shape.CONVERSATION,
         "_harness:read_cline",
-        (Sniff(_A, 10, "formats.cline:looks_like_cline"),),
+        (Sniff(_A, 10, "_formats.cline:looks_like_cline"),),
     ),
     Format(
         "swe-agent",
         Shape.CONVERSATION,
         "_harness:read_swe_agent",
-        (Sniff(_D, 50, "formats.swe_agent:looks_like_swe_agent"),),
+        (Sniff(_D, 50, "_formats.swe_agent:looks_like_swe_agent"),),
     ),
     Format(
         "mini-swe-agent",
         Shape.CONVERSATION,
         "_harness:read_mini_swe_agent",
-        (Sniff(_D, 40, "formats.swe_agent:looks_like_mini_swe_agent"),),
+        (Sniff(_D, 40, "_formats.swe_agent:looks_like_mini_swe_agent"),),
     ),
     Format(
         "openhands",
         Shape.CONVERSATION,
         "_harness:read_openhands",
         (
-            Sniff(_F, 10, "formats.openhands:event_files"),
-            Sniff(_A, 20, "formats.openhands:looks_like_openhands"),
+            Sniff(_F, 10, "_formats.openhands:event_files"),
+            Sniff(_A, 20, "_formats.openhands:looks_like_openhands"),
             Sniff(_D, 60, "_sniff:holds_openhands_events"),
         ),
         read_only=(
@@ -168,7 +168,7 @@ FORMAT_TABLE: tuple[Format, ...] = (
         "_harness:read_gemini_cli",
         (
             Sniff(_R, 10, "_sniff:is_gemini_record"),
-            Sniff(_A, 30, "formats.gemini_cli:looks_like_checkpoint"),
+            Sniff(_A, 30, "_formats.gemini_cli:looks_like_checkpoint"),
             Sniff(_D, 30, "_sniff:is_gemini_document"),
         ),
         read_only=(

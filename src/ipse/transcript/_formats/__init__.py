@@ -3,4 +3,4 @@
 ``codex``, ``cline``, ``swe_agent``) give conversations in one of those dialects, so they write
 back through its codec; ``openhands`` and ``gemini_cli`` conversations are read only. Which
 module reads which format, and how each is recognised, is the format table's
-(`ipse.transcript._formats`)."""
+(`ipse.transcript._table`)."""

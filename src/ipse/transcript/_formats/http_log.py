@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ipse import jsonio
-from ipse.errors import InputError, os_error
+from ipse._os_errors import os_error
+from ipse.errors import InputError
 from ipse.transcript._codec import codec
 from ipse.transcript._jsonl import (
     BAD_LINE,
@@ -117,9 +118,9 @@ def read_http_log(
 def entry_conversation(entry: Mapping[str, Any], body: Mapping[str, Any]) -> str | None:
     """The conversation an exchange belongs to: the one a proxy's record names (its key for
     the conversation, ``ipse.conversation``), else the harness's session its headers carry
-    (`ipse.sessions.request_session`); None when neither says. A record collects every session
+    (`ipse._sessions.request_session`); None when neither says. A record collects every session
     that went through the proxy: readers keep each conversation's requests together."""
-    from ipse.sessions import request_session  # (light; asked only of logs)
+    from ipse._sessions import request_session  # (light; asked only of logs)
 
     extra = entry.get("ipse")
     named = extra.get("conversation") if jsonio.is_object(extra) else None

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from ipse._names import Names
 from ipse.jsonio import is_object
-from ipse.transcript.formats.claude_code_stored import StoredContent
+from ipse.transcript._formats.claude_code_stored import StoredContent
 
 MESSAGE_TYPES = ("user", "assistant")
 # The records a session journals its API requests in (`claude_code_journal` reads them).

@@ -3,11 +3,11 @@
 Replaying a session's requests (``ipse prefix``) needs each message of the live path as a
 Messages API dict, ``{"role", "content"}``, and its meta (model, usage, times, request
 reference): exactly what `write` gives for the thread's conversation, whose messages
-`ipse.transcript.formats.claude_code` builds. Building a neutral block for every content block
+`ipse.transcript._formats.claude_code` builds. Building a neutral block for every content block
 only to write the same dict back costs more than reading the file did, so `request_thread`
 groups the records into messages by the same rules, each message a `StoredMessage`: a mapping
 of its role and its content, which holds the notes of its blocks (type, call id, the reader's
-digest: `ipse.transcript.formats.claude_code_stored`) and gives the blocks as parsed when its
+digest: `ipse.transcript._formats.claude_code_stored`) and gives the blocks as parsed when its
 content is asked for (read back from the file, for a session read with a digest).
 
 That is only the same answer when every block would be written back as it was read: a text,
@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ipse import progress
+from ipse import _progress as progress
 from ipse.jsonio import is_object
-from ipse.transcript.formats.anthropic import write_message
-from ipse.transcript.formats.claude_code import (
+from ipse.transcript._formats.anthropic import write_message
+from ipse.transcript._formats.claude_code import (
     MAIN,
     ClaudeCodeSession,
     ResultsOnly,
@@ -35,14 +35,14 @@ from ipse.transcript.formats.claude_code import (
     note_orphans,
     record_meta,
 )
-from ipse.transcript.formats.claude_code_stored import (
+from ipse.transcript._formats.claude_code_stored import (
     Note,
     StoredContent,
     StoredMessage,
     results_only,
     stored,
 )
-from ipse.transcript.formats.claude_code_tree import (
+from ipse.transcript._formats.claude_code_tree import (
     MESSAGE_TYPES,
     SessionRecord,
     live_segments,

@@ -54,9 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from ipse.errors import InputError
+from ipse.transcript._formats import anthropic
 from ipse.transcript._jsonl import parse_json, read_text_bytes
 from ipse.transcript._model import Conversation, Message, Origin, Text
-from ipse.transcript.formats import anthropic
 
 UI_MESSAGES = "ui_messages.json"
 _MESSAGE_KEYS = ("role", "content")
