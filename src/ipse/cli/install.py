@@ -36,8 +36,9 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON doc
 AUTOPILOT_NOTE = (
     "the proxy's autopilot is on (--autopilot cut): as a conversation grows it asks the agent to "
     "checkpoint, then cuts at a turn boundary itself before the agent CLI would compact; turn it "
-    "off with IPSE_AUTOPILOT=off in the agent CLI's environment (or `ipse proxy start --restart "
-    "--autopilot off`), or only nudge with IPSE_AUTOPILOT=nudge"
+    "off with IPSE_AUTOPILOT=off in the agent CLI's environment (a proxy already running takes "
+    "it when started again with --restart, or --autopilot off), or only nudge with "
+    "IPSE_AUTOPILOT=nudge"
 )
 
 
