@@ -190,17 +190,18 @@ def autopilot_request(
     dialect_codec = codec(dialect)
     key = dialect_codec.history_key
     raw = body.get(key)
-    if policy.mode == "off":
-        return AutopilotRewrite(None, reason="the autopilot is off")
-    if not isinstance(raw, list) or not raw:
-        return AutopilotRewrite(None, reason="the body has no message history")
+    unread = _unread(policy, raw)
+    if unread is not None:
+        return unread
+    assert isinstance(raw, list)
     # (a harness's session may hold several threads, its sub-agents': the first item tells them)
     memo_key = (dialect, session, _digest(raw[:1]), policy, limits, tuple(tool_names))
+    known = None
     if base is None:
         known = _as_planned(_MEMOS.get(memo_key), body, raw, dialect, policy, limits,
                             tool_names)  # fmt: skip
-        if known is not None:
-            return known
+    if known is not None:
+        return known
     conversation = dialect_codec.read_body(body)
     plan = plan_autopilot(conversation, policy, limits, tool_names=tool_names)
     now = plan.now
@@ -217,12 +218,7 @@ def autopilot_request(
         if isinstance(made, str):
             return replace(found, reason=f"not cut: {made}", invalid=True)
         cut, cached, cut_key = made
-        found = replace(found, removed_calls=cut.removed_calls, archived=cut.archived,
-                        session=cut.session, cached=cached)  # fmt: skip
-        if found.action != "nudge":  # (a nudge's sizes are its own request's, not the cut's)
-            found = replace(found, tokens_after=cut.tokens_after)
-        if cached and found.action == "cut":  # the same history cut before: a repeat of it
-            found = replace(found, action="nothing", reason=f"{_REPEAT}: the cut was made there")
+        found = _with_cut(found, cut, cached)
         items = [*cut.prefix, *raw[cut.item :]]
         items = _without_bound_thinking(items, len(cut.prefix), body.get("model"), dialect)
         refused = cut_key if not cached else refused
@@ -233,18 +229,54 @@ def autopilot_request(
     items = place_nudges(items, len(raw), starts, nudges, dialect)
     out = dict(base if base is not None and cut is None else body)
     out[key] = items
-    # a body made of what was checked before (a cut's cached prefix, the raw tail after it, the
-    # nudges where they were) is not read again: only a request that brings something new is;
-    # what it refuses stays refused (the cut, else the nudges) for the later requests
-    fresh = found.action != "nothing" or (cut is not None and not found.cached)
-    problem = _problem(out, dialect) if fresh else None
-    if problem is not None:
-        _CUTS.put(refused, problem)
-        return replace(found, reason=f"left as sent: {problem}", invalid=True)
+    left = _left_as_sent(found, out, dialect, refused, cut)
+    if left is not None:
+        return left
     done = replace(found, body=out if nudges or cut else None, nudges=len(nudges))
     _remember(memo_key, raw, plan, done, cut, tuple(starts[m + 1] for m in sorted(nudges)),
               tool_names)  # fmt: skip
     return done
+
+
+def _unread(policy: AutopilotPolicy, raw: Any) -> AutopilotRewrite | None:
+    """The answer for a body the autopilot does not read (None: read it)."""
+    if policy.mode == "off":
+        return AutopilotRewrite(None, reason="the autopilot is off")
+    if not isinstance(raw, list) or not raw:
+        return AutopilotRewrite(None, reason="the body has no message history")
+    return None
+
+
+def _with_cut(found: AutopilotRewrite, cut: AutopilotCut, cached: bool) -> AutopilotRewrite:
+    """What the request says of the cut it sends: made at it, or made before (``cached``: the
+    same history was cut there, so the request only repeats it)."""
+    found = replace(found, removed_calls=cut.removed_calls, archived=cut.archived,
+                    session=cut.session, cached=cached)  # fmt: skip
+    if found.action != "nudge":  # (a nudge's sizes are its own request's, not the cut's)
+        found = replace(found, tokens_after=cut.tokens_after)
+    if cached and found.action == "cut":  # the same history cut before: a repeat of it
+        found = replace(found, action="nothing", reason=f"{_REPEAT}: the cut was made there")
+    return found
+
+
+def _left_as_sent(
+    found: AutopilotRewrite,
+    out: Mapping[str, Any],
+    dialect: str,
+    refused: tuple[Any, ...],
+    cut: AutopilotCut | None,
+) -> AutopilotRewrite | None:
+    """The request left as the client sent it, where the body the autopilot would send is one
+    the provider refuses (None: it is not). A body made of what was checked before (a cut's
+    cached prefix, the raw tail after it, the nudges where they were) is not read again: only
+    a request that brings something new is; what it refuses stays refused (the cut, else the
+    nudges) for the later requests."""
+    fresh = found.action != "nothing" or (cut is not None and not found.cached)
+    problem = _problem(out, dialect) if fresh else None
+    if problem is None:
+        return None
+    _CUTS.put(refused, problem)
+    return replace(found, reason=f"left as sent: {problem}", invalid=True)
 
 
 def _remember(

@@ -84,25 +84,14 @@ def model_in(body: bytes) -> str | None:
 async def apply_autopilot(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) -> None:
     """Judge the request, and send what the autopilot makes of it (``ex.sent_body``)."""
     policy = state.config.autopilot
-    body, dialect = ex.client_body, ex.dialect
-    if policy.mode == "off" or not state.config.handoff or not dialect or not body:
-        return  # (--no-handoff: every body goes through untouched)
-    if ex.path.endswith("count_tokens"):
-        return  # a count is no turn of the conversation: it goes as it came
-    bounds = limits(model_in(body), ex.provider, client_agent(lowered))
-    if not could_act(len(body), policy, bounds):
+    bounds = _bounds(state, ex, lowered)
+    parsed = _parsed(ex) if bounds is not None else None
+    if bounds is None or parsed is None:
         return
-    parsed = ex.parsed
-    if parsed is None:
-        try:
-            parsed = jsonio.loads(body)
-        except (jsonio.JSONDecodeError, ValueError):
-            return
-        if not isinstance(parsed, dict):
-            return
-        ex.parsed = parsed
+    dialect = ex.dialect
+    assert dialect is not None
     model = parsed.get("model")
-    if isinstance(model, str) and model != model_in(body):
+    if isinstance(model, str) and model != model_in(ex.client_body):
         bounds = limits(model, ex.provider, client_agent(lowered))
     key = ex.key = ex.key or conversation_key(lowered, parsed, dialect)
     rewrite = ex.rewrite
@@ -114,19 +103,17 @@ async def apply_autopilot(state: ProxyState, ex: Exchange, lowered: Mapping[str,
                                  session=key, tool_names=state.config.tool_names)  # fmt: skip
 
     try:
-        result = call() if len(body) <= INLINE else await anyio.to_thread.run_sync(call)
+        result = call() if len(ex.client_body) <= INLINE else await anyio.to_thread.run_sync(call)
     except Exception as exc:  # a body ipse cannot read goes on as it came
         ex.autopilot_error = f"autopilot: {redact(str(exc)) or type(exc).__name__}"
         return
-    if result.applied and sink.puts:
-        try:  # nothing leaves before the archive holds what the cut removed
-            await state.store.archive_removed(sink.puts)
-        except Exception as exc:
-            clear_cache()
-            why = redact(str(exc)) or type(exc).__name__
-            ex.autopilot_error = f"autopilot: not cut, the archive failed: {why}"
-            _log.warning("ipse proxy: %s", ex.autopilot_error)
-            return
+    if result.applied and sink.puts and not await _archived(state, ex, sink):
+        return
+    _send(ex, result)
+
+
+def _send(ex: Exchange, result: AutopilotRewrite) -> None:
+    """Say what the autopilot made of the request, and send its body where it changed."""
     ex.autopilot = result
     if result.invalid:
         _log.warning("ipse proxy: autopilot left the request as sent: %s", result.reason)
@@ -135,6 +122,47 @@ async def apply_autopilot(state: ProxyState, ex: Exchange, lowered: Mapping[str,
         ex.sent_body = jsonio.dumps(result.body)
         if result.anchor is not None:
             ex.rewrite = None  # the autopilot's cut is newer than the agent's checkpoint
+
+
+def _bounds(state: ProxyState, ex: Exchange, lowered: Mapping[str, str]) -> Limits | None:
+    """The limits the request is judged by (None: the autopilot leaves it alone: it is off,
+    the request is no turn of a conversation, or its bytes are too few to reach a threshold)."""
+    policy = state.config.autopilot
+    body = ex.client_body
+    if policy.mode == "off" or not state.config.handoff or not ex.dialect or not body:
+        return None  # (--no-handoff: every body goes through untouched)
+    if ex.path.endswith("count_tokens"):
+        return None  # a count is no turn of the conversation: it goes as it came
+    bounds = limits(model_in(body), ex.provider, client_agent(lowered))
+    return bounds if could_act(len(body), policy, bounds) else None
+
+
+def _parsed(ex: Exchange) -> dict[str, Any] | None:
+    """The request's body parsed once for every part of the proxy (None: not a JSON object)."""
+    if ex.parsed is None:
+        try:
+            parsed = jsonio.loads(ex.client_body)
+        except (jsonio.JSONDecodeError, ValueError):
+            return None
+        if not isinstance(parsed, dict):
+            return None
+        ex.parsed = parsed
+    found: Any = ex.parsed
+    return found if isinstance(found, dict) else None
+
+
+async def _archived(state: ProxyState, ex: Exchange, sink: RemovedItems) -> bool:
+    """Archive what the cut removed before anything leaves (False: the archive failed, and
+    the request goes on as it came)."""
+    try:
+        await state.store.archive_removed(sink.puts)
+    except Exception as exc:
+        clear_cache()
+        why = redact(str(exc)) or type(exc).__name__
+        ex.autopilot_error = f"autopilot: not cut, the archive failed: {why}"
+        _log.warning("ipse proxy: %s", ex.autopilot_error)
+        return False
+    return True
 
 
 def shown(result: AutopilotRewrite | None) -> dict[str, Any] | None:
