@@ -21,8 +21,6 @@ again) goes on as the client sent it, with the reason.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -45,6 +43,7 @@ from ipse.handoff._autopilot_plan import (
     plan_autopilot,
 )
 from ipse.handoff._kept_thinking import binds_thinking, without_thinking
+from ipse.handoff._lru import LruCache
 from ipse.handoff._recognise import CHECKPOINT_TOOLS
 from ipse.handoff._validate import validate
 from ipse.transcript import Conversation, Message, Text
@@ -112,32 +111,7 @@ class AutopilotRewrite:
 # ----------------------------------------------------------------------------- one request
 
 
-class _Cache:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> Any:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-            return entry
-
-    def put(self, key: tuple[Any, ...], entry: Any) -> None:
-        with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-
-_CUTS = _Cache(_CACHE_SIZE)  # (dialect, anchor, digest) -> AutopilotCut | the refusal's reason
+_CUTS = LruCache(_CACHE_SIZE)  # (dialect, anchor, digest) -> AutopilotCut | the refusal's reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +136,7 @@ class _Memo:
     nudges: tuple[int, ...]  # the raw items the nudges go before
 
 
-_MEMOS = _Cache(4 * _CACHE_SIZE)  # (dialect, session, policy, limits) -> _Memo
+_MEMOS = LruCache(4 * _CACHE_SIZE)  # (dialect, session, policy, limits) -> _Memo
 
 
 def clear_autopilot_cache() -> None:

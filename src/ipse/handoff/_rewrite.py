@@ -25,8 +25,6 @@ A body the handoff cannot make valid is returned untouched (``body is None``) wi
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -36,6 +34,7 @@ from ipse._sessions import CLAUDE_CODE_HEADER, filing_session, request_session
 from ipse.errors import IpseError
 from ipse.handoff._cut import results_by_call
 from ipse.handoff._kept_thinking import binds_thinking, without_thinking
+from ipse.handoff._lru import LruCache
 from ipse.handoff._recognise import (
     CHECKPOINT_TOOLS,
     CODE_TOOLS,
@@ -140,33 +139,8 @@ class _Failure:
 _SETTLED_TAIL = 4  # items from the checkpoint call's on: its result, and the turns after it
 
 
-class _Cache:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str, str]) -> Any:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-            return entry
-
-    def put(self, key: tuple[str, str, str], entry: Any) -> None:
-        with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-
-_CACHE = _Cache(_CACHE_SIZE)
-_FAILED = _Cache(_CACHE_SIZE)
+_CACHE = LruCache(_CACHE_SIZE)
+_FAILED = LruCache(_CACHE_SIZE)
 
 
 def clear_cache() -> None:
