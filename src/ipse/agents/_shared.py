@@ -18,10 +18,12 @@ from ipse.agents._install import (
     proxy_port,
     routed_ports,
 )
+from ipse.agents._table import agent_sending
 
 __all__ = [
     "Change",
     "add_block",
+    "agent_sending",
     "agents_with_sessions",
     "compaction_point",
     "compaction_rule",

@@ -43,15 +43,10 @@ _MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
 
 
 def client_agent(headers: Mapping[str, str]) -> str | None:
-    """The agent CLI that sent a request, by its user agent or ``originator`` header (None:
-    not one ipse knows the compaction of)."""
-    agent = headers.get("user-agent", "").lower()
-    originator = headers.get("originator", "").lower()
-    if agent.startswith("claude-cli"):
-        return "claude-code"
-    if agent.startswith("codex") or originator.startswith("codex"):
-        return "codex"
-    return None
+    """The agent CLI that sent a request (`ipse.agents`' table; None: not one ipse knows)."""
+    from ipse.agents._shared import agent_sending
+
+    return agent_sending(headers)
 
 
 @functools.lru_cache(maxsize=256)
